@@ -1,0 +1,1 @@
+"""The desktop viewer and the command line. GUI packages are imported only by the viewer."""

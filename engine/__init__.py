@@ -1,0 +1,17 @@
+"""The simulation engine: particles, initial conditions, solvers, integrators, diagnostics.
+
+Importable without any GUI package.
+"""
+
+from . import ics
+from .diagnostics import Diagnostics
+from .errors import (InvalidInputError, OrreryError, SolverUnavailableError,
+                     UnknownSolverError)
+from .particles import Particles
+from .simulation import Simulation
+from .solvers import make_solver, solver_specs
+
+__all__ = [
+    "Diagnostics", "InvalidInputError", "OrreryError", "Particles", "Simulation",
+    "SolverUnavailableError", "UnknownSolverError", "ics", "make_solver", "solver_specs",
+]

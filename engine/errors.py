@@ -1,0 +1,17 @@
+"""The exceptions Orrery raises on purpose: one family, so callers can catch them together."""
+
+
+class OrreryError(Exception):
+    """Base class of every error Orrery raises deliberately."""
+
+
+class InvalidInputError(OrreryError, ValueError):
+    """Input that cannot be simulated: bad shapes, NaN positions, negative masses, ..."""
+
+
+class UnknownSolverError(InvalidInputError):
+    """A solver name or solver option that does not exist."""
+
+
+class SolverUnavailableError(OrreryError, RuntimeError):
+    """A solver that exists but cannot run here (its package or device is missing)."""

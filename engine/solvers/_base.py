@@ -1,0 +1,94 @@
+"""The solver interface and the host-memory simulation state every CPU solver shares."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..particles import Particles, as_dtype, check_no_coincident, check_positions_and_masses
+
+
+class Solver(ABC):
+    """Computes softened gravitational accelerations (G = 1).
+
+    Subclasses implement ``_compute(pos, mass, potential) -> (acc, pot | None)`` on validated
+    contiguous arrays of ``self.dtype``; ``accelerations`` does the checking and conversion.
+    ``last_stats`` holds what the last evaluation measured (seconds, interaction counts, ...).
+    """
+
+    name = "solver"
+
+    def __init__(self, *, precision: str, softening: float, **params):
+        self.precision = precision
+        self.dtype = as_dtype(precision)
+        self.softening = softening
+        self.params = dict(params, precision=precision, softening=softening)
+        self.last_stats: dict = {}
+
+    def accelerations(self, pos, mass, *, potential: bool = False):
+        """Accelerations ``(n, 3)`` (and potentials ``(n,)`` when ``potential``) in this
+        solver's precision."""
+        pos, mass = check_positions_and_masses(pos, mass)
+        if self.softening == 0:
+            check_no_coincident(pos)
+        pos = np.ascontiguousarray(pos, dtype=self.dtype)
+        mass = np.ascontiguousarray(mass, dtype=self.dtype)
+        start = time.perf_counter()
+        acc, pot = self._compute(pos, mass, potential)
+        self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
+        return (acc, pot) if potential else acc
+
+    @abstractmethod
+    def _compute(self, pos, mass, potential):
+        """Return ``(acc, pot or None)`` for validated arrays of ``self.dtype``."""
+
+    def _extra_stats(self) -> dict:
+        return {}
+
+    def bind(self, particles: Particles) -> HostState:
+        """The state a :class:`Simulation` advances with this solver (host memory here; GPU
+        solvers return a device-resident state)."""
+        return HostState(self, particles)
+
+    def describe(self) -> str:
+        options = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if v is not None)
+        return f"{self.name} ({options})"
+
+
+class HostState:
+    """Positions, velocities and masses in host memory, in the solver's precision."""
+
+    def __init__(self, solver: Solver, particles: Particles):
+        self.solver = solver
+        self.template = particles
+        self.pos = np.array(particles.pos, dtype=solver.dtype, order="C")
+        self.vel = np.array(particles.vel, dtype=solver.dtype, order="C")
+        self.mass = np.array(particles.mass, dtype=solver.dtype, order="C")
+        self.acc = np.zeros_like(self.pos)
+
+    @property
+    def n(self) -> int:
+        return self.pos.shape[0]
+
+    def compute_accelerations(self) -> None:
+        self.acc = self.solver.accelerations(self.pos, self.mass)
+
+    def kick(self, dt: float) -> None:
+        self.vel += self.acc * self.solver.dtype.type(dt)
+
+    def drift(self, dt: float) -> None:
+        self.pos += self.vel * self.solver.dtype.type(dt)
+
+    def positions(self) -> np.ndarray:
+        """Current positions on the host (a copy the caller may keep)."""
+        return self.pos.copy()
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Host copies of (pos, vel, mass)."""
+        return self.pos.copy(), self.vel.copy(), self.mass.copy()
+
+    def potentials(self) -> np.ndarray:
+        _, pot = self.solver.accelerations(self.pos, self.mass, potential=True)
+        return pot

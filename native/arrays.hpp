@@ -1,0 +1,27 @@
+// Shape checks shared by the bindings: the Python layer validates values (NaN, negative mass);
+// these guard the native code against being handed arrays of the wrong shape or layout.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace orrery {
+
+namespace py = pybind11;
+
+template <typename T>
+using CArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+template <typename T>
+std::size_t check_positions_and_masses(const CArray<T>& pos, const CArray<T>& mass) {
+  if (pos.ndim() != 2 || pos.shape(1) != 3)
+    throw std::invalid_argument("positions must have shape (n, 3)");
+  if (mass.ndim() != 1 || mass.shape(0) != pos.shape(0))
+    throw std::invalid_argument("masses must have shape (n,), matching positions");
+  return static_cast<std::size_t>(pos.shape(0));
+}
+
+}  // namespace orrery

@@ -1,0 +1,19 @@
+// orrery._native: the CPU solvers and probes, one registration function per source file.
+#include <pybind11/pybind11.h>
+
+#include "parallel.hpp"
+
+namespace py = pybind11;
+
+namespace orrery {
+void register_reference(py::module_& m);
+void register_direct(py::module_& m);
+}  // namespace orrery
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Orrery's native CPU solvers";
+  m.def("hardware_threads", &orrery::ThreadPool::hardware_threads,
+        "Threads the machine offers (the default thread count).");
+  orrery::register_reference(m);
+  orrery::register_direct(m);
+}

@@ -1,0 +1,14 @@
+"""Orrery: an interactive N-body visualiser with a live simulation behind it.
+
+The simulation lives in :mod:`orrery.engine` (importable without any GUI package); the desktop
+viewer and the command line live in :mod:`orrery.app`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+try:
+    __version__ = _version("orrery")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["__version__"]
