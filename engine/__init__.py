@@ -3,7 +3,7 @@
 Importable without any GUI package.
 """
 
-from . import ics
+from . import ics, scenarios
 from .diagnostics import Diagnostics
 from .errors import (InvalidInputError, OrreryError, SolverUnavailableError,
                      UnknownSolverError)
@@ -13,5 +13,5 @@ from .solvers import make_solver, solver_specs
 
 __all__ = [
     "Diagnostics", "InvalidInputError", "OrreryError", "Particles", "Simulation",
-    "SolverUnavailableError", "UnknownSolverError", "ics", "make_solver", "solver_specs",
+    "SolverUnavailableError", "UnknownSolverError", "ics", "make_solver", "scenarios", "solver_specs",
 ]
