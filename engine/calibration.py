@@ -105,7 +105,7 @@ class Schedule:
     def describe_segment(self, segment: Segment) -> str:
         """``"cpu-tree is fastest above 5,900 particles"`` and the like."""
         if len(self.segments) == 1:
-            return f"{segment.solver} is the only candidate"
+            return f"{segment.solver} is fastest at every size"
         if segment.lower == 0:
             return f"{segment.solver} is fastest below {segment.upper:,} particles"
         if segment.upper is None:
@@ -394,7 +394,7 @@ def load_calibration(precision: str, *, path: Path | None = None) -> Calibration
     if entries is None:
         return None
     here = (machine_key(), device_key())
-    matching = []
+    readable, matching = 0, []
     for entry in entries:
         try:
             calibration = Calibration.from_json(entry)
@@ -402,10 +402,11 @@ def load_calibration(precision: str, *, path: Path | None = None) -> Calibration
             warnings.warn(f"ignoring a damaged entry in the calibration cache {path}: {error!r}",
                           CalibrationCacheWarning, stacklevel=2)
             continue
+        readable += 1
         if (calibration.machine, calibration.device) == here:
             matching.append(calibration)
     if not matching:
-        if entries:
+        if readable:
             warnings.warn(f"ignoring the calibration cache {path}: it was measured on another "
                           f"machine or device (this one: {here[0]}, {here[1]}); run "
                           f"`orrery calibrate` to measure this one", CalibrationCacheWarning,
