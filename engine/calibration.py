@@ -346,11 +346,13 @@ class Calibration:
         return find_schedule({s: self.curves[s] for s in wanted}, tolerance=tolerance)
 
     def to_json(self) -> dict:
+        schedule = self.schedule()
         return {"precision": self.precision, "created": self.created, "settings": self.settings,
                 "machine": self.machine, "device": self.device,
                 "curves": {name: [[int(n), float(s)] for n, s in points]
                            for name, points in self.curves.items()},
-                "crossovers": self.schedule().to_json() if self.schedule() else []}
+                # Written for people reading the file; loading recomputes them from the curves.
+                "crossovers": schedule.to_json() if schedule else []}
 
     @classmethod
     def from_json(cls, entry: dict) -> Calibration:
