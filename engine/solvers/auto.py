@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..calibration import Calibration, Schedule, load_calibration
+from ..calibration import Calibration, load_calibration
+from ..crossovers import Schedule
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
 from ._base import HostState, Solver

@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pytest
 
+from orrery.engine import calibration
 from orrery.engine.calibration import (CACHE_FORMAT, Calibration, CalibrationCacheWarning,
-                                       Schedule, Segment, cache_path, find_schedule,
-                                       load_calibration, machine_key, save_calibration)
+                                       cache_path, load_calibration, machine_key,
+                                       save_calibration)
+from orrery.engine.crossovers import Schedule, Segment, find_schedule
 from orrery.engine.errors import InvalidInputError
 
 SIZES = [2 ** k for k in range(6, 19)]
@@ -193,3 +195,16 @@ def test_saving_replaces_this_machines_entry_and_keeps_the_others(cache_dir):
     crossover = load_calibration("f32").schedule().crossovers[0]
     assert crossover == pytest.approx(4000 / 2 ** (1 / 0.76), rel=0.01)
     assert math.isclose(entries[0]["machine"]["threads"], 8)
+
+
+def test_the_machine_key_includes_the_simd_level_the_native_module_reports(monkeypatch):
+    from orrery import _native
+
+    monkeypatch.setattr(_native, "build_info", lambda: {"compiler": "gcc", "simd": "avx512"},
+                        raising=False)
+    calibration.machine_key.cache_clear()
+    try:
+        key = machine_key()
+        assert key["simd"] == "avx512" and key["threads"] == _native.hardware_threads()
+    finally:
+        calibration.machine_key.cache_clear()

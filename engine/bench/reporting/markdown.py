@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...calibration import find_schedule
+from ...crossovers import find_schedule
 from ..solver_timing import as_timing_curves
 from .analysis import (direct_rates, gpu_versus_cpu, scaling_exponents, series_from_rows,
                        winners)
