@@ -8,6 +8,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from ..errors import InvalidInputError
+from . import BENCHMARKS
 from .reporting.markdown import ReportWriter
 from .reporting.plots import draw_plots, plotting_unavailable
 from .reporting.session import full_plan, quick_plan, run_session
@@ -42,6 +44,10 @@ def _plan(args):
     if args.n_max is not None:
         changes["sizes"] = tuple(n for n in plan.sizes if n <= args.n_max) or plan.sizes[:1]
     if args.benchmarks is not None:
+        included = [name for name in BENCHMARKS if name != "report"]
+        unknown = sorted(set(args.benchmarks) - set(included))
+        if unknown:
+            raise InvalidInputError(f"no benchmark(s) {unknown} to include; choose from {included}")
         changes["benchmarks"] = tuple(args.benchmarks)
     return dataclasses.replace(plan, **changes)
 

@@ -110,8 +110,10 @@ class AutoSolver(Solver):
             if schedule is not None:
                 self._policy = (schedule, f"calibrated on {calibration.date}")
             else:
+                command = "orrery calibrate" + (
+                    "" if self.precision == "f32" else f" --precision {self.precision}")
                 self._policy = (default_schedule(candidates),
-                                "not calibrated (run `orrery calibrate`): default thresholds")
+                                f"not calibrated (run `{command}`): default thresholds")
         return self._policy
 
     def select(self, n: int) -> Solver:

@@ -79,3 +79,10 @@ def test_report_runs_benchmarks_through_their_cli_and_survives_failures(tmp_path
     assert "failed: RuntimeError: no device here" in text
     assert "_No plot: matplotlib is not installed" in text
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_report_rejects_benchmarks_that_do_not_exist(tmp_path, capsys):
+    assert main(["bench", "report", "--quick", "--out", str(tmp_path),
+                 "--benchmarks", "no-such-benchmark"]) == 2
+    assert "no-such-benchmark" in capsys.readouterr().err
+    assert not (tmp_path / "index.md").exists()
