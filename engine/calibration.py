@@ -1,0 +1,230 @@
+"""The calibration cache: timing curves measured by ``orrery calibrate`` on one machine and
+device, kept between sessions for the ``auto`` solver. How curves become crossovers is in
+:mod:`orrery.engine.crossovers`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import platform
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .crossovers import DEFAULT_TOLERANCE, Schedule, find_schedule
+
+# Bumped whenever the cache file's layout changes; older files are ignored with a warning.
+CACHE_FORMAT = 1
+
+
+class CalibrationCacheWarning(UserWarning):
+    """The calibration cache exists but cannot be used (corrupt, older format, or measured on
+    another machine or device); ``auto`` falls back to its default thresholds."""
+
+
+@functools.lru_cache(maxsize=1)
+def machine_key() -> dict:
+    """The CPU this process runs on: model, hardware threads and the SIMD path the native
+    module dispatches to (when it reports one)."""
+    from .. import _native
+
+    key = {"cpu": _cpu_model(), "threads": int(_native.hardware_threads())}
+    build_info = getattr(_native, "build_info", None)
+    if callable(build_info):
+        key["simd"] = _simd_level(build_info())
+    return key
+
+
+def _cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _simd_level(info) -> str:
+    if isinstance(info, Mapping):
+        for name, value in info.items():
+            if "simd" in str(name).lower():
+                return str(value)
+        return json.dumps(info, sort_keys=True, default=str)
+    return str(info)
+
+
+@functools.lru_cache(maxsize=1)
+def device_key() -> dict:
+    """The GPUs this process can see (CUDA through CuPy, SYCL GPUs through dpctl), by name."""
+    return {"gpus": sorted(_cuda_gpu_names() + _sycl_gpu_names())}
+
+
+def _cuda_gpu_names() -> list[str]:
+    if importlib.util.find_spec("cupy") is None:
+        return []
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+        names = [cupy.cuda.runtime.getDeviceProperties(i)["name"] for i in range(count)]
+    # A missing or broken CUDA driver surfaces as various CuPy errors; it means "no CUDA GPU".
+    except Exception:  # noqa: BLE001
+        return []
+    return [f"cuda: {n.decode() if isinstance(n, bytes) else n}" for n in names]
+
+
+def _sycl_gpu_names() -> list[str]:
+    if importlib.util.find_spec("dpctl") is None:
+        return []
+    try:
+        import dpctl
+
+        devices = dpctl.get_devices()
+    # As above: a broken SYCL runtime means no usable SYCL GPU, not a failed calibration.
+    except Exception:  # noqa: BLE001
+        return []
+    return [f"sycl: {d.name}" for d in devices if getattr(d, "is_gpu", False)]
+
+
+def cache_path() -> Path:
+    """``$ORRERY_CACHE_DIR/calibration.json`` if set, else ``$XDG_CACHE_HOME/orrery/...``,
+    else ``~/.cache/orrery/calibration.json``."""
+    override = os.environ.get("ORRERY_CACHE_DIR")
+    if override:
+        return Path(override) / "calibration.json"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "orrery" / "calibration.json"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Timing curves measured on one machine and device at one precision.
+
+    ``settings`` records how they were measured (initial conditions, solver options at their
+    defaults, trials); ``created`` is an ISO 8601 UTC timestamp.
+    """
+
+    precision: str
+    curves: dict[str, list[tuple[int, float]]]
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    settings: dict = field(default_factory=dict)
+    machine: dict = field(default_factory=machine_key)
+    device: dict = field(default_factory=device_key)
+
+    @property
+    def date(self) -> str:
+        return self.created[:10]
+
+    def schedule(self, solvers: Iterable[str] | None = None, *,
+                 tolerance: float = DEFAULT_TOLERANCE) -> Schedule | None:
+        """Crossovers among ``solvers`` (default: every measured one), or None when none of
+        them was measured."""
+        wanted = list(self.curves) if solvers is None else [s for s in solvers if s in self.curves]
+        if not any(self.curves[s] for s in wanted):
+            return None
+        return find_schedule({s: self.curves[s] for s in wanted}, tolerance=tolerance)
+
+    def to_json(self) -> dict:
+        schedule = self.schedule()
+        return {"precision": self.precision, "created": self.created, "settings": self.settings,
+                "machine": self.machine, "device": self.device,
+                "curves": {name: [[int(n), float(s)] for n, s in points]
+                           for name, points in self.curves.items()},
+                # Written for people reading the file; loading recomputes them from the curves.
+                "crossovers": schedule.to_json() if schedule else []}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> Calibration:
+        curves = {str(name): [(int(n), float(s)) for n, s in points]
+                  for name, points in entry["curves"].items()}
+        return cls(precision=str(entry["precision"]), curves=curves, created=str(entry["created"]),
+                   settings=dict(entry.get("settings", {})), machine=dict(entry["machine"]),
+                   device=dict(entry["device"]))
+
+
+def _read_entries(path: Path) -> list[dict] | None:
+    """The file's entries, or None (with a warning) when it cannot be used at all."""
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        warnings.warn(f"ignoring the calibration cache {path}: it cannot be read ({error}); "
+                      f"run `orrery calibrate` to measure again", CalibrationCacheWarning,
+                      stacklevel=3)
+        return None
+    if not isinstance(payload, dict) or payload.get("format") != CACHE_FORMAT \
+            or not isinstance(payload.get("entries"), list):
+        found = payload.get("format") if isinstance(payload, dict) else None
+        warnings.warn(f"ignoring the calibration cache {path}: format {found!r}, expected "
+                      f"{CACHE_FORMAT}; run `orrery calibrate` to measure again",
+                      CalibrationCacheWarning, stacklevel=3)
+        return None
+    return payload["entries"]
+
+
+def load_calibration(precision: str, *, path: Path | None = None) -> Calibration | None:
+    """The stored calibration for this machine, device and ``precision``, or None.
+
+    A missing file is silently None. A corrupt file, an older format, or a file holding only
+    measurements of another machine or device gives None with a
+    :class:`CalibrationCacheWarning`.
+    """
+    path = path or cache_path()
+    if not path.exists():
+        return None
+    entries = _read_entries(path)
+    if entries is None:
+        return None
+    here = (machine_key(), device_key())
+    readable, matching = 0, []
+    for entry in entries:
+        try:
+            calibration = Calibration.from_json(entry)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            warnings.warn(f"ignoring a damaged entry in the calibration cache {path}: {error!r}",
+                          CalibrationCacheWarning, stacklevel=2)
+            continue
+        readable += 1
+        if (calibration.machine, calibration.device) == here:
+            matching.append(calibration)
+    if not matching:
+        if readable:
+            warnings.warn(f"ignoring the calibration cache {path}: it was measured on another "
+                          f"machine or device (this one: {here[0]}, {here[1]}); run "
+                          f"`orrery calibrate` to measure this one", CalibrationCacheWarning,
+                          stacklevel=2)
+        return None
+    return next((c for c in matching if c.precision == precision), None)
+
+
+def save_calibration(calibration: Calibration, *, path: Path | None = None) -> Path:
+    """Store ``calibration``, replacing an earlier one of the same machine, device and
+    precision and keeping the others (a home directory shared between machines)."""
+    path = path or cache_path()
+    kept = []
+    if path.exists():
+        with warnings.catch_warnings():
+            # A damaged file is being replaced: nothing in it is worth a warning here.
+            warnings.simplefilter("ignore", CalibrationCacheWarning)
+            entries = _read_entries(path) or []
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            same = (entry.get("machine"), entry.get("device"), entry.get("precision")) == \
+                (calibration.machine, calibration.device, calibration.precision)
+            if not same:
+                kept.append(entry)
+    payload = {"format": CACHE_FORMAT, "entries": kept + [calibration.to_json()]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(payload, indent=1))
+    os.replace(temporary, path)
+    return path
+
+
+__all__ = ["CACHE_FORMAT", "Calibration", "CalibrationCacheWarning", "cache_path", "device_key",
+           "load_calibration", "machine_key", "save_calibration"]

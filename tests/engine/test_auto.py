@@ -1,0 +1,160 @@
+"""The ``auto`` solver: picks per stored crossovers, falls back to defaults and says so."""
+
+import json
+
+import numpy as np
+import pytest
+
+import orrery.engine.solvers as solvers_module
+from orrery.engine import Simulation, ics, make_solver
+from orrery.engine.calibration import Calibration, CalibrationCacheWarning, save_calibration
+from orrery.engine.errors import InvalidInputError
+from orrery.engine.solvers import cpu_direct
+from orrery.engine.solvers._options import SolverSpec
+from orrery.engine.solvers.auto import default_schedule
+
+TWIN = "cpu-direct-twin"
+
+
+class TwinSolver(cpu_direct.CpuDirectSolver):
+    """cpu-direct under another name: a second solver that can run anywhere."""
+
+    name = TWIN
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def with_twin(monkeypatch):
+    """Add the twin to the registry, as a solver merged later would be."""
+    real = solvers_module.solver_specs
+    twin = SolverSpec(name=TWIN, doc="test double", options=cpu_direct.SPEC.options,
+                      factory=TwinSolver)
+    monkeypatch.setattr(solvers_module, "solver_specs", lambda: {**real(), TWIN: twin})
+
+
+def crossing_at(threshold, *, first="cpu-direct", second=TWIN, **extra):
+    sizes = [2 ** k for k in range(6, 16)]
+    curves = {first: [(n, n * n * 1e-9) for n in sizes],
+              second: [(n, threshold * n * 1e-9) for n in sizes]}
+    return Calibration(precision="f32", curves=curves, **extra)
+
+
+def test_uncalibrated_auto_uses_the_defaults_and_says_so(cache_dir, plummer_2048):
+    auto = make_solver("auto", softening=0.02)
+    assert auto.chosen is None and "first evaluation" in auto.reason
+    acc = auto.accelerations(plummer_2048.pos, plummer_2048.mass)
+    assert auto.chosen == "cpu-direct"
+    assert auto.reason.startswith("not calibrated")
+    assert "default thresholds" in auto.reason
+    assert auto.last_stats["solver"] == "cpu-direct"
+    expected = make_solver("cpu-direct", softening=0.02).accelerations(plummer_2048.pos,
+                                                                       plummer_2048.mass)
+    np.testing.assert_array_equal(acc, expected)
+
+
+def test_auto_picks_per_the_stored_crossover_and_again_when_n_changes(cache_dir, with_twin):
+    save_calibration(crossing_at(1000))
+    auto = make_solver("auto")
+    small, large = ics.plummer(500, seed=1), ics.plummer(1500, seed=1)
+    auto.accelerations(small.pos, small.mass)
+    assert auto.chosen == "cpu-direct"
+    assert auto.reason.startswith("calibrated on 20")
+    assert auto.reason.endswith("cpu-direct is fastest below 1,000 particles")
+    auto.accelerations(large.pos, large.mass)
+    assert auto.chosen == TWIN and auto.last_stats["solver"] == TWIN
+    assert auto.reason.endswith(f"{TWIN} is fastest above 1,000 particles")
+    auto.accelerations(small.pos, small.mass)
+    assert auto.chosen == "cpu-direct"
+
+
+def test_defaults_without_a_calibration_ignore_unknown_solvers(cache_dir, with_twin):
+    auto = make_solver("auto")
+    large = ics.plummer(5000, seed=1)
+    auto.accelerations(large.pos, large.mass)
+    assert auto.chosen == "cpu-direct"
+
+
+def test_a_calibration_for_another_precision_is_not_used(cache_dir, with_twin):
+    save_calibration(crossing_at(1000))
+    auto = make_solver("auto", precision="f64")
+    p = ics.plummer(1500, seed=1)
+    acc = auto.accelerations(p.pos, p.mass)
+    assert auto.chosen == "cpu-direct"
+    assert auto.reason.startswith("not calibrated (run `orrery calibrate --precision f64`)")
+    assert acc.dtype == np.float64
+
+
+def test_a_stale_cache_is_ignored_with_a_warning(cache_dir, with_twin):
+    save_calibration(crossing_at(1000, machine={"cpu": "a machine long gone", "threads": 4}))
+    auto = make_solver("auto")
+    p = ics.plummer(1500, seed=1)
+    with pytest.warns(CalibrationCacheWarning, match="another machine"):
+        auto.accelerations(p.pos, p.mass)
+    assert auto.chosen == "cpu-direct" and auto.reason.startswith("not calibrated")
+
+
+def test_a_corrupt_cache_is_ignored_with_a_warning(cache_dir, with_twin):
+    (cache_dir / "calibration.json").write_text(json.dumps({"format": 1, "entries": [{"x": 1}]}))
+    auto = make_solver("auto")
+    p = ics.plummer(1500, seed=1)
+    with pytest.warns(CalibrationCacheWarning, match="damaged entry"):
+        auto.accelerations(p.pos, p.mass)
+    assert auto.chosen == "cpu-direct" and auto.reason.startswith("not calibrated")
+
+
+def test_a_solver_that_rejects_the_options_is_not_a_candidate(cache_dir, monkeypatch):
+    real = solvers_module.solver_specs
+    single_only = SolverSpec(
+        name=TWIN, doc="f32 only",
+        options=(cpu_direct.SPEC.options[0].__class__("precision", str, "f32", "f32 only",
+                                                      choices=("f32",)),
+                 *cpu_direct.SPEC.options[1:]),
+        factory=TwinSolver)
+    monkeypatch.setattr(solvers_module, "solver_specs", lambda: {**real(), TWIN: single_only})
+    save_calibration(Calibration(precision="f64", curves=crossing_at(1000).curves))
+    auto = make_solver("auto", precision="f64")
+    p = ics.plummer(1500, seed=1)
+    auto.accelerations(p.pos, p.mass)
+    assert auto.chosen == "cpu-direct"
+    assert auto.reason.endswith("cpu-direct is fastest at every size")
+
+
+def test_options_reach_the_chosen_solver_only_if_it_has_them(cache_dir, plummer_2048):
+    auto = make_solver("auto", theta=0.3, quadrupole=True, threads=1, precision="f64")
+    auto.accelerations(plummer_2048.pos, plummer_2048.mass)
+    chosen = auto._solvers["cpu-direct"]
+    assert chosen.params == {"precision": "f64", "softening": 0.01, "threads": 1}
+    assert "cpu-direct" in auto.describe() and "not calibrated" in auto.describe()
+    with pytest.raises(InvalidInputError, match="theta"):
+        make_solver("auto", theta=5.0)
+
+
+def test_bind_hands_the_chosen_solvers_own_state_to_the_simulation(cache_dir):
+    particles = ics.plummer(300, seed=4)
+    auto_sim = Simulation(particles, make_solver("auto"), dt=1e-3)
+    direct_sim = Simulation(particles, make_solver("cpu-direct"), dt=1e-3)
+    assert auto_sim._state.solver.name == "cpu-direct"
+    auto_sim.step(5)
+    direct_sim.step(5)
+    np.testing.assert_array_equal(auto_sim.positions(), direct_sim.positions())
+
+
+@pytest.mark.parametrize("available, expected", [
+    ({"cpu-direct"}, [("cpu-direct", 0, None)]),
+    ({"cpu-direct", "cpu-tree"}, [("cpu-direct", 0, 4000), ("cpu-tree", 4000, None)]),
+    ({"cpu-direct", "cpu-tree", "gpu-direct"},
+     [("cpu-direct", 0, 2200), ("gpu-direct", 2200, None)]),
+    ({"cpu-direct", "cpu-tree", "gpu-direct", "gpu-tree"},
+     [("cpu-direct", 0, 2200), ("gpu-direct", 2200, 9000), ("gpu-tree", 9000, None)]),
+    ({"cpu-direct", "cpu-tree", "gpu-tree"},
+     [("cpu-direct", 0, 4000), ("cpu-tree", 4000, 9000), ("gpu-tree", 9000, None)]),
+    ({"cpu-direct", "some-future-solver"}, [("cpu-direct", 0, None)]),
+])
+def test_default_thresholds_for_each_set_of_available_solvers(available, expected):
+    schedule = default_schedule(available)
+    assert [(s.solver, s.lower, s.upper) for s in schedule.segments] == expected
