@@ -10,7 +10,7 @@ import sys
 from ...engine.errors import OrreryError
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench")
+_COMMANDS = ("run", "devices", "bench", "info", "play")
 
 
 def build_parser() -> argparse.ArgumentParser:
