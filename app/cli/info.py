@@ -26,22 +26,22 @@ def describe(recording: RecordingFile) -> str:
     attrs = dict(recording.attributes)
     count = recording.frame_count
     lines = [
-        f"file:           {recording.path} ({recording.file_size / 1e6:.1f} MB)",
-        f"format:         {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
+        f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
+        f"format:        {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
         f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
-        f"state:          {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
-        f"particles:      {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
-        f"populations:    " + ", ".join(
+        f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
+        f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
+        f"populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
             for label, name in enumerate(recording.population_names)),
-        f"frames:         {count} x {recording.dtype.name} positions"
+        f"frames:        {count} x {recording.dtype.name} positions"
         + (" + velocities" if recording.has_velocities else "")
         + f" ({recording.frame_bytes / 1e6:.3g} MB a frame, {recording.frames_per_chunk} a chunk)",
     ]
     if count:
         strides = np.unique(np.diff(recording.steps)) if count > 1 else np.array([], dtype=int)
         every = f", every {strides[0]} steps" if strides.size == 1 else ""
-        lines.append(f"time:           {recording.times[0]:g} .. {recording.times[-1]:g} "
+        lines.append(f"time:          {recording.times[0]:g} .. {recording.times[-1]:g} "
                      f"(steps {recording.steps[0]} .. {recording.steps[-1]}{every})")
     for name in ("scenario", "solver", "solver_params", "integrator", "dt", "softening", "G",
                  "units"):
