@@ -80,7 +80,10 @@ class Recorder:
             raise RecordingError(f"{self.path} already exists; remove it or choose another name")
 
         self.frame_bytes = self.n * 3 * self.dtype.itemsize
-        per_frame = self.frame_bytes * (2 if velocities else 1)
+        # The caller only copies (as float32); narrowing to float16 is slower than the copy, so
+        # the writer thread does it, off the simulation's thread.
+        self._queued_dtype = np.dtype(np.float32)
+        per_frame = self.n * 3 * self._queued_dtype.itemsize * (2 if velocities else 1)
         self.queue_capacity = max(2, int(queue_bytes) // per_frame)
         self._queue: queue.Queue = queue.Queue(maxsize=self.queue_capacity)
         self._error: BaseException | None = None
@@ -135,8 +138,8 @@ class Recorder:
     # -- the caller's side ---------------------------------------------------------------------
 
     def append(self, positions, time: float, step: int, velocities=None) -> None:
-        """Queue one frame; blocks while the queue is full. The arrays are copied (converted to
-        the recording's dtype) before this returns, so the caller may reuse them at once."""
+        """Queue one frame; blocks while the queue is full. The arrays are copied before this
+        returns, so the caller may reuse them at once."""
         self._raise_if_failed()
         if self._closed:
             raise RecordingError(f"{self.path}: the recorder is closed")
@@ -161,7 +164,7 @@ class Recorder:
         array = np.asarray(array)
         if array.shape != (self.n, 3):
             raise InvalidInputError(f"{what} must have shape ({self.n}, 3), got {array.shape}")
-        return np.array(array, dtype=self.dtype, order="C", copy=True)
+        return np.array(array, dtype=self._queued_dtype, order="C", copy=True)
 
     def _put(self, item) -> None:
         # Wait in slices so a writer that failed while we waited is noticed instead of hanging.
@@ -229,7 +232,7 @@ class Recorder:
             if data is not None:
                 dataset = self._file[name]
                 dataset.resize(index + 1, axis=0)
-                dataset.write_direct(data, dest_sel=np.s_[index])
+                dataset.write_direct(data.astype(self.dtype, copy=False), dest_sel=np.s_[index])
         self._uncommitted += 1
 
     def _commit(self, pending) -> None:
