@@ -122,7 +122,8 @@ class RecordingFile:
         if not np.isfinite(times).all():
             raise RecordingError(f"{where}: damaged, a committed frame has a non-finite time")
         stored = count * self.frame_bytes * (2 if self.has_velocities else 1)
-        if stored > self.file_size:
+        compressed = positions.id.get_create_plist().get_nfilters() > 0
+        if stored > self.file_size and not compressed:
             raise RecordingError(f"{where} declares {count} frames of {self.n} particles "
                                  f"({stored / 1e9:.3g} GB) but the file holds only "
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")

@@ -136,6 +136,28 @@ def test_recorder_rejects_bad_frames(tmp_path):
         Recorder(tmp_path / "other.h5", masses=np.ones(4), dtype="float64")
 
 
+@pytest.mark.parametrize("layout", ["gzip", "contiguous", "big-endian"])
+def test_files_rewritten_by_other_tools_still_read_exactly(recorded, tmp_path, layout):
+    path, kept = recorded
+    copy = tmp_path / f"{layout}.h5"
+    with h5py.File(path, "r") as source, h5py.File(copy, "w") as target:
+        target.attrs.update(source.attrs)
+        for name, dataset in source.items():
+            data = dataset[()]
+            if name in ("positions", "velocities"):
+                options = {"gzip": {"compression": "gzip", "chunks": (1,) + data.shape[1:]},
+                           "contiguous": {},
+                           "big-endian": {"dtype": data.dtype.newbyteorder(">")}}[layout]
+                target.create_dataset(name, data=data, **options)
+            else:
+                target.create_dataset(name, data=data, dtype=dataset.dtype)
+    with RecordingFile(copy) as recording:
+        assert recording.frame_count == len(kept)
+        for index, (pos, vel, _, _) in enumerate(kept):
+            np.testing.assert_array_equal(recording.read(index), pos)
+            np.testing.assert_array_equal(recording.read(index, velocities=True), vel)
+
+
 # -- replay --------------------------------------------------------------------------------------
 
 def frame_at(player, index, timeout=5.0):
