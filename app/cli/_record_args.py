@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ...engine.errors import InvalidInputError
-from ...engine.recording import Recorder, run_attributes
+from ...engine.recording import Recorder
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,19 +31,11 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str) -> Rec
         return None
     if args.every < 1:
         raise InvalidInputError(f"--every must be at least 1, got {args.every}")
-    particles = simulation.particles
-    return Recorder(args.record, masses=particles.mass, population=particles.population,
-                    population_names=particles.population_names,
-                    attributes=run_attributes(simulation, scenario=scenario),
-                    dtype=args.record_precision, velocities=args.record_velocities,
-                    flush_seconds=args.record_flush)
+    return Recorder.for_simulation(args.record, simulation, scenario=scenario,
+                                   dtype=args.record_precision, velocities=args.record_velocities,
+                                   flush_seconds=args.record_flush)
 
 
-def record_frame(recorder: Recorder | None, simulation, *, with_velocities: bool) -> None:
-    if recorder is None:
-        return
-    if with_velocities:
-        particles = simulation.particles
-        recorder.append(particles.pos, simulation.time, simulation.steps, velocities=particles.vel)
-    else:
-        recorder.append(simulation.positions(), simulation.time, simulation.steps)
+def record_frame(recorder: Recorder | None, simulation) -> None:
+    if recorder is not None:
+        recorder.append_simulation(simulation)

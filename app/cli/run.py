@@ -39,7 +39,7 @@ def run(args) -> int:
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
                  dynamic_ncols=True) as bar:
-        record_frame(recorder, sim, with_velocities=args.record_velocities)
+        record_frame(recorder, sim)
         done = 0
         chunk = max(1, args.steps // 200)
         while done < args.steps:
@@ -50,7 +50,7 @@ def run(args) -> int:
             done += todo
             bar.update(todo)
             if done % args.every == 0:
-                record_frame(recorder, sim, with_velocities=args.record_velocities)
+                record_frame(recorder, sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "

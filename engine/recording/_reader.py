@@ -58,10 +58,20 @@ class RecordingFile:
     # -- validation ----------------------------------------------------------------------------
 
     def _validate(self) -> None:
-        h5 = self._h5
+        self._check_format()
+        self._check_datasets()
+        self._read_particles()
+        self._read_series()
+        self._layouts = {name: self._direct_layout(dataset)
+                         for name, dataset in ((fmt.POSITIONS, self._positions),
+                                               (fmt.VELOCITIES, self._velocities))
+                         if dataset is not None}
+        self.frames_per_chunk = self._positions.chunks[0] if self._positions.chunks else None
+
+    def _check_format(self) -> None:
         where = str(self.path)
         try:
-            attributes = fmt.decode_attributes(h5.attrs)
+            attributes = fmt.decode_attributes(self._h5.attrs)
         except (OSError, KeyError) as error:
             raise RecordingError(f"{where}: attributes cannot be read ({error})") from error
         if attributes.get("format") != fmt.FORMAT_NAME:
@@ -77,6 +87,8 @@ class RecordingFile:
         self.format_version = version
         self.attributes = attributes
 
+    def _check_datasets(self) -> None:
+        h5, where = self._h5, str(self.path)
         missing = [name for name in fmt.REQUIRED_DATASETS
                    if not isinstance(h5.get(name), h5py.Dataset)]
         if missing:
@@ -90,28 +102,37 @@ class RecordingFile:
         if self.has_velocities and (_frame_shape(velocities, where) != (self.dtype, self.n)):
             raise RecordingError(f"{where}: velocities {velocities.shape} {velocities.dtype} do "
                                  f"not match positions {positions.shape} {positions.dtype}")
+        self._positions = positions
+        self._velocities = velocities if self.has_velocities else None
 
+    def _read_particles(self) -> None:
+        where = str(self.path)
         self.masses = self._small_array(fmt.MASSES, (self.n,), "f")
-        self.population = self._small_array(fmt.POPULATION, (self.n,), "u").astype(np.uint8)
+        labels = self._small_array(fmt.POPULATION, (self.n,), "u")
+        if labels.size and int(labels.min()) < 0:
+            raise RecordingError(f"{where}: negative population labels")
+        self.population = labels.astype(np.uint8)
         names = self._small_array(fmt.POPULATION_NAMES, None, "O")
         self.population_names = tuple(
             name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
             for name in names.reshape(-1))
-        if not self.population_names or int(self.population.max(initial=0)) >= len(self.population_names):
+        if not self.population_names or int(labels.max(initial=0)) >= len(self.population_names):
             raise RecordingError(f"{where}: population labels exceed the "
                                  f"{len(self.population_names)} population name(s)")
 
+    def _read_series(self) -> None:
+        """Times and steps of the committed frames (see the Recorder's commit protocol)."""
+        h5, where, positions = self._h5, str(self.path), self._positions
         if h5[fmt.TIME].ndim != 1 or h5[fmt.STEP].ndim != 1:
             raise RecordingError(f"{where}: 'time' and 'step' must be one-dimensional")
         length = min(positions.shape[0], h5[fmt.TIME].shape[0], h5[fmt.STEP].shape[0])
         if length > fmt.MAX_FRAMES:
             raise RecordingError(f"{where} declares {length} frames, more than the limit of "
                                  f"{fmt.MAX_FRAMES}: damaged")
-        if self.has_velocities:
-            length = min(length, velocities.shape[0])
+        if self._velocities is not None:
+            length = min(length, self._velocities.shape[0])
         steps = self._small_array(fmt.STEP, None, "i", rows=length)
         times = self._small_array(fmt.TIME, None, "f", rows=length)
-        # A frame is committed when its step entry holds a real step (see the Recorder).
         uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
         count = int(uncommitted[0]) if uncommitted.size else length
         steps, times = steps[:count], times[:count].astype(np.float64)
@@ -129,13 +150,6 @@ class RecordingFile:
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
         self.frame_count = count
         self.steps, self.times = steps.astype(np.int64), times
-        self._positions = positions
-        self._velocities = velocities if self.has_velocities else None
-        self._layouts = {name: self._direct_layout(dataset)
-                         for name, dataset in ((fmt.POSITIONS, positions),
-                                               (fmt.VELOCITIES, self._velocities))
-                         if dataset is not None}
-        self.frames_per_chunk = positions.chunks[0] if positions.chunks else None
 
     def _small_array(self, name, shape, kind, rows=None) -> np.ndarray:
         """Read a dataset that must be small, refusing before reading if its size is not

@@ -100,6 +100,16 @@ class Recorder:
         self._thread.start()
         atexit.register(self.close)
 
+    @classmethod
+    def for_simulation(cls, path, simulation, *, scenario: str, **options) -> Recorder:
+        """A recorder for ``simulation`` (a :class:`~orrery.engine.Simulation`): its masses,
+        populations and run settings (:func:`run_attributes`); ``options`` as for the
+        constructor (dtype, velocities, flush_seconds, ...)."""
+        particles = simulation.particles
+        return cls(path, masses=particles.mass, population=particles.population,
+                   population_names=particles.population_names,
+                   attributes=run_attributes(simulation, scenario=scenario), **options)
+
     # -- file layout ---------------------------------------------------------------------------
 
     def _create(self, masses, population, names, attributes) -> h5py.File:
@@ -159,6 +169,14 @@ class Recorder:
         self._put((positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
+
+    def append_simulation(self, simulation) -> None:
+        """Append ``simulation``'s current state (positions, velocities if recorded, time, step)."""
+        if self.records_velocities:
+            particles = simulation.particles
+            self.append(particles.pos, simulation.time, simulation.steps, velocities=particles.vel)
+        else:
+            self.append(simulation.positions(), simulation.time, simulation.steps)
 
     def _frame_array(self, array, what: str) -> np.ndarray:
         array = np.asarray(array)
