@@ -35,7 +35,3 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str) -> Rec
                                    dtype=args.record_precision, velocities=args.record_velocities,
                                    flush_seconds=args.record_flush)
 
-
-def record_frame(recorder: Recorder | None, simulation) -> None:
-    if recorder is not None:
-        recorder.append_simulation(simulation)

@@ -9,7 +9,7 @@ import time
 from tqdm import tqdm
 
 from ...engine import Simulation, ics, make_solver
-from ._record_args import add_record_arguments, open_recorder, record_frame
+from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
 
@@ -39,7 +39,8 @@ def run(args) -> int:
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
                  dynamic_ncols=True) as bar:
-        record_frame(recorder, sim)
+        if recorder is not None:
+            recorder.append_simulation(sim)
         done = 0
         chunk = max(1, args.steps // 200)
         while done < args.steps:
@@ -49,8 +50,8 @@ def run(args) -> int:
             sim.step(todo)
             done += todo
             bar.update(todo)
-            if done % args.every == 0:
-                record_frame(recorder, sim)
+            if recorder is not None and done % args.every == 0:
+                recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "

@@ -94,7 +94,10 @@ def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
 
     thread = threading.Thread(target=producer)
     thread.start()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while len(appended) < capacity + 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
     # One frame is held by the stalled writer, `capacity` wait in the queue, the next append waits.
     assert thread.is_alive() and len(appended) == capacity + 1
     assert recorder._queue.qsize() == capacity
