@@ -31,7 +31,7 @@ def describe(recording: RecordingFile) -> str:
         f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
         f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
         f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
-        f"populations:   " + ", ".join(
+        "populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
             for label, name in enumerate(recording.population_names)),
         f"frames:        {count} x {recording.dtype.name} positions"
