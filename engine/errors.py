@@ -15,3 +15,8 @@ class UnknownSolverError(InvalidInputError):
 
 class SolverUnavailableError(OrreryError, RuntimeError):
     """A solver that exists but cannot run here (its package or device is missing)."""
+
+
+class RecordingError(OrreryError):
+    """A recording that cannot be written or read: not HDF5, truncated, damaged, from a newer
+    Orrery, or declaring sizes its file cannot hold."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
 from tqdm import tqdm
 
 from ...engine import Simulation, ics, make_solver
+from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
 
@@ -24,6 +26,7 @@ def add_parser(subparsers) -> None:
                         help="leapfrog variant (default: kdk)")
     add_solver_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_record_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -31,16 +34,24 @@ def run(args) -> int:
     particles = ics.make(args.ic, args.n, seed=args.seed)
     solver = make_solver(args.solver, **solver_options(args))
     sim = Simulation(particles, solver, dt=args.dt, integrator=args.integrator)
+    recording = open_recorder(args, sim, scenario=getattr(args, "scenario", None) or args.ic)
     start = time.perf_counter()
-    with tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
-              dynamic_ncols=True) as bar:
+    with recording or contextlib.nullcontext() as recorder, \
+            tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
+                 dynamic_ncols=True) as bar:
+        if recorder is not None:
+            recorder.append_simulation(sim)
         done = 0
         chunk = max(1, args.steps // 200)
         while done < args.steps:
             todo = min(chunk, args.steps - done)
+            if recorder is not None:  # stop on every K-th step to record it
+                todo = min(todo, args.every - done % args.every)
             sim.step(todo)
             done += todo
             bar.update(todo)
+            if recorder is not None and done % args.every == 0:
+                recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "

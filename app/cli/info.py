@@ -1,0 +1,61 @@
+"""``orrery info FILE``: what a recording holds, without opening a window."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.recording import RecordingFile
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("info", help="print what a recording holds",
+                                   description="Print what a recording file holds: particles, "
+                                               "frames, times, precision and the run's settings.")
+    parser.add_argument("file", help="recording file (.h5)")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    with RecordingFile(args.file) as recording:
+        print(describe(recording))
+    return 0
+
+
+def describe(recording: RecordingFile) -> str:
+    """A human-readable summary of ``recording``."""
+    attrs = dict(recording.attributes)
+    count = recording.frame_count
+    lines = [
+        f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
+        f"format:        {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
+        f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
+        f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
+        f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
+        "populations:   " + ", ".join(
+            f"{name} ({int(np.count_nonzero(recording.population == label))})"
+            for label, name in enumerate(recording.population_names)),
+        f"frames:        {count} x {recording.dtype.name} positions"
+        + (" + velocities" if recording.has_velocities else "")
+        + f" ({recording.frame_bytes / 1e6:.3g} MB a frame, {recording.frames_per_chunk} a chunk)",
+    ]
+    if count:
+        strides = np.unique(np.diff(recording.steps)) if count > 1 else np.array([], dtype=int)
+        every = f", every {strides[0]} steps" if strides.size == 1 else ""
+        lines.append(f"time:          {recording.times[0]:g} .. {recording.times[-1]:g} "
+                     f"(steps {recording.steps[0]} .. {recording.steps[-1]}{every})")
+    for name in ("scenario", "solver", "solver_params", "integrator", "dt", "softening", "G",
+                 "units"):
+        if name in attrs:
+            lines.append(f"{name + ':':<15}{_text(attrs.pop(name))}")
+    lines += [f"{name + ':':<15}{_text(value)}" for name, value in sorted(attrs.items())]
+    return "\n".join(lines)
+
+
+_UNCLEAN = ("writer stopped without closing (killed?): holds the frames committed before that; "
+            "plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return str(value)

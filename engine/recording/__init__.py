@@ -1,0 +1,15 @@
+"""Recording and replaying runs: one HDF5 file per run (layout in ``docs/recording-format.md``).
+
+``Recorder`` writes frames on its own thread behind a bounded queue, crash-safe up to the last
+flush; ``Player`` replays a file as a :class:`~orrery.engine.frames.FrameSource`;
+``RecordingFile`` opens and validates a file for reading frames directly.
+"""
+
+from ..errors import RecordingError
+from ._format import FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES
+from ._player import Player
+from ._reader import RecordingFile
+from ._recorder import Recorder, run_attributes
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES", "Player", "Recorder",
+           "RecordingError", "RecordingFile", "run_attributes"]

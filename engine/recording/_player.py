@@ -1,0 +1,345 @@
+"""Player: replays a recording through the same ``FrameSource`` interface as a live simulation.
+
+A prefetch thread keeps a small ring of render-ready frame buffers filled around the play head:
+ahead in the direction of play (or of the last seek/step), and one frame behind, so scrubbing
+either way finds frames waiting. Buffers keep the file's dtype (float16 frames stay float16; the
+renderer uploads them as half floats).
+
+A buffer handed out in a :class:`Frame` is never refilled while anything still refers to it
+(the frame, its array, or a view of it): the ring checks reference counts before reusing a
+buffer, so a renderer may hold a frame as long as it likes.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time as _time
+
+import numpy as np
+
+from ..errors import InvalidInputError, RecordingError
+from ..frames import Frame, FrameSource
+from ._reader import RecordingFile
+
+
+class _Slot:
+    __slots__ = ("array", "index", "ready")
+
+    def __init__(self, n: int, dtype: np.dtype):
+        self.array = np.empty((n, 3), dtype=dtype)
+        self.index = -1  # frame held (or being read); -1 when empty
+        self.ready = False
+
+
+class Player(FrameSource):
+    """Replay a recording file.
+
+    Parameters
+    ----------
+    path
+        The recording (see ``docs/recording-format.md``).
+    speed
+        Play rate in frames of the recording per second of wall time (default 30). Negative plays
+        backwards. When frames cannot be read that fast, the play head keeps to the clock and
+        frames in between are skipped.
+    loop
+        Wrap around at either end instead of pausing there (default False).
+    buffers
+        Frame buffers in the prefetch ring (default 8, at least 4): memory is
+        ``buffers * n * 3 * itemsize``.
+
+    Playback starts paused at frame 0. ``latest()`` never blocks: until the frame at the play
+    head has been read it returns the previous frame (or None before the first one).
+    """
+
+    def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8):
+        if buffers < 4:
+            raise InvalidInputError(f"buffers must be at least 4, got {buffers}")
+        self._file = RecordingFile(path)
+        self.loop = bool(loop)
+        self._speed = _checked_speed(speed)
+        self._playing = False
+        self._position = 0
+        self._direction = 1
+        self._anchor_time = _time.monotonic()
+        self._anchor_position = 0
+        self._last_frame: Frame | None = None
+        self._last_index = -1
+        self._sequence = 0
+        self._closed = False
+        self._error: Exception | None = None
+        self._cond = threading.Condition()
+        self._slots = [_Slot(self._file.n, self._file.dtype) for _ in range(buffers)]
+        self._unused_refs = _refcount(self._slots[0])
+        self._thread = threading.Thread(target=self._prefetch_loop, name="orrery-prefetch",
+                                        daemon=True)
+        self._thread.start()
+
+    # -- what the recording holds --------------------------------------------------------------
+
+    @property
+    def frame_count(self) -> int:
+        return self._file.frame_count
+
+    @property
+    def n(self) -> int:
+        return self._file.n
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._file.dtype
+
+    @property
+    def attributes(self) -> dict:
+        return self._file.attributes
+
+    @property
+    def population(self) -> np.ndarray:
+        return self._file.population
+
+    @property
+    def population_names(self) -> tuple[str, ...]:
+        return self._file.population_names
+
+    @property
+    def masses(self) -> np.ndarray:
+        return self._file.masses
+
+    def time_of(self, index: int) -> float:
+        """Simulation time of frame ``index``."""
+        return float(self._file.times[self._checked_index(index)])
+
+    def step_of(self, index: int) -> int:
+        """Simulation step of frame ``index``."""
+        return int(self._file.steps[self._checked_index(index)])
+
+    def read_frame(self, index: int, *, velocities: bool = False) -> np.ndarray:
+        """Frame ``index`` read now into a new array (blocking; bypasses the ring)."""
+        return self._file.read(self._checked_index(index), velocities=velocities)
+
+    # -- transport controls --------------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """Index of the frame at the play head."""
+        with self._cond:
+            self._advance()
+            return self._position
+
+    @property
+    def playing(self) -> bool:
+        with self._cond:
+            self._advance()
+            return self._playing
+
+    @playing.setter
+    def playing(self, value: bool) -> None:
+        self.play() if value else self.pause()
+
+    @property
+    def speed(self) -> float:
+        """Frames of recording per second of wall time; negative plays backwards."""
+        return self._speed
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        with self._cond:
+            self._advance()
+            self._speed = _checked_speed(value)
+            self._reanchor()
+
+    def play(self) -> None:
+        """Start playing from the play head; at the end (or start, playing backwards) without
+        ``loop`` playback restarts from the other end."""
+        with self._cond:
+            self._advance()
+            if self.frame_count == 0:
+                return
+            if not self.loop:
+                if self._speed > 0 and self._position == self.frame_count - 1:
+                    self._position = 0
+                elif self._speed < 0 and self._position == 0:
+                    self._position = self.frame_count - 1
+            self._playing = self._speed != 0
+            self._direction = 1 if self._speed >= 0 else -1
+            self._reanchor()
+
+    def pause(self) -> None:
+        with self._cond:
+            self._advance()
+            self._playing = False
+            self._cond.notify_all()
+
+    def seek(self, index: int) -> None:
+        """Move the play head to ``index`` (clamped to the recording); playing continues from there."""
+        with self._cond:
+            self._advance()
+            self._move_to(self._clamp(int(index)))
+
+    def step(self, delta: int = 1) -> None:
+        """Pause and move ``delta`` frames (negative: back); wraps with ``loop``, else clamps."""
+        with self._cond:
+            self._advance()
+            self._playing = False
+            target = self._position + int(delta)
+            if self.loop and self.frame_count:
+                target %= self.frame_count
+            self._move_to(self._clamp(target))
+
+    # -- FrameSource ---------------------------------------------------------------------------
+
+    def latest(self) -> Frame | None:
+        if self._error is not None:
+            raise RecordingError(f"reading {self._file.path} failed: {self._error}") \
+                from self._error
+        with self._cond:
+            self._advance()
+            index = self._position
+            if self._last_frame is not None and self._last_index == index:
+                return self._last_frame
+            slot = next((s for s in self._slots if s.ready and s.index == index), None)
+            if slot is None:
+                return self._last_frame
+            positions = slot.array.view()
+            positions.flags.writeable = False
+            self._last_frame = Frame(positions=positions, time=float(self._file.times[index]),
+                                     step=int(self._file.steps[index]), sequence=self._sequence,
+                                     stats={"index": index, "frame_count": self.frame_count})
+            self._last_index = index
+            self._sequence += 1
+            self._cond.notify_all()  # the previous frame's buffer may be free now
+            return self._last_frame
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+        self._file.close()
+
+    def __enter__(self) -> Player:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- play head (call with the lock held) ---------------------------------------------------
+
+    def _advance(self) -> None:
+        """Move the play head to where the clock says it is now."""
+        if not self._playing or self.frame_count == 0:
+            return
+        elapsed = _time.monotonic() - self._anchor_time
+        target = self._anchor_position + math.floor(elapsed * self._speed)
+        count = self.frame_count
+        if self.loop:
+            target %= count
+        elif not 0 <= target < count:
+            target = min(max(target, 0), count - 1)
+            self._playing = False
+        if target != self._position:
+            self._position = target
+            self._cond.notify_all()
+
+    def _reanchor(self) -> None:
+        self._anchor_time = _time.monotonic()
+        self._anchor_position = self._position
+        self._cond.notify_all()
+
+    def _move_to(self, index: int) -> None:
+        if index != self._position:
+            self._direction = 1 if index > self._position else -1
+        self._position = index
+        self._reanchor()
+
+    def _clamp(self, index: int) -> int:
+        return min(max(index, 0), max(self.frame_count - 1, 0))
+
+    def _checked_index(self, index: int) -> int:
+        index = int(index)
+        if not 0 <= index < self.frame_count:
+            raise IndexError(f"frame {index} outside 0..{self.frame_count - 1}")
+        return index
+
+    # -- prefetch thread -----------------------------------------------------------------------
+
+    def _wanted(self) -> list[int]:
+        """Frames to hold, most urgent first: the play head, then ahead, then one behind."""
+        count = self.frame_count
+        direction = self._direction
+        if self._playing:
+            direction = 1 if self._speed >= 0 else -1
+        ahead = len(self._slots) - 3  # one buffer stays with the frame on screen, one behind
+        offsets = list(range(ahead + 1)) + [-1]
+        wanted = []
+        for offset in offsets:
+            index = self._position + direction * offset
+            if self.loop:
+                index %= count
+            if 0 <= index < count and index not in wanted:
+                wanted.append(index)
+        return wanted
+
+    def _next_job(self) -> tuple[_Slot, int] | None:
+        if self.frame_count == 0:
+            return None
+        wanted = self._wanted()
+        held = {slot.index for slot in self._slots}
+        missing = next((index for index in wanted if index not in held), None)
+        if missing is None:
+            return None
+        rank = {index: r for r, index in enumerate(wanted)}
+        urgency = rank[missing]
+        best, best_rank = None, urgency
+        for slot in self._slots:
+            if not slot.ready and slot.index != -1:
+                continue  # being filled
+            if _refcount(slot) > self._unused_refs:
+                continue  # a frame handed out still refers to this buffer
+            slot_rank = math.inf if slot.index == -1 else rank.get(slot.index, len(wanted))
+            if slot_rank > best_rank:
+                best, best_rank = slot, slot_rank
+        if best is None:
+            return None
+        best.index, best.ready = missing, False
+        return best, missing
+
+    def _prefetch_loop(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed:
+                        return
+                    self._advance()
+                    job = self._next_job()
+                    if job is not None:
+                        break
+                    # Woken by the play head moving; the timeout catches buffers released by
+                    # the renderer dropping a frame, which nothing signals.
+                    self._cond.wait(timeout=0.02)
+            slot, index = job
+            try:
+                self._file.read_into(index, slot.array)
+            except Exception as error:  # reported by latest(); the thread cannot go on
+                with self._cond:
+                    slot.index = -1
+                    self._error = error
+                return
+            with self._cond:
+                slot.ready = True
+                self._cond.notify_all()
+
+
+def _refcount(slot: _Slot) -> int:
+    return sys.getrefcount(slot.array)
+
+
+def _checked_speed(speed) -> float:
+    speed = float(speed)
+    if not math.isfinite(speed):
+        raise InvalidInputError(f"speed must be finite, got {speed!r}")
+    return speed

@@ -1,0 +1,295 @@
+"""Opening a recording: every check a damaged or hostile file needs, made before anything large
+is allocated, then fast frame reads.
+
+Frames are read straight from the file with ``os.preadv`` into the caller's buffer when their
+storage allows it (unfiltered chunks or contiguous storage, little-endian): no HDF5 call, no
+intermediate copy, and the GIL is released while the bytes arrive. Other layouts (a file
+rewritten by another tool with compression, say) go through h5py.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from ..errors import RecordingError
+from . import _format as fmt
+
+
+_ACCEPTED_KINDS = {"f": "f", "i": "iu", "u": "ui", "O": "OSU"}
+_KIND_NAMES = {"f": "floating point", "i": "integers", "u": "integers", "O": "strings"}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where frame ``i`` starts: ``chunk_offsets[i // per_chunk] + (i % per_chunk) * frame_bytes``."""
+
+    chunk_offsets: np.ndarray
+    per_chunk: int
+
+
+class RecordingFile:
+    """A validated, open recording. Raises :class:`RecordingError` for anything it cannot trust.
+
+    Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype``,
+    ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False when
+    the writer died), ``times``/``steps`` (arrays of length ``frame_count``), ``masses``,
+    ``population``, ``population_names``, ``file_size`` (bytes), ``frames_per_chunk``.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise RecordingError(f"{self.path}: no such file")
+        self.file_size = self.path.stat().st_size
+        self._h5, self.closed_cleanly = _open_hdf5(self.path)
+        self._fd = -1
+        try:
+            self._validate()
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- validation ----------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        self._check_format()
+        self._check_datasets()
+        self._read_particles()
+        self._read_series()
+        self._layouts = {name: self._direct_layout(dataset)
+                         for name, dataset in ((fmt.POSITIONS, self._positions),
+                                               (fmt.VELOCITIES, self._velocities))
+                         if dataset is not None}
+        self.frames_per_chunk = self._positions.chunks[0] if self._positions.chunks else None
+
+    def _check_format(self) -> None:
+        where = str(self.path)
+        try:
+            attributes = fmt.decode_attributes(self._h5.attrs)
+        except (OSError, KeyError) as error:
+            raise RecordingError(f"{where}: attributes cannot be read ({error})") from error
+        if attributes.get("format") != fmt.FORMAT_NAME:
+            raise RecordingError(f"{where} is an HDF5 file but not an Orrery recording "
+                                 f"(its 'format' attribute is {attributes.get('format')!r})")
+        version = attributes.get("format_version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise RecordingError(f"{where}: format_version {version!r} is not a valid version")
+        if version > fmt.FORMAT_VERSION:
+            raise RecordingError(f"{where} uses recording format version {version}, written by a "
+                                 f"newer Orrery ({attributes.get('orrery_version', '?')}); this "
+                                 f"Orrery reads versions up to {fmt.FORMAT_VERSION}: upgrade it")
+        self.format_version = version
+        self.attributes = attributes
+
+    def _check_datasets(self) -> None:
+        h5, where = self._h5, str(self.path)
+        missing = [name for name in fmt.REQUIRED_DATASETS
+                   if not isinstance(h5.get(name), h5py.Dataset)]
+        if missing:
+            raise RecordingError(f"{where}: damaged recording, missing dataset(s) {missing}")
+
+        positions = h5[fmt.POSITIONS]
+        self.dtype, self.n = _frame_shape(positions, where)
+        self.frame_bytes = self.n * 3 * self.dtype.itemsize
+        velocities = h5.get(fmt.VELOCITIES)
+        self.has_velocities = isinstance(velocities, h5py.Dataset)
+        if self.has_velocities and (_frame_shape(velocities, where) != (self.dtype, self.n)):
+            raise RecordingError(f"{where}: velocities {velocities.shape} {velocities.dtype} do "
+                                 f"not match positions {positions.shape} {positions.dtype}")
+        self._positions = positions
+        self._velocities = velocities if self.has_velocities else None
+
+    def _read_particles(self) -> None:
+        where = str(self.path)
+        self.masses = self._small_array(fmt.MASSES, (self.n,), "f")
+        labels = self._small_array(fmt.POPULATION, (self.n,), "u")
+        if labels.size and int(labels.min()) < 0:
+            raise RecordingError(f"{where}: negative population labels")
+        self.population = labels.astype(np.uint8)
+        names = self._small_array(fmt.POPULATION_NAMES, None, "O")
+        self.population_names = tuple(
+            name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+            for name in names.reshape(-1))
+        if not self.population_names or int(labels.max(initial=0)) >= len(self.population_names):
+            raise RecordingError(f"{where}: population labels exceed the "
+                                 f"{len(self.population_names)} population name(s)")
+
+    def _read_series(self) -> None:
+        """Times and steps of the committed frames (see the Recorder's commit protocol)."""
+        h5, where, positions = self._h5, str(self.path), self._positions
+        if h5[fmt.TIME].ndim != 1 or h5[fmt.STEP].ndim != 1:
+            raise RecordingError(f"{where}: 'time' and 'step' must be one-dimensional")
+        length = min(positions.shape[0], h5[fmt.TIME].shape[0], h5[fmt.STEP].shape[0])
+        if length > fmt.MAX_FRAMES:
+            raise RecordingError(f"{where} declares {length} frames, more than the limit of "
+                                 f"{fmt.MAX_FRAMES}: damaged")
+        if self._velocities is not None:
+            length = min(length, self._velocities.shape[0])
+        steps = self._small_array(fmt.STEP, None, "i", rows=length)
+        times = self._small_array(fmt.TIME, None, "f", rows=length)
+        uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
+        count = int(uncommitted[0]) if uncommitted.size else length
+        steps, times = steps[:count], times[:count].astype(np.float64)
+        if count > 1 and not (np.diff(steps) > 0).all():
+            bad = int(np.flatnonzero(np.diff(steps) <= 0)[0]) + 1
+            raise RecordingError(f"{where}: damaged, frame {bad} has step {steps[bad]} after "
+                                 f"{steps[bad - 1]}")
+        if not np.isfinite(times).all():
+            raise RecordingError(f"{where}: damaged, a committed frame has a non-finite time")
+        stored = count * self.frame_bytes * (2 if self.has_velocities else 1)
+        compressed = positions.id.get_create_plist().get_nfilters() > 0
+        if stored > self.file_size and not compressed:
+            raise RecordingError(f"{where} declares {count} frames of {self.n} particles "
+                                 f"({stored / 1e9:.3g} GB) but the file holds only "
+                                 f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
+        self.frame_count = count
+        self.steps, self.times = steps.astype(np.int64), times
+
+    def _small_array(self, name, shape, kind, rows=None) -> np.ndarray:
+        """Read a dataset that must be small, refusing before reading if its size is not
+        plausible for this file."""
+        dataset = self._h5[name]
+        where = f"{self.path}: dataset '{name}'"
+        if shape is not None and dataset.shape != shape:
+            raise RecordingError(f"{where} has shape {dataset.shape}, expected {shape}")
+        if dataset.dtype.kind not in _ACCEPTED_KINDS[kind]:
+            raise RecordingError(f"{where} has type {dataset.dtype}, expected {_KIND_NAMES[kind]}")
+        selection = np.s_[:rows] if rows is not None else ()
+        count = rows if rows is not None else int(np.prod(dataset.shape, dtype=np.int64))
+        if kind != "O" and count * dataset.dtype.itemsize > self.file_size:
+            raise RecordingError(f"{where} declares {count} values, more than the file's "
+                                 f"{self.file_size} bytes can hold: damaged")
+        if kind == "O" and count > 256:
+            raise RecordingError(f"{where} declares {count} names: damaged")
+        try:
+            return dataset[selection]
+        except (OSError, ValueError) as error:
+            raise RecordingError(f"{where} cannot be read ({error}): damaged") from error
+
+    def _direct_layout(self, dataset) -> _Layout | None:
+        """Where each committed frame lies in the file, checked against the file's size; None
+        when the storage is not plain bytes (h5py then decodes)."""
+        if self.frame_count == 0 or dataset.dtype.byteorder == ">":
+            return None
+        plist = dataset.id.get_create_plist()
+        if plist.get_nfilters() > 0:
+            return None
+        if dataset.chunks is None:
+            offset = dataset.id.get_offset()
+            if offset is None:
+                raise RecordingError(f"{self.path}: frames have no storage: damaged")
+            offsets, per_chunk = np.array([offset], dtype=np.int64), max(1, dataset.shape[0])
+            chunk_bytes = per_chunk * self.frame_bytes
+        else:
+            per_chunk = dataset.chunks[0]
+            if dataset.chunks[1:] != (self.n, 3):
+                return None
+            chunks_needed = -(-self.frame_count // per_chunk)
+            offsets = np.full(chunks_needed, -1, dtype=np.int64)
+            chunk_bytes = per_chunk * self.frame_bytes
+
+            def note(info):
+                index = info.chunk_offset[0] // per_chunk
+                if index < chunks_needed and info.size == chunk_bytes:
+                    offsets[index] = info.byte_offset
+
+            if hasattr(dataset.id, "chunk_iter"):  # HDF5 >= 1.14: one pass over the index
+                dataset.id.chunk_iter(note)
+            else:
+                for chunk in range(chunks_needed):
+                    info = dataset.id.get_chunk_info_by_coord((chunk * per_chunk, 0, 0))
+                    if info.byte_offset is not None:
+                        note(info)
+            if (offsets < 0).any():
+                first = int(np.flatnonzero(offsets < 0)[0]) * per_chunk
+                raise RecordingError(f"{self.path}: frame {first} has no stored data: damaged")
+        last = int(offsets.max()) + chunk_bytes
+        if last > self.file_size:
+            raise RecordingError(f"{self.path}: frame data reaches byte {last} but the file has "
+                                 f"{self.file_size}: truncated")
+        return _Layout(offsets, per_chunk)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def read_into(self, index: int, out: np.ndarray, *, velocities: bool = False) -> np.ndarray:
+        """Read frame ``index`` into ``out`` (shape (n, 3), the recording's dtype) and return it."""
+        name = fmt.VELOCITIES if velocities else fmt.POSITIONS
+        if velocities and not self.has_velocities:
+            raise RecordingError(f"{self.path} holds no velocities")
+        if not 0 <= index < self.frame_count:
+            raise IndexError(f"frame {index} outside 0..{self.frame_count - 1}")
+        layout = self._layouts.get(name)
+        if layout is None:
+            dataset = self._positions if name == fmt.POSITIONS else self._velocities
+            dataset.read_direct(out, source_sel=np.s_[index])
+            return out
+        chunk, within = divmod(index, layout.per_chunk)
+        offset = int(layout.chunk_offsets[chunk]) + within * self.frame_bytes
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        done = 0
+        while done < self.frame_bytes:
+            got = os.preadv(self._fd, [view[done:]], offset + done)
+            if got <= 0:
+                raise RecordingError(f"{self.path}: file ended inside frame {index}: truncated")
+            done += got
+        return out
+
+    def read(self, index: int, *, velocities: bool = False) -> np.ndarray:
+        """Frame ``index`` as a new (n, 3) array of the recording's dtype."""
+        return self.read_into(index, np.empty((self.n, 3), self.dtype), velocities=velocities)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._h5 is not None:
+            self._h5.close()
+            self._h5 = None
+
+    def __enter__(self) -> RecordingFile:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
+    """Open read-only; a file whose writer was killed is still marked open for writing, which
+    HDF5 only lets a SWMR reader past."""
+    try:
+        return h5py.File(path, "r"), True
+    except OSError as error:
+        text = str(error)
+        if "already open for write" in text:
+            try:
+                return h5py.File(path, "r", swmr=True), False
+            except OSError as swmr_error:
+                raise RecordingError(f"{path}: unreadable after an unclean stop ({swmr_error})") \
+                    from swmr_error
+        if "signature" in text or "not an HDF5" in text.lower():
+            raise RecordingError(f"{path} is not an HDF5 file, so not an Orrery recording") \
+                from error
+        if "truncated" in text:
+            raise RecordingError(f"{path} is truncated (shorter than its HDF5 header says): "
+                                 "the copy or download was cut short") from error
+        raise RecordingError(f"{path} cannot be opened as a recording: {text}") from error
+
+
+def _frame_shape(dataset, where: str) -> tuple[np.dtype, int]:
+    if dataset.ndim != 3 or dataset.shape[2] != 3:
+        raise RecordingError(f"{where}: '{dataset.name}' must have shape (frames, n, 3), got "
+                             f"{dataset.shape}")
+    if dataset.dtype.kind != "f" or dataset.dtype.itemsize not in (2, 4):
+        raise RecordingError(f"{where}: '{dataset.name}' must be float16 or float32, got "
+                             f"{dataset.dtype}")
+    n = dataset.shape[1]
+    if not 0 < n <= fmt.MAX_PARTICLES:
+        raise RecordingError(f"{where}: {n} particles is outside 1..{fmt.MAX_PARTICLES}: damaged")
+    return np.dtype(dataset.dtype.newbyteorder("<")) if dataset.dtype.byteorder == ">" else \
+        np.dtype(dataset.dtype), n

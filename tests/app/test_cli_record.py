@@ -1,0 +1,156 @@
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from orrery.app.cli import main, play
+from orrery.engine import Simulation, ics, make_solver
+from orrery.engine.recording import RecordingError, RecordingFile
+
+RUN = ["run", "--ic", "plummer", "--n", "128", "--seed", "3", "--dt", "0.002",
+       "--solver", "cpu-direct", "--precision", "f32", "--softening", "0.05", "--quiet"]
+
+
+def rerun(frames, every):
+    """The same run in this process: positions and times of the first ``frames`` frames."""
+    sim = Simulation(ics.plummer(128, seed=3), make_solver("cpu-direct", precision="f32",
+                                                           softening=0.05), dt=0.002)
+    kept = []
+    for _ in range(frames):
+        kept.append((sim.positions(), sim.time, sim.steps))
+        sim.step(every)
+    return kept
+
+
+def test_run_records_the_simulations_own_frames(tmp_path, capsys):
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "23", "--every", "5", "--record", str(path),
+                       "--record-velocities"]) == 0
+    with RecordingFile(path) as recording:
+        # Steps 0, 5, 10, 15, 20: the initial state and every 5th step; 23 is not a multiple.
+        assert list(recording.steps) == [0, 5, 10, 15, 20] and recording.has_velocities
+        for index, (pos, t, step) in enumerate(rerun(5, 5)):
+            np.testing.assert_array_equal(recording.read(index), pos)
+            assert recording.times[index] == t
+        assert recording.attributes["scenario"] == "plummer"
+        assert recording.attributes["solver_params"]["precision"] == "f32"
+
+
+def test_run_refuses_to_overwrite_a_recording(tmp_path, capsys):
+    path = tmp_path / "run.h5"
+    path.write_bytes(b"keep me")
+    assert main(RUN + ["--steps", "2", "--record", str(path)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert path.read_bytes() == b"keep me"
+
+
+def test_killed_run_leaves_every_committed_frame_complete_and_in_order(tmp_path):
+    path = tmp_path / "killed.h5"
+    every = 3
+    command = [sys.executable, "-c",
+               "import sys; from orrery.app.cli import main; sys.exit(main(sys.argv[1:]))",
+               *RUN, "--steps", "100000000", "--every", str(every), "--record", str(path),
+               "--record-flush", "0.05"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 120
+        while seen < 20:  # read the live file until a reader has seen a few flushes
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "the recording never got going"
+            time.sleep(0.05)
+            if path.exists():
+                try:
+                    with RecordingFile(path) as live:
+                        seen = live.frame_count
+                except RecordingError:
+                    pass  # created but not yet in SWMR mode
+        time.sleep(0.2)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+        process.stderr.close()
+
+    with RecordingFile(path) as recording:
+        assert not recording.closed_cleanly
+        count = recording.frame_count
+        # Nothing a reader once saw is lost; no frame doubled or skipped.
+        assert count >= seen
+        np.testing.assert_array_equal(recording.steps, np.arange(count) * every)
+        for index, (pos, t, step) in enumerate(rerun(count, every)):
+            np.testing.assert_array_equal(recording.read(index), pos)
+            assert recording.times[index] == t
+    # The same file cut short (a copy interrupted) is refused, not misread.
+    cut = tmp_path / "cut.h5"
+    shutil.copy(path, cut)
+    os.truncate(cut, cut.stat().st_size // 2)
+    with pytest.raises(RecordingError, match="truncated|damaged|frame"):
+        RecordingFile(cut)
+
+
+def test_info_prints_what_a_recording_holds(tmp_path, capsys):
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "20", "--every", "10", "--record", str(path),
+                       "--record-precision", "f16"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    for expected in ("particles:     128", "frames:        3 x float16 positions",
+                     "steps 0 .. 20, every 10 steps", "scenario:      plummer",
+                     "solver:        cpu-direct", "closed cleanly", "dt:            0.002"):
+        assert expected in out, (expected, out)
+
+
+def test_info_and_play_reject_a_bad_file(tmp_path, capsys):
+    path = tmp_path / "notes.h5"
+    path.write_text("not a recording")
+    assert main(["info", str(path)]) == 2
+    assert main(["play", str(path)]) == 2
+    assert capsys.readouterr().err.count("not an HDF5 file") == 2
+
+
+def test_play_runs_the_viewer_entry_point(tmp_path, monkeypatch):
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "2", "--every", "1", "--record", str(path)]) == 0
+    calls = []
+    monkeypatch.setattr(play, "_viewer_entry_point", lambda: (calls.append, None))
+    assert main(["play", str(path)]) == 0
+    assert calls == [["--play", str(path)]]
+
+
+def test_play_without_a_viewer_points_at_info(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "2", "--every", "1", "--record", str(path)]) == 0
+    monkeypatch.setattr(play, "entry_points", lambda **selection: [])
+    assert main(["play", str(path)]) == 1
+    assert f"orrery info {path}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["info", "play"])
+def test_recording_commands_have_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage" in capsys.readouterr().out
+
+
+def test_bench_playback_measures_every_stage_at_a_tiny_size(tmp_path, capsys):
+    out = tmp_path / "rows.json"
+    assert main(["bench", "playback", "--n", "64", "--frames", "6", "--trials", "1",
+                 "--sim-n", "64", "--solvers", "cpu-direct", "--dir", str(tmp_path),
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    stages = [(row["stage"], row["precision"]) for row in rows]
+    for precision, name in (("f16", "float16"), ("f32", "float32")):
+        assert ("write", precision) in stages
+        assert ("read direct", name) in stages and ("Player.latest", name) in stages
+    assert ("simulate cpu-direct", "f32") in stages
+    assert all(row["frames_per_s"] > 0 for row in rows)
+    assert list(tmp_path.glob("orrery-playback-*")) == []  # the temporary recording is gone
