@@ -12,6 +12,7 @@ import ctypes
 import os
 import site
 import sys
+import sysconfig
 
 import numpy as np
 
@@ -33,7 +34,9 @@ def configure_loader() -> str | None:
     OpenCL loader. Must run before dpctl is imported; returns the library chosen, if any."""
     if os.environ.get("OCL_ICD_FILENAMES") or os.environ.get("OCL_ICD_VENDORS"):
         return None
-    prefixes = [sys.prefix, getattr(site, "USER_BASE", None) or ""]
+    # Where pip put the wheel's lib/: the environment, the scheme's data path (/usr/local on
+    # Debian's system Python), or the user base.
+    prefixes = [sys.prefix, sysconfig.get_path("data"), getattr(site, "USER_BASE", None) or ""]
     for prefix in prefixes:
         library = os.path.join(prefix, "lib", "libintelocl.so")
         if prefix and os.path.exists(library):

@@ -19,6 +19,7 @@
 
 #if defined(__CUDACC__)
 /* ---------------------------------------------------------------- CUDA (NVRTC) */
+typedef unsigned int uint;
 #define KERNEL extern "C" __global__
 #define DEVICE __device__ __forceinline__
 #define GLOBAL
