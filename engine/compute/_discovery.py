@@ -89,7 +89,10 @@ def open_device(spec: str | None = None) -> Context:
             reasons.append(reason)
         raise DeviceUnavailableError("no GPU compute device: " + "; ".join(reasons))
     backend, which = _parse(spec)
-    device, index = _select(backend, which)
+    try:
+        device, index = _select(backend, which)
+    except DeviceUnavailableError as error:
+        raise DeviceUnavailableError(f"device {spec!r}: {error}") from None
     key = f"{backend}:{index}"
     if key not in _contexts:
         _contexts[key] = (_cuda.CudaContext(device) if backend == "cuda"

@@ -18,18 +18,19 @@ def _reference(particles, softening, potential=False):
 
 def test_float32_matches_reference_at_4096(device):
     particles = ics.plummer(4096, seed=5)
-    solver = make_solver("gpu-direct", device=device, precision="f32", softening=0.01)
+    solver = make_solver("gpu-direct", device=device, precision="f32", softening=0.01, targets=2)
     acc = solver.accelerations(particles.pos, particles.mass)
     assert acc.dtype == np.float32 and acc.shape == (4096, 3)
     assert max_relative_error(acc, _reference(particles, 0.01)) <= 2e-5
     assert 0 < solver.last_stats["kernel_seconds"] <= solver.last_stats["seconds"]
 
 
-@pytest.mark.parametrize("n, tile_size", [(1, 256), (5, 256), (257, 256), (1001, 64), (97, 32)])
-def test_odd_sizes_and_fewer_bodies_than_a_tile(device, n, tile_size):
+@pytest.mark.parametrize("n, tile_size, targets",
+                         [(1, 256, 1), (5, 256, 2), (257, 256, 1), (1001, 64, 4), (97, 32, 2)])
+def test_odd_sizes_and_fewer_bodies_than_a_tile(device, n, tile_size, targets):
     particles = ics.plummer(n, seed=n)
     solver = make_solver("gpu-direct", device=device, precision="f64", softening=0.05,
-                         tile_size=tile_size)
+                         tile_size=tile_size, targets=targets)
     acc, pot = solver.accelerations(particles.pos, particles.mass, potential=True)
     ref_acc, ref_pot = _reference(particles, 0.05, potential=True)
     assert acc.shape == (n, 3) and pot.shape == (n,)
