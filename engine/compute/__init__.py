@@ -5,9 +5,12 @@ Host types, after OpenMM's common platform: :class:`Context` (a device and its i
 arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
 :class:`Kernel` (launch with global and local sizes) and :class:`KernelEvent` (device-side time).
 
->>> ctx = open_device("sycl:cpu")                                      # doctest: +SKIP
->>> program = ctx.build(["direct.cl"], defines={"TILE": 256})           # doctest: +SKIP
->>> event = program.kernel("direct_accelerations").launch(n, 256, body, out, np.int32(n), eps2)
+Example (a device string, a kernel file, a define, a launch of global/local size)::
+
+    context = open_device("sycl:cpu")                   # or "cuda:0", "sycl:gpu", None
+    program = context.build(["direct.cl"], defines={"TILE": 256, "TARGETS": 1})
+    event = program.kernel("direct_accelerations").launch(n, 256, body, out, np.int32(n), eps2)
+    event.seconds()                                     # device time of that launch
 """
 
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
