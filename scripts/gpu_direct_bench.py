@@ -63,22 +63,23 @@ def throughput(device, sizes, tile, targets, precision, trials):
         solver = make_solver("gpu-direct", device=device, tile_size=tile, targets=targets,
                              precision=precision)
         kernel, total, resident = _kernel_and_total(solver, particles, trials)
-        rows.append(_row(n, kernel, total, resident, precision=precision, tile=tile,
-                         targets=targets))
+        rows.append(_row(n, kernel, total, resident, precision=precision,
+                         tile=solver.last_stats["tile_size"], targets=solver.last_stats["targets"]))
         print(format_table(rows[-1:], list(rows[-1])), flush=True)
     return rows
 
 
-def crossover(device, sizes, tile, targets, trials):
+def crossover(device, sizes, trials):
     rows = []
     for n in sizes:
         particles = ics.plummer(n, seed=3)
-        gpu = make_solver("gpu-direct", device=device, tile_size=tile, targets=targets)
+        gpu = make_solver("gpu-direct", device=device)  # the automatic launch configuration
         cpu = make_solver("cpu-direct", precision="f32")
         kernel, total, resident = _kernel_and_total(gpu, particles, trials)
         cpu_time = time_trials(lambda: cpu.accelerations(particles.pos, particles.mass),
                                warmup=1, trials=trials)
-        row = _row(n, kernel, total, resident)
+        row = _row(n, kernel, total, resident, tile=gpu.last_stats["tile_size"],
+                   targets=gpu.last_stats["targets"])
         row.update(cpu_ms=cpu_time.median * 1e3, cpu_iqr_ms=cpu_time.iqr * 1e3,
                    speedup_host_call=cpu_time.median / total.median,
                    speedup_resident=cpu_time.median / resident.median)
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[262144, 524288, 1048576])
     parser.add_argument("--f64-sizes", type=int, nargs="*", default=[65536, 262144])
     parser.add_argument("--crossover", type=int, nargs="*",
-                        default=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
+                        default=[128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--trials", type=int, default=7)
     args = parser.parse_args(argv)
     context = open_device(args.device)
@@ -109,10 +110,12 @@ def main(argv=None) -> int:
     print(f"best: tile {tile}, targets {targets}", flush=True)
     result["throughput"] = throughput(context.info.spec, args.sizes, tile, targets, "f32",
                                       args.trials)
+    result["throughput"] += throughput(context.info.spec, args.sizes[:1], None, None, "f32",
+                                       args.trials)  # the automatic (default) configuration
     if context.info.fp64:
         result["throughput"] += throughput(context.info.spec, args.f64_sizes, tile, targets,
                                            "f64", args.trials)
-    result["crossover"] = crossover(context.info.spec, args.crossover, tile, targets, args.trials)
+    result["crossover"] = crossover(context.info.spec, args.crossover, args.trials)
     result["seconds"] = time.perf_counter() - start
     if args.json:
         with open(args.json, "w") as handle:
