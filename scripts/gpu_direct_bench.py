@@ -98,20 +98,22 @@ def main(argv=None) -> int:
     parser.add_argument("--crossover", type=int, nargs="*",
                         default=[128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--trials", type=int, default=7)
+    parser.add_argument("--skip-sweep", action="store_true",
+                        help="measure only the automatic configuration (throughput, crossover)")
     args = parser.parse_args(argv)
     context = open_device(args.device)
     print(context.info.describe(), flush=True)
     start = time.perf_counter()
     result = {"device": context.info.describe(), "ceilings": ceilings.measure(context)}
     print(json.dumps(result["ceilings"], indent=1), flush=True)
-    result["sweep"] = sweep(context.info.spec, args.sweep_n, args.trials)
-    best = min(result["sweep"], key=lambda row: row["kernel_ms"])
-    tile, targets = best["tile"], best["targets"]
-    print(f"best: tile {tile}, targets {targets}", flush=True)
+    tile = targets = None  # the automatic (default) configuration unless the sweep runs
+    if not args.skip_sweep:
+        result["sweep"] = sweep(context.info.spec, args.sweep_n, args.trials)
+        best = min(result["sweep"], key=lambda row: row["kernel_ms"])
+        tile, targets = best["tile"], best["targets"]
+        print(f"best: tile {tile}, targets {targets}", flush=True)
     result["throughput"] = throughput(context.info.spec, args.sizes, tile, targets, "f32",
                                       args.trials)
-    result["throughput"] += throughput(context.info.spec, args.sizes[:1], None, None, "f32",
-                                       args.trials)  # the automatic (default) configuration
     if context.info.fp64:
         result["throughput"] += throughput(context.info.spec, args.f64_sizes, tile, targets,
                                            "f64", args.trials)

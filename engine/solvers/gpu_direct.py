@@ -4,6 +4,8 @@ round-off, float32 or (where the device has it) float64."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
@@ -18,11 +20,13 @@ TARGETS = Option("targets", int, None,
                  "target bodies each work-item sums for: each local-memory read then feeds that "
                  "many interactions (default: chosen per device and N)", choices=(1, 2, 4))
 
-# Fastest (tile, targets) of the H200 sweep (docs/performance.md); the CPU device gains nothing
-# from several targets per work-item.
-PREFERRED = {"gpu": (512, 2), "cpu": (256, 1), "accelerator": (256, 1)}
-# Below this many work-groups per compute unit a launch leaves units idle: smaller groups first.
-MIN_GROUPS_PER_UNIT = 2
+# Fastest (tile, targets) of the H200 sweep (docs/performance.md), which on the H200 still wins
+# when its 128 groups leave 4 of 132 units idle; the CPU device gains nothing from several
+# targets per work-item.
+PREFERRED = {"gpu": (1024, 2), "cpu": (256, 1), "accelerator": (256, 1)}
+# Smaller groups (fewer targets first, then smaller tiles) while a launch would keep fewer
+# than this fraction of the compute units busy.
+MIN_BUSY_FRACTION = 0.9
 SMALLEST_AUTOMATIC_TILE = 64
 
 
@@ -44,13 +48,13 @@ class GpuDirectSolver(GpuSolver):
 
     def launch_config(self, n: int) -> tuple[int, int]:
         """(tile size, targets per work-item) for ``n`` bodies: the options where given, else
-        the device's preferred pair, made smaller while the launch would have fewer than
-        MIN_GROUPS_PER_UNIT work-groups per compute unit."""
+        the device's preferred pair, made smaller while the launch would keep fewer than
+        MIN_BUSY_FRACTION of the compute units busy."""
         info = self.context.info
         preferred_tile, preferred_targets = PREFERRED[info.kind]
         tile = self.tile_size or min(preferred_tile, info.max_work_group_size)
         targets = self.targets or preferred_targets
-        wanted_groups = MIN_GROUPS_PER_UNIT * info.compute_units
+        wanted_groups = math.ceil(MIN_BUSY_FRACTION * info.compute_units)
         while -(-n // (tile * targets)) < wanted_groups:
             if self.targets is None and targets > 1:
                 targets //= 2
