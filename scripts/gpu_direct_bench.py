@@ -1,7 +1,7 @@
 """gpu-direct on one device: ceilings, a tile-size x targets sweep, throughput at large N
 (kernel time and end-to-end per evaluation, median and IQR) and the crossover against cpu-direct.
 
-Usage: python scripts/gpu_direct_bench.py --device cuda:0 [--json out.json] [--quick]
+Usage: python scripts/gpu_direct_bench.py --device cuda:0 [--json out.json] [--skip-sweep]
 It uses the same solver API as ``orrery bench direct``; the sweep and the crossover table are
 what the generic benchmark does not do. Rates count N^2 interactions (the self term included, as
 the kernel computes it) and 20 flop per interaction.
@@ -13,8 +13,6 @@ import argparse
 import json
 import sys
 import time
-
-import numpy as np
 
 from orrery.engine import ics, make_solver
 from orrery.engine.bench.harness import FLOP_PER_INTERACTION, Timing, format_table, time_trials
