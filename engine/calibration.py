@@ -6,7 +6,6 @@ device, kept between sessions for the ``auto`` solver. How curves become crossov
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import platform
@@ -60,35 +59,12 @@ def _simd_level(info) -> str:
 
 @functools.lru_cache(maxsize=1)
 def device_key() -> dict:
-    """The GPUs this process can see (CUDA through CuPy, SYCL GPUs through dpctl), by name."""
-    return {"gpus": sorted(_cuda_gpu_names() + _sycl_gpu_names())}
+    """The GPUs this process can see, by backend and name. Goes through the compute layer so
+    the SYCL runtime is configured before dpctl is first imported."""
+    from .compute import list_devices
 
-
-def _cuda_gpu_names() -> list[str]:
-    if importlib.util.find_spec("cupy") is None:
-        return []
-    try:
-        import cupy
-
-        count = cupy.cuda.runtime.getDeviceCount()
-        names = [cupy.cuda.runtime.getDeviceProperties(i)["name"] for i in range(count)]
-    # A missing or broken CUDA driver surfaces as various CuPy errors; it means "no CUDA GPU".
-    except Exception:  # noqa: BLE001
-        return []
-    return [f"cuda: {n.decode() if isinstance(n, bytes) else n}" for n in names]
-
-
-def _sycl_gpu_names() -> list[str]:
-    if importlib.util.find_spec("dpctl") is None:
-        return []
-    try:
-        import dpctl
-
-        devices = dpctl.get_devices()
-    # As above: a broken SYCL runtime means no usable SYCL GPU, not a failed calibration.
-    except Exception:  # noqa: BLE001
-        return []
-    return [f"sycl: {d.name}" for d in devices if getattr(d, "is_gpu", False)]
+    return {"gpus": sorted(f"{info.backend}: {info.name}" for info in list_devices().devices
+                           if info.kind != "cpu")}
 
 
 def cache_path() -> Path:

@@ -1,0 +1,24 @@
+"""The GPU compute layer: one kernel text (``orrery/kernels``: OpenCL C behind the portability
+header ``portable.h``), two backends: SYCL devices through dpctl and CUDA devices through CuPy.
+
+Host types, after OpenMM's common platform: :class:`Context` (a device and its in-order queue:
+arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
+:class:`Kernel` (launch with global and local sizes) and :class:`KernelEvent` (device-side time).
+
+Example (a device string, a kernel file, a define, a launch of global/local size)::
+
+    context = open_device("sycl:cpu")                   # or "cuda:0", "sycl:gpu", None
+    program = context.build(["direct.cl"], defines={"TILE": 256, "TARGETS": 1})
+    event = program.kernel("direct_accelerations").launch(n, 256, body, out, np.int32(n), eps2)
+    event.seconds()                                     # device time of that launch
+"""
+
+from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
+from ._source import kernel_file
+from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, Kernel,
+                     KernelBuildError, KernelEvent, Program)
+from .opencl_build_log import opencl_build_log
+
+__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceUnavailableError",
+           "Kernel", "KernelBuildError", "KernelEvent", "Program", "kernel_file", "list_devices",
+           "open_device", "opencl_build_log", "unavailable_reason"]

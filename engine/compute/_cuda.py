@@ -1,0 +1,155 @@
+"""CUDA backend through CuPy: the same kernel text compiled by NVRTC (``RawModule``), CuPy
+device arrays, and one non-blocking stream per device so every operation is ordered."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
+                     Program, check_scalar)
+
+MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
+WARP = 32
+COMPILE_OPTIONS = ("-std=c++17",)
+
+
+def _cupy():
+    import cupy
+    return cupy
+
+
+def usable_devices() -> tuple[list[int], str | None]:
+    """CUDA device ordinals, and why the list is empty (if so)."""
+    try:
+        cupy = _cupy()
+    except ImportError:
+        return [], MISSING
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # no driver, no device: say so instead of failing discovery
+        return [], f"CuPy found no CUDA device ({error})"
+    if count == 0:
+        return [], "CuPy found no CUDA device"
+    return list(range(count)), None
+
+
+def describe(ordinal: int) -> DeviceInfo:
+    cupy = _cupy()
+    props = cupy.cuda.runtime.getDeviceProperties(ordinal)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    version = cupy.cuda.runtime.driverGetVersion()
+    return DeviceInfo(backend="cuda", spec=f"cuda:{ordinal}", name=name, kind="gpu",
+                      compute_units=int(props["multiProcessorCount"]),
+                      subgroup_size=int(props["warpSize"]), subgroup_sizes=(int(props["warpSize"]),),
+                      max_work_group_size=int(props["maxThreadsPerBlock"]),
+                      local_memory_bytes=int(props["sharedMemPerBlock"]),
+                      global_memory_bytes=int(props["totalGlobalMem"]), fp64=True,
+                      driver=f"CUDA {version // 1000}.{version % 1000 // 10}, "
+                             f"sm_{props['major']}{props['minor']}")
+
+
+class CudaArray(DeviceArray):
+    def __init__(self, context: "CudaContext", shape, dtype):
+        super().__init__(shape, dtype)
+        self._context = context
+        with context.device, context.stream:
+            self.memory = _cupy().empty(self.shape, self.dtype)
+
+    def upload(self, host: np.ndarray) -> None:
+        host = self._check_host(host)
+        with self._context.device:
+            self.memory.set(host, stream=self._context.stream)
+            self._context.stream.synchronize()
+
+    def download(self) -> np.ndarray:
+        with self._context.device:
+            host = self.memory.get(stream=self._context.stream)
+            self._context.stream.synchronize()
+        return host
+
+
+class CudaEvent(KernelEvent):
+    def __init__(self, start, end):
+        self._start, self._end = start, end
+
+    def seconds(self) -> float:
+        self._end.synchronize()
+        return _cupy().cuda.get_elapsed_time(self._start, self._end) * 1e-3
+
+
+class CudaKernel(Kernel):
+    def __init__(self, context: "CudaContext", name: str, function):
+        super().__init__(name)
+        self._context = context
+        self._function = function
+
+    def launch(self, global_size: int, local_size: int, *args) -> KernelEvent:
+        self._check_sizes(global_size, local_size, self._context.info.max_work_group_size)
+        if local_size % WARP:
+            raise InvalidInputError(f"{self.name}: CUDA work-groups must be whole warps, "
+                                    f"got {local_size}")
+        converted = []
+        for index, arg in enumerate(args):
+            converted.append(arg.memory if isinstance(arg, CudaArray)
+                             else check_scalar(self.name, index, arg))
+        cupy, context = _cupy(), self._context
+        with context.device:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(context.stream)
+            self._function((global_size // local_size,), (local_size,), tuple(converted),
+                           stream=context.stream)
+            end.record(context.stream)
+        return CudaEvent(start, end)
+
+
+class CudaProgram(Program):
+    def __init__(self, context: "CudaContext", module):
+        super().__init__()
+        self._context = context
+        self._module = module
+
+    def _make_kernel(self, name: str) -> Kernel:
+        cupy = _cupy()
+        try:
+            with self._context.device:
+                function = self._module.get_function(name)
+        except cupy.cuda.driver.CUDADriverError as error:
+            raise InvalidInputError(f"the program has no kernel {name!r} ({error})") from None
+        return CudaKernel(self._context, name, function)
+
+
+class CudaContext(Context):
+    def __init__(self, ordinal: int):
+        super().__init__(describe(ordinal))
+        cupy = _cupy()
+        self.device = cupy.cuda.Device(ordinal)
+        self.max_threads_per_unit = int(
+            cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
+        with self.device:
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+
+    def empty(self, shape, dtype) -> DeviceArray:
+        return CudaArray(self, shape, dtype)
+
+    def _backend_defines(self) -> dict[str, object]:
+        return {"SUBGROUP_SIZE": self.info.subgroup_size,
+                "MAX_THREADS_PER_UNIT": self.max_threads_per_unit}
+
+    def _compile_options(self) -> str:
+        return " ".join(COMPILE_OPTIONS)
+
+    def _compile(self, source: str) -> Program:
+        cupy = _cupy()
+        with self.device:
+            module = cupy.RawModule(code=source, options=COMPILE_OPTIONS)
+            try:
+                module.compile()
+            except cupy.cuda.compiler.CompileException as error:
+                raise KernelBuildError(f"NVRTC failed to build the program for {self.info.spec}",
+                                       error.get_message() if hasattr(error, "get_message")
+                                       else str(error)) from None
+        return CudaProgram(self, module)
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()

@@ -1,0 +1,210 @@
+"""The compute layer's host types, shared by every backend (after OpenMM's common platform):
+a device description, device arrays, programs and kernels, launch events, and the errors."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError, OrreryError
+
+
+class DeviceUnavailableError(OrreryError, RuntimeError):
+    """A device string names a device (or a backend package) that this machine does not have."""
+
+
+class KernelBuildError(OrreryError, RuntimeError):
+    """A kernel program failed to compile; ``log`` holds the compiler's own build log."""
+
+    def __init__(self, message: str, log: str):
+        super().__init__(f"{message}\n--- build log ---\n{log.strip()}")
+        self.log = log
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a kernel author needs to know about a device.
+
+    ``subgroup_size`` is the lane count kernels are compiled for (``SUBGROUP_SIZE``; the warp on
+    CUDA); ``subgroup_sizes`` all the device supports. Memory sizes are bytes.
+    """
+
+    backend: str           # "sycl" or "cuda"
+    spec: str              # the canonical device string, e.g. "sycl:0", "cuda:0"
+    name: str
+    kind: str              # "gpu", "cpu" or "accelerator"
+    compute_units: int
+    subgroup_size: int
+    subgroup_sizes: tuple[int, ...]
+    max_work_group_size: int
+    local_memory_bytes: int
+    global_memory_bytes: int
+    fp64: bool
+    driver: str
+
+    def describe(self) -> str:
+        sizes = "/".join(str(s) for s in self.subgroup_sizes)
+        return (f"{self.spec}: {self.name} ({self.kind}, {self.compute_units} compute units, "
+                f"sub-group {self.subgroup_size} of {sizes}, work-group <= {self.max_work_group_size}, "
+                f"local memory {self.local_memory_bytes // 1024} KiB, "
+                f"global memory {self.global_memory_bytes / 2**30:.1f} GiB, "
+                f"fp64 {'yes' if self.fp64 else 'no'}, driver {self.driver})")
+
+
+class DeviceArray(ABC):
+    """A 1-D or 2-D array in device memory with a fixed shape and dtype."""
+
+    def __init__(self, shape: int | tuple[int, ...], dtype):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @abstractmethod
+    def upload(self, host: np.ndarray) -> None:
+        """Copy a host array of the same shape and dtype into this array (synchronous)."""
+
+    @abstractmethod
+    def download(self) -> np.ndarray:
+        """A new host array with this array's contents (waits for queued work first)."""
+
+    def _check_host(self, host: np.ndarray) -> np.ndarray:
+        host = np.ascontiguousarray(host)
+        if host.shape != self.shape or host.dtype != self.dtype:
+            raise InvalidInputError(f"cannot upload {host.dtype}{host.shape} into a device array "
+                                    f"of {self.dtype}{self.shape}")
+        return host
+
+
+class KernelEvent(ABC):
+    """One launched kernel: ``seconds()`` waits for it and returns its device-side run time."""
+
+    @abstractmethod
+    def seconds(self) -> float:
+        """Device time from the kernel's start to its end, in seconds."""
+
+
+class Kernel(ABC):
+    """A kernel entry point of a built :class:`Program`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @abstractmethod
+    def launch(self, global_size: int, local_size: int, *args) -> KernelEvent:
+        """Queue the kernel on ``global_size`` work-items in groups of ``local_size`` (1-D).
+
+        ``args`` are :class:`DeviceArray` or NumPy scalars whose dtype is the kernel parameter's
+        type (``np.int32``, ``np.uint32``, ``np.float32``, ``np.float64``); plain Python numbers
+        are refused because their C type would be a guess. Returns without waiting.
+        """
+
+    def _check_sizes(self, global_size: int, local_size: int, max_local: int) -> None:
+        if local_size < 1 or local_size > max_local:
+            raise InvalidInputError(f"{self.name}: local size {local_size} outside 1..{max_local}")
+        if global_size < local_size or global_size % local_size:
+            raise InvalidInputError(f"{self.name}: global size {global_size} is not a positive "
+                                    f"multiple of the local size {local_size}")
+
+
+def check_scalar(kernel: str, index: int, value) -> np.generic:
+    if not isinstance(value, np.generic) or value.dtype not in _SCALAR_DTYPES:
+        raise InvalidInputError(
+            f"{kernel}: argument {index} must be a DeviceArray or a NumPy scalar of "
+            f"{[str(d) for d in _SCALAR_DTYPES]}, got {type(value).__name__}")
+    return value
+
+
+_SCALAR_DTYPES = tuple(np.dtype(t) for t in (np.int32, np.uint32, np.int64, np.uint64,
+                                             np.float32, np.float64))
+
+
+class Program(ABC):
+    """Compiled kernels for one device; ``kernel(name)`` looks one up (and keeps it)."""
+
+    def __init__(self):
+        self._kernels: dict[str, Kernel] = {}
+
+    def kernel(self, name: str) -> Kernel:
+        if name not in self._kernels:
+            self._kernels[name] = self._make_kernel(name)
+        return self._kernels[name]
+
+    @abstractmethod
+    def _make_kernel(self, name: str) -> Kernel:
+        """Look up an entry point; a name the program lacks raises InvalidInputError."""
+
+
+class Context(ABC):
+    """One device and the queue/stream every operation on it goes through (in order)."""
+
+    def __init__(self, info: DeviceInfo):
+        self.info = info
+        self._programs: dict[str, Program] = {}
+
+    # -- memory -------------------------------------------------------------------------------
+    @abstractmethod
+    def empty(self, shape, dtype) -> DeviceArray:
+        """An uninitialised device array."""
+
+    def zeros(self, shape, dtype) -> DeviceArray:
+        """A device array of zeros."""
+        array = self.empty(shape, dtype)
+        array.upload(np.zeros(array.shape, array.dtype))
+        return array
+
+    def upload(self, host: np.ndarray) -> DeviceArray:
+        """A new device array holding a copy of ``host``."""
+        host = np.ascontiguousarray(host)
+        array = self.empty(host.shape, host.dtype)
+        array.upload(host)
+        return array
+
+    @staticmethod
+    def download(array: DeviceArray) -> np.ndarray:
+        return array.download()
+
+    # -- programs -----------------------------------------------------------------------------
+    def build(self, sources: Sequence[str] = (), *, text: str = "",
+              defines: Mapping[str, object] | None = None) -> Program:
+        """Compile kernel files from ``orrery/kernels`` (``sources``, e.g. ``["direct.cl"]``)
+        and/or kernel ``text`` with ``defines`` (name -> value, or None for a bare define).
+
+        The portability header and the backend's own defines (``REAL_BITS`` defaults to 32,
+        ``SUBGROUP_SIZE``) come first. Programs are cached for the process by a hash of the
+        final text and options; a compile error raises :class:`KernelBuildError` with the log.
+        """
+        from ._source import assemble
+
+        final, digest = assemble(sources, text, {**self._backend_defines(), **(defines or {})},
+                                 self._compile_options())
+        if digest not in self._programs:
+            self._programs[digest] = self._compile(final)
+        return self._programs[digest]
+
+    @abstractmethod
+    def _backend_defines(self) -> dict[str, object]:
+        """Defines this backend adds ahead of the caller's (SUBGROUP_SIZE, ...)."""
+
+    @abstractmethod
+    def _compile_options(self) -> str:
+        """Compiler options (part of the cache key)."""
+
+    @abstractmethod
+    def _compile(self, source: str) -> Program:
+        """Compile the assembled source."""
+
+    # -- ordering -----------------------------------------------------------------------------
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait until everything queued on this context has finished."""

@@ -1,0 +1,30 @@
+/* integrate.cl: the leapfrog's kick and drift on device-resident state.
+ *
+ * body = real4 (x, y, z, mass), velocity = real4 (vx, vy, vz, unused), acceleration = real4
+ * (ax, ay, az, potential). Arrays are padded; `count` real bodies are updated and the padding
+ * (zero mass) is left where it is. Launched with a global size that is a multiple of the
+ * work-group size, so work-items past `count` return at once. */
+
+KERNEL void kick(GLOBAL real4* RESTRICT velocity, GLOBAL const real4* RESTRICT acceleration,
+                 const int count, const real dt) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  real4 v = velocity[i];
+  const real4 a = acceleration[i];
+  v.x = FMA(a.x, dt, v.x);
+  v.y = FMA(a.y, dt, v.y);
+  v.z = FMA(a.z, dt, v.z);
+  velocity[i] = v;
+}
+
+KERNEL void drift(GLOBAL real4* RESTRICT body, GLOBAL const real4* RESTRICT velocity,
+                  const int count, const real dt) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  real4 p = body[i];
+  const real4 v = velocity[i];
+  p.x = FMA(v.x, dt, p.x);
+  p.y = FMA(v.y, dt, p.y);
+  p.z = FMA(v.z, dt, p.z);
+  body[i] = p;
+}

@@ -1,0 +1,17 @@
+"""The device ceiling probes run and report plausible, internally consistent rates."""
+
+import math
+
+from orrery.engine.compute import ceilings
+
+
+def test_ceilings_are_positive_rates_in_a_plausible_order(context):
+    result = ceilings.measure(context, trials=1)
+    assert result["device"] == context.info.spec and result["name"] == context.info.name
+    precisions = ["f32", "f64"] if context.info.fp64 else ["f32"]
+    for bits in precisions:
+        for key in (f"fma_{bits}_gflops", f"rsqrt_{bits}_gops", f"sqrt_divide_{bits}_gops"):
+            assert math.isfinite(result[key]) and result[key] > 0, key
+        # A multiply-add retires at least as fast as an exact square root and divide.
+        assert result[f"fma_{bits}_gflops"] / 2 > result[f"sqrt_divide_{bits}_gops"]
+    assert math.isfinite(result["read_bandwidth_gbs"]) and result["read_bandwidth_gbs"] > 0
