@@ -45,13 +45,14 @@ def resolve_solver_name(requested: str) -> str:
 class RunSettings:
     """What the solver thread runs: the scenario and the parameters a user may change live.
 
-    ``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers that have it.
+    ``solver``/``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers
+    that have it.
     """
 
     scenario: str
     n: int | None = None
     seed: int = 0
-    solver: str = "auto"
+    solver: str | None = None
     dt: float | None = None
     softening: float | None = None
     theta: float = 0.5
@@ -154,6 +155,17 @@ class SimulationRunner(FrameSource):
     @property
     def settings(self) -> RunSettings:
         return self._settings
+
+    @property
+    def solver_name(self) -> str:
+        """The solver asked for (``auto`` included): the setting, else the scenario's."""
+        return self._settings.solver or self._scenario.solver
+
+    @property
+    def softening(self) -> float:
+        """The softening in use: the setting, else the scenario's."""
+        chosen = self._settings.softening
+        return chosen if chosen is not None else self._scenario.softening
 
     @property
     def solver_description(self) -> str:
@@ -260,7 +272,7 @@ class SimulationRunner(FrameSource):
         self._rate = _RateMeter()
 
     def _make_simulation(self, scenario, particles, settings: RunSettings):
-        name = resolve_solver_name(settings.solver)
+        name = resolve_solver_name(settings.solver or scenario.solver)
         solver = self._solver_factory(name, **self._solver_options(name, scenario, settings))
         dt = settings.dt if settings.dt is not None else scenario.dt
         return Simulation(particles, solver, dt=dt), solver.describe()

@@ -1,0 +1,175 @@
+"""The viewer window: a pyglet window whose GL context moderngl draws particles into and
+imgui-bundle draws the panels into. It shows any FrameSource; a live run gets simulation controls,
+a source with playback controls gets a timeline."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import moderngl
+import pyglet
+from imgui_bundle import imgui, implot
+from imgui_bundle.python_backends.pyglet_backend import create_renderer
+from pyglet.window import key, mouse
+
+from ...engine.frames import FrameSource
+from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
+from ._capture import default_screenshot_name, read_screen, save_png
+from ._clock import FrameClock
+from ._panel import ControlPanel
+from ._timeline import TimelinePanel, has_playback
+
+# Seconds between two lines of the --stats report.
+STATS_INTERVAL = 0.5
+
+
+class ViewerWindow(pyglet.window.Window):
+    """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
+    cap), ``stats_path`` (append a JSON line of live statistics every half second)."""
+
+    def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
+                 stats_path: str | None = None, title: str = "Orrery"):
+        config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
+                                  double_buffer=True, depth_size=0)
+        super().__init__(*size, caption=title, resizable=True, config=config, vsync=False)
+        self.source = source
+        self.ctx = moderngl.create_context()
+        self.renderer = Renderer(self.ctx)
+        self.scene = ParticleScene(self.ctx)
+        self.camera = Camera()
+        self.point_style = PointStyle(weights=population_weights(source.population_names))
+        self.tone = ToneMap()
+        self.clock = FrameClock(max_fps=max_fps)
+        self.ui_visible = True
+        self._camera_fitted = False
+        self._stats_path = Path(stats_path) if stats_path else None
+        self._stats_due = 0.0
+        self._screenshot_request: str | None = None
+
+        imgui.create_context()
+        implot.create_context()
+        imgui.get_io().set_ini_filename("")
+        self._imgui = create_renderer(self)
+        self.panel = ControlPanel(source, self.point_style, self.tone)
+        self.timeline = TimelinePanel(source) if has_playback(source) else None
+
+    # Frame ---------------------------------------------------------------------------------
+
+    def pixel_ratio(self) -> float:
+        return self.get_framebuffer_size()[1] / max(self.height, 1)
+
+    def draw_frame(self) -> None:
+        frame = self.source.latest()
+        if frame is not None:
+            self.scene.show(frame, self.source.population)
+            if not self._camera_fitted:
+                self.camera.fit(frame.positions)
+                self._camera_fitted = True
+        width, height = self.get_framebuffer_size()
+        self.renderer.resize(width, height)
+        self.renderer.accumulate(self.scene, self.camera.view_projection(width / max(height, 1)),
+                                 self.point_style, pixel_ratio=self.pixel_ratio())
+        self.renderer.present(self.ctx.screen, self.tone)
+        self._draw_ui()
+        if self._screenshot_request:
+            self.save_screenshot(self._screenshot_request)
+            self._screenshot_request = None
+
+    def _draw_ui(self) -> None:
+        self._imgui.process_inputs()
+        imgui.new_frame()
+        if self.ui_visible:
+            self.panel.draw((self.width, self.height), self.clock.fps)
+            if self.timeline is not None:
+                self.timeline.draw((self.width, self.height))
+        imgui.render()
+        self._imgui.render(imgui.get_draw_data())
+
+    def save_screenshot(self, path: str) -> Path:
+        """Save the framebuffer as drawn so far this frame (particles and UI)."""
+        return save_png(read_screen(self.ctx, self.get_framebuffer_size()), path)
+
+    def run(self, *, frames: int | None = None, screenshot: str | None = None) -> int:
+        """The event loop: until the window closes, or for ``frames`` frames. ``screenshot``
+        saves the last frame. Returns an exit code."""
+        try:
+            while not self.has_exit and (frames is None or self.clock.frames < frames):
+                self.dispatch_events()
+                self.draw_frame()
+                last = frames is not None and self.clock.frames == frames - 1
+                if last and screenshot:
+                    self.save_screenshot(screenshot)
+                self.flip()
+                self.clock.tick()
+                self._report_stats(final=False)
+            self._report_stats(final=True)
+        finally:
+            self.source.close()
+            self._imgui.shutdown()
+            self.close()
+        return 0
+
+    def _report_stats(self, *, final: bool) -> None:
+        if self._stats_path is None or (not final and time.monotonic() < self._stats_due):
+            return
+        self._stats_due = time.monotonic() + STATS_INTERVAL
+        frame = self.source.latest()
+        stats = dict(frame.stats) if frame else {}
+        stats.pop("error", None)
+        record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
+                  "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
+                  "stats": stats, "error": getattr(self.source, "error", None),
+                  "panel": self.panel.rect, "widgets": self.panel.widgets,
+                  "window": [self.width, self.height]}
+        with self._stats_path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # Input ---------------------------------------------------------------------------------
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        if imgui.get_io().want_capture_mouse:
+            return
+        if buttons & mouse.LEFT and not modifiers & key.MOD_SHIFT:
+            self.camera.orbit(dx, dy)
+        else:
+            self.camera.pan(dx, dy, self.height)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        if not imgui.get_io().want_capture_mouse:
+            self.camera.zoom(scroll_y)
+
+    def on_key_press(self, symbol, modifiers):
+        if imgui.get_io().want_capture_keyboard:
+            return
+        if symbol == key.ESCAPE:
+            self.has_exit = True
+        elif symbol == key.SPACE:
+            self._toggle_pause()
+        elif symbol == key.PERIOD:
+            self._single_step()
+        elif symbol == key.R:
+            frame = self.source.latest()
+            if frame is not None:
+                self.camera = Camera()
+                self.camera.fit(frame.positions)
+        elif symbol == key.F:
+            self.set_fullscreen(not self.fullscreen)
+        elif symbol == key.H:
+            self.ui_visible = not self.ui_visible
+        elif symbol == key.S:
+            self._screenshot_request = default_screenshot_name()
+
+    def _toggle_pause(self) -> None:
+        if self.timeline is not None:
+            self.timeline.toggle()
+        elif self.panel.runner is not None:
+            runner = self.panel.runner
+            runner.resume() if runner.paused else runner.pause()
+
+    def _single_step(self) -> None:
+        if self.timeline is not None:
+            self.timeline.step(+1)
+        elif self.panel.runner is not None:
+            self.panel.runner.step()
