@@ -18,6 +18,8 @@ PALETTE = np.array([
     (1.00, 0.85, 0.85), (0.85, 1.00, 0.95), (0.90, 0.75, 0.55), (0.65, 0.65, 1.00),
 ])
 
+PALETTE_SIZE = len(PALETTE)
+
 # Dark-matter haloes hold most particles of a galaxy model and would wash out the stars.
 DIM_POPULATION_WORDS = ("halo", "dark")
 DIM_WEIGHT = 0.12

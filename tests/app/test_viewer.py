@@ -1,0 +1,116 @@
+"""The real viewer window under Xvfb: frames with the solver thread running, a screenshot with
+the UI, a click on the pause button; and the message when there is no display."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyglet", reason="the viewer extra (pyglet) is not installed")
+pytest.importorskip("imgui_bundle", reason="the viewer extra (imgui-bundle) is not installed")
+from PIL import Image  # noqa: E402
+
+from orrery.app.viewer import main  # noqa: E402
+
+SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "--seed", "2"]
+
+
+@pytest.fixture(scope="module")
+def display():
+    """A private Xvfb server; yields its DISPLAY value."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is absent (apt: xvfb xauth)")
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x720x24",
+                               "-nolisten", "tcp"], pass_fds=(write_end,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        number = pipe.readline().strip()
+    assert number, "Xvfb did not report its display number"
+    yield f":{number}"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def _viewer(display, arguments, **popen):
+    env = dict(os.environ, DISPLAY=display)
+    env.pop("WAYLAND_DISPLAY", None)
+    env.pop("PYOPENGL_PLATFORM", None)
+    return subprocess.Popen([sys.executable, "-m", "orrery.app.viewer", *arguments], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _records(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def test_window_runs_the_solver_and_screenshots_particles_and_panel(display, tmp_path):
+    shot, stats = tmp_path / "shot.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "12", "--screenshot", str(shot),
+                               "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["final"] and final["frames"] == 12 and final["step"] > 0, final
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert image.shape == (720, 1280, 3)
+    x, y, width, height = (int(v) for v in final["panel"])
+    scene = image[:, x + width + 10:]
+    assert np.count_nonzero(scene.max(axis=2) > 40) > 200, "no particles visible beside the panel"
+    title = image[y + 4: y + 14, x + 10: x + width - 10]
+    assert (title[..., 2] - title[..., 0]).mean() > 30, "the panel's (blue) title bar is missing"
+    body = image[y + 30: y + height - 10, x + 5: x + width - 5]
+    assert (body.max(axis=2) > 150).mean() > 0.01, "the panel shows no text"
+
+
+@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+def test_clicking_pause_stops_the_simulation(display, tmp_path):
+    stats = tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "100000", "--stats", str(stats)])
+    env = dict(os.environ, DISPLAY=display)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            records = _records(stats)
+            if records and records[-1]["step"] > 2 and "pause" in records[-1]["widgets"]:
+                break
+            assert viewer.poll() is None, viewer.communicate()[1]
+            time.sleep(0.2)
+        else:
+            pytest.fail("the viewer never reported a running simulation")
+        x, y, width, height = records[-1]["widgets"]["pause"]
+        window = subprocess.run(["xdotool", "search", "--sync", "--name", "^Orrery$"], env=env,
+                                capture_output=True, text=True, timeout=20).stdout.split()[0]
+        subprocess.run(["xdotool", "mousemove", "--window", window, str(int(x + width / 2)),
+                        str(int(y + height / 2))], env=env, check=True, timeout=20)
+        time.sleep(0.3)
+        subprocess.run(["xdotool", "click", "1"], env=env, check=True, timeout=20)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _records(stats)[-1]["stats"].get("paused"):
+            time.sleep(0.2)
+        stopped = _records(stats)[-1]
+        assert stopped["stats"]["paused"], "the click did not pause the simulation"
+        time.sleep(1.5)
+        later = _records(stats)[-1]
+        assert later["frames"] > stopped["frames"], "the window kept drawing"
+        assert later["step"] == stopped["step"], "steps kept increasing after pause"
+    finally:
+        viewer.terminate()
+        viewer.communicate(timeout=30)
+
+
+def test_no_display_gives_one_line_pointing_at_headless_commands(monkeypatch, capsys):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert main(SMALL_RUN) == 2
+    message = capsys.readouterr().err.strip()
+    assert "\n" not in message and "no display" in message
+    assert "orrery run" in message and "orrery bench" in message
