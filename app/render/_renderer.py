@@ -51,9 +51,9 @@ class Renderer:
         self._accumulation_fbo = self.ctx.framebuffer(color_attachments=[self.accumulation])
         self.size = size
 
-    def accumulate(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-                   *, pixel_ratio: float = 1.0) -> None:
-        """Clear the accumulation target and add every particle into it."""
+    def begin_accumulation(self) -> None:
+        """Bind and clear the accumulation target and set additive blending: what any pass that
+        adds light needs (the UI may have changed GL state since the last frame)."""
         ctx = self.ctx
         self._accumulation_fbo.use()
         self._accumulation_fbo.clear(0.0, 0.0, 0.0, 0.0)
@@ -61,8 +61,13 @@ class Renderer:
         ctx.enable(ctx.BLEND | ctx.PROGRAM_POINT_SIZE)
         ctx.blend_func = ctx.ONE, ctx.ONE
         ctx.blend_equation = ctx.FUNC_ADD
+
+    def accumulate(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+                   *, pixel_ratio: float = 1.0) -> None:
+        """Clear the accumulation target and add every particle into it."""
+        self.begin_accumulation()
         self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
-        ctx.disable(ctx.BLEND)
+        self.ctx.disable(self.ctx.BLEND)
 
     def present(self, output, tone: ToneMap) -> None:
         """Tone-map the accumulation target into ``output`` (a framebuffer of the same size)."""

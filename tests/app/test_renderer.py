@@ -143,3 +143,19 @@ def test_camera_fit_centres_and_frames_the_particles():
     assert camera.distance == pytest.approx(distance * Camera.ZOOM_PER_STEP)
     camera.orbit(0, -1e6)
     assert camera.pitch <= np.radians(89.0)
+
+
+def test_render_benchmark_reports_frame_and_bare_times(capsys):
+    import argparse
+
+    from orrery.engine.bench import render
+
+    parser = argparse.ArgumentParser()
+    render.add_arguments(parser)
+    rows = render.run(parser.parse_args(["--n", "500", "--size", "64x48", "--trials", "2",
+                                         "--warmup", "1", "--target", "rgba32f", "rgba16f"]))
+    assert [(row["n"], row["target"]) for row in rows] == [(500, "rgba32f"), (500, "rgba16f")]
+    for row in rows:
+        assert row["frame_ms"] > 0 and row["bare_ms"] > 0 and row["with_upload_ms"] > 0
+        assert row["ratio_to_bare"] == pytest.approx(row["frame_ms"] / row["bare_ms"])
+    assert "ratio_to_bare" in capsys.readouterr().out
