@@ -27,6 +27,7 @@ class ParticleScene:
         self._time = None
         self._sequence = None
         self._population_labels: np.ndarray | None = None
+        self._population_source = None  # the array last compared, to skip comparing it again
 
     @property
     def current(self):
@@ -43,18 +44,21 @@ class ParticleScene:
         positions = np.ascontiguousarray(frame.positions, dtype=np.float32)
         if len(positions) != self.count:
             self._allocate(len(positions))
-        if self._population_labels is None or not np.array_equal(self._population_labels, population):
-            self._population_labels = np.array(population, copy=True)
-            self.population_buffer.write(np.asarray(population, dtype=np.float32).tobytes())
+        if population is not self._population_source:
+            if self._population_labels is None or not np.array_equal(self._population_labels,
+                                                                     population):
+                self._population_labels = np.array(population, copy=True)
+                self.population_buffer.write(np.asarray(population, dtype=np.float32))
+            self._population_source = population
         interval = None if self._time is None else frame.time - self._time
         if interval is not None and interval > 0 and self._host_current is not None:
             self.parity = 1 - self.parity
-            self.current.write(positions.tobytes())
+            self.current.write(positions)
             self.speed_scale = self._speed_scale(positions, self._host_current, interval)
         else:
             # first frame, a restart or a step backwards: no meaningful speed, show it as zero
-            self.current.write(positions.tobytes())
-            self.previous.write(positions.tobytes())
+            self.current.write(positions)
+            self.previous.write(positions)
         self._host_current = positions
         self._time = frame.time
         self._sequence = frame.sequence
@@ -68,6 +72,7 @@ class ParticleScene:
         self._buffers = [self.ctx.buffer(reserve=size), self.ctx.buffer(reserve=size)]
         self.population_buffer = self.ctx.buffer(reserve=max(count, 1) * 4)
         self._population_labels = None
+        self._population_source = None
         self._host_current = None
         self._time = None
         self.count = count
