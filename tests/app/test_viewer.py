@@ -114,3 +114,57 @@ def test_no_display_gives_one_line_pointing_at_headless_commands(monkeypatch, ca
     message = capsys.readouterr().err.strip()
     assert "\n" not in message and "no display" in message
     assert "orrery run" in message and "orrery bench" in message
+
+
+_REPLAY_SCRIPT = """
+import sys
+import numpy as np
+from orrery.engine.frames import Frame, FrameSource
+from orrery.app.viewer._window import ViewerWindow
+
+class FakePlayer(FrameSource):
+    population = np.zeros(500, np.uint8)
+    population_names = ("stars",)
+    frame_count, speed, loop = 10, 1.0, False
+
+    def __init__(self):
+        self.position, self.calls = 3, []
+        rng = np.random.default_rng(0)
+        self.frames = [Frame(rng.normal(size=(500, 3)).astype(np.float32), i * 0.1, i, i + 1)
+                       for i in range(self.frame_count)]
+
+    def seek(self, index):
+        self.calls.append(("seek", index))
+        self.position = index
+
+    def play(self):
+        self.calls.append(("play",))
+
+    def pause(self):
+        self.calls.append(("pause",))
+
+    def latest(self):
+        return self.frames[self.position]
+
+    def close(self):
+        self.calls.append(("close",))
+
+player = FakePlayer()
+window = ViewerWindow(player, size=(800, 600))
+window.timeline.step(+1)
+window.run(frames=6, screenshot=sys.argv[1])
+print(player.calls)
+"""
+
+
+def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
+    shot = tmp_path / "replay.png"
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _REPLAY_SCRIPT, str(shot)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('pause',), ('seek', 4), ('close',)]"
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    title = image[600 - 90 + 4: 600 - 90 + 14, 30:700]  # the timeline's title bar, at the bottom
+    assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline panel"
+    assert np.count_nonzero(image[:, 360:].max(axis=2) > 40) > 50, "the replayed frame is not drawn"
