@@ -92,7 +92,6 @@ class SimulationRunner(FrameSource):
         self._solver_description = ""
         self._settings = settings
         self._build(settings)
-        self._publish()
         self._thread = threading.Thread(target=self._loop, name="orrery-solver", daemon=True)
         self._thread.start()
 
@@ -249,11 +248,12 @@ class SimulationRunner(FrameSource):
     def _build(self, settings: RunSettings) -> None:
         scenario = scenarios.load(settings.scenario, n=settings.n, seed=settings.seed)
         sim, description = self._make_simulation(scenario, scenario.particles, settings)
-        with self._condition:
+        with self._condition:  # re-entrant: the new labels and their first frame appear together
             self._scenario = scenario
             self._population = scenario.particles.population
             self._population_names = scenario.particles.population_names
             self._commit(sim, description, settings)
+            self._publish()
 
     def _rebind(self, settings: RunSettings) -> None:
         old = self._sim

@@ -59,8 +59,12 @@ class Camera:
         matrix[3, 2] = -1.0
         return matrix
 
-    def view_projection(self, aspect: float) -> np.ndarray:
-        return self.projection(aspect) @ self.view()
+    def view_projection(self, aspect: float, *, shift_x: float = 0.0) -> np.ndarray:
+        """Projection times view; ``shift_x`` moves the image right by that many half-widths
+        (keeps the scene centred in the part of the window a side panel leaves free)."""
+        shift = np.identity(4)
+        shift[0, 3] = shift_x
+        return shift @ self.projection(aspect) @ self.view()
 
     def orbit(self, dx: float, dy: float) -> None:
         """Turn by a mouse drag of (dx, dy) window pixels."""

@@ -42,6 +42,10 @@ class ParticleScene:
         if frame.sequence == self._sequence and self._host_current is not None:
             return False
         positions = np.ascontiguousarray(frame.positions, dtype=np.float32)
+        if len(population) != len(positions):
+            # a source switching runs may pair a new label array with a last old frame: draw
+            # that one frame in the first population's colour rather than fail
+            population = np.zeros(len(positions), np.uint8)
         if len(positions) != self.count:
             self._allocate(len(positions))
         if population is not self._population_source:

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
     try:
         source = _open_source(args)
-    except OrreryError as error:
+    except (OrreryError, OSError) as error:
         print(f"orrery-viewer: error: {error}", file=sys.stderr)
         return 2
     try:

@@ -69,13 +69,20 @@ class ViewerWindow(pyglet.window.Window):
                 self._camera_fitted = True
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
-        self.renderer.accumulate(self.scene, self.camera.view_projection(width / max(height, 1)),
+        self.renderer.accumulate(self.scene, self._view_projection(width, height),
                                  self.point_style, pixel_ratio=self.pixel_ratio())
         self.renderer.present(self.ctx.screen, self.tone)
         self._draw_ui()
         if self._screenshot_request:
             self.save_screenshot(self._screenshot_request)
             self._screenshot_request = None
+
+    def _view_projection(self, width: int, height: int):
+        # Centre the scene in the part of the window the panel leaves free.
+        x, _, panel_width, _ = self.panel.rect
+        free_from = (x + panel_width) / max(self.width, 1) if self.ui_visible else 0.0
+        shift = free_from if free_from < 0.6 else 0.0
+        return self.camera.view_projection(width / max(height, 1), shift_x=shift)
 
     def _draw_ui(self) -> None:
         self._imgui.process_inputs()

@@ -159,3 +159,10 @@ def test_render_benchmark_reports_frame_and_bare_times(capsys):
         assert row["frame_ms"] > 0 and row["bare_ms"] > 0 and row["with_upload_ms"] > 0
         assert row["ratio_to_bare"] == pytest.approx(row["frame_ms"] / row["bare_ms"])
     assert "ratio_to_bare" in capsys.readouterr().out
+
+
+def test_labels_of_another_run_do_not_break_a_frame(ctx):
+    scene = ParticleScene(ctx)
+    assert scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))
+    assert scene.count == 10
+    assert not scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))

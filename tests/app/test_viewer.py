@@ -168,3 +168,11 @@ def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
     title = image[600 - 90 + 4: 600 - 90 + 14, 30:700]  # the timeline's title bar, at the bottom
     assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline panel"
     assert np.count_nonzero(image[:, 360:].max(axis=2) > 40) > 50, "the replayed frame is not drawn"
+
+
+def test_play_without_the_recording_module_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setitem(sys.modules, "orrery.engine.recording", None)  # import now fails
+    assert main(["--play", str(tmp_path / "run.orrery")]) == 2
+    message = capsys.readouterr().err
+    assert "--play" in message and "orrery.engine.recording" in message
