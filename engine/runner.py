@@ -275,7 +275,11 @@ class SimulationRunner(FrameSource):
         name = resolve_solver_name(settings.solver or scenario.solver)
         solver = self._solver_factory(name, **self._solver_options(name, scenario, settings))
         dt = settings.dt if settings.dt is not None else scenario.dt
-        return Simulation(particles, solver, dt=dt), solver.describe()
+        sim = Simulation(particles, solver, dt=dt)
+        # ``auto`` says which solver it chose and why once bound; other solvers have no reason
+        reason = getattr(solver, "reason", None)
+        description = solver.describe() + (f": {reason}" if reason else "")
+        return sim, description
 
     @staticmethod
     def _solver_options(name: str, scenario, settings: RunSettings) -> dict:
@@ -309,7 +313,8 @@ class SimulationRunner(FrameSource):
                 "solver": self._solver_description,
                 "steps_per_second": 0.0 if self._paused else self._rate.steps_per_second,
                 "solver_seconds_per_step": self._rate.seconds_per_step,
-                "energy_error": history[-1][1] if history else 0.0,
+                # None until the first sample after a (re)start
+                "energy_error": history[-1][1] if len(history) > 1 else None,
                 "dt": sim.dt,
                 "paused": self._paused,
                 "error": self._error,

@@ -84,10 +84,10 @@ class ParticleScene:
 
     @staticmethod
     def _speed_scale(now: np.ndarray, before: np.ndarray, interval: float) -> float:
-        # Twice the median speed maps to the top of the colour map: robust to a few escapers.
+        # Speeds are shown relative to the median speed: robust to a few escapers.
         stride = max(1, len(now) // _SPEED_SAMPLE)
         speeds = np.linalg.norm(now[::stride] - before[::stride], axis=1) / interval
-        reference = 2.0 * float(np.median(speeds))
+        reference = float(np.median(speeds))
         return 1.0 / (interval * reference) if reference > 0 else 0.0
 
     def release(self) -> None:

@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dt", type=float, default=None, help="time step (default: the scenario's)")
     parser.add_argument("--paused", action="store_true", help="start with the simulation paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
+    parser.add_argument("--colour", choices=("population", "speed"), default="population",
+                        help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--exposure", type=float, default=None,
+                        help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
     parser.add_argument("--max-fps", type=float, default=60.0,
                         help="cap on the render rate, leaving CPU to the solver (0: none; default 60)")
@@ -93,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
         window = ViewerWindow(source, size=(width, height), max_fps=args.max_fps,
                               stats_path=args.stats)
+        window.point_style.colour_mode = args.colour
+        if args.exposure is not None:
+            window.tone.exposure = args.exposure
     except BaseException as error:
         source.close()
         # pyglet names its display errors per platform (pyglet.display.xlib, ...): match by name

@@ -130,7 +130,9 @@ class ControlPanel:
         imgui.text(f"render        {render_fps:8.1f} fps")
         imgui.text(f"simulation    {stats.get('steps_per_second', 0.0):8.1f} steps/s")
         imgui.text(f"solver        {1e3 * stats.get('solver_seconds_per_step', 0.0):8.2f} ms/step")
-        imgui.text(f"energy error  {stats.get('energy_error', 0.0):+.2e}")
+        error = stats.get("energy_error")
+        imgui.text(f"energy error  {error:+.2e}" if error is not None else
+                   "energy error  (not sampled yet)")
         imgui.text(f"N {stats.get('n', 0) if stats else 0}   step {frame.step if frame else 0}"
                    f"   t = {frame.time if frame else 0.0:.4g}")
         if self.runner is None:
