@@ -109,12 +109,14 @@ class SimulationRunner(FrameSource):
         with self._condition:
             return self._front
 
-    def close(self) -> None:
-        """Stop the solver thread and wait for it (it finishes the step in progress first)."""
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the solver thread and wait for it (it finishes the step in progress first), at
+        most ``timeout`` seconds if given. Returns whether the thread has ended."""
         with self._condition:
             self._stop = True
             self._condition.notify_all()
-        self._thread.join()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     # Controls (any thread) -----------------------------------------------------------------
 
@@ -136,6 +138,8 @@ class SimulationRunner(FrameSource):
         unknown = set(changes) - set(RunSettings.__dataclass_fields__)
         if unknown:
             raise InvalidInputError(f"unknown run settings {sorted(unknown)}")
+        if changes.get("dt") is not None and not changes["dt"] > 0:
+            raise InvalidInputError(f"time step dt must be positive, got {changes['dt']}")
         self._submit("update", changes)
 
     def reset(self) -> None:
@@ -232,16 +236,14 @@ class SimulationRunner(FrameSource):
         new = replace(self._settings, **changes)
         restart = (new.scenario, new.n, new.seed) != (self._settings.scenario, self._settings.n,
                                                      self._settings.seed)
-        if restart or self._sim is None or self._error is not None:
+        if restart or self._error is not None:  # after an error, any change starts afresh
             self._error = None
             self._build(new)
         elif (new.solver, new.softening, new.theta) != (self._settings.solver,
                                                         self._settings.softening,
                                                         self._settings.theta):
             self._rebind(new)
-        if new.dt is not None and self._sim is not None:
-            if not new.dt > 0:
-                raise InvalidInputError(f"time step dt must be positive, got {new.dt}")
+        if new.dt is not None:
             self._sim.dt = float(new.dt)
         self._settings = new
 

@@ -5,6 +5,7 @@ a source with playback controls gets a timeline."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from imgui_bundle.python_backends.pyglet_backend import create_renderer
 from pyglet.window import key, mouse
 
 from ...engine.frames import FrameSource
+from ...engine.runner import SimulationRunner
 from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
 from ._capture import default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
@@ -23,6 +25,8 @@ from ._timeline import TimelinePanel, has_playback
 
 # Seconds between two lines of the --stats report.
 STATS_INTERVAL = 0.5
+# Seconds the window waits for the solver thread to finish its step when closing.
+SHUTDOWN_WAIT = 3.0
 
 
 class ViewerWindow(pyglet.window.Window):
@@ -113,10 +117,20 @@ class ViewerWindow(pyglet.window.Window):
                 self._report_stats(final=False)
             self._report_stats(final=True)
         finally:
-            self.source.close()
+            self._close_source()
             self._imgui.shutdown()
             self.close()
         return 0
+
+    def _close_source(self) -> None:
+        if isinstance(self.source, SimulationRunner):
+            # A step of a large direct run can take seconds: don't hold the window that long.
+            # The solver thread is a daemon, so an unfinished step ends with the process.
+            if not self.source.close(timeout=SHUTDOWN_WAIT):
+                print(f"orrery-viewer: the solver is still inside a step after {SHUTDOWN_WAIT} s;"
+                      " exiting without waiting for it", file=sys.stderr)
+        else:
+            self.source.close()
 
     def _report_stats(self, *, final: bool) -> None:
         if self._stats_path is None or (not final and time.monotonic() < self._stats_due):

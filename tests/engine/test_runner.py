@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 
+from orrery.engine.errors import InvalidInputError
 from orrery.engine.runner import RunSettings, SimulationRunner, resolve_solver_name
 from orrery.engine.solvers import HostState, Solver, solver_specs
 
@@ -138,6 +139,17 @@ def test_bad_scenario_change_is_reported_not_raised():
         assert _wait_until(lambda: runner.error is None)
     finally:
         runner.close()
+
+
+def test_invalid_time_step_is_refused_at_once():
+    runner = SimulationRunner(SMALL, paused=True)
+    try:
+        with pytest.raises(InvalidInputError, match="dt must be positive"):
+            runner.update(dt=0.0)
+        with pytest.raises(InvalidInputError, match="unknown run settings"):
+            runner.update(gravity=2.0)
+    finally:
+        assert runner.close(timeout=10)
 
 
 def test_auto_falls_back_to_a_registered_solver():
