@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--solver", default=None,
                         help="solver name or 'auto' (default: the scenario's choice)")
     parser.add_argument("--dt", type=float, default=None, help="time step (default: the scenario's)")
-    parser.add_argument("--paused", action="store_true", help="start with the simulation paused")
+    parser.add_argument("--paused", action="store_true",
+                        help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
     parser.add_argument("--colour", choices=("population", "speed"), default="population",
                         help="colour particles by population or by speed (default: population)")
@@ -62,7 +63,10 @@ def _open_source(args):
         except ImportError:
             raise OrreryError("--play needs orrery.engine.recording, which this installation "
                               "lacks") from None
-        return recording.Player(args.play)
+        player = recording.Player(args.play)
+        if not args.paused:
+            player.play()
+        return player
     from ...engine.runner import RunSettings, SimulationRunner
 
     settings = RunSettings(scenario=args.scenario or default_scenario(), n=args.n, seed=args.seed,

@@ -17,11 +17,12 @@ _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 
 
 class ControlPanel:
-    def __init__(self, source, style: PointStyle, tone: ToneMap):
+    def __init__(self, source, style: PointStyle, tone: ToneMap, *, bottom_margin: float = 0.0):
         self.source = source
         self.style = style
         self.tone = tone
         self.runner = source if isinstance(source, SimulationRunner) else None
+        self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
         self._scenario_names = scenarios.names()
@@ -43,15 +44,22 @@ class ControlPanel:
         low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
 
-    def draw(self, window_size: tuple[int, int], render_fps: float) -> None:
+    def draw(self, window_size: tuple[int, int], render_fps: float, frame,
+             source_error: str | None = None) -> None:
+        """Draw the panel for ``frame`` (the frame on screen, or None)."""
         height = window_size[1]
         imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
-        imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH, min(height - 20, 640)),
+        imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH,
+                                                min(height - 20 - self.bottom_margin,
+                                                    640 if self.runner else 260)),
                                    imgui.Cond_.first_use_ever)
         imgui.begin("Orrery", None, imgui.WindowFlags_.no_collapse)
         position, size = imgui.get_window_pos(), imgui.get_window_size()
         self.rect = (position.x, position.y, size.x, size.y)
-        frame = self.source.latest()
+        if source_error:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_RED, source_error)
+            imgui.pop_text_wrap_pos()
         if self.runner is not None:
             self._simulation_controls(frame)
         self._view_controls()
@@ -128,12 +136,14 @@ class ControlPanel:
         imgui.separator_text("Statistics")
         stats = frame.stats if frame else {}
         imgui.text(f"render        {render_fps:8.1f} fps")
-        imgui.text(f"simulation    {stats.get('steps_per_second', 0.0):8.1f} steps/s")
-        imgui.text(f"solver        {1e3 * stats.get('solver_seconds_per_step', 0.0):8.2f} ms/step")
-        error = stats.get("energy_error")
-        imgui.text(f"energy error  {error:+.2e}" if error is not None else
-                   "energy error  (not sampled yet)")
-        imgui.text(f"N {stats.get('n', 0) if stats else 0}   step {frame.step if frame else 0}"
+        if "steps_per_second" in stats:
+            imgui.text(f"simulation    {stats['steps_per_second']:8.1f} steps/s")
+            imgui.text(f"solver        {1e3 * stats['solver_seconds_per_step']:8.2f} ms/step")
+            error = stats.get("energy_error")
+            imgui.text(f"energy error  {error:+.2e}" if error is not None else
+                       "energy error  (not sampled yet)")
+        count = len(frame.positions) if frame else 0
+        imgui.text(f"N {count}   step {frame.step if frame else 0}"
                    f"   t = {frame.time if frame else 0.0:.4g}")
         if self.runner is None:
             return

@@ -15,13 +15,14 @@ from imgui_bundle import imgui, implot
 from imgui_bundle.python_backends.pyglet_backend import create_renderer
 from pyglet.window import key, mouse
 
+from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ...engine.runner import SimulationRunner
 from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
 from ._capture import default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
 from ._panel import ControlPanel
-from ._timeline import TimelinePanel, has_playback
+from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
 # Seconds between two lines of the --stats report.
 STATS_INTERVAL = 0.5
@@ -51,21 +52,33 @@ class ViewerWindow(pyglet.window.Window):
         self._stats_path = Path(stats_path) if stats_path else None
         self._stats_due = 0.0
         self._screenshot_request: str | None = None
+        self._frame = None
+        self.source_error: str | None = None
 
         imgui.create_context()
         implot.create_context()
         imgui.get_io().set_ini_filename("")
         self._imgui = create_renderer(self)
-        self.panel = ControlPanel(source, self.point_style, self.tone)
         self.timeline = TimelinePanel(source) if has_playback(source) else None
+        self.panel = ControlPanel(source, self.point_style, self.tone,
+                                  bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
 
     # Frame ---------------------------------------------------------------------------------
 
     def pixel_ratio(self) -> float:
         return self.get_framebuffer_size()[1] / max(self.height, 1)
 
+    def _latest(self):
+        # A replay can fail to read its file; show that in the panel, keep the last frame.
+        try:
+            self._frame = self.source.latest()
+            self.source_error = None
+        except OrreryError as error:
+            self.source_error = str(error)
+        return self._frame
+
     def draw_frame(self) -> None:
-        frame = self.source.latest()
+        frame = self._latest()
         if frame is not None:
             self.scene.show(frame, self.source.population)
             if not self._camera_fitted:
@@ -92,7 +105,8 @@ class ViewerWindow(pyglet.window.Window):
         self._imgui.process_inputs()
         imgui.new_frame()
         if self.ui_visible:
-            self.panel.draw((self.width, self.height), self.clock.fps)
+            self.panel.draw((self.width, self.height), self.clock.fps, self._frame,
+                            self.source_error)
             if self.timeline is not None:
                 self.timeline.draw((self.width, self.height))
         imgui.render()
@@ -136,12 +150,13 @@ class ViewerWindow(pyglet.window.Window):
         if self._stats_path is None or (not final and time.monotonic() < self._stats_due):
             return
         self._stats_due = time.monotonic() + STATS_INTERVAL
-        frame = self.source.latest()
+        frame = self._frame
         stats = dict(frame.stats) if frame else {}
         stats.pop("error", None)
         record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
                   "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
-                  "stats": stats, "error": getattr(self.source, "error", None),
+                  "stats": stats,
+                  "error": getattr(self.source, "error", None) or self.source_error,
                   "panel": self.panel.rect, "widgets": self.panel.widgets,
                   "window": [self.width, self.height]}
         with self._stats_path.open("a") as handle:
@@ -171,7 +186,7 @@ class ViewerWindow(pyglet.window.Window):
         elif symbol == key.PERIOD:
             self._single_step()
         elif symbol == key.R:
-            frame = self.source.latest()
+            frame = self._frame
             if frame is not None:
                 self.camera = Camera()
                 self.camera.fit(frame.positions)
