@@ -100,7 +100,7 @@ class ControlPanel:
         if runner.solver_name == "auto" and "auto" not in solver_specs():
             imgui.text_colored(_DIM, f"(auto not built yet: chose {resolve_solver_name('auto')})")
         dt = frame.stats.get("dt", settings.dt or 1e-3) if frame else 1e-3
-        _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.05, "%.5f",
+        _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.5, "%.5f",
                                        imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(dt=new_dt)

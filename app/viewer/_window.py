@@ -26,8 +26,8 @@ from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
 # Seconds between two lines of the --stats report.
 STATS_INTERVAL = 0.5
-# Seconds the window waits for the solver thread to finish its step when closing.
-SHUTDOWN_WAIT = 3.0
+# Seconds of waiting for the solver thread at exit before saying why the exit takes longer.
+SHUTDOWN_WAIT = 1.0
 
 
 class ViewerWindow(pyglet.window.Window):
@@ -131,20 +131,19 @@ class ViewerWindow(pyglet.window.Window):
                 self._report_stats(final=False)
             self._report_stats(final=True)
         finally:
-            self._close_source()
             self._imgui.shutdown()
             self.close()
+            self._close_source()
         return 0
 
     def _close_source(self) -> None:
-        if isinstance(self.source, SimulationRunner):
-            # A step of a large direct run can take seconds: don't hold the window that long.
-            # The solver thread is a daemon, so an unfinished step ends with the process.
-            if not self.source.close(timeout=SHUTDOWN_WAIT):
-                print(f"orrery-viewer: the solver is still inside a step after {SHUTDOWN_WAIT} s;"
-                      " exiting without waiting for it", file=sys.stderr)
-        else:
-            self.source.close()
+        # Called after the window has gone. A step of a large direct run can take seconds; the
+        # native solver's threads must finish it before the process exits (ending the process
+        # under them aborts it), so say why the exit waits.
+        if isinstance(self.source, SimulationRunner) and not self.source.close(timeout=SHUTDOWN_WAIT):
+            print("orrery-viewer: waiting for the solver to finish its current step",
+                  file=sys.stderr)
+        self.source.close()
 
     def _report_stats(self, *, final: bool) -> None:
         if self._stats_path is None or (not final and time.monotonic() < self._stats_due):
