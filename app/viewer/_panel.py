@@ -127,6 +127,13 @@ class ControlPanel:
         changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
         if changed:
             self.style.colour_mode = COLOUR_MODES[mode]
+        names = self.source.population_names
+        if len(names) > 1 and imgui.tree_node("populations"):
+            weights = self.style.weights
+            for index, name in enumerate(names[:len(weights)]):
+                _, weights[index] = imgui.slider_float(name, float(weights[index]), 0.0, 1.0,
+                                                       "%.2f")
+            imgui.tree_pop()
         imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
                                  ".: step, R: reset view, F: fullscreen, S: screenshot, H: hide")

@@ -44,7 +44,8 @@ class ViewerWindow(pyglet.window.Window):
         self.renderer = Renderer(self.ctx)
         self.scene = ParticleScene(self.ctx)
         self.camera = Camera()
-        self.point_style = PointStyle(weights=population_weights(source.population_names))
+        self._population_names = source.population_names
+        self.point_style = PointStyle(weights=population_weights(self._population_names))
         self.tone = ToneMap()
         self.clock = FrameClock(max_fps=max_fps)
         self.ui_visible = True
@@ -79,6 +80,9 @@ class ViewerWindow(pyglet.window.Window):
 
     def draw_frame(self) -> None:
         frame = self._latest()
+        if self.source.population_names != self._population_names:  # a new scenario was loaded
+            self._population_names = self.source.population_names
+            self.point_style.weights = population_weights(self._population_names)
         if frame is not None:
             self.scene.show(frame, self.source.population)
             if not self._camera_fitted:

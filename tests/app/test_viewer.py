@@ -150,8 +150,9 @@ class FakePlayer(FrameSource):
         self.calls.append(("close",))
 
 player = FakePlayer()
-window = ViewerWindow(player, size=(800, 600))
+window = ViewerWindow(player, size=(640, 480))
 window.timeline.step(+1)
+window.set_size(800, 600)  # the renderer follows the framebuffer's new size
 window.run(frames=6, screenshot=sys.argv[1])
 print(player.calls)
 """
@@ -165,6 +166,7 @@ def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('seek', 4), ('close',)]"
     image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert image.shape == (600, 800, 3)
     title = image[600 - 90 + 4: 600 - 90 + 14, 30:700]  # the timeline's title bar, at the bottom
     assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline panel"
     assert np.count_nonzero(image[:, 360:].max(axis=2) > 40) > 50, "the replayed frame is not drawn"
