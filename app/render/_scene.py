@@ -30,6 +30,11 @@ class ParticleScene:
         self._population_source = None  # the array last compared, to skip comparing it again
 
     @property
+    def sequence(self):
+        """The ``sequence`` of the frame shown (None before the first)."""
+        return self._sequence
+
+    @property
     def current(self):
         return self._buffers[self.parity]
 

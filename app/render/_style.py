@@ -57,6 +57,11 @@ class PointStyle:
         if self.colour_mode not in COLOUR_MODES:
             raise InvalidInputError(f"colour mode must be one of {COLOUR_MODES}, got {self.colour_mode!r}")
 
+    def key(self) -> tuple:
+        """Everything that changes the drawn particles, for telling whether a redraw is due."""
+        weights = None if self.weights is None else np.asarray(self.weights, float).tobytes()
+        return (self.point_size, self.intensity, self.colour_mode, weights)
+
     def palette(self) -> np.ndarray:
         """(16, 4) float32: rgb and brightness weight per population label."""
         weights = np.ones(16) if self.weights is None else np.asarray(self.weights, dtype=float)

@@ -54,6 +54,7 @@ class ViewerWindow(pyglet.window.Window):
         self._stats_due = 0.0
         self._screenshot_request: str | None = None
         self._frame = None
+        self._accumulated_inputs = None
         self.source_error: str | None = None
 
         imgui.create_context()
@@ -90,8 +91,15 @@ class ViewerWindow(pyglet.window.Window):
                 self._camera_fitted = True
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
-        self.renderer.accumulate(self.scene, self._view_projection(width, height),
-                                 self.point_style, pixel_ratio=self.pixel_ratio())
+        view_projection = self._view_projection(width, height)
+        # The particle pass is most of a frame; while nothing it depends on has changed (a paused
+        # or slow simulation, a still camera) the accumulated light of the last frame is reused.
+        inputs = (self.scene.sequence, self.scene.layout_version, self.renderer.size,
+                  view_projection.tobytes(), self.point_style.key(), self.pixel_ratio())
+        if inputs != self._accumulated_inputs:
+            self.renderer.accumulate(self.scene, view_projection, self.point_style,
+                                     pixel_ratio=self.pixel_ratio())
+            self._accumulated_inputs = inputs
         self.renderer.present(self.ctx.screen, self.tone)
         self._draw_ui()
         if self._screenshot_request:
