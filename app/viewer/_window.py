@@ -49,7 +49,7 @@ class ViewerWindow(pyglet.window.Window):
         self.tone = ToneMap()
         self.clock = FrameClock(max_fps=max_fps)
         self.ui_visible = True
-        self._camera_fitted = False
+        self._camera_fitted_to = None
         self._stats_path = Path(stats_path) if stats_path else None
         self._stats_due = 0.0
         self._screenshot_request: str | None = None
@@ -86,9 +86,10 @@ class ViewerWindow(pyglet.window.Window):
             self.point_style.weights = population_weights(self._population_names)
         if frame is not None:
             self.scene.show(frame, self.source.population)
-            if not self._camera_fitted:
+            run = (len(frame.positions), self._population_names)
+            if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
                 self.camera.fit(frame.positions)
-                self._camera_fitted = True
+                self._camera_fitted_to = run
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
         view_projection = self._view_projection(width, height)
