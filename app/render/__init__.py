@@ -10,7 +10,8 @@ from ._style import COLOUR_MODES, PALETTE_SIZE, PointStyle, ToneMap, population_
 from ._tonemap_pass import ToneMapPass
 
 __all__ = [
-    "BarePointPass", "COLOUR_MODES", "Camera", "DEFAULT_TARGET_FORMAT", "PALETTE_SIZE", "ParticlePass",
+    "BarePointPass", "COLOUR_MODES", "Camera", "DEFAULT_TARGET_FORMAT", "PALETTE_SIZE",
+    "ParticlePass",
     "ParticleScene", "PointStyle", "Renderer", "TARGET_FORMATS", "ToneMap", "ToneMapPass",
     "describe", "gl_bytes", "headless_context", "population_weights",
 ]

@@ -38,7 +38,8 @@ class ParticlePass:
         if key not in self._vertex_arrays:
             self._vertex_arrays = {k: v for k, v in self._vertex_arrays.items()
                                    if k[:2] == key[:2]}
-            content = [(scene.current, "3f", "position"), (scene.population_buffer, "f", "population")]
+            content = [(scene.current, "3f", "position"),
+                       (scene.population_buffer, "f", "population")]
             if "previous" in self.program:
                 content.append((scene.previous, "3f", "previous"))
             self._vertex_arrays[key] = self.ctx.vertex_array(self.program, content)

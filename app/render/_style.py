@@ -55,7 +55,8 @@ class PointStyle:
         if not self.intensity > 0:
             raise InvalidInputError(f"intensity must be positive, got {self.intensity}")
         if self.colour_mode not in COLOUR_MODES:
-            raise InvalidInputError(f"colour mode must be one of {COLOUR_MODES}, got {self.colour_mode!r}")
+            raise InvalidInputError(
+                f"colour mode must be one of {COLOUR_MODES}, got {self.colour_mode!r}")
 
     def key(self) -> tuple:
         """Everything that changes the drawn particles, for telling whether a redraw is due."""

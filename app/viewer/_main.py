@@ -25,11 +25,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scenario", default=None,
                         help=f"scenario to run (default: {default_scenario()}); one of "
                              f"{', '.join(scenarios.names())}")
-    parser.add_argument("--n", type=int, default=None, help="particle count (default: the scenario's)")
+    parser.add_argument("--n", type=int, default=None,
+                        help="particle count (default: the scenario's)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
     parser.add_argument("--solver", default=None,
                         help="solver name or 'auto' (default: the scenario's choice)")
-    parser.add_argument("--dt", type=float, default=None, help="time step (default: the scenario's)")
+    parser.add_argument("--dt", type=float, default=None,
+                        help="time step (default: the scenario's)")
     parser.add_argument("--paused", action="store_true",
                         help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
@@ -39,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
     parser.add_argument("--max-fps", type=float, default=60.0,
-                        help="cap on the render rate, leaving CPU to the solver (0: none; default 60)")
+                        help="cap on the render rate, leaving CPU to the solver "
+                             "(0: none; default 60)")
     parser.add_argument("--frames", type=int, default=None,
                         help="render this many frames, then exit (for scripts and tests)")
     parser.add_argument("--screenshot", metavar="FILE",

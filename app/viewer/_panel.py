@@ -82,7 +82,8 @@ class ControlPanel:
             imgui.text_wrapped(runner.error.strip().splitlines()[-1])
 
         imgui.separator_text("Scenario")
-        _, self._scenario_index = imgui.combo("scenario", self._scenario_index, self._scenario_names)
+        _, self._scenario_index = imgui.combo("scenario", self._scenario_index,
+                                              self._scenario_names)
         _, self._n = imgui.input_int("N", int(self._n), 1000, 10000)
         self._n = max(int(self._n), 2)
         if imgui.button("Load scenario"):

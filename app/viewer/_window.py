@@ -153,7 +153,8 @@ class ViewerWindow(pyglet.window.Window):
         # Called after the window has gone. A step of a large direct run can take seconds; the
         # native solver's threads must finish it before the process exits (ending the process
         # under them aborts it), so say why the exit waits.
-        if isinstance(self.source, SimulationRunner) and not self.source.close(timeout=SHUTDOWN_WAIT):
+        runner = isinstance(self.source, SimulationRunner)
+        if runner and not self.source.close(timeout=SHUTDOWN_WAIT):
             print("orrery-viewer: waiting for the solver to finish its current step",
                   file=sys.stderr)
         self.source.close()

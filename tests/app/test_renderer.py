@@ -7,7 +7,8 @@ import pytest
 
 moderngl = pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
 if ctypes.util.find_library("EGL") is None:
-    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)", allow_module_level=True)
+    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
+                allow_module_level=True)
 
 from orrery.app.render import (  # noqa: E402
     PALETTE_SIZE, Camera, ParticleScene, PointStyle, Renderer, ToneMap, headless_context)
@@ -56,7 +57,8 @@ def test_particle_lands_where_the_camera_projects_it(ctx):
     # continuous pixel coordinates: the centre of pixel (r, c) is at (r, c)
     expected = np.array([(ndc[1] + 1) / 2 * HEIGHT - 0.5, (ndc[0] + 1) / 2 * WIDTH - 0.5])
     np.testing.assert_allclose(centroid, expected, atol=0.25)
-    assert np.count_nonzero(weight) <= 25 and np.linalg.norm(expected - [HEIGHT // 2, WIDTH // 2]) > 5
+    assert np.count_nonzero(weight) <= 25  # a 5-px sprite
+    assert np.linalg.norm(expected - [HEIGHT // 2, WIDTH // 2]) > 5  # and not at the centre
 
 
 def test_coincident_particles_add_up(ctx):
@@ -91,7 +93,8 @@ def test_tone_mapping_is_monotone_and_bounded(ctx):
     output_texture = ctx.texture((WIDTH, HEIGHT), 4, dtype="f4")
     output = ctx.framebuffer(color_attachments=[output_texture])
     renderer.present(output, ToneMap(exposure=1.0, gamma=2.2))
-    shown = np.frombuffer(output.read(components=4, dtype="f4"), np.float32).reshape(HEIGHT, WIDTH, 4)
+    shown = np.frombuffer(output.read(components=4, dtype="f4"), np.float32)
+    shown = shown.reshape(HEIGHT, WIDTH, 4)
     row = shown[HEIGHT // 2, :, 0]
     assert np.all(np.diff(row) >= 0), "brighter input must never display darker"
     assert row[0] < 0.05 and row[-1] == pytest.approx(1.0) and np.all(row <= 1.0)

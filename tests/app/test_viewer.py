@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("pyglet", reason="the viewer extra (pyglet) is not installed")
 pytest.importorskip("imgui_bundle", reason="the viewer extra (imgui-bundle) is not installed")
+pytest.importorskip("PIL", reason="the viewer extra (pillow) is not installed")
 from PIL import Image  # noqa: E402
 
 from orrery.app.viewer import main  # noqa: E402
