@@ -179,3 +179,17 @@ def test_play_without_the_recording_module_is_a_clear_error(monkeypatch, capsys,
     assert main(["--play", str(tmp_path / "run.orrery")]) == 2
     message = capsys.readouterr().err
     assert "--play" in message and "orrery.engine.recording" in message
+
+
+def test_unknown_solver_is_a_clear_error_before_any_window(monkeypatch, capsys):
+    monkeypatch.setenv("DISPLAY", ":0")  # never opened: the run fails to build first
+    assert main(["--scenario", "plummer", "--n", "64", "--solver", "no-such-solver"]) == 2
+    assert "unknown solver 'no-such-solver'" in capsys.readouterr().err
+
+
+def test_help_lists_the_script_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--frames" in out and "--screenshot" in out and "--play" in out
