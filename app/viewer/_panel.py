@@ -51,7 +51,7 @@ class ControlPanel:
         imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
         imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH,
                                                 min(height - 20 - self.bottom_margin,
-                                                    640 if self.runner else 260)),
+                                                    680 if self.runner else 260)),
                                    imgui.Cond_.first_use_ever)
         imgui.begin("Orrery", None, imgui.WindowFlags_.no_collapse)
         position, size = imgui.get_window_pos(), imgui.get_window_size()
@@ -135,10 +135,13 @@ class ControlPanel:
                 _, weights[index] = imgui.slider_float(name, float(weights[index]), 0.0, 1.0,
                                                        "%.2f")
             imgui.tree_pop()
-        imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
-                                 ".: step, R: reset view, F: fullscreen, S: screenshot, H: hide")
-        imgui.pop_text_wrap_pos()
+        if imgui.tree_node("mouse and keys"):
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
+                                     ".: step, R: reset view, F: fullscreen, S: screenshot, "
+                                     "H: hide")
+            imgui.pop_text_wrap_pos()
+            imgui.tree_pop()
 
     def _statistics(self, frame, render_fps: float) -> None:
         imgui.separator_text("Statistics")
@@ -157,7 +160,8 @@ class ControlPanel:
             return
         times, errors = self.runner.energy_history()
         times, errors = times[1:], errors[1:]  # the first sample is the reference itself (zero)
-        if times.size >= 2 and implot.begin_plot("energy error", imgui.ImVec2(-1, 150)):
+        if times.size >= 2 and implot.begin_plot("energy error", imgui.ImVec2(-1, 140),
+                                                 implot.Flags_.no_legend):
             implot.setup_axes("time", "|dE/E|", implot.AxisFlags_.auto_fit,
                               implot.AxisFlags_.auto_fit)
             implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
