@@ -193,3 +193,41 @@ def test_help_lists_the_script_options(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--frames" in out and "--screenshot" in out and "--play" in out
+
+
+_FAILING_SOLVER_SCRIPT = """
+import sys
+from orrery.engine.runner import RunSettings, SimulationRunner
+from orrery.engine.solvers import make_solver
+from orrery.app.viewer._window import ViewerWindow
+
+def factory(name, **options):
+    solver = make_solver(name, **options)
+    compute, calls = solver._compute, []
+
+    def failing_compute(pos, mass, potential):
+        calls.append(1)
+        if len(calls) > 6:  # after a few good steps
+            raise FloatingPointError("forces became NaN on purpose")
+        return compute(pos, mass, potential)
+
+    solver._compute = failing_compute
+    return solver
+
+runner = SimulationRunner(RunSettings("plummer", n=300, solver="cpu-direct"),
+                          solver_factory=factory)
+window = ViewerWindow(runner, size=(800, 600), stats_path=sys.argv[1])
+window.run(frames=25)
+"""
+
+
+def test_a_solver_failure_shows_in_the_window_and_does_not_close_it(display, tmp_path):
+    stats = tmp_path / "stats.jsonl"
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _FAILING_SOLVER_SCRIPT, str(stats)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    final = _records(stats)[-1]
+    assert final["frames"] == 25, "the window stopped drawing after the solver failed"
+    assert "forces became NaN on purpose" in final["error"]
+    assert final["stats"]["paused"]
