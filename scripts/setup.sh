@@ -17,4 +17,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q --upgrade pip
-python3 -m pip install -q -e '.[test,sycl]'
+python3 -m pip install -q -e '.[test,sycl,viewer]'

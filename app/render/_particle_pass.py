@@ -1,0 +1,64 @@
+"""How particles are drawn: Gaussian point sprites added into the accumulation target, and the
+bare-point baseline the benchmark compares against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._camera import gl_bytes
+from ._scene import ParticleScene
+from ._shaders import program
+from ._style import COLOUR_MODES, PointStyle
+
+
+class ParticlePass:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.program = program(ctx, "particles.vert", "particles.frag")
+        self._vertex_arrays: dict = {}
+
+    def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+             *, pixel_ratio: float = 1.0) -> None:
+        """Add ``scene`` into the bound framebuffer (additive blending must be set)."""
+        if scene.count == 0:
+            return
+        style.validate()
+        uniforms = self.program
+        uniforms["view_projection"].write(gl_bytes(view_projection))
+        uniforms["point_size"].value = style.point_size * pixel_ratio
+        uniforms["intensity"].value = style.intensity
+        uniforms["palette"].write(style.palette().tobytes())
+        uniforms["colour_mode"].value = COLOUR_MODES.index(style.colour_mode)
+        if "speed_scale" in uniforms:
+            uniforms["speed_scale"].value = scene.speed_scale
+        self._vertex_array(scene).render(self.ctx.POINTS, vertices=scene.count)
+
+    def _vertex_array(self, scene: ParticleScene):
+        key = (id(scene), scene.layout_version, scene.parity)
+        if key not in self._vertex_arrays:
+            self._vertex_arrays = {k: v for k, v in self._vertex_arrays.items()
+                                   if k[:2] == key[:2]}
+            content = [(scene.current, "3f", "position"),
+                       (scene.population_buffer, "f", "population")]
+            if "previous" in self.program:
+                content.append((scene.previous, "3f", "previous"))
+            self._vertex_arrays[key] = self.ctx.vertex_array(self.program, content)
+        return self._vertex_arrays[key]
+
+
+class BarePointPass:
+    """Constant-colour square points: the least a point renderer can do with these buffers."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.program = program(ctx, "bare_points.vert", "bare_points.frag")
+        self._vertex_arrays: dict = {}
+
+    def draw(self, scene: ParticleScene, view_projection: np.ndarray, *, point_size: float) -> None:
+        key = (id(scene), scene.layout_version, scene.parity)
+        if key not in self._vertex_arrays:
+            self._vertex_arrays = {key: self.ctx.vertex_array(
+                self.program, [(scene.current, "3f", "position")])}
+        self.program["view_projection"].write(gl_bytes(view_projection))
+        self.program["point_size"].value = point_size
+        self._vertex_arrays[key].render(self.ctx.POINTS, vertices=scene.count)

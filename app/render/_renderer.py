@@ -1,0 +1,96 @@
+"""The renderer: particles into a floating-point accumulation target, then tone mapping into the
+output framebuffer. Owns the accumulation target and follows the output's size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.errors import InvalidInputError
+from ._particle_pass import ParticlePass
+from ._scene import ParticleScene
+from ._style import PointStyle, ToneMap
+from ._tonemap_pass import ToneMapPass
+
+# Accumulation formats. A half float holds integers exactly only up to 2048, so an additive
+# half-float target stops counting where more than 2048 unit sprites overlap (measured in the
+# tests); single float costs the same on llvmpipe and the H200 (docs/performance.md).
+TARGET_FORMATS = {"rgba32f": "f4", "rgba16f": "f2"}
+DEFAULT_TARGET_FORMAT = "rgba32f"
+
+
+class Renderer:
+    """Draw a :class:`ParticleScene` with a :class:`PointStyle` and a :class:`ToneMap`.
+
+    Parameters
+    ----------
+    ctx : moderngl.Context
+    target_format : "rgba32f" (default) or "rgba16f"
+    """
+
+    def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT):
+        if target_format not in TARGET_FORMATS:
+            raise InvalidInputError(
+                f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
+        self.ctx = ctx
+        self.target_format = target_format
+        self.particles = ParticlePass(ctx)
+        self.tone_map = ToneMapPass(ctx)
+        self.size = (0, 0)
+        self.accumulation = None
+        self._accumulation_fbo = None
+
+    def resize(self, width: int, height: int) -> None:
+        """Match the accumulation target to an output of ``width`` x ``height`` pixels."""
+        size = (max(int(width), 1), max(int(height), 1))
+        if size == self.size:
+            return
+        if self._accumulation_fbo is not None:
+            self._accumulation_fbo.release()
+            self.accumulation.release()
+        self.accumulation = self.ctx.texture(size, 4, dtype=TARGET_FORMATS[self.target_format])
+        self._accumulation_fbo = self.ctx.framebuffer(color_attachments=[self.accumulation])
+        self.size = size
+
+    def begin_accumulation(self) -> None:
+        """Bind and clear the accumulation target and set additive blending: what any pass that
+        adds light needs (the UI may have changed GL state since the last frame)."""
+        ctx = self.ctx
+        self._accumulation_fbo.use()
+        self._accumulation_fbo.clear(0.0, 0.0, 0.0, 0.0)
+        ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+        ctx.enable(ctx.BLEND | ctx.PROGRAM_POINT_SIZE)
+        ctx.blend_func = ctx.ONE, ctx.ONE
+        ctx.blend_equation = ctx.FUNC_ADD
+
+    def accumulate(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+                   *, pixel_ratio: float = 1.0) -> None:
+        """Clear the accumulation target and add every particle into it."""
+        self.begin_accumulation()
+        self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
+        self.ctx.disable(self.ctx.BLEND)
+
+    def present(self, output, tone: ToneMap) -> None:
+        """Tone-map the accumulation target into ``output`` (a framebuffer of the same size)."""
+        output.use()
+        output.viewport = (0, 0, *self.size)
+        self.ctx.disable(self.ctx.BLEND | self.ctx.DEPTH_TEST)
+        self.tone_map.draw(self.accumulation, tone)
+
+    def render(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+               tone: ToneMap, output, *, pixel_ratio: float = 1.0) -> None:
+        """One frame: accumulate, then tone-map into ``output``."""
+        self.resize(*output.size)
+        self.accumulate(scene, view_projection, style, pixel_ratio=pixel_ratio)
+        self.present(output, tone)
+
+    def read_accumulation(self) -> np.ndarray:
+        """The accumulation target as a (height, width, 4) float32 array, bottom row first."""
+        data = self._accumulation_fbo.read(components=4, dtype="f4")
+        return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
+
+    def release(self) -> None:
+        if self._accumulation_fbo is not None:
+            self._accumulation_fbo.release()
+            self.accumulation.release()
+        self._accumulation_fbo = self.accumulation = None
+        self.size = (0, 0)

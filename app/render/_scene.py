@@ -1,0 +1,102 @@
+"""What is drawn: particle positions (this frame's and the previous one's) and population labels
+in GPU buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.frames import Frame
+
+# Particles sampled to estimate the typical speed the speed colour map is scaled to.
+_SPEED_SAMPLE = 4096
+
+
+class ParticleScene:
+    """GPU copies of the latest frame. Two position buffers alternate: the new frame goes into
+    the older one, so the previous positions stay for speed colouring without a copy."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.count = 0
+        self.layout_version = 0  # changes whenever buffers are reallocated
+        self._buffers = []
+        self.population_buffer = None
+        self.parity = 0
+        self.speed_scale = 0.0
+        self._host_current: np.ndarray | None = None
+        self._time = None
+        self._sequence = None
+        self._population_labels: np.ndarray | None = None
+        self._population_source = None  # the array last compared, to skip comparing it again
+
+    @property
+    def sequence(self):
+        """The ``sequence`` of the frame shown (None before the first)."""
+        return self._sequence
+
+    @property
+    def current(self):
+        return self._buffers[self.parity]
+
+    @property
+    def previous(self):
+        return self._buffers[1 - self.parity]
+
+    def show(self, frame: Frame, population: np.ndarray) -> bool:
+        """Upload ``frame`` unless it is already shown; returns whether anything changed."""
+        if frame.sequence == self._sequence and self._host_current is not None:
+            return False
+        positions = np.ascontiguousarray(frame.positions, dtype=np.float32)
+        if len(population) != len(positions):
+            # a source switching runs may pair a new label array with a last old frame: draw
+            # that one frame in the first population's colour rather than fail
+            population = np.zeros(len(positions), np.uint8)
+        if len(positions) != self.count:
+            self._allocate(len(positions))
+        if population is not self._population_source:
+            if self._population_labels is None or not np.array_equal(self._population_labels,
+                                                                     population):
+                self._population_labels = np.array(population, copy=True)
+                self.population_buffer.write(np.asarray(population, dtype=np.float32))
+            self._population_source = population
+        interval = None if self._time is None else frame.time - self._time
+        if interval is not None and interval > 0 and self._host_current is not None:
+            self.parity = 1 - self.parity
+            self.current.write(positions)
+            self.speed_scale = self._speed_scale(positions, self._host_current, interval)
+        else:
+            # first frame, a restart or a step backwards: no meaningful speed, show it as zero
+            self.current.write(positions)
+            self.previous.write(positions)
+        self._host_current = positions
+        self._time = frame.time
+        self._sequence = frame.sequence
+        return True
+
+    def _allocate(self, count: int) -> None:
+        for buffer in (*self._buffers, self.population_buffer):
+            if buffer is not None:
+                buffer.release()
+        size = max(count, 1) * 12
+        self._buffers = [self.ctx.buffer(reserve=size), self.ctx.buffer(reserve=size)]
+        self.population_buffer = self.ctx.buffer(reserve=max(count, 1) * 4)
+        self._population_labels = None
+        self._population_source = None
+        self._host_current = None
+        self._time = None
+        self.count = count
+        self.layout_version += 1
+
+    @staticmethod
+    def _speed_scale(now: np.ndarray, before: np.ndarray, interval: float) -> float:
+        # Speeds are shown relative to the median speed: robust to a few escapers.
+        stride = max(1, len(now) // _SPEED_SAMPLE)
+        speeds = np.linalg.norm(now[::stride] - before[::stride], axis=1) / interval
+        reference = float(np.median(speeds))
+        return 1.0 / (interval * reference) if reference > 0 else 0.0
+
+    def release(self) -> None:
+        for buffer in (*self._buffers, self.population_buffer):
+            if buffer is not None:
+                buffer.release()
+        self._buffers, self.population_buffer, self.count = [], None, 0

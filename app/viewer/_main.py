@@ -1,0 +1,117 @@
+"""``orrery-viewer``: open the desktop viewer on a live simulation or a recording."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from ...engine import scenarios
+from ...engine.errors import OrreryError
+
+NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
+              "`orrery run` (simulate), `orrery bench` (benchmarks)")
+
+
+def default_scenario() -> str:
+    return "galaxy-collision" if "galaxy-collision" in scenarios.names() else "plummer-cluster"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orrery-viewer",
+        description="Watch an N-body simulation live (or replay a recording) in a window.")
+    parser.add_argument("--scenario", default=None,
+                        help=f"scenario to run (default: {default_scenario()}); one of "
+                             f"{', '.join(scenarios.names())}")
+    parser.add_argument("--n", type=int, default=None,
+                        help="particle count (default: the scenario's)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
+    parser.add_argument("--solver", default=None,
+                        help="solver name or 'auto' (default: the scenario's choice)")
+    parser.add_argument("--dt", type=float, default=None,
+                        help="time step (default: the scenario's)")
+    parser.add_argument("--paused", action="store_true",
+                        help="start with the simulation (or the replay) paused")
+    parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
+    parser.add_argument("--colour", choices=("population", "speed"), default="population",
+                        help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--exposure", type=float, default=None,
+                        help="tone-mapping exposure (default: 0.6)")
+    parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
+    parser.add_argument("--max-fps", type=float, default=60.0,
+                        help="cap on the render rate, leaving CPU to the solver "
+                             "(0: none; default 60)")
+    parser.add_argument("--frames", type=int, default=None,
+                        help="render this many frames, then exit (for scripts and tests)")
+    parser.add_argument("--screenshot", metavar="FILE",
+                        help="with --frames: save the last frame (with the UI) as PNG")
+    parser.add_argument("--stats", metavar="FILE",
+                        help="append live statistics as JSON lines every half second")
+    return parser
+
+
+def _display_problem() -> str | None:
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
+                                                 or os.environ.get("WAYLAND_DISPLAY")):
+        return "DISPLAY is not set"
+    return None
+
+
+def _open_source(args):
+    if args.play:
+        try:
+            recording = importlib.import_module("orrery.engine.recording")
+        except ImportError:
+            raise OrreryError("--play needs orrery.engine.recording, which this installation "
+                              "lacks") from None
+        player = recording.Player(args.play)
+        if not args.paused:
+            player.play()
+        return player
+    from ...engine.runner import RunSettings, SimulationRunner
+
+    settings = RunSettings(scenario=args.scenario or default_scenario(), n=args.n, seed=args.seed,
+                           solver=args.solver, dt=args.dt)
+    return SimulationRunner(settings, paused=args.paused)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.screenshot and args.frames is None:
+        print("orrery-viewer: error: --screenshot needs --frames", file=sys.stderr)
+        return 2
+    try:
+        width, height = (int(part) for part in args.size.lower().split("x"))
+    except ValueError:
+        print(f"orrery-viewer: error: --size must look like 1280x720, got {args.size!r}",
+              file=sys.stderr)
+        return 2
+    problem = _display_problem()
+    if problem:
+        print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
+        return 2
+    # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
+    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
+    try:
+        source = _open_source(args)
+    except (OrreryError, OSError) as error:
+        print(f"orrery-viewer: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        from ._window import ViewerWindow
+
+        window = ViewerWindow(source, size=(width, height), max_fps=args.max_fps,
+                              stats_path=args.stats)
+        window.point_style.colour_mode = args.colour
+        if args.exposure is not None:
+            window.tone.exposure = args.exposure
+    except BaseException as error:
+        source.close()
+        # pyglet names its display errors per platform (pyglet.display.xlib, ...): match by name
+        if type(error).__name__ in ("NoSuchDisplayException", "NoSuchConfigException"):
+            print(NO_DISPLAY.format(reason=str(error) or type(error).__name__), file=sys.stderr)
+            return 2
+        raise
+    return window.run(frames=args.frames, screenshot=args.screenshot)

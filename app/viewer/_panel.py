@@ -1,0 +1,171 @@
+"""The control panel: simulation controls (for a live run), view settings, live statistics and
+the energy-error plot. Records where its main widgets are, so scripts can click them."""
+
+from __future__ import annotations
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from ...engine import scenarios
+from ...engine.runner import SimulationRunner, resolve_solver_name
+from ...engine.solvers import solver_specs
+from ..render import COLOUR_MODES, PointStyle, ToneMap
+
+PANEL_WIDTH = 330
+_RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
+_DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
+
+
+class ControlPanel:
+    def __init__(self, source, style: PointStyle, tone: ToneMap, *, bottom_margin: float = 0.0):
+        self.source = source
+        self.style = style
+        self.tone = tone
+        self.runner = source if isinstance(source, SimulationRunner) else None
+        self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
+        self.widgets: dict[str, tuple[float, float, float, float]] = {}
+        self.rect = (0.0, 0.0, 0.0, 0.0)
+        self._scenario_names = scenarios.names()
+        specs = solver_specs()
+        self._solver_names = ["auto", *sorted(specs)]
+        self._solver_labels = ["auto"] + [
+            name if specs[name].unavailable_reason() is None else f"{name} (unavailable here)"
+            for name in sorted(specs)]
+        if self.runner is not None:
+            settings = self.runner.settings
+            self._scenario_index = self._index(self._scenario_names, settings.scenario)
+            self._n = settings.n or self.runner.latest().stats["n"]
+
+    @staticmethod
+    def _index(items, value) -> int:
+        return items.index(value) if value in items else 0
+
+    def _remember(self, name: str) -> None:
+        low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
+
+    def draw(self, window_size: tuple[int, int], render_fps: float, frame,
+             source_error: str | None = None) -> None:
+        """Draw the panel for ``frame`` (the frame on screen, or None)."""
+        height = window_size[1]
+        imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
+        imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH,
+                                                min(height - 20 - self.bottom_margin,
+                                                    680 if self.runner else 260)),
+                                   imgui.Cond_.first_use_ever)
+        imgui.begin("Orrery", None, imgui.WindowFlags_.no_collapse)
+        position, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rect = (position.x, position.y, size.x, size.y)
+        if source_error:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_RED, source_error)
+            imgui.pop_text_wrap_pos()
+        if self.runner is not None:
+            self._simulation_controls(frame)
+        self._view_controls()
+        self._statistics(frame, render_fps)
+        imgui.end()
+
+    def _simulation_controls(self, frame) -> None:
+        runner = self.runner
+        if imgui.button("Resume" if runner.paused else "Pause", imgui.ImVec2(90, 0)):
+            runner.resume() if runner.paused else runner.pause()
+        self._remember("pause")
+        imgui.same_line()
+        if imgui.button("Step", imgui.ImVec2(70, 0)):
+            runner.step()
+        imgui.same_line()
+        if imgui.button("Restart", imgui.ImVec2(90, 0)):
+            runner.reset()
+        if runner.error:
+            imgui.text_colored(_RED, "Solver stopped with an error:")
+            imgui.text_wrapped(runner.error.strip().splitlines()[-1])
+
+        imgui.separator_text("Scenario")
+        _, self._scenario_index = imgui.combo("scenario", self._scenario_index,
+                                              self._scenario_names)
+        _, self._n = imgui.input_int("N", int(self._n), 1000, 10000)
+        self._n = max(int(self._n), 2)
+        if imgui.button("Load scenario"):
+            runner.update(scenario=self._scenario_names[self._scenario_index], n=self._n)
+
+        imgui.separator_text("Solver")
+        settings = runner.settings
+        current = self._index(self._solver_names, runner.solver_name)
+        changed, chosen = imgui.combo("solver", current, self._solver_labels)
+        if changed:
+            runner.update(solver=self._solver_names[chosen])
+        imgui.push_text_wrap_pos(0.0)
+        imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
+        imgui.pop_text_wrap_pos()
+        if runner.solver_name == "auto" and "auto" not in solver_specs():
+            imgui.text_colored(_DIM, f"(auto not built yet: chose {resolve_solver_name('auto')})")
+        dt = frame.stats.get("dt", settings.dt or 1e-3) if frame else 1e-3
+        _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.5, "%.5f",
+                                       imgui.SliderFlags_.logarithmic)
+        if imgui.is_item_deactivated_after_edit():
+            runner.update(dt=new_dt)
+        softening = runner.softening
+        _, new_softening = imgui.slider_float("softening", float(softening), 1e-4, 0.5, "%.4f",
+                                              imgui.SliderFlags_.logarithmic)
+        if imgui.is_item_deactivated_after_edit():
+            runner.update(softening=new_softening)
+        spec = solver_specs().get(resolve_solver_name(runner.solver_name))
+        has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
+        imgui.begin_disabled(not has_theta)
+        _, new_theta = imgui.slider_float("theta", float(settings.theta), 0.1, 1.5, "%.2f")
+        if imgui.is_item_deactivated_after_edit():
+            runner.update(theta=new_theta)
+        imgui.end_disabled()
+
+    def _view_controls(self) -> None:
+        imgui.separator_text("View")
+        _, self.tone.exposure = imgui.slider_float("exposure", self.tone.exposure, 0.01, 50.0,
+                                                   "%.3f", imgui.SliderFlags_.logarithmic)
+        _, self.style.point_size = imgui.slider_float("point size", self.style.point_size, 1.0,
+                                                      16.0, "%.1f px")
+        mode = COLOUR_MODES.index(self.style.colour_mode)
+        changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
+        if changed:
+            self.style.colour_mode = COLOUR_MODES[mode]
+        names = self.source.population_names
+        if len(names) > 1 and imgui.tree_node("populations"):
+            weights = self.style.weights
+            for index, name in enumerate(names[:len(weights)]):
+                _, weights[index] = imgui.slider_float(name, float(weights[index]), 0.0, 1.0,
+                                                       "%.2f")
+            imgui.tree_pop()
+        if imgui.tree_node("mouse and keys"):
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
+                                     ".: step, R: reset view, F: fullscreen, S: screenshot, "
+                                     "H: hide")
+            imgui.pop_text_wrap_pos()
+            imgui.tree_pop()
+
+    def _statistics(self, frame, render_fps: float) -> None:
+        imgui.separator_text("Statistics")
+        stats = frame.stats if frame else {}
+        imgui.text(f"render        {render_fps:8.1f} fps")
+        if "steps_per_second" in stats:
+            imgui.text(f"simulation    {stats['steps_per_second']:8.1f} steps/s")
+            imgui.text(f"solver        {1e3 * stats['solver_seconds_per_step']:8.2f} ms/step")
+            error = stats.get("energy_error")
+            imgui.text(f"energy error  {error:+.2e}" if error is not None else
+                       "energy error  (not sampled yet)")
+        count = len(frame.positions) if frame else 0
+        imgui.text(f"N {count}   step {frame.step if frame else 0}"
+                   f"   t = {frame.time if frame else 0.0:.4g}")
+        if self.runner is None:
+            return
+        times, errors = self.runner.energy_history()
+        times, errors = times[1:], errors[1:]  # the first sample is the reference itself (zero)
+        if times.size >= 2 and implot.begin_plot("energy error", imgui.ImVec2(-1, 140),
+                                                 implot.Flags_.no_legend):
+            implot.setup_axes("time", "|dE/E|", implot.AxisFlags_.auto_fit,
+                              implot.AxisFlags_.auto_fit)
+            implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+            magnitude = np.maximum(np.abs(errors), 1e-12)
+            implot.plot_line("|dE/E|", np.ascontiguousarray(times), np.ascontiguousarray(magnitude))
+            implot.end_plot()
+

@@ -1,0 +1,224 @@
+"""The viewer window: a pyglet window whose GL context moderngl draws particles into and
+imgui-bundle draws the panels into. It shows any FrameSource; a live run gets simulation controls,
+a source with playback controls gets a timeline."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import moderngl
+import pyglet
+from imgui_bundle import imgui, implot
+from imgui_bundle.python_backends.pyglet_backend import create_renderer
+from pyglet.window import key, mouse
+
+from ...engine.errors import OrreryError
+from ...engine.frames import FrameSource
+from ...engine.runner import SimulationRunner
+from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
+from ._capture import default_screenshot_name, read_screen, save_png
+from ._clock import FrameClock
+from ._panel import ControlPanel
+from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
+
+# Seconds between two lines of the --stats report.
+STATS_INTERVAL = 0.5
+# Seconds of waiting for the solver thread at exit before saying why the exit takes longer.
+SHUTDOWN_WAIT = 1.0
+
+
+class ViewerWindow(pyglet.window.Window):
+    """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
+    cap), ``stats_path`` (append a JSON line of live statistics every half second)."""
+
+    def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
+                 stats_path: str | None = None, title: str = "Orrery"):
+        config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
+                                  double_buffer=True, depth_size=0)
+        super().__init__(*size, caption=title, resizable=True, config=config, vsync=False)
+        self.source = source
+        self.ctx = moderngl.create_context()
+        self.renderer = Renderer(self.ctx)
+        self.scene = ParticleScene(self.ctx)
+        self.camera = Camera()
+        self._population_names = source.population_names
+        self.point_style = PointStyle(weights=population_weights(self._population_names))
+        self.tone = ToneMap()
+        self.clock = FrameClock(max_fps=max_fps)
+        self.ui_visible = True
+        self._camera_fitted_to = None
+        self._stats_path = Path(stats_path) if stats_path else None
+        self._stats_due = 0.0
+        self._screenshot_request: str | None = None
+        self._frame = None
+        self._accumulated_inputs = None
+        self.source_error: str | None = None
+
+        imgui.create_context()
+        implot.create_context()
+        imgui.get_io().set_ini_filename("")
+        self._imgui = create_renderer(self)
+        self.timeline = TimelinePanel(source) if has_playback(source) else None
+        self.panel = ControlPanel(source, self.point_style, self.tone,
+                                  bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
+
+    # Frame ---------------------------------------------------------------------------------
+
+    def pixel_ratio(self) -> float:
+        return self.get_framebuffer_size()[1] / max(self.height, 1)
+
+    def _latest(self):
+        # A replay can fail to read its file; show that in the panel, keep the last frame.
+        try:
+            self._frame = self.source.latest()
+            self.source_error = None
+        except OrreryError as error:
+            self.source_error = str(error)
+        return self._frame
+
+    def draw_frame(self) -> None:
+        frame = self._latest()
+        if self.source.population_names != self._population_names:  # a new scenario was loaded
+            self._population_names = self.source.population_names
+            self.point_style.weights = population_weights(self._population_names)
+        if frame is not None:
+            self.scene.show(frame, self.source.population)
+            run = (len(frame.positions), self._population_names)
+            if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
+                self.camera.fit(frame.positions)
+                self._camera_fitted_to = run
+        width, height = self.get_framebuffer_size()
+        self.renderer.resize(width, height)
+        view_projection = self._view_projection(width, height)
+        # The particle pass is most of a frame; while nothing it depends on has changed (a paused
+        # or slow simulation, a still camera) the accumulated light of the last frame is reused.
+        inputs = (self.scene.sequence, self.scene.layout_version, self.renderer.size,
+                  view_projection.tobytes(), self.point_style.key(), self.pixel_ratio())
+        if inputs != self._accumulated_inputs:
+            self.renderer.accumulate(self.scene, view_projection, self.point_style,
+                                     pixel_ratio=self.pixel_ratio())
+            self._accumulated_inputs = inputs
+        self.renderer.present(self.ctx.screen, self.tone)
+        self._draw_ui()
+        if self._screenshot_request:
+            self.save_screenshot(self._screenshot_request)
+            self._screenshot_request = None
+
+    def _view_projection(self, width: int, height: int):
+        # Centre the scene in the part of the window the panel leaves free.
+        x, _, panel_width, _ = self.panel.rect
+        free_from = (x + panel_width) / max(self.width, 1) if self.ui_visible else 0.0
+        shift = free_from if free_from < 0.6 else 0.0
+        return self.camera.view_projection(width / max(height, 1), shift_x=shift)
+
+    def _draw_ui(self) -> None:
+        self._imgui.process_inputs()
+        imgui.new_frame()
+        if self.ui_visible:
+            self.panel.draw((self.width, self.height), self.clock.fps, self._frame,
+                            self.source_error)
+            if self.timeline is not None:
+                self.timeline.draw((self.width, self.height))
+        imgui.render()
+        self._imgui.render(imgui.get_draw_data())
+
+    def save_screenshot(self, path: str) -> Path:
+        """Save the framebuffer as drawn so far this frame (particles and UI)."""
+        return save_png(read_screen(self.ctx, self.get_framebuffer_size()), path)
+
+    def run(self, *, frames: int | None = None, screenshot: str | None = None) -> int:
+        """The event loop: until the window closes, or for ``frames`` frames. ``screenshot``
+        saves the last frame. Returns an exit code."""
+        try:
+            while not self.has_exit and (frames is None or self.clock.frames < frames):
+                self.dispatch_events()
+                self.draw_frame()
+                last = frames is not None and self.clock.frames == frames - 1
+                if last and screenshot:
+                    self.save_screenshot(screenshot)
+                self.flip()
+                self.clock.tick()
+                self._report_stats(final=False)
+            self._report_stats(final=True)
+        finally:
+            self._imgui.shutdown()
+            self.close()
+            self._close_source()
+        return 0
+
+    def _close_source(self) -> None:
+        # Called after the window has gone. A step of a large direct run can take seconds; the
+        # native solver's threads must finish it before the process exits (ending the process
+        # under them aborts it), so say why the exit waits.
+        runner = isinstance(self.source, SimulationRunner)
+        if runner and not self.source.close(timeout=SHUTDOWN_WAIT):
+            print("orrery-viewer: waiting for the solver to finish its current step",
+                  file=sys.stderr)
+        self.source.close()
+
+    def _report_stats(self, *, final: bool) -> None:
+        if self._stats_path is None or (not final and time.monotonic() < self._stats_due):
+            return
+        self._stats_due = time.monotonic() + STATS_INTERVAL
+        frame = self._frame
+        stats = dict(frame.stats) if frame else {}
+        stats.pop("error", None)
+        record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
+                  "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
+                  "stats": stats,
+                  "error": getattr(self.source, "error", None) or self.source_error,
+                  "panel": self.panel.rect, "widgets": self.panel.widgets,
+                  "window": [self.width, self.height]}
+        with self._stats_path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # Input ---------------------------------------------------------------------------------
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        if imgui.get_io().want_capture_mouse:
+            return
+        if buttons & mouse.LEFT and not modifiers & key.MOD_SHIFT:
+            self.camera.orbit(dx, dy)
+        else:
+            self.camera.pan(dx, dy, self.height)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        if not imgui.get_io().want_capture_mouse:
+            self.camera.zoom(scroll_y)
+
+    def on_key_press(self, symbol, modifiers):
+        if imgui.get_io().want_capture_keyboard:
+            return
+        if symbol == key.ESCAPE:
+            self.has_exit = True
+        elif symbol == key.SPACE:
+            self._toggle_pause()
+        elif symbol == key.PERIOD:
+            self._single_step()
+        elif symbol == key.R:
+            frame = self._frame
+            if frame is not None:
+                self.camera = Camera()
+                self.camera.fit(frame.positions)
+        elif symbol == key.F:
+            self.set_fullscreen(not self.fullscreen)
+        elif symbol == key.H:
+            self.ui_visible = not self.ui_visible
+        elif symbol == key.S:
+            self._screenshot_request = default_screenshot_name()
+
+    def _toggle_pause(self) -> None:
+        if self.timeline is not None:
+            self.timeline.toggle()
+        elif self.panel.runner is not None:
+            runner = self.panel.runner
+            runner.resume() if runner.paused else runner.pause()
+
+    def _single_step(self) -> None:
+        if self.timeline is not None:
+            self.timeline.step(+1)
+        elif self.panel.runner is not None:
+            self.panel.runner.step()

@@ -1,0 +1,93 @@
+"""``orrery bench render``: the renderer's frame time, headless through EGL.
+
+A frame is what the viewer draws every refresh: clear the float accumulation target, add N
+Gaussian point sprites, tone-map to a 8-bit output of the window's size. The same run times a
+bare draw of the same points (constant colour, no sprite profile, no tone mapping) into the same
+target, so the ratio says what the look costs. A third figure adds uploading a new frame of
+positions, as the live viewer does whenever the solver publishes one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .harness import format_table, time_trials
+
+HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless (EGL)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--n", type=int, nargs="+", default=[20000, 200000, 1000000],
+                        help="particle counts (default: 20000 200000 1000000)")
+    parser.add_argument("--size", default="1280x720", help="output size WxH (default: 1280x720)")
+    parser.add_argument("--point-size", type=float, default=2.0,
+                        help="sprite diameter in pixels, same for the bare draw (default: 2)")
+    parser.add_argument("--target", choices=("rgba32f", "rgba16f"), nargs="+", default=["rgba32f"],
+                        help="accumulation formats to time (default: rgba32f)")
+    parser.add_argument("--trials", type=int, default=15, help="timed frames (default: 15)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed frames first (default: 3)")
+    parser.add_argument("--libgl", help="path of libGL.so.1 where the loader cannot find it")
+    parser.add_argument("--libegl", help="path of libEGL.so.1 where the loader cannot find it")
+
+
+def run(args) -> list[dict]:
+    from ...app.render import (BarePointPass, Camera, ParticleScene, PointStyle, Renderer,
+                               ToneMap, describe, headless_context)
+    from ..frames import Frame
+    from ..ics import plummer
+
+    width, height = (int(part) for part in args.size.lower().split("x"))
+    ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
+    device = describe(ctx)
+    output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
+    style, tone = PointStyle(point_size=args.point_size), ToneMap()
+    rows = []
+    for n in args.n:
+        particles = plummer(n, seed=1)
+        positions = particles.pos.astype(np.float32)
+        scene = ParticleScene(ctx)
+        scene.show(Frame(positions, 0.0, 0, 0), particles.population)
+        camera = Camera()
+        camera.fit(positions)
+        view_projection = camera.view_projection(width / height)
+        for target in args.target:
+            renderer = Renderer(ctx, target_format=target)
+            renderer.resize(width, height)
+            bare = BarePointPass(ctx)
+
+            def full_frame():
+                renderer.render(scene, view_projection, style, tone, output)
+                ctx.finish()
+
+            def bare_frame():
+                renderer.begin_accumulation()
+                bare.draw(scene, view_projection, point_size=args.point_size)
+                ctx.finish()
+
+            sequence = iter(range(1, 1 << 30))
+
+            def upload_and_frame():
+                scene.show(Frame(positions, float(next(sequence)), 0, next(sequence)),
+                           particles.population)
+                full_frame()
+
+            timings = {name: time_trials(fn, warmup=args.warmup, trials=args.trials)
+                       for name, fn in (("frame", full_frame), ("bare", bare_frame),
+                                        ("upload", upload_and_frame))}
+            frame = timings["frame"]
+            rows.append({
+                "n": n, "target": target, "size": f"{width}x{height}",
+                "point_size": args.point_size,
+                "frame_ms": 1e3 * frame.median, "frame_iqr_ms": 1e3 * frame.iqr,
+                "fps": 1.0 / frame.median,
+                "bare_ms": 1e3 * timings["bare"].median,
+                "ratio_to_bare": frame.median / timings["bare"].median,
+                "with_upload_ms": 1e3 * timings["upload"].median,
+                "drift": frame.drift, "device": device,
+            })
+            renderer.release()
+        scene.release()
+    print(f"renderer: {device}")
+    print(format_table(rows, ["n", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
+                              "ratio_to_bare", "with_upload_ms", "drift"]))
+    return rows

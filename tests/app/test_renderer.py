@@ -1,0 +1,171 @@
+"""The renderer, offscreen through EGL: pixels read back from known scenes."""
+
+import ctypes.util
+
+import numpy as np
+import pytest
+
+moderngl = pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
+if ctypes.util.find_library("EGL") is None:
+    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
+                allow_module_level=True)
+
+from orrery.app.render import (  # noqa: E402
+    PALETTE_SIZE, Camera, ParticleScene, PointStyle, Renderer, ToneMap, headless_context)
+from orrery.app.render._style import PALETTE  # noqa: E402
+from orrery.engine.frames import Frame  # noqa: E402
+
+# Odd sizes put the centre of the view on a pixel centre, so a 1-pixel point covers one pixel.
+WIDTH, HEIGHT = 65, 49
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = headless_context()
+    yield context
+    context.release()
+
+
+def _accumulate(ctx, positions, *, population=None, style=None, camera=None, fmt="rgba32f"):
+    positions = np.asarray(positions, dtype=np.float32).reshape(-1, 3)
+    population = np.zeros(len(positions), np.uint8) if population is None else population
+    scene = ParticleScene(ctx)
+    scene.show(Frame(positions, 0.0, 0, 1), population)
+    renderer = Renderer(ctx, target_format=fmt)
+    renderer.resize(WIDTH, HEIGHT)
+    camera = camera or Camera(distance=4.0)
+    renderer.accumulate(scene, camera.view_projection(WIDTH / HEIGHT),
+                        style or PointStyle(point_size=1.0, intensity=1.0))
+    return renderer, scene
+
+
+def _expected_pixel(camera, point):
+    clip = camera.view_projection(WIDTH / HEIGHT) @ np.append(point, 1.0)
+    ndc = clip[:2] / clip[3]
+    return (int((ndc[1] + 1) / 2 * HEIGHT), int((ndc[0] + 1) / 2 * WIDTH))  # (row, column)
+
+
+def test_particle_lands_where_the_camera_projects_it(ctx):
+    camera = Camera(distance=4.0, yaw=0.3, pitch=0.2)
+    point = np.array([0.4, -0.3, 0.25])
+    renderer, _ = _accumulate(ctx, point, camera=camera, style=PointStyle(point_size=5.0))
+    weight = renderer.read_accumulation()[..., 3]
+    rows, columns = np.indices(weight.shape)
+    centroid = np.array([(rows * weight).sum(), (columns * weight).sum()]) / weight.sum()
+    clip = camera.view_projection(WIDTH / HEIGHT) @ np.append(point, 1.0)
+    ndc = clip[:2] / clip[3]
+    # continuous pixel coordinates: the centre of pixel (r, c) is at (r, c)
+    expected = np.array([(ndc[1] + 1) / 2 * HEIGHT - 0.5, (ndc[0] + 1) / 2 * WIDTH - 0.5])
+    np.testing.assert_allclose(centroid, expected, atol=0.25)
+    assert np.count_nonzero(weight) <= 25  # a 5-px sprite
+    assert np.linalg.norm(expected - [HEIGHT // 2, WIDTH // 2]) > 5  # and not at the centre
+
+
+def test_coincident_particles_add_up(ctx):
+    style = PointStyle(point_size=7.0, intensity=0.5)
+    one, _ = _accumulate(ctx, [[0, 0, 0]], style=style)
+    two, _ = _accumulate(ctx, [[0, 0, 0], [0, 0, 0]], style=style)
+    single, double = one.read_accumulation(), two.read_accumulation()
+    assert single.max() > 0
+    np.testing.assert_allclose(double, 2 * single, rtol=1e-6)
+    # the sprite is a Gaussian: brightest at the centre, falling off towards the rim
+    centre = single[HEIGHT // 2, WIDTH // 2, 3]
+    assert centre == pytest.approx(single[..., 3].max())
+    assert 0 < single[HEIGHT // 2, WIDTH // 2 + 2, 3] < centre
+
+
+def test_half_float_target_saturates_past_2048_and_single_float_does_not(ctx):
+    pile = np.zeros((3000, 3))
+    counts = {fmt: _accumulate(ctx, pile, fmt=fmt)[0].read_accumulation()[..., 3].max()
+              for fmt in ("rgba16f", "rgba32f")}
+    assert counts["rgba16f"] == 2048.0
+    assert counts["rgba32f"] == pytest.approx(3000.0, rel=1e-4)
+
+
+def test_tone_mapping_is_monotone_and_bounded(ctx):
+    renderer = Renderer(ctx)
+    renderer.resize(WIDTH, HEIGHT)
+    light = np.geomspace(1e-4, 1e6, WIDTH, dtype=np.float32)
+    ramp = np.zeros((HEIGHT, WIDTH, 4), np.float32)
+    ramp[..., :3] = light[None, :, None]
+    ramp[0] = 0.0  # bottom row: no light at all
+    renderer.accumulation.write(ramp.tobytes())
+    output_texture = ctx.texture((WIDTH, HEIGHT), 4, dtype="f4")
+    output = ctx.framebuffer(color_attachments=[output_texture])
+    renderer.present(output, ToneMap(exposure=1.0, gamma=2.2))
+    shown = np.frombuffer(output.read(components=4, dtype="f4"), np.float32)
+    shown = shown.reshape(HEIGHT, WIDTH, 4)
+    row = shown[HEIGHT // 2, :, 0]
+    assert np.all(np.diff(row) >= 0), "brighter input must never display darker"
+    assert row[0] < 0.05 and row[-1] == pytest.approx(1.0) and np.all(row <= 1.0)
+    assert np.all(shown[0, :, :3] == 0.0)
+
+
+def test_population_colours_follow_the_palette(ctx):
+    camera = Camera(distance=4.0)
+    points = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.6]])
+    renderer, _ = _accumulate(ctx, points, population=np.array([0, 1], np.uint8), camera=camera)
+    image = renderer.read_accumulation()
+    for point, label in zip(points, (0, 1)):
+        colour = image[_expected_pixel(camera, point)][:3]
+        np.testing.assert_allclose(colour / colour.max(), PALETTE[label] / PALETTE[label].max(),
+                                   rtol=1e-4)
+    assert PALETTE_SIZE == len(PALETTE)
+
+
+def test_speed_colouring_tells_moving_from_still_particles(ctx):
+    camera = Camera(distance=4.0)
+    still, moving = np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.6])
+    scene = ParticleScene(ctx)
+    population = np.zeros(2, np.uint8)
+    scene.show(Frame(np.array([still, moving], np.float32), 0.0, 0, 1), population)
+    many = np.array([still, moving + [0.0, 0.0, 0.01]], np.float32)
+    scene.show(Frame(many, 0.1, 1, 2), population)
+    renderer = Renderer(ctx)
+    renderer.resize(WIDTH, HEIGHT)
+    renderer.accumulate(scene, camera.view_projection(WIDTH / HEIGHT),
+                        PointStyle(point_size=1.0, colour_mode="speed"))
+    image = renderer.read_accumulation()
+    slow = image[_expected_pixel(camera, still)][:3]
+    fast = image[_expected_pixel(camera, many[1])][:3]
+    assert slow[2] > slow[0], "a still particle is drawn blue"
+    assert fast[0] > fast[2], "the fastest particles are drawn orange"
+
+
+def test_camera_fit_centres_and_frames_the_particles():
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(5000, 3)) + [10.0, -4.0, 2.0]
+    camera = Camera()
+    camera.fit(points)
+    np.testing.assert_allclose(camera.target, [10.0, -4.0, 2.0], atol=0.1)
+    clip = (camera.view_projection(1.0) @ np.column_stack([points, np.ones(len(points))]).T).T
+    inside = (np.abs(clip[:, :2] / clip[:, 3:4]) <= 1).all(axis=1)
+    assert inside.mean() > 0.9
+    distance = camera.distance
+    camera.zoom(+1)
+    assert camera.distance == pytest.approx(distance * Camera.ZOOM_PER_STEP)
+    camera.orbit(0, -1e6)
+    assert camera.pitch <= np.radians(89.0)
+
+
+def test_render_benchmark_reports_frame_and_bare_times(capsys):
+    import argparse
+
+    from orrery.engine.bench import render
+
+    parser = argparse.ArgumentParser()
+    render.add_arguments(parser)
+    rows = render.run(parser.parse_args(["--n", "500", "--size", "64x48", "--trials", "2",
+                                         "--warmup", "1", "--target", "rgba32f", "rgba16f"]))
+    assert [(row["n"], row["target"]) for row in rows] == [(500, "rgba32f"), (500, "rgba16f")]
+    for row in rows:
+        assert row["frame_ms"] > 0 and row["bare_ms"] > 0 and row["with_upload_ms"] > 0
+        assert row["ratio_to_bare"] == pytest.approx(row["frame_ms"] / row["bare_ms"])
+    assert "ratio_to_bare" in capsys.readouterr().out
+
+
+def test_labels_of_another_run_do_not_break_a_frame(ctx):
+    scene = ParticleScene(ctx)
+    assert scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))
+    assert scene.count == 10
+    assert not scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))

@@ -1,0 +1,233 @@
+"""The real viewer window under Xvfb: frames with the solver thread running, a screenshot with
+the UI, a click on the pause button; and the message when there is no display."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyglet", reason="the viewer extra (pyglet) is not installed")
+pytest.importorskip("imgui_bundle", reason="the viewer extra (imgui-bundle) is not installed")
+pytest.importorskip("PIL", reason="the viewer extra (pillow) is not installed")
+from PIL import Image  # noqa: E402
+
+from orrery.app.viewer import main  # noqa: E402
+
+SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "--seed", "2"]
+
+
+@pytest.fixture(scope="module")
+def display():
+    """A private Xvfb server; yields its DISPLAY value."""
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is absent (apt: xvfb xauth)")
+    read_end, write_end = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x720x24",
+                               "-nolisten", "tcp"], pass_fds=(write_end,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        number = pipe.readline().strip()
+    assert number, "Xvfb did not report its display number"
+    yield f":{number}"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def _viewer(display, arguments, **popen):
+    env = dict(os.environ, DISPLAY=display)
+    env.pop("WAYLAND_DISPLAY", None)
+    env.pop("PYOPENGL_PLATFORM", None)
+    return subprocess.Popen([sys.executable, "-m", "orrery.app.viewer", *arguments], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _records(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def test_window_runs_the_solver_and_screenshots_particles_and_panel(display, tmp_path):
+    shot, stats = tmp_path / "shot.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "12", "--screenshot", str(shot),
+                               "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["final"] and final["frames"] == 12 and final["step"] > 0, final
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert image.shape == (720, 1280, 3)
+    x, y, width, height = (int(v) for v in final["panel"])
+    scene = image[:, x + width + 10:]
+    assert np.count_nonzero(scene.max(axis=2) > 40) > 200, "no particles visible beside the panel"
+    title = image[y + 4: y + 14, x + 10: x + width - 10]
+    assert (title[..., 2] - title[..., 0]).mean() > 30, "the panel's (blue) title bar is missing"
+    body = image[y + 30: y + height - 10, x + 5: x + width - 5]
+    assert (body.max(axis=2) > 150).mean() > 0.01, "the panel shows no text"
+
+
+@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+def test_clicking_pause_stops_the_simulation(display, tmp_path):
+    stats = tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "100000", "--stats", str(stats)])
+    env = dict(os.environ, DISPLAY=display)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            records = _records(stats)
+            if records and records[-1]["step"] > 2 and "pause" in records[-1]["widgets"]:
+                break
+            assert viewer.poll() is None, viewer.communicate()[1]
+            time.sleep(0.2)
+        else:
+            pytest.fail("the viewer never reported a running simulation")
+        x, y, width, height = records[-1]["widgets"]["pause"]
+        window = subprocess.run(["xdotool", "search", "--sync", "--name", "^Orrery$"], env=env,
+                                capture_output=True, text=True, timeout=20).stdout.split()[0]
+        subprocess.run(["xdotool", "mousemove", "--window", window, str(int(x + width / 2)),
+                        str(int(y + height / 2))], env=env, check=True, timeout=20)
+        time.sleep(0.3)
+        subprocess.run(["xdotool", "click", "1"], env=env, check=True, timeout=20)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _records(stats)[-1]["stats"].get("paused"):
+            time.sleep(0.2)
+        stopped = _records(stats)[-1]
+        assert stopped["stats"]["paused"], "the click did not pause the simulation"
+        time.sleep(1.5)
+        later = _records(stats)[-1]
+        assert later["frames"] > stopped["frames"], "the window kept drawing"
+        assert later["step"] == stopped["step"], "steps kept increasing after pause"
+    finally:
+        viewer.terminate()
+        viewer.communicate(timeout=30)
+
+
+def test_no_display_gives_one_line_pointing_at_headless_commands(monkeypatch, capsys):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert main(SMALL_RUN) == 2
+    message = capsys.readouterr().err.strip()
+    assert "\n" not in message and "no display" in message
+    assert "orrery run" in message and "orrery bench" in message
+
+
+_REPLAY_SCRIPT = """
+import sys
+import numpy as np
+from orrery.engine.frames import Frame, FrameSource
+from orrery.app.viewer._window import ViewerWindow
+
+class FakePlayer(FrameSource):
+    population = np.zeros(500, np.uint8)
+    population_names = ("stars",)
+    frame_count, speed, loop = 10, 1.0, False
+
+    def __init__(self):
+        self.position, self.calls = 3, []
+        rng = np.random.default_rng(0)
+        self.frames = [Frame(rng.normal(size=(500, 3)).astype(np.float32), i * 0.1, i, i + 1)
+                       for i in range(self.frame_count)]
+
+    def seek(self, index):
+        self.calls.append(("seek", index))
+        self.position = index
+
+    def play(self):
+        self.calls.append(("play",))
+
+    def pause(self):
+        self.calls.append(("pause",))
+
+    def latest(self):
+        return self.frames[self.position]
+
+    def close(self):
+        self.calls.append(("close",))
+
+player = FakePlayer()
+window = ViewerWindow(player, size=(640, 480))
+window.timeline.step(+1)
+window.set_size(800, 600)  # the renderer follows the framebuffer's new size
+window.run(frames=6, screenshot=sys.argv[1])
+print(player.calls)
+"""
+
+
+def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
+    shot = tmp_path / "replay.png"
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _REPLAY_SCRIPT, str(shot)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('seek', 4), ('close',)]"
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert image.shape == (600, 800, 3)
+    title = image[600 - 90 + 4: 600 - 90 + 14, 30:700]  # the timeline's title bar, at the bottom
+    assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline panel"
+    assert np.count_nonzero(image[:, 360:].max(axis=2) > 40) > 50, "the replayed frame is not drawn"
+
+
+def test_play_without_the_recording_module_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setitem(sys.modules, "orrery.engine.recording", None)  # import now fails
+    assert main(["--play", str(tmp_path / "run.orrery")]) == 2
+    message = capsys.readouterr().err
+    assert "--play" in message and "orrery.engine.recording" in message
+
+
+def test_unknown_solver_is_a_clear_error_before_any_window(monkeypatch, capsys):
+    monkeypatch.setenv("DISPLAY", ":0")  # never opened: the run fails to build first
+    assert main(["--scenario", "plummer", "--n", "64", "--solver", "no-such-solver"]) == 2
+    assert "unknown solver 'no-such-solver'" in capsys.readouterr().err
+
+
+def test_help_lists_the_script_options(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--frames" in out and "--screenshot" in out and "--play" in out
+
+
+_FAILING_SOLVER_SCRIPT = """
+import sys
+from orrery.engine.runner import RunSettings, SimulationRunner
+from orrery.engine.solvers import make_solver
+from orrery.app.viewer._window import ViewerWindow
+
+def factory(name, **options):
+    solver = make_solver(name, **options)
+    compute, calls = solver._compute, []
+
+    def failing_compute(pos, mass, potential):
+        calls.append(1)
+        if len(calls) > 6:  # after a few good steps
+            raise FloatingPointError("forces became NaN on purpose")
+        return compute(pos, mass, potential)
+
+    solver._compute = failing_compute
+    return solver
+
+runner = SimulationRunner(RunSettings("plummer", n=300, solver="cpu-direct"),
+                          solver_factory=factory)
+window = ViewerWindow(runner, size=(800, 600), stats_path=sys.argv[1])
+window.run(frames=25)
+"""
+
+
+def test_a_solver_failure_shows_in_the_window_and_does_not_close_it(display, tmp_path):
+    stats = tmp_path / "stats.jsonl"
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _FAILING_SOLVER_SCRIPT, str(stats)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    final = _records(stats)[-1]
+    assert final["frames"] == 25, "the window stopped drawing after the solver failed"
+    assert "forces became NaN on purpose" in final["error"]
+    assert final["stats"]["paused"]
