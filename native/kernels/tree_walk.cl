@@ -166,6 +166,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
       real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
       uint index[GROUP_TARGETS];
+      /* Target slots this batch fills in some lane (uniform): small groups skip the rest. */
+      const uint used = MIN((uint)GROUP_TARGETS, (members - base + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE);
       for (int t = 0; t < GROUP_TARGETS; ++t) {
         index[t] = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
         target[t] = body[index[t] < first + members ? index[t] : first];
@@ -177,7 +179,7 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
         const TreeNode node = nodes[i];
         if (i == own) {
           for (int t = 0; t < GROUP_TARGETS; ++t)
-            a[t] = leaf_terms(a[t], body, first, members, index[t], target[t], eps2);
+            if ((uint)t < used) a[t] = leaf_terms(a[t], body, first, members, index[t], target[t], eps2);
           i = node.skip;
           continue;
         }
@@ -185,12 +187,13 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
         const real dy = MAX(MAX(lo_y - node.cy, node.cy - hi_y), (real)0);
         const real dz = MAX(MAX(lo_z - node.cz, node.cz - hi_z), (real)0);
         if (dx * dx + dy * dy + dz * dz > node.open2) {
-          for (int t = 0; t < GROUP_TARGETS; ++t) a[t] = cell_term(a[t], node, quad, i, target[t], eps2);
+          for (int t = 0; t < GROUP_TARGETS; ++t)
+            if ((uint)t < used) a[t] = cell_term(a[t], node, quad, i, target[t], eps2);
           ++cells;
           i = node.skip;
         } else if (node.skip == i + 1) {
           for (int t = 0; t < GROUP_TARGETS; ++t)
-            a[t] = leaf_terms(a[t], body, node.first, node.count, 0xffffffffu, target[t], eps2);
+            if ((uint)t < used) a[t] = leaf_terms(a[t], body, node.first, node.count, 0xffffffffu, target[t], eps2);
           listed += node.count;
           i = node.skip;
         } else {
