@@ -3,6 +3,8 @@ per-stage breakdown at large N, coherent against independent walk, leaf-capacity
 crossovers against gpu-direct and cpu-tree.
 
 Usage: python scripts/gpu_tree_bench.py --device cuda:0 --json out.json [--phases ...]
+The accuracy phase (N = 2^20) picks, per walk, the largest opening angle whose error stays within
+--target-error; the later phases run those configurations, fastest first.
 Errors are RMS relative errors against float64 direct sums for a random sample of targets
 (``sampled_reference.cl``). Times are per force evaluation of a device-resident Simulation state
 (``bind(...).compute_accelerations``): ``wall_ms`` is host wall-clock time per evaluation (the
@@ -136,17 +138,35 @@ def crossover(device, sizes, config, trials, softening, cpu_tree_max):
     return rows
 
 
+def chosen_configs(rows, target):
+    """Per (walk, quadrupole): the largest measured theta whose error is within ``target``."""
+    best = {}
+    for row in rows:
+        key = (row["walk"], row["quadrupole"])
+        if row["rms_error"] <= target and row["theta"] > best.get(key, (None, -1.0))[1]:
+            best[key] = (row["wall_ms"], row["theta"])
+    return sorted(((wall, walk, quad, theta) for (walk, quad), (wall, theta) in best.items()))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--phases", nargs="*", default=["accuracy", "throughput", "leaf", "crossover"])
     parser.add_argument("--accuracy-n", type=int, default=1 << 20)
-    parser.add_argument("--thetas", type=float, nargs="*", default=[0.3, 0.4, 0.5, 0.6, 0.7])
+    parser.add_argument("--target-error", type=float, default=1e-3)
+    parser.add_argument("--thetas", type=float, nargs="*",
+                        default=[0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8])
+    parser.add_argument("--walks", nargs="*", default=["coherent:0", "coherent:1", "subgroup:0",
+                                                        "subgroup:1", "group:0"],
+                        help="walk:quadrupole pairs for the accuracy phase")
     parser.add_argument("--sizes", type=int, nargs="*", default=[1 << 20, 10_000_000])
-    parser.add_argument("--configs", nargs="*", default=["coherent:0:0.4", "independent:0:0.4",
-                                                          "group:0:0.5", "group:1:0.7"],
-                        help="walk:quadrupole:theta")
+    parser.add_argument("--large-sizes", type=int, nargs="*", default=[100_000_000],
+                        help="sizes run only for the fastest configuration and the coherent walk")
+    parser.add_argument("--configs", nargs="*", default=None,
+                        help="walk:quadrupole:theta (default: from the accuracy phase, the largest "
+                             "theta within --target-error for each walk, and the independent walk "
+                             "at the coherent walk's theta)")
     parser.add_argument("--leaf-sizes", type=int, nargs="*", default=[8, 16, 32, 64])
     parser.add_argument("--crossover", type=int, nargs="*",
                         default=[4096, 16384, 65536, 262144, 1 << 20])
@@ -154,22 +174,33 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--softening", type=float, default=0.01)
     args = parser.parse_args(argv)
-    configs = [(w, bool(int(q)), float(t)) for w, q, t in (c.split(":") for c in args.configs)]
     context = open_device(args.device)
     print(context.info.describe(), flush=True)
     results = {"device": context.info.describe(), "args": vars(args)}
+    configs = None
+    if args.configs:
+        configs = [(w, bool(int(q)), float(t)) for w, q, t in (c.split(":") for c in args.configs)]
     for phase in args.phases:
         start = time.perf_counter()
         if phase == "accuracy":
-            walks = [("coherent", False), ("coherent", True), ("group", False), ("group", True)]
+            walks = [(w, bool(int(q))) for w, q in (c.split(":") for c in args.walks)]
             results[phase] = accuracy(args.device, args.accuracy_n, args.thetas, walks,
                                       args.trials, args.softening)
+            chosen = chosen_configs(results[phase], args.target_error)
+            results["chosen"] = chosen
+            print("chosen (wall_ms, walk, quadrupole, theta):", chosen, flush=True)
+            if configs is None:
+                configs = [(walk, quad, theta) for _, walk, quad, theta in chosen]
+                coherent = [c for c in configs if c[:2] == ("coherent", False)]
+                configs += [("independent", False, c[2]) for c in coherent]
         elif phase == "throughput":
             results[phase] = throughput(args.device, args.sizes, configs, args.trials, args.softening)
+            large = [configs[0]] + [c for c in configs[1:] if c[:2] == ("coherent", False)]
+            results[phase] += throughput(args.device, args.large_sizes, large, 3, args.softening)
         elif phase == "leaf":
             results[phase] = [row for leaf in args.leaf_sizes for row in throughput(
-                args.device, [args.sizes[0]], configs[:1] + configs[2:3], args.trials,
-                args.softening, leaf_capacity=leaf, check_error=False)]
+                args.device, [args.sizes[0]], configs[:1], args.trials, args.softening,
+                leaf_capacity=leaf)]
         elif phase == "crossover":
             results[phase] = crossover(args.device, args.crossover, configs[0], args.trials,
                                        args.softening, args.cpu_tree_max)
