@@ -1,7 +1,7 @@
 """gpu-direct on one device: ceilings, a tile-size x targets sweep, throughput at large N
 (kernel time and end-to-end per evaluation, median and IQR) and the crossover against cpu-direct.
 
-Usage: python scripts/gpu_direct_bench.py --device cuda:0 [--json out.json] [--quick]
+Usage: python scripts/gpu_direct_bench.py --device cuda:0 [--json out.json] [--skip-sweep]
 It uses the same solver API as ``orrery bench direct``; the sweep and the crossover table are
 what the generic benchmark does not do. Rates count N^2 interactions (the self term included, as
 the kernel computes it) and 20 flop per interaction.
@@ -13,8 +13,6 @@ import argparse
 import json
 import sys
 import time
-
-import numpy as np
 
 from orrery.engine import ics, make_solver
 from orrery.engine.bench.harness import FLOP_PER_INTERACTION, Timing, format_table, time_trials
@@ -63,22 +61,23 @@ def throughput(device, sizes, tile, targets, precision, trials):
         solver = make_solver("gpu-direct", device=device, tile_size=tile, targets=targets,
                              precision=precision)
         kernel, total, resident = _kernel_and_total(solver, particles, trials)
-        rows.append(_row(n, kernel, total, resident, precision=precision, tile=tile,
-                         targets=targets))
+        rows.append(_row(n, kernel, total, resident, precision=precision,
+                         tile=solver.last_stats["tile_size"], targets=solver.last_stats["targets"]))
         print(format_table(rows[-1:], list(rows[-1])), flush=True)
     return rows
 
 
-def crossover(device, sizes, tile, targets, trials):
+def crossover(device, sizes, trials):
     rows = []
     for n in sizes:
         particles = ics.plummer(n, seed=3)
-        gpu = make_solver("gpu-direct", device=device, tile_size=tile, targets=targets)
+        gpu = make_solver("gpu-direct", device=device)  # the automatic launch configuration
         cpu = make_solver("cpu-direct", precision="f32")
         kernel, total, resident = _kernel_and_total(gpu, particles, trials)
         cpu_time = time_trials(lambda: cpu.accelerations(particles.pos, particles.mass),
                                warmup=1, trials=trials)
-        row = _row(n, kernel, total, resident)
+        row = _row(n, kernel, total, resident, tile=gpu.last_stats["tile_size"],
+                   targets=gpu.last_stats["targets"])
         row.update(cpu_ms=cpu_time.median * 1e3, cpu_iqr_ms=cpu_time.iqr * 1e3,
                    speedup_host_call=cpu_time.median / total.median,
                    speedup_resident=cpu_time.median / resident.median)
@@ -95,24 +94,28 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[262144, 524288, 1048576])
     parser.add_argument("--f64-sizes", type=int, nargs="*", default=[65536, 262144])
     parser.add_argument("--crossover", type=int, nargs="*",
-                        default=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
+                        default=[128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768])
     parser.add_argument("--trials", type=int, default=7)
+    parser.add_argument("--skip-sweep", action="store_true",
+                        help="measure only the automatic configuration (throughput, crossover)")
     args = parser.parse_args(argv)
     context = open_device(args.device)
     print(context.info.describe(), flush=True)
     start = time.perf_counter()
     result = {"device": context.info.describe(), "ceilings": ceilings.measure(context)}
     print(json.dumps(result["ceilings"], indent=1), flush=True)
-    result["sweep"] = sweep(context.info.spec, args.sweep_n, args.trials)
-    best = min(result["sweep"], key=lambda row: row["kernel_ms"])
-    tile, targets = best["tile"], best["targets"]
-    print(f"best: tile {tile}, targets {targets}", flush=True)
+    tile = targets = None  # the automatic (default) configuration unless the sweep runs
+    if not args.skip_sweep:
+        result["sweep"] = sweep(context.info.spec, args.sweep_n, args.trials)
+        best = min(result["sweep"], key=lambda row: row["kernel_ms"])
+        tile, targets = best["tile"], best["targets"]
+        print(f"best: tile {tile}, targets {targets}", flush=True)
     result["throughput"] = throughput(context.info.spec, args.sizes, tile, targets, "f32",
                                       args.trials)
     if context.info.fp64:
         result["throughput"] += throughput(context.info.spec, args.f64_sizes, tile, targets,
                                            "f64", args.trials)
-    result["crossover"] = crossover(context.info.spec, args.crossover, tile, targets, args.trials)
+    result["crossover"] = crossover(context.info.spec, args.crossover, args.trials)
     result["seconds"] = time.perf_counter() - start
     if args.json:
         with open(args.json, "w") as handle:

@@ -124,6 +124,8 @@ class CudaContext(Context):
         super().__init__(describe(ordinal))
         cupy = _cupy()
         self.device = cupy.cuda.Device(ordinal)
+        self.max_threads_per_unit = int(
+            cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
 
@@ -131,7 +133,8 @@ class CudaContext(Context):
         return CudaArray(self, shape, dtype)
 
     def _backend_defines(self) -> dict[str, object]:
-        return {"SUBGROUP_SIZE": self.info.subgroup_size}
+        return {"SUBGROUP_SIZE": self.info.subgroup_size,
+                "MAX_THREADS_PER_UNIT": self.max_threads_per_unit}
 
     def _compile_options(self) -> str:
         return " ".join(COMPILE_OPTIONS)

@@ -1,7 +1,7 @@
 """Simulation state that lives on a compute device between steps.
 
 Bodies are packed as ``real4`` rows (x, y, z, mass), velocities as (vx, vy, vz, 0) and
-accelerations as (ax, ay, az, potential), padded to a multiple of the solver's ``padding`` with
+accelerations as (ax, ay, az, potential), padded to the solver's ``padding_for(n)`` with
 zero-mass bodies at the origin. Kick and drift are kernels (``integrate.cl``); the host sees
 positions only when it asks for them. Any :class:`GpuSolver` drives it: the solver supplies
 only ``launch_accelerations``.
@@ -41,7 +41,7 @@ class DeviceState:
         self.template = particles
         context, dtype = solver.context, solver.dtype
         self._n = particles.n
-        self.padded = padded_count(self._n, solver.padding)
+        self.padded = padded_count(self._n, solver.padding_for(self._n))
         self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype))
         self.vel = context.upload(pack(particles.vel, None, self.padded, dtype))
         self.acc = context.zeros((self.padded, 4), dtype)

@@ -14,8 +14,17 @@
  * self term and padding at a body's own position would divide by zero, so r2 = 0 is masked),
  * WITH_POTENTIAL. Cost: 20 flop and one rsqrt per interaction (13 arithmetic instructions). */
 
-KERNEL void direct_accelerations(GLOBAL const real4* RESTRICT body, GLOBAL real4* RESTRICT out,
-                                 const int padded_count, const real softening2) {
+/* Residency (CUDA): in float32 the loop fits 32 registers at 1 or 2 targets, so a
+ * multiprocessor can hold its full thread count; that measured ~7% faster on the H200 than the
+ * compiler's own choice (~50 registers). 4 targets need ~63 registers, and float64 twice as
+ * many as float32, so fewer threads are asked for there. None of these spill, except float64
+ * with 4 targets in groups of 1024, where the hardware leaves 64 registers a thread. */
+#define REGISTER_SCALE ((REAL_BITS / 32) * (TARGETS <= 2 ? 1 : 2))
+#define RESIDENT_THREADS (MAX_THREADS_PER_UNIT / REGISTER_SCALE)
+
+KERNEL LAUNCH_BOUNDS(TILE, RESIDENT_THREADS >= TILE ? RESIDENT_THREADS / TILE : 1)
+void direct_accelerations(GLOBAL const real4* RESTRICT body, GLOBAL real4* RESTRICT out,
+                          const int padded_count, const real softening2) {
   LOCAL real4 tile[TILE];
   const int first = GROUP_ID * (TILE * TARGETS) + LOCAL_ID;
   real tx[TARGETS], ty[TARGETS], tz[TARGETS], ax[TARGETS], ay[TARGETS], az[TARGETS];

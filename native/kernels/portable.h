@@ -6,6 +6,8 @@
  *   SUBGROUP_SIZE    lanes per sub-group (CUDA: 32, the warp); a compile-time constant so kernels
  *                    may size per-sub-group arrays with it
  *   REQD_SUBGROUP    (OpenCL only) defined when KERNEL must pin the sub-group size
+ *   MAX_THREADS_PER_UNIT (CUDA only) most threads resident on one multiprocessor; use it only
+ *                    inside LAUNCH_BOUNDS, which OpenCL drops
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
  * ALIGNED(bytes) for struct alignment.
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
@@ -28,6 +30,9 @@ typedef unsigned int uint;
 #define LOCAL __shared__
 #define CONSTANT const
 #define RESTRICT __restrict__
+/* Placed between KERNEL and the return type. The work-group size is exact; asking for
+ * `min_groups` resident groups per multiprocessor caps registers per thread accordingly. */
+#define LAUNCH_BOUNDS(group_size, min_groups) __launch_bounds__(group_size, min_groups)
 
 #define LOCAL_ID ((int)threadIdx.x)
 #define LOCAL_SIZE ((int)blockDim.x)
@@ -106,6 +111,7 @@ typedef float4 real4;
 #define LOCAL __local
 #define CONSTANT __constant
 #define RESTRICT restrict
+#define LAUNCH_BOUNDS(group_size, min_groups) __attribute__((reqd_work_group_size(group_size, 1, 1)))
 
 #define LOCAL_ID ((int)get_local_id(0))
 #define LOCAL_SIZE ((int)get_local_size(0))

@@ -103,3 +103,18 @@ def _counted(function, log, name):
         log.append(name)
         return function(*args, **kwargs)
     return wrapper
+
+
+def test_automatic_launch_shrinks_groups_for_small_n_and_keeps_explicit_ones(device):
+    solver = make_solver("gpu-direct", device=device, precision="f64", softening=0.05)
+    units = solver.context.info.compute_units
+    large = solver.launch_config(1 << 24)
+    tile, targets = solver.launch_config(1000)
+    assert tile * targets <= large[0] * large[1]
+    assert -(-1000 // (tile * targets)) >= 0.9 * units or (tile, targets) == (64, 1)
+    particles = ics.plummer(1000, seed=8)
+    acc = solver.accelerations(particles.pos, particles.mass)
+    assert max_relative_error(acc, _reference(particles, 0.05)) <= 1e-12
+    assert (solver.last_stats["tile_size"], solver.last_stats["targets"]) == (tile, targets)
+    explicit = make_solver("gpu-direct", device=device, tile_size=128, targets=4)
+    assert explicit.launch_config(10) == (128, 4)
