@@ -157,8 +157,7 @@ def main(argv=None) -> int:
     parser.add_argument("--target-error", type=float, default=1e-3)
     parser.add_argument("--thetas", type=float, nargs="*",
                         default=[0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8])
-    parser.add_argument("--walks", nargs="*", default=["coherent:0", "coherent:1", "subgroup:0",
-                                                        "subgroup:1", "group:0"],
+    parser.add_argument("--walks", nargs="*", default=["coherent:0", "coherent:1", "group:0"],
                         help="walk:quadrupole pairs for the accuracy phase")
     parser.add_argument("--sizes", type=int, nargs="*", default=[1 << 20, 10_000_000])
     parser.add_argument("--large-sizes", type=int, nargs="*", default=[100_000_000],

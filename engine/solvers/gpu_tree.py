@@ -7,10 +7,9 @@ Stages (``last_stats`` reports each one's device seconds): ``box`` (bounding cub
 ``reorder`` (results back to the caller's order). The tree, its key definition and its opening
 test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Three walks
 (``walk``): ``coherent`` (default: a sub-group shares one node index, lanes that accepted a cell
-wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index),
-``group`` (cpu-tree's group walk: one sub-group per group of up to 128 bodies, decisions for the
-group's bounding box; same interaction counts as cpu-tree) and ``subgroup`` (the same box test
-for each sub-group's consecutive bodies in key order, one per lane).
+wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index)
+and ``group`` (cpu-tree's group walk: one sub-group per group of up to 128 bodies, decisions
+for the group's bounding box; same interaction counts as cpu-tree).
 """
 
 from __future__ import annotations
@@ -27,16 +26,15 @@ from ._options import DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, T
 
 WALK = Option("walk", str, "coherent",
               "tree walk: 'coherent' (a sub-group at one node, lanes masked), 'independent' (one "
-              "node index per work-item), 'group' (cpu-tree's group walk) or 'subgroup' (group "
-              "walk over each sub-group's consecutive bodies)",
-              choices=("coherent", "independent", "group", "subgroup"))
+              "node index per work-item) or 'group' (cpu-tree's group walk)",
+              choices=("coherent", "independent", "group"))
 # Same default as cpu-tree, so both solvers build the same tree unless told otherwise.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
 # cpu-tree's walk group size (native/tree_walk.hpp kDefaultGroupCapacity): the group walk
 # finds the same groups.
 GROUP_CAPACITY = 128
 WALK_GROUP_SIZE = 128
-_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2, "subgroup": 3}
+_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}
 
 
 class GpuTreeSolver(GpuSolver):
@@ -57,7 +55,7 @@ class GpuTreeSolver(GpuSolver):
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
-    walk : {"coherent", "independent", "group", "subgroup"}
+    walk : {"coherent", "independent", "group"}
         How the walk maps onto sub-groups.
 
     ``last_stats``: ``seconds`` (wall), ``kernel_seconds`` (device), per stage ``box_s``,
@@ -88,7 +86,7 @@ class GpuTreeSolver(GpuSolver):
         subgroup = self.context.info.subgroup_size
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": 64 if self.context.info.fp64 else 32,
                    "WALK": _WALK_CODES[self.walk], "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
-                   "GROUP_TARGETS": -(-GROUP_CAPACITY // subgroup) if self.walk == "group" else 1,
+                   "GROUP_TARGETS": -(-GROUP_CAPACITY // subgroup),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
         return program.kernel("tree_walk")
@@ -98,10 +96,9 @@ class GpuTreeSolver(GpuSolver):
         tree = self._builder.build(body, count, groups=self.walk == "group")
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        subgroup = self.context.info.subgroup_size
-        group_count = tree.group_count if self.walk == "group" else -(-count // subgroup)
-        if self.walk in ("group", "subgroup"):
-            work_groups = max(1, -(-group_count // (WALK_GROUP_SIZE // subgroup)))
+        if self.walk == "group":
+            per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
+            work_groups = max(1, -(-tree.group_count // per_work_group))
         else:
             work_groups = max(1, -(-count // WALK_GROUP_SIZE))
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
@@ -110,7 +107,7 @@ class GpuTreeSolver(GpuSolver):
         walk = self._walk_kernel(potential).launch(
             work_groups * WALK_GROUP_SIZE, WALK_GROUP_SIZE, tree.nodes, tree.quadrupoles, tree.body,
             np.int32(count), self.dtype.type(self.softening ** 2), tree.groups,
-            np.int32(group_count), self._result, self._tally)
+            np.int32(tree.group_count), self._result, self._tally)
         reorder = self._builder.scatter(tree, self._result, out)
         self._tree = tree
         self._stage_events = {**tree.events, "walk": [walk], "reorder": [reorder]}

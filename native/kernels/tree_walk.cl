@@ -11,10 +11,7 @@
  *                     GROUP_CAPACITY bodies, or a leaf), each lane GROUP_TARGETS of its bodies;
  *                     a node is accepted for the whole group when its centre of mass is farther
  *                     than sqrt(open2) from the group's bounding box, so every decision is the
- *                     same in every lane and the interaction counts equal cpu-tree's;
- *   WALK_SUBGROUP     the group walk with SUBGROUP_SIZE consecutive bodies (key order) as the
- *                     group, one per lane (GROUP_TARGETS 1): no lane ever idles on a decision
- *                     another lane made, at the price of the bounding box's extra openings.
+ *                     same in every lane and the interaction counts equal cpu-tree's.
  * Per-body walks accept a node when |com - x|^2 > open2. A walk follows skip indices and keeps
  * no stack. Results are written in key order: result[k] = (ax, ay, az, potential); tally holds
  * per work-group (particle-particle, particle-cell) interaction counts.
@@ -26,7 +23,6 @@
 #define WALK_INDEPENDENT 0
 #define WALK_COHERENT 1
 #define WALK_GROUP 2
-#define WALK_SUBGROUP 3
 
 DEVICE real4 body_term(real4 a, const real4 source, const real4 target, const real eps2) {
   const real dx = source.x - target.x;
@@ -82,7 +78,7 @@ DEVICE real4 leaf_terms(real4 a, GLOBAL const real4* RESTRICT body, const uint f
   return a;
 }
 
-#if WALK == WALK_INDEPENDENT || WALK == WALK_COHERENT
+#if WALK != WALK_GROUP
 /* One body per work-item (key order); the sub-group's lanes hold consecutive bodies. */
 DEVICE real4 walk_body(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                        GLOBAL const real4* RESTRICT body, const int k, const int valid, const real eps2,
@@ -151,17 +147,12 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
                       GLOBAL const uint* RESTRICT groups, const int group_count,
                       GLOBAL real4* RESTRICT result, GLOBAL ulong* RESTRICT tally) {
   ulong particle_particle = 0, particle_cell = 0;
-#if WALK == WALK_GROUP || WALK == WALK_SUBGROUP
+#if WALK == WALK_GROUP
   const int g = GROUP_ID * SUBGROUP_COUNT + SUBGROUP_ID;
   const int lane = SUBGROUP_LANE;
   if (g < group_count) { /* uniform in the sub-group */
-#if WALK == WALK_GROUP
     const uint own = groups[g];
     const uint first = nodes[own].first, members = nodes[own].count;
-#else
-    const uint own = 0xffffffffu; /* no node is the group's own: its leaves are summed as others */
-    const uint first = (uint)g * SUBGROUP_SIZE, members = MIN((uint)SUBGROUP_SIZE, (uint)count - first);
-#endif
     real lo_x = body[first].x, lo_y = body[first].y, lo_z = body[first].z;
     real hi_x = lo_x, hi_y = lo_y, hi_z = lo_z;
     for (uint j = first + lane; j < first + members; j += SUBGROUP_SIZE) {
@@ -212,11 +203,7 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       for (int t = 0; t < GROUP_TARGETS; ++t)
         if (index[t] < first + members) result[index[t]] = a[t];
       if (base == 0 && lane == 0) {
-#if WALK == WALK_GROUP
         particle_particle = (ulong)members * listed + (ulong)members * (members - 1);
-#else /* every member's own leaf was opened and summed without the member itself */
-        particle_particle = (ulong)members * listed - members;
-#endif
         particle_cell = (ulong)members * cells;
       }
     }

@@ -8,7 +8,6 @@ import pytest
 from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
-from orrery.engine.compute import open_device
 from orrery.engine.solvers._device_sort import DeviceKeySort
 from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
@@ -92,11 +91,10 @@ def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole):
     assert cpu_error <= (6e-4 if quadrupole else 2e-3)
 
 
-def _host_walk(nodes, body, eps2, boxes=None):
+def _host_walk(nodes, body, eps2):
     """Every body's own stackless walk over the host's node array, sums in float64: the
-    reference for the per-body walks (accept when |com - x|^2 > open2) and, given per-body
-    (low, high) ``boxes``, for the sub-group walk (accept when the box is that far); opened
-    leaves are summed without the body itself."""
+    reference for the per-body walks (accept when |com - x|^2 > open2; opened leaves are summed
+    without the body itself)."""
     n, count = len(body), len(nodes)
     acc = np.zeros((n, 3))
     pp = pc = 0
@@ -107,12 +105,7 @@ def _host_walk(nodes, body, eps2, boxes=None):
         node = nodes[i]
         d = node["com"].astype(np.float64) - body[targets, :3]
         # The device decides in float32: decide in float32 here too.
-        com = node["com"]
-        if boxes is None:
-            gap = com - body[targets, :3].astype(np.float32)
-        else:
-            low, high = boxes[0][targets], boxes[1][targets]
-            gap = np.maximum(np.maximum(low - com, com - high), np.float32(0))
+        gap = node["com"] - body[targets, :3].astype(np.float32)
         accept = np.einsum("ij,ij->i", gap, gap) > node["open2"]
         leaf = ~accept & (node["skip"] == i + 1)
         r2 = np.einsum("ij,ij->i", d, d) + eps2
@@ -129,36 +122,23 @@ def _host_walk(nodes, body, eps2, boxes=None):
     return acc, pp, pc
 
 
-def _subgroup_boxes(body, width):
-    """Per body, the bounding box of its sub-group: ``width`` consecutive bodies in key order."""
-    pos = body[:, :3].astype(np.float32)
-    starts = np.arange(0, len(pos), width)
-    low = np.repeat(np.minimum.reduceat(pos, starts), width, axis=0)[:len(pos)]
-    high = np.repeat(np.maximum.reduceat(pos, starts), width, axis=0)[:len(pos)]
-    return low, high
-
-
-@pytest.mark.parametrize("walks", [("coherent", "independent"), ("subgroup",)])
-def test_walks_equal_a_host_walk_of_the_same_tree(device, walks):
+def test_per_body_walks_equal_a_host_walk_of_the_same_tree(device):
     particles = ics.plummer(1500, seed=8)
     results = {}
-    for walk in walks:
+    for walk in ("coherent", "independent"):
         solver = make_solver("gpu-tree", device=device, theta=0.7, walk=walk, softening=SOFTENING)
         results[walk] = (solver.accelerations(particles.pos, particles.mass), dict(solver.last_stats))
     tree = solver.last_tree()
     nodes = tree.node_records(np.float32)
     body = tree.body.download().astype(np.float64)
-    boxes = None
-    if walks == ("subgroup",):
-        boxes = _subgroup_boxes(body, open_device(device).info.subgroup_size)
-    expected, pp, pc = _host_walk(nodes, body, SOFTENING ** 2, boxes)
+    expected, pp, pc = _host_walk(nodes, body, SOFTENING ** 2)
     expected_caller_order = np.empty_like(expected)
     expected_caller_order[tree.order.download()] = expected
     for walk, (acc, stats) in results.items():
         assert (stats["particle_particle"], stats["particle_cell"]) == (pp, pc), walk
         assert max_relative_error(acc, expected_caller_order) <= 2e-5, walk
-    if len(walks) == 2:  # the same decisions in the same order: the same sums
-        assert np.allclose(results["coherent"][0], results["independent"][0], rtol=1e-6, atol=0)
+    # The same decisions in the same order: the same sums.
+    assert np.allclose(results["coherent"][0], results["independent"][0], rtol=1e-6, atol=0)
 
 
 def test_coherent_walk_accuracy_and_potential_against_reference(device):
