@@ -51,7 +51,7 @@ class CpuTreeSolver(Solver):
         self.theta = theta
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
-        # Holds the tree's buffers and the last key order (a head start for the next sort).
+        # Holds the tree's buffers between evaluations (no other state: the tree is rebuilt).
         self._engine = _native.TreeF32() if precision == "f32" else _native.TreeF64()
 
     def _compute(self, pos, mass, potential):

@@ -120,7 +120,7 @@ def test_results_come_back_in_the_callers_order():
     assert np.array_equal(shuffled, acc[shuffle])
 
 
-def test_last_order_only_changes_speed():
+def test_reused_buffers_carry_no_state():
     particles = ics.plummer(4000, seed=11)
     moved = particles.pos + 0.01 * particles.vel
     warm = make_solver("cpu-tree", precision="f32", quadrupole=True)
