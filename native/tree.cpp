@@ -209,6 +209,7 @@ void register_engine(py::module_& m, const char* name) {
 }  // namespace
 
 void register_tree(py::module_& m) {
+  m.attr("TREE_GROUP_CAPACITY") = kDefaultGroupCapacity;
   register_engine<float>(m, "TreeF32");
   register_engine<double>(m, "TreeF64");
   const char* doc =

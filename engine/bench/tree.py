@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accuracy-n", type=int, default=65536, help="N of the accuracy table (default: 65536)")
     parser.add_argument("--leaf-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
                         help="sweep these leaf capacities at --sweep-n")
+    parser.add_argument("--group-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
+                        help="with --leaf-sweep, also sweep the walk's group capacity (solvers with a "
+                             "group_capacity attribute, e.g. cpu-tree)")
     parser.add_argument("--sweep-n", type=int, default=65536, help="N of the leaf sweep (default: 65536)")
     parser.add_argument("--peers", action="store_true",
                         help="pytreegrav and REBOUND trees at each N, against Orrery at equal or better error")
@@ -185,21 +188,39 @@ def _direct_kernel_description() -> str:
 # --- leaf sweep --------------------------------------------------------------------------------
 
 def leaf_sweep(args) -> list[dict]:
+    """Every (leaf, group) configuration timed once per round, rounds interleaved, so that load
+    from elsewhere on a shared machine falls on all configurations alike."""
+    import time
+
     particles = ics.make(args.ic, args.sweep_n, seed=args.seed)
     targets = _targets(args.sweep_n, args.error_targets)
     exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
-    rows = []
+    configs = []
     for capacity in args.leaf_sweep:
-        solver = _solver(args, leaf_capacity=capacity)
-        timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
-        acc = solver.accelerations(particles.pos, particles.mass)
+        for group in args.group_sweep or [None]:
+            solver = _solver(args, leaf_capacity=capacity)
+            if group is not None:
+                if not hasattr(solver, "group_capacity"):
+                    raise SystemExit(f"orrery bench tree: {args.solver} has no group capacity to sweep")
+                solver.group_capacity = group
+            acc = solver.accelerations(particles.pos, particles.mass)  # also the warm-up
+            configs.append((solver, rms_relative_error(acc[targets], exact), []))
+    for _ in range(args.trials):
+        for solver, _, samples in configs:
+            start = time.perf_counter()
+            solver.accelerations(particles.pos, particles.mass)
+            samples.append(time.perf_counter() - start)
+    rows = []
+    for solver, error, samples in configs:
         stats = solver.last_stats
-        rows.append({"table": "leaf_sweep", "n": args.sweep_n, "leaf_capacity": capacity, **timing.summary(),
+        rows.append({"table": "leaf_sweep", "n": args.sweep_n, "leaf_capacity": solver.params["leaf_capacity"],
+                     "group_capacity": getattr(solver, "group_capacity", ""), **Timing(tuple(samples)).summary(),
                      "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
-                     "rms_error": rms_relative_error(acc[targets], exact), **_breakdown(stats)})
+                     "rms_error": error, **_breakdown(stats)})
     best = min(rows, key=lambda r: r["median_s"])
-    _fmt_table(f"leaf capacity sweep, N = {args.sweep_n} (fastest: {best['leaf_capacity']})", rows,
-               ["leaf_capacity", "median_s", "iqr_s", "interactions_per_particle", "rms_error",
+    _fmt_table(f"leaf capacity sweep, N = {args.sweep_n}, rounds interleaved (fastest: leaf "
+               f"{best['leaf_capacity']}, group {best['group_capacity']})", rows,
+               ["leaf_capacity", "group_capacity", "median_s", "iqr_s", "interactions_per_particle", "rms_error",
                 *_stage_columns(stats)])
     return rows
 

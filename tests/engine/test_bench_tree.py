@@ -11,7 +11,7 @@ def test_bench_tree_tables(tmp_path, capsys):
     out = tmp_path / "tree.json"
     assert main(["bench", "tree", "--n", "512", "1024", "--trials", "1", "--warmup", "1",
                  "--error-targets", "64", "--accuracy", "--accuracy-n", "1024", "--leaf-sweep", "4", "16",
-                 "--sweep-n", "1024", "--json", str(out)]) == 0
+                 "--group-sweep", "32", "64", "--sweep-n", "1024", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "accuracy vs cost" in printed and "leaf capacity sweep" in printed
     rows = json.loads(out.read_text())["rows"]
@@ -28,7 +28,8 @@ def test_bench_tree_tables(tmp_path, capsys):
     for row in accuracy:
         if row["theta"] == row["theta"]:  # reached: the error found meets the target
             assert row["rms_error"] <= row["target_error"]
-    assert len([r for r in rows if r["table"] == "leaf_sweep"]) == 2
+    sweep = [(r["leaf_capacity"], r["group_capacity"]) for r in rows if r["table"] == "leaf_sweep"]
+    assert sweep == [(4, 32), (4, 64), (16, 32), (16, 64)]
 
 
 def test_bench_tree_skips_missing_peers(monkeypatch, capsys):
