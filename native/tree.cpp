@@ -12,6 +12,7 @@
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
+#include "tree_kernels.hpp"
 #include "tree_walk.hpp"
 
 namespace orrery {
@@ -210,6 +211,7 @@ void register_engine(py::module_& m, const char* name) {
 
 void register_tree(py::module_& m) {
   m.attr("TREE_GROUP_CAPACITY") = kDefaultGroupCapacity;
+  m.def("tree_float_kernel", &float_kernel_name, "Which float interaction kernel the tree uses on this machine.");
   register_engine<float>(m, "TreeF32");
   register_engine<double>(m, "TreeF64");
   const char* doc =

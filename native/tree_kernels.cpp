@@ -5,7 +5,9 @@
 #include "tree_kernels.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -97,100 +99,81 @@ ORRERY_SIMD_CLONES void monopole_forces_exact(const MonopoleSources<float>& s, c
   else monopole_kernel<float, false>(s, t, eps2);
 }
 
+ORRERY_SIMD_CLONES void quadrupole_forces_exact(const QuadrupoleSources<float>& s, const GroupTargets<float>& t,
+                                                float eps2, bool potential) {
+  if (potential) quadrupole_kernel<float, true>(s, t, eps2);
+  else quadrupole_kernel<float, false>(s, t, eps2);
+}
+
 #ifdef ORRERY_X86_KERNELS
-// Single-precision monopole kernels with the hardware reciprocal square root estimate refined by
-// one Newton step (relative error about 1e-7, far below a tree's truncation error) and explicit
-// FMAs. Same 16 lanes and fold order as the generic kernel; results differ from it, and between
-// AVX-512 (14-bit estimate) and AVX2 (12-bit), in the last bits only.
-// Padding entries have r2 = inf; clamping r2 to FLT_MAX keeps their Newton step finite, and their
-// zero mass then adds exact zeros.
+// Single-precision kernels with the hardware reciprocal square root estimate refined by one
+// Newton step (relative error about 1e-7, far below a tree's truncation error) and explicit FMAs:
+// tree_kernels_rsqrt.inc, compiled once for AVX-512 and once for AVX2+FMA. Same 16 lanes and
+// fold order as the exact kernels; results differ from them, and between AVX-512 (14-bit
+// estimate) and AVX2 (12-bit), in the last bits only.
 
-template <bool Potential>
-__attribute__((target("avx512f"))) void monopole_rsqrt_avx512(const MonopoleSources<float>& s,
-                                                             const GroupTargets<float>& t, float eps2) {
-  const __m512 eps2v = _mm512_set1_ps(eps2), half = _mm512_set1_ps(0.5f), three_halves = _mm512_set1_ps(1.5f);
-  const __m512 largest = _mm512_set1_ps(std::numeric_limits<float>::max());
-  for (std::size_t i = 0; i < t.count; ++i) {
-    const __m512 px = _mm512_set1_ps(t.x[i]), py = _mm512_set1_ps(t.y[i]), pz = _mm512_set1_ps(t.z[i]);
-    __m512 ax = _mm512_setzero_ps(), ay = _mm512_setzero_ps(), az = _mm512_setzero_ps(), u = _mm512_setzero_ps();
-    for (std::size_t j = 0; j < s.count; j += 16) {
-      const __m512 dx = _mm512_sub_ps(_mm512_loadu_ps(s.x + j), px);
-      const __m512 dy = _mm512_sub_ps(_mm512_loadu_ps(s.y + j), py);
-      const __m512 dz = _mm512_sub_ps(_mm512_loadu_ps(s.z + j), pz);
-      __m512 r2 = _mm512_fmadd_ps(dx, dx, _mm512_fmadd_ps(dy, dy, _mm512_fmadd_ps(dz, dz, eps2v)));
-      r2 = _mm512_min_ps(r2, largest);
-      __m512 y = _mm512_rsqrt14_ps(r2);
-      const __m512 h = _mm512_mul_ps(_mm512_mul_ps(r2, half), y);
-      y = _mm512_mul_ps(y, _mm512_fnmadd_ps(h, y, three_halves));
-      const __m512 m_inv_r = _mm512_mul_ps(_mm512_loadu_ps(s.m + j), y);
-      const __m512 w = _mm512_mul_ps(m_inv_r, _mm512_mul_ps(y, y));
-      ax = _mm512_fmadd_ps(w, dx, ax);
-      ay = _mm512_fmadd_ps(w, dy, ay);
-      az = _mm512_fmadd_ps(w, dz, az);
-      if (Potential) u = _mm512_sub_ps(u, m_inv_r);
-    }
-    alignas(64) float lanes[4][16];
-    _mm512_store_ps(lanes[0], ax);
-    _mm512_store_ps(lanes[1], ay);
-    _mm512_store_ps(lanes[2], az);
-    _mm512_store_ps(lanes[3], u);
-    t.ax[i] = fold_lanes(lanes[0]);
-    t.ay[i] = fold_lanes(lanes[1]);
-    t.az[i] = fold_lanes(lanes[2]);
-    if (Potential) t.u[i] = fold_lanes(lanes[3]);
-  }
-}
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace avx512 {
+struct Vec {
+  __m512 v;
+};
+inline Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
+inline void store(float* p, const Vec& a) { _mm512_store_ps(p, a.v); }
+inline Vec set1(float x) { return {_mm512_set1_ps(x)}; }
+inline Vec zero() { return {_mm512_setzero_ps()}; }
+inline Vec add(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
+inline Vec sub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
+inline Vec mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
+inline Vec fmadd(Vec a, Vec b, Vec c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline Vec fnmadd(Vec a, Vec b, Vec c) { return {_mm512_fnmadd_ps(a.v, b.v, c.v)}; }
+inline Vec min(Vec a, Vec b) { return {_mm512_min_ps(a.v, b.v)}; }
+inline Vec rsqrt_estimate(Vec a) { return {_mm512_rsqrt14_ps(a.v)}; }
+#include "tree_kernels_rsqrt.inc"
+}  // namespace avx512
+#pragma GCC pop_options
 
-template <bool Potential>
-__attribute__((target("avx2,fma"))) void monopole_rsqrt_avx2(const MonopoleSources<float>& s,
-                                                            const GroupTargets<float>& t, float eps2) {
-  const __m256 eps2v = _mm256_set1_ps(eps2), half = _mm256_set1_ps(0.5f), three_halves = _mm256_set1_ps(1.5f);
-  const __m256 largest = _mm256_set1_ps(std::numeric_limits<float>::max());
-  for (std::size_t i = 0; i < t.count; ++i) {
-    const __m256 px = _mm256_set1_ps(t.x[i]), py = _mm256_set1_ps(t.y[i]), pz = _mm256_set1_ps(t.z[i]);
-    // Two registers hold lanes 0-7 and 8-15, so the partial sums match the 16-lane layout.
-    __m256 ax[2], ay[2], az[2], u[2];
-    for (int h = 0; h < 2; ++h) ax[h] = ay[h] = az[h] = u[h] = _mm256_setzero_ps();
-    for (std::size_t j = 0; j < s.count; j += 16) {
-      for (int h = 0; h < 2; ++h) {
-        const std::size_t k = j + 8 * h;
-        const __m256 dx = _mm256_sub_ps(_mm256_loadu_ps(s.x + k), px);
-        const __m256 dy = _mm256_sub_ps(_mm256_loadu_ps(s.y + k), py);
-        const __m256 dz = _mm256_sub_ps(_mm256_loadu_ps(s.z + k), pz);
-        __m256 r2 = _mm256_fmadd_ps(dx, dx, _mm256_fmadd_ps(dy, dy, _mm256_fmadd_ps(dz, dz, eps2v)));
-        r2 = _mm256_min_ps(r2, largest);
-        __m256 y = _mm256_rsqrt_ps(r2);
-        const __m256 g = _mm256_mul_ps(_mm256_mul_ps(r2, half), y);
-        y = _mm256_mul_ps(y, _mm256_fnmadd_ps(g, y, three_halves));
-        const __m256 m_inv_r = _mm256_mul_ps(_mm256_loadu_ps(s.m + k), y);
-        const __m256 w = _mm256_mul_ps(m_inv_r, _mm256_mul_ps(y, y));
-        ax[h] = _mm256_fmadd_ps(w, dx, ax[h]);
-        ay[h] = _mm256_fmadd_ps(w, dy, ay[h]);
-        az[h] = _mm256_fmadd_ps(w, dz, az[h]);
-        if (Potential) u[h] = _mm256_sub_ps(u[h], m_inv_r);
-      }
-    }
-    alignas(64) float lanes[4][16];
-    for (int h = 0; h < 2; ++h) {
-      _mm256_store_ps(lanes[0] + 8 * h, ax[h]);
-      _mm256_store_ps(lanes[1] + 8 * h, ay[h]);
-      _mm256_store_ps(lanes[2] + 8 * h, az[h]);
-      _mm256_store_ps(lanes[3] + 8 * h, u[h]);
-    }
-    t.ax[i] = fold_lanes(lanes[0]);
-    t.ay[i] = fold_lanes(lanes[1]);
-    t.az[i] = fold_lanes(lanes[2]);
-    if (Potential) t.u[i] = fold_lanes(lanes[3]);
-  }
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+// Two registers hold lanes 0-7 and 8-15, so the partial sums match the 16-lane layout.
+struct Vec {
+  __m256 lo, hi;
+};
+inline Vec load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline void store(float* p, const Vec& a) {
+  _mm256_store_ps(p, a.lo);
+  _mm256_store_ps(p + 8, a.hi);
 }
+inline Vec set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+inline Vec zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline Vec add(Vec a, Vec b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline Vec sub(Vec a, Vec b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline Vec mul(Vec a, Vec b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline Vec fmadd(Vec a, Vec b, Vec c) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+inline Vec fnmadd(Vec a, Vec b, Vec c) {
+  return {_mm256_fnmadd_ps(a.lo, b.lo, c.lo), _mm256_fnmadd_ps(a.hi, b.hi, c.hi)};
+}
+inline Vec min(Vec a, Vec b) { return {_mm256_min_ps(a.lo, b.lo), _mm256_min_ps(a.hi, b.hi)}; }
+inline Vec rsqrt_estimate(Vec a) { return {_mm256_rsqrt_ps(a.lo), _mm256_rsqrt_ps(a.hi)}; }
+#include "tree_kernels_rsqrt.inc"
+}  // namespace avx2
+#pragma GCC pop_options
 
 enum class FloatKernel { exact, avx2, avx512 };
 
+// The best kernel the CPU supports; ORRERY_TREE_KERNEL=avx2 or =exact asks for a lesser one
+// (how the tests cover every path on one machine).
 FloatKernel pick_float_kernel() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return FloatKernel::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return FloatKernel::avx2;
-  return FloatKernel::exact;
+  const char* requested = std::getenv("ORRERY_TREE_KERNEL");
+  const std::string ask = requested ? requested : "";
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (ask == "exact") return FloatKernel::exact;
+  if (__builtin_cpu_supports("avx512f") && ask != "avx2") return FloatKernel::avx512;
+  return avx2 ? FloatKernel::avx2 : FloatKernel::exact;
 }
 #endif
 
@@ -200,24 +183,25 @@ void monopole_forces(const MonopoleSources<float>& s, const GroupTargets<float>&
 #ifdef ORRERY_X86_KERNELS
   static const FloatKernel kernel = pick_float_kernel();
   if (kernel == FloatKernel::avx512) {
-    if (potential) monopole_rsqrt_avx512<true>(s, t, eps2);
-    else monopole_rsqrt_avx512<false>(s, t, eps2);
+    if (potential) avx512::monopole<true>(s, t, eps2);
+    else avx512::monopole<false>(s, t, eps2);
     return;
   }
   if (kernel == FloatKernel::avx2) {
-    if (potential) monopole_rsqrt_avx2<true>(s, t, eps2);
-    else monopole_rsqrt_avx2<false>(s, t, eps2);
+    if (potential) avx2::monopole<true>(s, t, eps2);
+    else avx2::monopole<false>(s, t, eps2);
     return;
   }
 #endif
   monopole_forces_exact(s, t, eps2, potential);
 }
 
-const char* float_monopole_kernel_name() {
+const char* float_kernel_name() {
 #ifdef ORRERY_X86_KERNELS
-  switch (pick_float_kernel()) {
+  static const FloatKernel kernel = pick_float_kernel();
+  switch (kernel) {
     case FloatKernel::avx512: return "avx512 rsqrt14+newton";
-    case FloatKernel::avx2: return "avx2 rsqrt+newton";
+    case FloatKernel::avx2: return "avx2+fma rsqrt+newton";
     case FloatKernel::exact: break;
   }
 #endif
@@ -230,10 +214,22 @@ ORRERY_SIMD_CLONES void monopole_forces(const MonopoleSources<double>& s, const 
   else monopole_kernel<double, false>(s, t, eps2);
 }
 
-ORRERY_SIMD_CLONES void quadrupole_forces(const QuadrupoleSources<float>& s, const GroupTargets<float>& t,
-                                          float eps2, bool potential) {
-  if (potential) quadrupole_kernel<float, true>(s, t, eps2);
-  else quadrupole_kernel<float, false>(s, t, eps2);
+void quadrupole_forces(const QuadrupoleSources<float>& s, const GroupTargets<float>& t, float eps2,
+                       bool potential) {
+#ifdef ORRERY_X86_KERNELS
+  static const FloatKernel kernel = pick_float_kernel();
+  if (kernel == FloatKernel::avx512) {
+    if (potential) avx512::quadrupole<true>(s, t, eps2);
+    else avx512::quadrupole<false>(s, t, eps2);
+    return;
+  }
+  if (kernel == FloatKernel::avx2) {
+    if (potential) avx2::quadrupole<true>(s, t, eps2);
+    else avx2::quadrupole<false>(s, t, eps2);
+    return;
+  }
+#endif
+  quadrupole_forces_exact(s, t, eps2, potential);
 }
 
 ORRERY_SIMD_CLONES void quadrupole_forces(const QuadrupoleSources<double>& s, const GroupTargets<double>& t,

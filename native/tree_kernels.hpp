@@ -5,8 +5,8 @@
 // zeros. Each target's sum is kept in kLanes<T> partial sums (lane k takes sources k, k + kLanes,
 // ...) folded in one fixed order at the end: the same arithmetic whatever the thread count or
 // the group's neighbours. Exact sqrt and division without FMA contraction (the same bits on any
-// instruction set), except the float monopole kernel on AVX2/AVX-512 machines, which uses a
-// refined reciprocal square root estimate and FMAs (see tree_kernels.cpp).
+// instruction set), except the float kernels on AVX2/AVX-512 machines, which use a refined
+// reciprocal square root estimate and FMAs (see tree_kernels.cpp).
 #pragma once
 
 #include <cstddef>
@@ -41,8 +41,8 @@ struct GroupTargets {
 void monopole_forces(const MonopoleSources<float>& s, const GroupTargets<float>& t, float eps2, bool potential);
 void monopole_forces(const MonopoleSources<double>& s, const GroupTargets<double>& t, double eps2, bool potential);
 
-// Which float monopole kernel this machine runs (for benchmark reports).
-const char* float_monopole_kernel_name();
+// Which float kernels this machine runs (for benchmark reports).
+const char* float_kernel_name();
 
 // Monopole plus quadrupole terms of cells: a = M d / r^3 - Q d / r^5 + (5/2) (d.Q.d) d / r^7,
 // u = -M / r - (1/2) d.Q.d / r^5, with d = cell com - target and r^2 = |d|^2 + eps^2.

@@ -157,6 +157,7 @@ def scaling(args) -> list[dict]:
         summary["time_exponent"] = float(np.polyfit(np.log(n), np.log(t), 1)[0])
     summary["crossover_n"], summary["crossover_note"] = _crossover(rows)
     summary["direct_kernel"] = _direct_kernel_description()
+    summary["tree_float_kernel"] = _tree_kernel_description()
     print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
                             for k, v in summary.items() if k != "table"))
     return rows + [summary]
@@ -183,6 +184,12 @@ def _direct_kernel_description() -> str:
     if callable(info):
         return str(info())
     return "cpu-direct as built on this branch"
+
+
+def _tree_kernel_description() -> str:
+    from ... import _native
+
+    return _native.tree_float_kernel()
 
 
 # --- leaf sweep --------------------------------------------------------------------------------
