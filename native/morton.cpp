@@ -37,22 +37,11 @@ constexpr int kPasses = (3 * kMortonLevels + kDigitBits - 1) / kDigitBits;
 // Below this many keys one block sorts faster than a split (thread start-up dominates).
 constexpr std::size_t kParallelSortMinimum = 32768;
 
-bool is_sorted_pairs(const std::vector<std::uint64_t>& keys, const std::vector<std::uint32_t>& order) {
+bool is_sorted_keys(const std::vector<std::uint64_t>& keys) {
   for (std::size_t k = 1; k < keys.size(); ++k) {
-    if (keys[k] < keys[k - 1] || (keys[k] == keys[k - 1] && order[k] < order[k - 1])) return false;
+    if (keys[k] < keys[k - 1]) return false;
   }
   return true;
-}
-
-// A stable sort leaves equal keys in their starting order; order them by particle index instead.
-void order_ties_by_index(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& order) {
-  std::size_t n = keys.size();
-  for (std::size_t begin = 0; begin < n;) {
-    std::size_t end = begin + 1;
-    while (end < n && keys[end] == keys[begin]) ++end;
-    if (end - begin > 1) std::sort(order.begin() + begin, order.begin() + end);
-    begin = end;
-  }
 }
 
 }  // namespace
@@ -108,7 +97,7 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& ord
                std::vector<std::uint64_t>& key_scratch, std::vector<std::uint32_t>& order_scratch,
                unsigned threads) {
   const std::size_t n = keys.size();
-  if (n < 2 || is_sorted_pairs(keys, order)) return;
+  if (n < 2 || is_sorted_keys(keys)) return;
   key_scratch.resize(n);
   order_scratch.resize(n);
   const std::size_t blocks = n < kParallelSortMinimum ? 1 : std::max(1u, threads);
@@ -151,7 +140,6 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& ord
     keys.swap(key_scratch);
     order.swap(order_scratch);
   }
-  order_ties_by_index(keys, order);
 }
 
 template BoundingCube bounding_cube<float>(const float*, std::size_t);

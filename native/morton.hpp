@@ -32,10 +32,10 @@ void morton_keys(const T* pos, const std::uint32_t* order, std::size_t n, const 
 // The quantised coordinates (ix, iy, iz) of the cell at `level` whose key prefix is that of `key`.
 void cell_coordinates(std::uint64_t key, int level, std::uint32_t coords[3]);
 
-// Sorts the pairs (keys[k], order[k]) by key, ties by order value: a unique result whatever the
-// pairs' starting arrangement, so starting from last evaluation's order (nearly sorted) only
-// changes the speed. LSD radix sort, 11-bit digits, parallel over blocks; passes whose digit is
-// the same for every key are skipped. Scratch vectors are resized as needed.
+// Sorts the pairs (keys[k], order[k]) by key; the sort is stable, so pairs that start in index
+// order end with ties in index order. LSD radix sort, 11-bit digits, parallel over blocks; passes
+// whose digit is the same for every key are skipped, and input already in key order costs one
+// check. Scratch vectors are resized as needed.
 void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& order,
                std::vector<std::uint64_t>& key_scratch, std::vector<std::uint32_t>& order_scratch,
                unsigned threads);

@@ -12,6 +12,7 @@
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
+#include "tree_kernels.hpp"
 #include "tree_walk.hpp"
 
 namespace orrery {
@@ -27,21 +28,18 @@ struct StageSeconds {
   double sort = 0, build = 0, moments = 0, walk = 0;
 };
 
-// One solver's buffers, kept across evaluations so that large arrays are not reallocated and
-// the last key order can seed the next sort.
+// One solver's buffers, kept across evaluations so that large arrays are not reallocated.
+// Nothing else carries over: seeding the sort with the last order was measured slower
+// (docs/performance.md), so every evaluation starts from the caller's order.
 template <typename T>
 class TreeEngine {
  public:
-  explicit TreeEngine(bool reuse_order) : reuse_order_(reuse_order) {}
-
   void build(const T* pos, const T* mass, std::size_t n, std::size_t leaf_capacity, double theta,
              bool quadrupole, unsigned threads) {
     auto start = Clock::now();
     tree_.cube = bounding_cube(pos, n);
-    if (!reuse_order_ || order_.size() != n) {
-      order_.resize(n);
-      std::iota(order_.begin(), order_.end(), 0u);
-    }
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0u);
     keys_.resize(n);
     morton_keys(pos, order_.data(), n, tree_.cube, keys_.data(), threads);
     sort_keys(keys_, order_, key_scratch_, order_scratch_, threads);
@@ -102,7 +100,6 @@ class TreeEngine {
     });
   }
 
-  bool reuse_order_;
   std::vector<std::uint32_t> order_, order_scratch_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
@@ -155,7 +152,7 @@ py::dict build_tree(const CArray<T>& pos, const CArray<T>& mass, std::size_t lea
   std::size_t n = check_positions_and_masses(pos, mass);
   check_tree_parameters(0.0, theta, leaf_capacity);
   if (n == 0) throw std::invalid_argument("a tree needs at least one particle");
-  TreeEngine<T> engine(false);
+  TreeEngine<T> engine;
   {
     py::gil_scoped_release release;
     engine.build(pos.data(), mass.data(), n, leaf_capacity, theta, quadrupole, resolve_threads(threads));
@@ -182,8 +179,8 @@ py::dict build_tree(const CArray<T>& pos, const CArray<T>& mass, std::size_t lea
 
 template <typename T>
 void register_engine(py::module_& m, const char* name) {
-  py::class_<TreeEngine<T>>(m, name, "Barnes-Hut tree solver state (buffers and the last key order).")
-      .def(py::init<bool>(), py::arg("reuse_order") = true)
+  py::class_<TreeEngine<T>>(m, name, "Barnes-Hut tree solver state (buffers reused across evaluations).")
+      .def(py::init<>())
       .def(
           "evaluate",
           [](TreeEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
@@ -213,6 +210,8 @@ void register_engine(py::module_& m, const char* name) {
 }  // namespace
 
 void register_tree(py::module_& m) {
+  m.attr("TREE_GROUP_CAPACITY") = kDefaultGroupCapacity;
+  m.def("tree_float_kernel", &float_kernel_name, "Which float interaction kernel the tree uses on this machine.");
   register_engine<float>(m, "TreeF32");
   register_engine<double>(m, "TreeF64");
   const char* doc =

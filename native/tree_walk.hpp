@@ -18,7 +18,7 @@ namespace orrery {
 
 // Most particles that share one walk, unless a leaf over capacity holds more (see the sweep in
 // docs/performance.md).
-constexpr std::size_t kDefaultGroupCapacity = 128;
+constexpr std::size_t kDefaultGroupCapacity = 256;
 
 template <typename T>
 struct SortedParticles {
