@@ -9,7 +9,7 @@ test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Three
 (``walk``): ``coherent`` (default: a sub-group shares one node index, lanes that accepted a cell
 wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index)
 and ``group`` (cpu-tree's group walk: one sub-group per group of up to 128 bodies, decisions
-for the group's bounding box; same interaction counts as cpu-tree).
+for the group's bounding box; the interaction counts of cpu-tree with the same group capacity).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ WALK = Option("walk", str, "coherent",
               choices=("coherent", "independent", "group"))
 # Same default as cpu-tree, so both solvers build the same tree unless told otherwise.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
-# cpu-tree's walk group size (native/tree_walk.hpp kDefaultGroupCapacity): the group walk
-# finds the same groups.
+# Most bodies in a group of the group walk: 4 per lane of a 32-lane sub-group (the H200 figures
+# in docs/performance.md). cpu-tree finds the same groups when its group_capacity is set to this
+# (its own default, 256, suits its SIMD lists).
 GROUP_CAPACITY = 128
 WALK_GROUP_SIZE = 128
 _WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}

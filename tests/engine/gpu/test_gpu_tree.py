@@ -11,6 +11,7 @@ from orrery.engine.accuracy import max_relative_error, rms_relative_error
 from orrery.engine.solvers._device_sort import DeviceKeySort
 from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
+from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
 
 SOFTENING = 0.01
 
@@ -82,6 +83,7 @@ def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole):
     options = dict(precision="f32", softening=SOFTENING, theta=0.6, quadrupole=quadrupole)
     gpu = make_solver("gpu-tree", device=device, walk="group", **options)
     cpu = make_solver("cpu-tree", **options)
+    cpu.group_capacity = GROUP_CAPACITY  # cpu-tree's tuning knob: the same groups on both
     reference = _reference(particles)
     gpu_error = rms_relative_error(gpu.accelerations(particles.pos, particles.mass), reference)
     cpu_error = rms_relative_error(cpu.accelerations(particles.pos, particles.mass), reference)
@@ -207,7 +209,9 @@ def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
     options = dict(precision="f64", softening=0.02, theta=0.5)
     gpu = Simulation(particles, make_solver("gpu-tree", device=device, walk="group", **options),
                      dt=2e-3)
-    cpu = Simulation(particles, make_solver("cpu-tree", **options), dt=2e-3)
+    cpu_solver = make_solver("cpu-tree", **options)
+    cpu_solver.group_capacity = GROUP_CAPACITY
+    cpu = Simulation(particles, cpu_solver, dt=2e-3)
     assert isinstance(gpu._state, DeviceState)
     gpu.step(20)
     cpu.step(20)
