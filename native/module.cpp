@@ -8,6 +8,7 @@ namespace py = pybind11;
 namespace orrery {
 void register_reference(py::module_& m);
 void register_direct(py::module_& m);
+void register_tree(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
@@ -16,4 +17,5 @@ PYBIND11_MODULE(_native, m) {
         "Threads the machine offers (the default thread count).");
   orrery::register_reference(m);
   orrery::register_direct(m);
+  orrery::register_tree(m);
 }

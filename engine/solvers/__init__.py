@@ -12,7 +12,7 @@ from ..errors import SolverUnavailableError, UnknownSolverError
 from ._base import HostState, Solver
 from ._options import Option, SolverSpec
 
-_SOLVER_MODULES = ("reference", "cpu_direct", "gpu_direct", "auto")
+_SOLVER_MODULES = ("reference", "cpu_direct", "cpu_tree", "gpu_direct", "gpu_tree", "auto")
 
 
 def solver_specs() -> dict[str, SolverSpec]:

@@ -8,6 +8,8 @@
  *   REQD_SUBGROUP    (OpenCL only) defined when KERNEL must pin the sub-group size
  *   MAX_THREADS_PER_UNIT (CUDA only) most threads resident on one multiprocessor; use it only
  *                    inside LAUNCH_BOUNDS, which OpenCL drops
+ * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
+ * ALIGNED(bytes) for struct alignment.
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -60,6 +62,9 @@ __device__ __forceinline__ T orrery_subgroup_reduce_add(T value) {
 }
 #define SUBGROUP_REDUCE_ADD(value) orrery_subgroup_reduce_add(value)
 #define POPCOUNT(bits) __popc(bits)
+typedef unsigned long long ulong;
+#define CLZ64(bits) __clzll((long long)(bits))
+#define ALIGNED(bytes) __align__(bytes)
 
 /* rsqrtf compiles to a scaling sequence around the hardware instruction so that subnormal
  * inputs work; that sequence costs a quarter of a gravity interaction's instructions. The ftz
@@ -132,6 +137,8 @@ typedef float4 real4;
 #define SUBGROUP_SHUFFLE_XOR(value, mask) intel_sub_group_shuffle_xor((value), (uint)(mask))
 #define SUBGROUP_REDUCE_ADD(value) sub_group_reduce_add(value)
 #define POPCOUNT(bits) popcount(bits)
+#define CLZ64(bits) ((int)clz((ulong)(bits)))
+#define ALIGNED(bytes) __attribute__((aligned(bytes)))
 
 #define SQRT(x) sqrt(x)
 #define RSQRT(x) rsqrt(x)

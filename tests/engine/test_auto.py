@@ -74,7 +74,7 @@ def test_auto_picks_per_the_stored_crossover_and_again_when_n_changes(cache_dir,
 
 def test_defaults_without_a_calibration_ignore_unknown_solvers(cache_dir, with_twin):
     auto = make_solver("auto")
-    large = ics.plummer(5000, seed=1)
+    large = ics.plummer(3000, seed=1)  # below every default tree threshold
     auto.accelerations(large.pos, large.mass)
     assert auto.chosen == "cpu-direct"
 

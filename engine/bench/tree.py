@@ -1,0 +1,326 @@
+"""``orrery bench tree``: a Barnes-Hut solver's time per evaluation against N (median, IQR,
+interactions per particle, the stage breakdown from ``solver.last_stats``), the fitted exponent,
+the crossover against ``cpu-direct`` measured in the same run, and optionally an accuracy-versus-
+cost table, a leaf-capacity sweep and peers (pytreegrav, REBOUND) at equal or better RMS error.
+
+Works for any solver with a ``theta`` option (``--solver cpu-tree`` by default). Errors are RMS
+relative errors over a random subset of target particles against exact float64 summation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from .. import ics, make_solver
+from ..accuracy import rms_relative_error
+from ..solvers import solver_specs
+from ._tree_peers import available_peers, plummer_exact
+from .harness import Timing, format_table, time_trials
+
+HELP = "Barnes-Hut tree: scaling, breakdown, crossover vs cpu-direct, accuracy vs cost, peers"
+
+ERROR_TARGETS = (1e-2, 1e-3, 1e-4)
+THETA_SEARCH_STEPS = 8
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n", type=int, nargs="+", default=[1024, 4096, 16384, 65536, 262144],
+                        help="particle counts (default: 1024 4096 16384 65536 262144)")
+    parser.add_argument("--solver", default="cpu-tree", help="a solver with a theta option (default: cpu-tree)")
+    parser.add_argument("--precision", default="f32", help="f32 or f64 (default: f32)")
+    parser.add_argument("--theta", type=float, default=None, help="opening angle (default: the solver's)")
+    parser.add_argument("--quadrupole", action=argparse.BooleanOptionalAction, default=None,
+                        help="quadrupole moments (default: the solver's)")
+    parser.add_argument("--leaf-capacity", type=int, default=None, help="leaf capacity (default: the solver's)")
+    parser.add_argument("--threads", type=int, default=None, help="threads for Orrery's solvers (default: all)")
+    parser.add_argument("--softening", type=float, default=0.01, help="softening length (default: 0.01)")
+    parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS), help="initial conditions")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the initial conditions")
+    parser.add_argument("--trials", type=int, default=5, help="timed trials per measurement (default: 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default: 1)")
+    parser.add_argument("--long-trial-s", type=float, default=3.0,
+                        help="a warm-up slower than this is the only trial (default: 3 s)")
+    parser.add_argument("--direct-max-n", type=int, default=32768,
+                        help="largest N at which cpu-direct is timed; above it its time is extrapolated "
+                             "as N^2 and marked so (default: 32768)")
+    parser.add_argument("--error-targets", type=int, default=1024,
+                        help="target particles sampled for RMS errors (default: 1024)")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="accuracy-vs-cost table: monopole vs quadrupole at RMS errors 1e-2, 1e-3, 1e-4")
+    parser.add_argument("--accuracy-n", type=int, default=65536, help="N of the accuracy table (default: 65536)")
+    parser.add_argument("--leaf-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
+                        help="sweep these leaf capacities at --sweep-n")
+    parser.add_argument("--group-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
+                        help="with --leaf-sweep, also sweep the walk's group capacity (solvers with a "
+                             "group_capacity attribute, e.g. cpu-tree)")
+    parser.add_argument("--sweep-n", type=int, default=65536, help="N of the leaf sweep (default: 65536)")
+    parser.add_argument("--peers", action="store_true",
+                        help="pytreegrav and REBOUND trees at each N, against Orrery at equal or better error")
+    parser.add_argument("--peer-threads", type=int, default=2, help="threads for pytreegrav (default: 2)")
+    parser.add_argument("--peer-theta", type=float, default=0.5, help="peers' opening angle (default: 0.5)")
+
+
+def run(args) -> list[dict]:
+    spec = solver_specs().get(args.solver)
+    if spec is None or "theta" not in {option.name for option in spec.options}:
+        raise SystemExit(f"orrery bench tree: --solver must name a solver with a theta option, got {args.solver!r}")
+    rows = scaling(args)
+    if args.leaf_sweep:
+        rows += leaf_sweep(args)
+    if args.accuracy:
+        rows += accuracy_table(args)
+    if args.peers:
+        rows += peers(args)
+    print("(the machine may be shared: ratios measured in one run are the figures to quote)")
+    return rows
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def _solver(args, **overrides):
+    names = {option.name for option in solver_specs()[args.solver].options}
+    options = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
+               "theta": args.theta, "quadrupole": args.quadrupole, "leaf_capacity": args.leaf_capacity}
+    options.update(overrides)
+    return make_solver(args.solver, **{k: v for k, v in options.items() if v is not None and k in names})
+
+
+def _time(fn, args) -> Timing:
+    """Warm-up, then trials; one slow warm-up is kept as the only sample."""
+    import time
+
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    if first > args.long_trial_s:
+        return Timing((first,))
+    return time_trials(fn, warmup=max(0, args.warmup - 1), trials=args.trials)
+
+
+def _breakdown(stats: dict) -> dict:
+    """Every stage time the solver reports (keys ending in _s), whatever the solver."""
+    return {key: value for key, value in stats.items() if key.endswith("_s")}
+
+
+def _stage_columns(stats: dict) -> list[str]:
+    return sorted(_breakdown(stats))
+
+
+def _targets(n: int, count: int, seed: int = 0) -> np.ndarray:
+    return np.sort(np.random.default_rng(seed).choice(n, size=min(n, count), replace=False))
+
+
+def _fmt_table(title: str, rows: list[dict], columns: list[str]) -> None:
+    print(f"\n{title}")
+    print(format_table(rows, columns))
+
+
+# --- scaling, exponent, crossover -------------------------------------------------------------
+
+def scaling(args) -> list[dict]:
+    rows = []
+    direct_measured: list[tuple[int, float]] = []
+    for n in sorted(args.n):
+        particles = ics.make(args.ic, n, seed=args.seed)
+        solver = _solver(args)
+        timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
+        stats = solver.last_stats
+        row = {"table": "scaling", "solver": args.solver, "n": n, **timing.summary(),
+               "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
+               **_breakdown(stats)}
+        row.pop("seconds", None)
+        if n <= args.direct_max_n:
+            direct = make_solver("cpu-direct", precision=args.precision, softening=args.softening,
+                                 threads=args.threads)
+            direct_timing = _time(lambda: direct.accelerations(particles.pos, particles.mass), args)
+            row["direct_s"] = direct_timing.median
+            row["direct_source"] = "measured"
+            direct_measured.append((n, direct_timing.median))
+        elif direct_measured:
+            n0, t0 = direct_measured[-1]
+            row["direct_s"] = t0 * (n / n0) ** 2
+            row["direct_source"] = f"N^2 from {n0}"
+        if "direct_s" in row:
+            row["speedup_vs_direct"] = row["direct_s"] / row["median_s"]
+        rows.append(row)
+    columns = ["n", "median_s", "iqr_s", "interactions_per_particle", *_stage_columns(stats),
+               "direct_s", "direct_source", "speedup_vs_direct"]
+    _fmt_table(f"{args.solver} ({args.precision}, {args.ic}) per evaluation", rows, columns)
+
+    summary = {"table": "summary", "solver": args.solver}
+    if len(rows) >= 2:
+        n = np.array([r["n"] for r in rows], float)
+        t = np.array([r["median_s"] for r in rows])
+        summary["time_exponent"] = float(np.polyfit(np.log(n), np.log(t), 1)[0])
+    summary["crossover_n"], summary["crossover_note"] = _crossover(rows)
+    summary["direct_kernel"] = _direct_kernel_description()
+    summary["tree_float_kernel"] = _tree_kernel_description()
+    print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
+                            for k, v in summary.items() if k != "table"))
+    return rows + [summary]
+
+
+def _crossover(rows) -> tuple[float, str]:
+    measured = [(r["n"], r["median_s"] / r["direct_s"]) for r in rows if r.get("direct_source") == "measured"]
+    if not measured:
+        return float("nan"), "no direct timings"
+    if measured[0][1] < 1.0:
+        return float(measured[0][0]), f"tree already faster at the smallest N measured ({measured[0][0]})"
+    for (n0, r0), (n1, r1) in zip(measured, measured[1:]):
+        if r0 >= 1.0 > r1:
+            # Interpolate log(ratio) linearly in log N.
+            f = math.log(r0) / (math.log(r0) - math.log(r1))
+            return float(math.exp(math.log(n0) + f * (math.log(n1) - math.log(n0)))), "interpolated, both measured"
+    return float("nan"), f"direct still faster at the largest N measured ({measured[-1][0]})"
+
+
+def _direct_kernel_description() -> str:
+    from ... import _native
+
+    info = getattr(_native, "build_info", None)
+    if callable(info):
+        return str(info())
+    return "cpu-direct as built on this branch"
+
+
+def _tree_kernel_description() -> str:
+    from ... import _native
+
+    return _native.tree_float_kernel()
+
+
+# --- leaf sweep --------------------------------------------------------------------------------
+
+def leaf_sweep(args) -> list[dict]:
+    """Every (leaf, group) configuration timed once per round, rounds interleaved, so that load
+    from elsewhere on a shared machine falls on all configurations alike."""
+    import time
+
+    particles = ics.make(args.ic, args.sweep_n, seed=args.seed)
+    targets = _targets(args.sweep_n, args.error_targets)
+    exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
+    configs = []
+    for capacity in args.leaf_sweep:
+        for group in args.group_sweep or [None]:
+            solver = _solver(args, leaf_capacity=capacity)
+            if group is not None:
+                if not hasattr(solver, "group_capacity"):
+                    raise SystemExit(f"orrery bench tree: {args.solver} has no group capacity to sweep")
+                solver.group_capacity = group
+            acc = solver.accelerations(particles.pos, particles.mass)  # also the warm-up
+            configs.append((solver, rms_relative_error(acc[targets], exact), []))
+    for _ in range(args.trials):
+        for solver, _, samples in configs:
+            start = time.perf_counter()
+            solver.accelerations(particles.pos, particles.mass)
+            samples.append(time.perf_counter() - start)
+    rows = []
+    for solver, error, samples in configs:
+        stats = solver.last_stats
+        rows.append({"table": "leaf_sweep", "n": args.sweep_n, "leaf_capacity": solver.params["leaf_capacity"],
+                     "group_capacity": getattr(solver, "group_capacity", ""), **Timing(tuple(samples)).summary(),
+                     "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
+                     "rms_error": error, **_breakdown(stats)})
+    best = min(rows, key=lambda r: r["median_s"])
+    _fmt_table(f"leaf capacity sweep, N = {args.sweep_n}, rounds interleaved (fastest: leaf "
+               f"{best['leaf_capacity']}, group {best['group_capacity']})", rows,
+               ["leaf_capacity", "group_capacity", "median_s", "iqr_s", "interactions_per_particle", "rms_error",
+                *_stage_columns(stats)])
+    return rows
+
+
+# --- accuracy versus cost ----------------------------------------------------------------------
+
+def _largest_theta_within(error_at, target: float, theta_max: float) -> float | None:
+    """Largest theta whose error is <= target (error grows with theta), or None if even a tiny
+    theta misses it (round-off floor)."""
+    if error_at(theta_max) <= target:
+        return theta_max
+    lo, hi = 0.0, theta_max
+    if error_at(1e-3) > target:
+        return None
+    lo = 1e-3
+    for _ in range(THETA_SEARCH_STEPS):
+        mid = 0.5 * (lo + hi)
+        if error_at(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _error_function(args, particles, targets, exact, **options):
+    cache = {}
+
+    def error_at(theta):
+        if theta not in cache:
+            acc = _solver(args, theta=theta, **options).accelerations(particles.pos, particles.mass)
+            cache[theta] = rms_relative_error(acc[targets], exact)
+        return cache[theta]
+
+    return error_at
+
+
+def accuracy_table(args) -> list[dict]:
+    n = args.accuracy_n
+    particles = ics.make(args.ic, n, seed=args.seed)
+    targets = _targets(n, args.error_targets)
+    exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
+    theta_max = next(o for o in solver_specs()[args.solver].options if o.name == "theta").maximum or 2.0
+    rows = []
+    for target in ERROR_TARGETS:
+        for quadrupole in (False, True):
+            error_at = _error_function(args, particles, targets, exact, quadrupole=quadrupole)
+            theta = _largest_theta_within(error_at, target, theta_max)
+            row = {"table": "accuracy", "n": n, "target_error": target, "quadrupole": quadrupole}
+            if theta is None:
+                row.update(theta=float("nan"), note="not reachable (round-off floor)")
+            else:
+                solver = _solver(args, theta=theta, quadrupole=quadrupole)
+                timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
+                row.update(theta=theta, rms_error=error_at(theta), **timing.summary(),
+                           interactions_per_particle=solver.last_stats.get("interactions_per_particle"),
+                           note="largest legal theta" if theta == theta_max else "")
+            rows.append(row)
+    _fmt_table(f"accuracy vs cost, N = {n} (largest theta meeting each RMS target)", rows,
+               ["target_error", "quadrupole", "theta", "rms_error", "median_s", "iqr_s",
+                "interactions_per_particle", "note"])
+    return rows
+
+
+# --- peers -------------------------------------------------------------------------------------
+
+def peers(args) -> list[dict]:
+    found, missing = available_peers(args.peer_theta, args.softening, args.peer_threads)
+    for message in missing:
+        print(message)
+    rows = []
+    theta_max = args.theta if args.theta is not None else 0.5
+    for n in sorted(args.n):
+        particles = ics.make(args.ic, n, seed=args.seed)
+        pos64, mass64 = particles.pos.astype(np.float64), particles.mass.astype(np.float64)
+        targets = _targets(n, args.error_targets)
+        exact = plummer_exact(pos64, mass64, targets, args.softening)
+        ours_error_at = _error_function(args, particles, targets, exact)
+        for peer in found:
+            evaluate, read = peer.prepare(pos64, mass64)
+            peer_timing = _time(evaluate, args)
+            peer_error = rms_relative_error(read()[targets], peer.exact(pos64, mass64, targets))
+            theta = _largest_theta_within(ours_error_at, peer_error, theta_max)
+            row = {"table": "peers", "n": n, "peer": peer.name, "peer_threads": peer.threads,
+                   "peer_kernel": peer.kernel, "peer_theta": args.peer_theta, "peer_error": peer_error,
+                   "peer_s": peer_timing.median, "peer_iqr_s": peer_timing.iqr}
+            if theta is not None:
+                solver = _solver(args, theta=theta)
+                timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
+                row.update(ours_theta=theta, ours_error=ours_error_at(theta), ours_s=timing.median,
+                           ours_iqr_s=timing.iqr, speedup=peer_timing.median / timing.median)
+            rows.append(row)
+    if rows:
+        _fmt_table(f"peers at equal or better RMS error ({args.solver}, {args.precision})", rows,
+                   ["n", "peer", "peer_threads", "peer_error", "peer_s", "ours_theta", "ours_error", "ours_s",
+                    "speedup"])
+    return rows

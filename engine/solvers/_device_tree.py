@@ -1,0 +1,198 @@
+"""Building the Barnes-Hut tree on a compute device, every stage there: bounding cube
+(reduction), Morton keys, key sort, gather into key order, parallel topology build and
+bottom-up moments. The result is cpu-tree's node array (ADR-0010: depth-first, skip indices,
+32-bit indices, 32-byte float32 nodes), node for node; kernels in ``tree_keys.cl``,
+``tree_build.cl``, ``tree_moments.cl`` (and ``scan.cl``, ``radix_sort.cl``).
+
+Only two numbers come back to the host per build: the node count and, for the group walk, the
+group count (4 bytes each), which size the launches that follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..compute import Context, DeviceArray, KernelEvent
+from ..errors import InvalidInputError
+from ._device_scan import DeviceScan
+from ._device_sort import DeviceKeySort
+
+MORTON_LEVELS = 21
+# Work-group sizes: the box reduction, and every one-item-per-body or per-node kernel.
+BOX_GROUP = 256
+BOX_PARTIALS = 512
+ITEM_GROUP = 128
+# Node indices are 32-bit and a tree of n bodies has up to 2n - 1 nodes; kernels index bodies
+# with 32-bit signed integers.
+MAX_BODIES = 2**31 - 1
+STAGES = ("box", "keys", "sort", "build", "moments")
+
+
+def node_dtype(real: np.dtype) -> np.dtype:
+    """The host view of a device node record (the layout of cpu-tree's ``build_tree`` nodes)."""
+    real = np.dtype(real)
+    size = 4 * real.itemsize + real.itemsize + 12
+    itemsize = 32 if real.itemsize == 4 else -(-size // 8) * 8
+    return np.dtype({"names": ["com", "mass", "open2", "skip", "first", "count"],
+                     "formats": [(real, 3), real, real, "<u4", "<u4", "<u4"],
+                     "offsets": [0, 3 * real.itemsize, 4 * real.itemsize, 5 * real.itemsize,
+                                 5 * real.itemsize + 4, 5 * real.itemsize + 8],
+                     "itemsize": itemsize})
+
+
+def _launch_size(count: int, group: int = ITEM_GROUP) -> int:
+    return max(1, -(-count // group)) * group
+
+
+@dataclass
+class DeviceTree:
+    """A built tree in device memory. ``body`` holds the bodies in key order, ``order[k]`` the
+    caller's index of body k, ``nodes`` ``node_count`` records (more rows may follow: capacity),
+    ``quadrupoles`` 6 per node when built with them, ``groups`` the walk groups' node indices."""
+
+    count: int
+    node_count: int
+    body: DeviceArray
+    keys: DeviceArray
+    order: DeviceArray
+    nodes: DeviceArray
+    levels: DeviceArray
+    quadrupoles: DeviceArray
+    groups: DeviceArray
+    group_count: int
+    events: dict[str, list[KernelEvent]] = field(default_factory=dict)
+
+    def node_records(self, real) -> np.ndarray:
+        """The nodes as a host structured array (copied from the device)."""
+        words = self.nodes.download()[:self.node_count]
+        return np.ascontiguousarray(words).view(node_dtype(real)).reshape(-1)
+
+
+class DeviceTreeBuilder:
+    """Builds :class:`DeviceTree` s for one solver's settings, keeping its scratch arrays
+    between builds (they are reallocated only when the body count or node count grows)."""
+
+    def __init__(self, context: Context, dtype, *, theta: float, leaf_capacity: int,
+                 group_capacity: int, quadrupole: bool):
+        self.context = context
+        self.dtype = np.dtype(dtype)
+        self.theta = theta
+        self.quadrupole = quadrupole
+        fp64 = context.info.fp64
+        self.accum = np.dtype(np.float64 if fp64 else np.float32)
+        common = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8}
+        keys = context.build(["tree_common.cl", "tree_keys.cl"], defines={**common, "BOX_GROUP": BOX_GROUP})
+        build = context.build(["tree_common.cl", "tree_build.cl"],
+                              defines={**common, "LEAF_CAPACITY": leaf_capacity,
+                                       "GROUP_CAPACITY": group_capacity})
+        moments = context.build(["tree_common.cl", "tree_moments.cl"],
+                                defines={**common, "QUADRUPOLE": quadrupole})
+        self._k = {name: keys.kernel(name) for name in
+                   ("box_partials", "box_finish", "morton_keys", "gather_bodies",
+                    "scatter_results")}
+        self._b = {name: build.kernel(name) for name in
+                   ("node_chain_lengths", "node_chains", "read_entry", "compact_groups")}
+        self._m = {name: moments.kernel(name) for name in ("leaf_moments", "internal_moments")}
+        self._scan = DeviceScan(context)
+        self._sort = DeviceKeySort(context)
+        self._count = 0
+        self._capacity = 0
+        self._entry = context.empty(1, np.uint32)
+        self._cube = context.empty(4, self.accum)
+        self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype)
+
+    def _body_arrays(self, count: int) -> None:
+        if count == self._count:
+            return
+        empty = self.context.empty
+        self._keys = (empty(count, np.uint64), empty(count, np.uint64))
+        self._order = (empty(count, np.uint32), empty(count, np.uint32))
+        self._sorted = empty((count, 4), self.dtype)
+        self._starts = empty(count + 1, np.uint32)
+        self._count = count
+
+    def _node_arrays(self, node_count: int) -> None:
+        if node_count <= self._capacity:
+            return
+        capacity = node_count + node_count // 4
+        empty = self.context.empty
+        words = node_dtype(self.dtype).itemsize // 4
+        self._nodes = empty((capacity, words), np.uint32)
+        self._levels = empty(capacity, np.uint32)
+        self._flags = empty(capacity + 1, np.uint32)
+        self._offsets = empty(capacity + 1, np.uint32)
+        self._groups = empty(capacity, np.uint32)
+        self._sums = empty(4 * capacity, self.accum)
+        self._centres = empty(4 * capacity, self.accum)
+        quad_rows = capacity if self.quadrupole else 1
+        self._moments = empty(6 * quad_rows, self.accum)
+        self._quadrupoles = empty(6 * quad_rows, self.dtype)
+        self._capacity = capacity
+
+    def scatter(self, tree: DeviceTree, result: DeviceArray, out: DeviceArray) -> KernelEvent:
+        """``out[order[k]] = result[k]``: key-ordered results back in the caller's order."""
+        return self._k["scatter_results"].launch(_launch_size(tree.count), ITEM_GROUP, result,
+                                                 tree.order, np.int32(tree.count), out)
+
+    def _read(self, values: DeviceArray, index: int) -> int:
+        self._b["read_entry"].launch(ITEM_GROUP, ITEM_GROUP, values, np.int32(index), self._entry)
+        return int(self._entry.download()[0])
+
+    def build(self, body: DeviceArray, count: int, *, groups: bool) -> DeviceTree:
+        """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass); with
+        ``groups`` also the walk groups."""
+        if count < 1:
+            raise InvalidInputError("a tree needs at least one body")
+        if count > MAX_BODIES:
+            raise InvalidInputError(f"gpu-tree holds at most {MAX_BODIES} bodies (32-bit node "
+                                    f"indices for up to 2n - 1 nodes), got {count}")
+        self._body_arrays(count)
+        n = np.int32(count)
+        k, b, m = self._k, self._b, self._m
+        events: dict[str, list[KernelEvent]] = {stage: [] for stage in STAGES}
+        partial_groups = min(BOX_PARTIALS, -(-count // BOX_GROUP))
+        events["box"] = [
+            k["box_partials"].launch(partial_groups * BOX_GROUP, BOX_GROUP, body, n, self._partials),
+            k["box_finish"].launch(BOX_GROUP, BOX_GROUP, self._partials, np.int32(partial_groups),
+                                   self._cube)]
+        events["keys"] = [k["morton_keys"].launch(_launch_size(count), ITEM_GROUP, body, n,
+                                                  self._cube, self._keys[0], self._order[0])]
+        sort_events, (keys, order) = self._sort.sort(self._keys[0], self._order[0], self._keys[1],
+                                                     self._order[1], count)
+        events["sort"] = sort_events + [
+            k["gather_bodies"].launch(_launch_size(count), ITEM_GROUP, body, order, n, self._sorted)]
+
+        starts = self._starts
+        events["build"] = [b["node_chain_lengths"].launch(_launch_size(count), ITEM_GROUP, keys, n,
+                                                          starts)]
+        events["build"] += self._scan.scan(starts, count, starts)
+        node_count = self._read(starts, count)
+        self._node_arrays(node_count)
+        events["build"].append(b["node_chains"].launch(_launch_size(count), ITEM_GROUP, keys, n,
+                                                       starts, self._nodes, self._levels,
+                                                       self._flags))
+        group_count = 0
+        if groups:
+            events["build"] += self._scan.scan(self._flags, node_count, self._offsets)
+            group_count = self._read(self._offsets, node_count)
+            events["build"].append(b["compact_groups"].launch(
+                _launch_size(node_count), ITEM_GROUP, self._flags, self._offsets,
+                np.int32(node_count), self._groups))
+
+        theta = self.accum.type(self.theta)
+        nodes_n = np.int32(node_count)
+        width = _launch_size(node_count)
+        moment_arrays = (self._sums, self._centres, self._moments, self._quadrupoles)
+        events["moments"] = [m["leaf_moments"].launch(width, ITEM_GROUP, self._nodes, nodes_n,
+                                                      self._levels, keys, self._sorted, self._cube,
+                                                      theta, *moment_arrays)]
+        for level in range(MORTON_LEVELS - 1, -1, -1):
+            events["moments"].append(m["internal_moments"].launch(
+                width, ITEM_GROUP, self._nodes, nodes_n, self._levels, keys, np.int32(level),
+                self._cube, theta, *moment_arrays))
+        return DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
+                          order=order, nodes=self._nodes, levels=self._levels,
+                          quadrupoles=self._quadrupoles, groups=self._groups,
+                          group_count=group_count, events=events)

@@ -1,0 +1,74 @@
+"""``cpu-tree``: native Barnes-Hut tree, rebuilt every evaluation, multithreaded.
+
+Morton sort, depth-first linear octree with skip indices, monopole (optionally quadrupole)
+moments and a group walk with the opening test ``d > side/theta + |com - cell centre|``
+(docs/adr/0010-tree-node-layout.md). Cost about N log N; ``theta = 0`` opens every cell and is
+direct summation. Results do not depend on the thread count, bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ... import _native
+from ._base import Solver
+from ._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA, THREADS, SolverSpec
+
+# The leaf-capacity sweep in docs/performance.md ("CPU Barnes-Hut tree") chose this default.
+TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
+
+
+class CpuTreeSolver(Solver):
+    """Barnes-Hut gravity on the CPU.
+
+    Parameters
+    ----------
+    precision : {"f32", "f64"}
+        Arithmetic and storage precision of positions, nodes and sums.
+    softening : float
+        Plummer softening length (N-body units).
+    threads : int or None
+        Worker threads; None uses every core.
+    theta : float
+        Opening angle; 0.5 gives RMS relative errors near 1e-3 on a Plummer sphere.
+    quadrupole : bool
+        Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
+    leaf_capacity : int
+        Most particles a leaf holds (coincident particles may exceed it).
+
+    ``last_stats`` after an evaluation: ``seconds`` and the native breakdown ``sort_s`` (keys,
+    radix sort and gather), ``build_s``, ``moments_s``, ``walk_s``, the interaction counters
+    ``particle_particle`` and ``particle_cell``, ``interactions_per_particle``, ``nodes``,
+    ``leaves`` and ``depth``.
+    """
+
+    name = "cpu-tree"
+
+    def __init__(self, *, precision, softening, threads, theta, quadrupole, leaf_capacity):
+        super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
+                         quadrupole=quadrupole, leaf_capacity=leaf_capacity)
+        self.threads = threads or 0
+        self.theta = theta
+        self.quadrupole = quadrupole
+        self.leaf_capacity = leaf_capacity
+        # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an
+        # option, because it changes speed and interaction counts but barely the answer.
+        self.group_capacity = _native.TREE_GROUP_CAPACITY
+        # Holds the tree's buffers between evaluations (no other state: the tree is rebuilt).
+        self._engine = _native.TreeF32() if precision == "f32" else _native.TreeF64()
+
+    def _compute(self, pos, mass, potential):
+        return self._engine.evaluate(pos, mass, self.softening, self.theta, self.quadrupole,
+                                     self.leaf_capacity, group_capacity=self.group_capacity,
+                                     threads=self.threads, potential=potential)
+
+    def _extra_stats(self) -> dict:
+        return dict(self._engine.stats)
+
+
+SPEC = SolverSpec(
+    name="cpu-tree",
+    doc="Barnes-Hut tree on the CPU: O(N log N), error set by the opening angle theta",
+    options=(PRECISION, SOFTENING, THREADS, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY),
+    factory=CpuTreeSolver,
+)

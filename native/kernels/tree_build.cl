@@ -1,0 +1,132 @@
+/* tree_build.cl: the octree topology from sorted Morton keys, in parallel, in depth-first order.
+ *
+ * The tree is cpu-tree's (native/octree.cpp): a node's cell is the smallest Morton cell holding
+ * its bodies; a node with more than LEAF_CAPACITY bodies and distinct keys has one child per
+ * non-empty octant at the next level, in key order. A node's bodies are exactly the keys that
+ * share its cell's prefix, so every range is found by a search over the sorted keys.
+ *
+ * Depth-first order without a recursion: the nodes whose range begins at body p form a chain
+ * (a node, its first child, that child's first child, ... down to a leaf), and in depth-first
+ * order a node comes after every node that begins before p and after its own chain ancestors.
+ * So with c(p) the chain's length and S the exclusive prefix sum of c, the chain at p occupies
+ * indices S(p), S(p) + 1, ..., and a node ending at e has skip = S(e) (S(count) = node count).
+ * node_chain_lengths writes c, scan.cl gives S, node_chains writes the nodes.
+ * A chain starts at p > 0 only where keys[p-1] != keys[p]; its parent is the cell at level
+ * common_level(keys[p-1], keys[p]), which has children only when it holds more than
+ * LEAF_CAPACITY bodies (its ancestors then hold more too, so all of them were split).
+ * Also marks the walk groups as cpu-tree's walk finds them: the outermost nodes with at most
+ * GROUP_CAPACITY bodies, or leaves.
+ * Needs tree_common.cl first. Host defines: LEAF_CAPACITY, GROUP_CAPACITY. */
+
+/* The first index in [p, count) whose key does not share `digits` octal digits with keys[p]. */
+DEVICE int run_end(GLOBAL const ulong* RESTRICT keys, const int count, const int p, const int digits) {
+  if (digits == 0) return count;
+  const int shift = 3 * (MORTON_LEVELS - digits);
+  const ulong prefix = keys[p] >> shift;
+  int inside = p, step = 1;
+  while (inside + step < count && (keys[inside + step] >> shift) == prefix) {
+    inside += step;
+    step <<= 1;
+  }
+  int outside = MIN(count, inside + step);
+  while (outside - inside > 1) {
+    const int middle = inside + (outside - inside) / 2;
+    if ((keys[middle] >> shift) == prefix) inside = middle;
+    else outside = middle;
+  }
+  return outside;
+}
+
+/* The first index in [0, p] whose key shares `digits` octal digits with keys[p]. */
+DEVICE int run_begin(GLOBAL const ulong* RESTRICT keys, const int p, const int digits) {
+  if (digits == 0) return 0;
+  const int shift = 3 * (MORTON_LEVELS - digits);
+  const ulong prefix = keys[p] >> shift;
+  int inside = p, step = 1;
+  while (inside - step >= 0 && (keys[inside - step] >> shift) == prefix) {
+    inside -= step;
+    step <<= 1;
+  }
+  int outside = MAX(-1, inside - step);
+  while (inside - outside > 1) {
+    const int middle = outside + (inside - outside) / 2;
+    if ((keys[middle] >> shift) == prefix) inside = middle;
+    else outside = middle;
+  }
+  return inside;
+}
+
+/* Walks the chain of nodes beginning at body p; writes them when `nodes` is given. Returns the
+ * chain's length. */
+DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const int p,
+                       GLOBAL const uint* RESTRICT starts, GLOBAL TreeNode* RESTRICT nodes,
+                       GLOBAL uint* RESTRICT levels, GLOBAL uint* RESTRICT group_flags) {
+  int end;
+  uint parent_count;
+  if (p == 0) {
+    end = count;
+    parent_count = 0xffffffffu;
+  } else {
+    const ulong previous = keys[p - 1], key = keys[p];
+    if (previous == key) return 0;
+    const int parent_level = common_level(previous, key);
+    parent_count = (uint)(run_end(keys, count, p, parent_level) - run_begin(keys, p, parent_level));
+    if (parent_count <= LEAF_CAPACITY) return 0;
+    end = run_end(keys, count, p, parent_level + 1);
+  }
+  uint made = 0;
+  for (;;) {
+    const int level = common_level(keys[p], keys[end - 1]);
+    const uint bodies = (uint)(end - p);
+    const int leaf = bodies <= LEAF_CAPACITY || level == MORTON_LEVELS;
+    if (nodes) {
+      const uint index = starts[p] + made;
+      TreeNode node;
+      node.cx = 0;
+      node.cy = 0;
+      node.cz = 0;
+      node.mass = 0;
+      node.open2 = 0;
+      node.skip = starts[end];
+      node.first = (uint)p;
+      node.count = bodies;
+      nodes[index] = node;
+      levels[index] = (uint)level;
+      group_flags[index] = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
+    }
+    ++made;
+    if (leaf) return made;
+    parent_count = bodies;
+    end = run_end(keys, count, p, level + 1);
+  }
+}
+
+/* lengths[p] = number of nodes whose range begins at body p. */
+KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int count,
+                               GLOBAL uint* RESTRICT lengths) {
+  const int p = GLOBAL_ID;
+  if (p >= count) return;
+  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0);
+}
+
+/* Writes every node's topology (skip, first, count), its cell level and its group flag. */
+KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
+                        GLOBAL const uint* RESTRICT starts, GLOBAL TreeNode* RESTRICT nodes,
+                        GLOBAL uint* RESTRICT levels, GLOBAL uint* RESTRICT group_flags) {
+  const int p = GLOBAL_ID;
+  if (p >= count) return;
+  node_chain(keys, count, p, starts, nodes, levels, group_flags);
+}
+
+/* total[0] = values[index]: one entry read back (the node or group count) without the array. */
+KERNEL void read_entry(GLOBAL const uint* RESTRICT values, const int index, GLOBAL uint* RESTRICT total) {
+  if (GLOBAL_ID == 0) total[0] = values[index];
+}
+
+/* groups[offsets[i]] = i for every flagged node i: the walk groups in depth-first order. */
+KERNEL void compact_groups(GLOBAL const uint* RESTRICT flags, GLOBAL const uint* RESTRICT offsets,
+                           const int node_count, GLOBAL uint* RESTRICT groups) {
+  const int i = GLOBAL_ID;
+  if (i >= node_count || !flags[i]) return;
+  groups[offsets[i]] = (uint)i;
+}

@@ -1,0 +1,41 @@
+// The Barnes-Hut walk: each leaf's particles walk the tree together as one group.
+//
+// A group's targets are its leaf's particles; a node is accepted for the whole group when the
+// squared distance from the node's centre of mass to the group's bounding box exceeds the node's
+// open2, i.e. d > side/theta + |com - cell centre| (Salmon & Warren's b_max guard, so a centre of
+// mass near its cell's edge cannot sit too close to a target). Accepted nodes join the group's
+// list of cells, opened leaves the list of particles, and the group's own leaf is summed pair by
+// pair without its self-interactions. The walk follows skip indices, so it keeps no stack.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "octree.hpp"
+
+namespace orrery {
+
+// Most particles that share one walk, unless a leaf over capacity holds more (see the sweep in
+// docs/performance.md).
+constexpr std::size_t kDefaultGroupCapacity = 256;
+
+template <typename T>
+struct SortedParticles {
+  std::vector<T> x, y, z, m;
+};
+
+struct WalkCounts {
+  std::uint64_t particle_particle = 0;  // pairwise terms evaluated (i != j)
+  std::uint64_t particle_cell = 0;      // cell terms evaluated
+};
+
+// Accelerations (and potentials when pot != nullptr) written in the caller's order:
+// particle k of the sorted arrays is caller particle order[k]. Groups are shared among
+// `threads` threads in dynamic chunks; each group's arithmetic is fixed, so results do not depend
+// on the thread count.
+template <typename T>
+WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,
+                     T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads, T* acc, T* pot);
+
+}  // namespace orrery

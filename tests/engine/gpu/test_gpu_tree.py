@@ -1,0 +1,221 @@
+"""gpu-tree against cpu-tree's host build (node for node), the reference solver (accuracy), a
+host per-body walk over the same nodes (interaction counts and sums), and on degenerate inputs;
+the device key sort against NumPy's stable sort."""
+
+import numpy as np
+import pytest
+
+from orrery import _native
+from orrery.engine import InvalidInputError, Simulation, ics, make_solver
+from orrery.engine.accuracy import max_relative_error, rms_relative_error
+from orrery.engine.solvers._device_sort import DeviceKeySort
+from orrery.engine.solvers._device_state import DeviceState
+from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
+from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
+
+SOFTENING = 0.01
+
+
+def _reference(particles, potential=False):
+    return make_solver("reference", softening=SOFTENING).accelerations(
+        particles.pos, particles.mass, potential=potential)
+
+
+def _clustered(n, seed):
+    """Three Plummer clumps of very different sizes far apart, and a tight knot of 40 bodies at
+    one point: deep, lopsided trees and keys with many duplicates."""
+    rng = np.random.default_rng(seed)
+    parts = [ics.plummer(n // 2, seed=seed).pos, 1e-3 * ics.plummer(n // 4, seed=seed + 1).pos + 5.0,
+             0.1 * ics.plummer(n - n // 2 - n // 4 - 40, seed=seed + 2).pos - 3.0,
+             np.full((40, 3), 0.25)]
+    pos = np.concatenate(parts)
+    return pos[rng.permutation(len(pos))], rng.uniform(0.5, 1.5, len(pos)) / len(pos)
+
+
+@pytest.mark.parametrize("layout", ["plummer", "clustered"])
+@pytest.mark.parametrize("leaf_capacity", [1, 16])
+def test_device_build_equals_host_build_node_for_node(device, layout, leaf_capacity):
+    if layout == "plummer":
+        particles = ics.plummer(3000, seed=11)
+        pos, mass = particles.pos, particles.mass
+    else:
+        pos, mass = _clustered(3000, seed=12)
+    pos32, mass32 = pos.astype(np.float32), mass.astype(np.float32)
+    solver = make_solver("gpu-tree", device=device, theta=0.6, leaf_capacity=leaf_capacity,
+                         quadrupole=True, walk="group")
+    solver.accelerations(pos32, mass32)
+    tree = solver.last_tree()
+    host = _native.build_tree(pos32, mass32, leaf_capacity=leaf_capacity, quadrupole=True, theta=0.6)
+    nodes, host_nodes = tree.node_records(np.float32), host["nodes"]
+    assert tree.node_count == len(host_nodes) == solver.last_stats["nodes"]
+    for field in ("skip", "first", "count"):
+        assert np.array_equal(nodes[field], host_nodes[field]), field
+    assert np.array_equal(tree.keys.download(), host["keys"])
+    assert np.array_equal(tree.order.download(), host["order"])
+    assert np.array_equal(tree.levels.download()[:tree.node_count], host["cell_level"])
+    # Sums in double on both sides; a fused multiply-add on the device may move the last bit.
+    for field in ("com", "mass", "open2"):
+        np.testing.assert_allclose(nodes[field], host_nodes[field], rtol=2e-7, atol=0)
+    quadrupoles = tree.quadrupoles.download()[:6 * tree.node_count].reshape(-1, 6)
+    scale = np.abs(host["quadrupoles"]).max()
+    np.testing.assert_allclose(quadrupoles, host["quadrupoles"], rtol=1e-5, atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered"])
+def test_device_key_sort_equals_numpy_stable_sort(context, kind):
+    rng = np.random.default_rng(3)
+    n = 20001
+    if kind == "random":
+        keys = rng.integers(0, 2**63, n, dtype=np.uint64)
+    else:  # few distinct keys, many ties, all digits but a few constant
+        keys = (rng.integers(0, 50, n, dtype=np.uint64) << np.uint64(40)) | np.uint64(7)
+    arrays = [context.upload(keys), context.upload(np.arange(n, dtype=np.uint32)),
+              context.empty(n, np.uint64), context.empty(n, np.uint32)]
+    _, (sorted_keys, order) = DeviceKeySort(context).sort(*arrays, n)
+    expected = np.argsort(keys, kind="stable")
+    assert np.array_equal(order.download(), expected)
+    assert np.array_equal(sorted_keys.download(), keys[expected])
+
+
+@pytest.mark.parametrize("quadrupole", [False, True])
+def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole):
+    particles = ics.plummer(4096, seed=5)
+    options = dict(precision="f32", softening=SOFTENING, theta=0.6, quadrupole=quadrupole)
+    gpu = make_solver("gpu-tree", device=device, walk="group", **options)
+    cpu = make_solver("cpu-tree", **options)
+    cpu.group_capacity = GROUP_CAPACITY  # cpu-tree's tuning knob: the same groups on both
+    reference = _reference(particles)
+    gpu_error = rms_relative_error(gpu.accelerations(particles.pos, particles.mass), reference)
+    cpu_error = rms_relative_error(cpu.accelerations(particles.pos, particles.mass), reference)
+    for counter in ("particle_particle", "particle_cell", "nodes"):
+        assert gpu.last_stats[counter] == cpu.last_stats[counter], counter
+    assert gpu_error <= 1.1 * cpu_error
+    assert cpu_error <= (6e-4 if quadrupole else 2e-3)
+
+
+def _host_walk(nodes, body, eps2):
+    """Every body's own stackless walk over the host's node array, sums in float64: the
+    reference for the per-body walks (accept when |com - x|^2 > open2; opened leaves are summed
+    without the body itself)."""
+    n, count = len(body), len(nodes)
+    acc = np.zeros((n, 3))
+    pp = pc = 0
+    position = np.zeros(n, dtype=np.int64)
+    targets = np.arange(n)
+    while targets.size:
+        i = position[targets]
+        node = nodes[i]
+        d = node["com"].astype(np.float64) - body[targets, :3]
+        # The device decides in float32: decide in float32 here too.
+        gap = node["com"] - body[targets, :3].astype(np.float32)
+        accept = np.einsum("ij,ij->i", gap, gap) > node["open2"]
+        leaf = ~accept & (node["skip"] == i + 1)
+        r2 = np.einsum("ij,ij->i", d, d) + eps2
+        acc[targets[accept]] += (node["mass"][accept] / r2[accept] ** 1.5)[:, None] * d[accept]
+        pc += int(accept.sum())
+        for t, k in zip(targets[leaf], i[leaf]):
+            js = np.arange(nodes["first"][k], nodes["first"][k] + nodes["count"][k])
+            js = js[js != t]
+            dj = body[js, :3] - body[t, :3]
+            acc[t] += (body[js, 3] / (np.einsum("ij,ij->i", dj, dj) + eps2) ** 1.5) @ dj
+            pp += len(js)
+        position[targets] = np.where(accept | leaf, node["skip"], i + 1)
+        targets = targets[position[targets] < count]
+    return acc, pp, pc
+
+
+def test_per_body_walks_equal_a_host_walk_of_the_same_tree(device):
+    particles = ics.plummer(1500, seed=8)
+    results = {}
+    for walk in ("coherent", "independent"):
+        solver = make_solver("gpu-tree", device=device, theta=0.7, walk=walk, softening=SOFTENING)
+        results[walk] = (solver.accelerations(particles.pos, particles.mass), dict(solver.last_stats))
+    tree = solver.last_tree()
+    nodes = tree.node_records(np.float32)
+    body = tree.body.download().astype(np.float64)
+    expected, pp, pc = _host_walk(nodes, body, SOFTENING ** 2)
+    expected_caller_order = np.empty_like(expected)
+    expected_caller_order[tree.order.download()] = expected
+    for walk, (acc, stats) in results.items():
+        assert (stats["particle_particle"], stats["particle_cell"]) == (pp, pc), walk
+        assert max_relative_error(acc, expected_caller_order) <= 2e-5, walk
+    # The same decisions in the same order: the same sums.
+    assert np.allclose(results["coherent"][0], results["independent"][0], rtol=1e-6, atol=0)
+
+
+def test_coherent_walk_accuracy_and_potential_against_reference(device):
+    particles = ics.plummer(4096, seed=6)
+    reference_acc, reference_pot = _reference(particles, potential=True)
+    errors = {}
+    for quadrupole in (False, True):
+        solver = make_solver("gpu-tree", device=device, theta=0.4, quadrupole=quadrupole,
+                             softening=SOFTENING)
+        acc, pot = solver.accelerations(particles.pos, particles.mass, potential=True)
+        errors[quadrupole] = rms_relative_error(acc, reference_acc)
+        assert np.sqrt(np.mean((pot / reference_pot - 1) ** 2)) <= errors[quadrupole]
+    assert errors[False] <= 1.5e-3
+    assert errors[True] <= 0.5 * errors[False]
+
+
+def test_theta_zero_is_direct_summation(device):
+    particles = ics.plummer(700, seed=4)
+    solver = make_solver("gpu-tree", device=device, precision="f64", theta=0.0, softening=SOFTENING)
+    acc = solver.accelerations(particles.pos, particles.mass)
+    assert max_relative_error(acc, _reference(particles)) <= 1e-12
+    assert solver.last_stats["particle_cell"] == 0
+    assert solver.last_stats["particle_particle"] == 700 * 699
+
+
+@pytest.mark.parametrize("case", ["single", "coincident", "line", "all-coincident"])
+def test_degenerate_inputs(device, case):
+    rng = np.random.default_rng(2)
+    if case == "single":
+        pos, mass = np.array([[0.3, -1.0, 2.0]]), np.array([1.0])
+    elif case == "coincident":  # 200 bodies on one point inside a Plummer sphere
+        pos = ics.plummer(600, seed=3).pos
+        pos[rng.choice(600, 200, replace=False)] = pos[0]
+        mass = np.full(600, 1 / 600)
+    elif case == "line":
+        pos = np.zeros((500, 3))
+        pos[:, 0] = rng.uniform(-1, 1, 500)
+        mass = np.full(500, 1 / 500)
+    else:
+        pos, mass = np.ones((70, 3)), np.full(70, 1 / 70)
+    solver = make_solver("gpu-tree", device=device, precision="f64", theta=0.5, softening=0.05)
+    acc, pot = solver.accelerations(pos, mass, potential=True)
+    exact_acc, exact_pot = make_solver("reference", softening=0.05).accelerations(pos, mass,
+                                                                                   potential=True)
+    assert np.all(np.isfinite(acc)) and np.all(np.isfinite(pot))
+    if case == "single":
+        assert np.array_equal(acc, np.zeros((1, 3))) and np.array_equal(pot, np.zeros(1))
+    elif case == "all-coincident":  # one leaf over capacity: summed pair by pair, no force
+        assert solver.last_stats["nodes"] == 1
+        assert np.allclose(acc, 0, atol=1e-12) and np.allclose(pot, exact_pot, rtol=1e-12)
+    else:
+        scale = np.abs(exact_acc).max()
+        assert np.max(np.abs(acc - exact_acc)) <= 0.02 * scale
+        np.testing.assert_allclose(pot, exact_pot, rtol=5e-3)
+
+
+def test_body_count_past_32_bit_node_indices_is_refused(context):
+    builder = DeviceTreeBuilder(context, np.float32, theta=0.5, leaf_capacity=16,
+                                group_capacity=128, quadrupole=False)
+    with pytest.raises(InvalidInputError, match="at most"):
+        builder.build(context.empty((1, 4), np.float32), MAX_BODIES + 1, groups=False)
+
+
+def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
+    particles = ics.plummer(1024, seed=9)
+    options = dict(precision="f64", softening=0.02, theta=0.5)
+    gpu = Simulation(particles, make_solver("gpu-tree", device=device, walk="group", **options),
+                     dt=2e-3)
+    cpu_solver = make_solver("cpu-tree", **options)
+    cpu_solver.group_capacity = GROUP_CAPACITY
+    cpu = Simulation(particles, cpu_solver, dt=2e-3)
+    assert isinstance(gpu._state, DeviceState)
+    gpu.step(20)
+    cpu.step(20)
+    assert np.allclose(gpu.positions(), cpu.positions(), rtol=0, atol=1e-9)
+    assert gpu.energy_error() == pytest.approx(cpu.energy_error(), abs=1e-9)
+    stats = gpu.solver.last_stats
+    assert stats["walk_s"] > 0 and stats["kernel_seconds"] <= stats["seconds"]

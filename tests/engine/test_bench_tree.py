@@ -1,0 +1,49 @@
+"""``orrery bench tree`` end to end at tiny sizes: every table is produced, rows carry the stage
+breakdown, and missing peers are skipped with a message."""
+
+import json
+import sys
+
+from orrery.app.cli import main
+
+
+def test_bench_tree_tables(tmp_path, capsys):
+    out = tmp_path / "tree.json"
+    assert main(["bench", "tree", "--n", "512", "1024", "--trials", "1", "--warmup", "1",
+                 "--error-targets", "64", "--accuracy", "--accuracy-n", "1024", "--leaf-sweep", "4", "16",
+                 "--group-sweep", "32", "64", "--sweep-n", "1024", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "accuracy vs cost" in printed and "leaf capacity sweep" in printed
+    rows = json.loads(out.read_text())["rows"]
+    scaling = [r for r in rows if r["table"] == "scaling"]
+    assert [r["n"] for r in scaling] == [512, 1024]
+    for row in scaling:
+        assert row["direct_source"] == "measured" and row["direct_s"] > 0
+        assert {"sort_s", "build_s", "moments_s", "walk_s"} <= set(row)
+        assert row["interactions_per_particle"] > 0
+    summary = next(r for r in rows if r["table"] == "summary")
+    assert "time_exponent" in summary and "crossover_n" in summary
+    accuracy = [r for r in rows if r["table"] == "accuracy"]
+    assert len(accuracy) == 6
+    for row in accuracy:
+        if row["theta"] == row["theta"]:  # reached: the error found meets the target
+            assert row["rms_error"] <= row["target_error"]
+    sweep = [(r["leaf_capacity"], r["group_capacity"]) for r in rows if r["table"] == "leaf_sweep"]
+    assert sweep == [(4, 32), (4, 64), (16, 32), (16, 64)]
+
+
+def test_bench_tree_skips_missing_peers(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "pytreegrav", None)
+    monkeypatch.setitem(sys.modules, "rebound", None)
+    assert main(["bench", "tree", "--n", "256", "--trials", "1", "--peers"]) == 0
+    printed = capsys.readouterr().out
+    assert "pytreegrav not installed" in printed and "rebound not installed" in printed
+
+
+def test_bench_tree_rejects_solvers_without_theta():
+    try:
+        main(["bench", "tree", "--n", "256", "--solver", "cpu-direct"])
+    except SystemExit as stop:
+        assert "theta" in str(stop.code)
+    else:
+        raise AssertionError("cpu-direct has no theta option and must be refused")

@@ -1,0 +1,265 @@
+"""cpu-tree: accuracy against the reference solver, degenerate inputs, thread-count invariance,
+caller order, and the host tree layout the GPU tree is compared with."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orrery import _native
+from orrery.app.cli import main
+from orrery.engine import ics, make_solver
+from orrery.engine.accuracy import max_relative_error, rms_relative_error
+from orrery.engine.errors import InvalidInputError, UnknownSolverError
+
+SOFTENING = 0.01
+
+
+def _reference(particles):
+    return make_solver("reference", softening=SOFTENING).accelerations(particles.pos, particles.mass,
+                                                                       potential=True)
+
+
+@pytest.fixture(scope="module")
+def plummer_8192():
+    particles = ics.plummer(8192, seed=3)
+    return particles, _reference(particles)
+
+
+@pytest.fixture(scope="module")
+def hernquist_4096():
+    particles = ics.hernquist(4096, seed=4)
+    return particles, _reference(particles)
+
+
+def _tree(particles, **options):
+    options = {"precision": "f64", "softening": SOFTENING, **options}
+    solver = make_solver("cpu-tree", **options)
+    acc, pot = solver.accelerations(particles.pos, particles.mass, potential=True)
+    return acc, pot, solver.last_stats
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+@pytest.mark.parametrize("quadrupole, limit", [(False, 2e-3), (True, 5e-4)])
+def test_plummer_error_at_theta_half(plummer_8192, precision, quadrupole, limit):
+    particles, (ref_acc, _) = plummer_8192
+    acc, _, stats = _tree(particles, precision=precision, theta=0.5, quadrupole=quadrupole)
+    assert acc.dtype == np.dtype(np.float32 if precision == "f32" else np.float64)
+    error = rms_relative_error(acc, ref_acc)
+    assert error <= limit
+    # An approximation worth its name: far fewer interactions than direct summation.
+    assert stats["interactions_per_particle"] < 0.5 * len(particles.mass)
+
+
+@pytest.mark.parametrize("quadrupole", [False, True])
+def test_error_falls_as_theta_falls(plummer_8192, quadrupole):
+    particles, (ref_acc, _) = plummer_8192
+    errors, costs = [], []
+    for theta in (0.9, 0.7, 0.5, 0.3):
+        acc, _, stats = _tree(particles, theta=theta, quadrupole=quadrupole)
+        errors.append(rms_relative_error(acc, ref_acc))
+        costs.append(stats["interactions_per_particle"])
+    assert all(b < a for a, b in zip(errors, errors[1:])), errors
+    assert all(b > a for a, b in zip(costs, costs[1:])), costs
+
+
+def test_quadrupoles_reduce_the_error(plummer_8192):
+    particles, (ref_acc, _) = plummer_8192
+    mono, _, _ = _tree(particles, theta=0.7)
+    quad, _, _ = _tree(particles, theta=0.7, quadrupole=True)
+    assert rms_relative_error(quad, ref_acc) < 0.5 * rms_relative_error(mono, ref_acc)
+
+
+def test_theta_zero_is_direct_summation(plummer_8192):
+    particles, (ref_acc, ref_pot) = plummer_8192
+    acc, pot, stats = _tree(particles, theta=0.0)
+    n = len(particles.mass)
+    assert stats["particle_cell"] == 0
+    assert stats["particle_particle"] == n * (n - 1)
+    assert max_relative_error(acc, ref_acc) < 1e-12
+    np.testing.assert_allclose(pot, ref_pot, rtol=1e-12)
+
+
+@pytest.mark.parametrize("quadrupole", [False, True])
+def test_potentials_match_reference(plummer_8192, quadrupole):
+    particles, (_, ref_pot) = plummer_8192
+    _, pot, _ = _tree(particles, theta=0.5, quadrupole=quadrupole)
+    relative = np.abs(pot / ref_pot - 1.0)
+    assert np.sqrt(np.mean(relative**2)) < (2e-4 if quadrupole else 1e-3)
+
+
+def test_hernquist_error(hernquist_4096):
+    particles, (ref_acc, _) = hernquist_4096
+    mono, _, _ = _tree(particles, theta=0.5)
+    quad, _, _ = _tree(particles, theta=0.5, quadrupole=True)
+    assert rms_relative_error(mono, ref_acc) < 3e-3
+    assert rms_relative_error(quad, ref_acc) < 1e-3
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+@pytest.mark.parametrize("quadrupole", [False, True])
+def test_results_do_not_depend_on_thread_count(precision, quadrupole):
+    particles = ics.hernquist(6000, seed=9)
+    results = [_tree(particles, precision=precision, quadrupole=quadrupole, threads=threads)
+               for threads in (1, 2, 3)]
+    for acc, pot, stats in results[1:]:
+        assert np.array_equal(acc, results[0][0])
+        assert np.array_equal(pot, results[0][1])
+        assert stats["particle_particle"] == results[0][2]["particle_particle"]
+        assert stats["particle_cell"] == results[0][2]["particle_cell"]
+
+
+def test_results_come_back_in_the_callers_order():
+    particles = ics.plummer(3000, seed=10)
+    shuffle = np.random.default_rng(0).permutation(3000)
+    solver = make_solver("cpu-tree", precision="f32")
+    acc = solver.accelerations(particles.pos, particles.mass)
+    shuffled = solver.accelerations(particles.pos[shuffle], particles.mass[shuffle])
+    assert np.array_equal(shuffled, acc[shuffle])
+
+
+def test_reused_buffers_carry_no_state():
+    particles = ics.plummer(4000, seed=11)
+    moved = particles.pos + 0.01 * particles.vel
+    warm = make_solver("cpu-tree", precision="f32", quadrupole=True)
+    warm.accelerations(particles.pos, particles.mass)
+    fresh = make_solver("cpu-tree", precision="f32", quadrupole=True)
+    assert np.array_equal(warm.accelerations(moved, particles.mass), fresh.accelerations(moved, particles.mass))
+
+
+def test_stats_report_every_stage(plummer_8192):
+    particles, _ = plummer_8192
+    _, _, stats = _tree(particles)
+    for key in ("seconds", "sort_s", "build_s", "moments_s", "walk_s"):
+        assert stats[key] >= 0.0
+    assert stats["walk_s"] <= stats["seconds"]
+    assert stats["particle_particle"] > 0 and stats["particle_cell"] > 0
+    assert stats["nodes"] > stats["leaves"] > 1 and stats["depth"] > 2
+
+
+@pytest.fixture(scope="module")
+def degenerate(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tree") / "degenerate.npz"
+    script = Path(__file__).with_name("tree_degenerate_cases.py")
+    # A child process with a deadline: a walk or build that never ends fails here, it cannot hang.
+    subprocess.run([sys.executable, str(script), str(out)], check=True, timeout=120)
+    with np.load(out) as data:
+        return dict(data)
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_degenerate_inputs_give_finite_answers(degenerate, precision):
+    for name in ("one_point", "line", "two_clumps", "single", "two", "near_pairs"):
+        assert np.isfinite(degenerate[f"{name}_{precision}_acc"]).all(), name
+        assert np.isfinite(degenerate[f"{name}_{precision}_pot"]).all(), name
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_degenerate_inputs_match_exact_answers(degenerate, precision):
+    rtol = 1e-5 if precision == "f32" else 1e-12
+    # All at one point: no net pull, and every other particle at distance zero (softened).
+    assert np.all(degenerate[f"one_point_{precision}_acc"] == 0.0)
+    np.testing.assert_allclose(degenerate[f"one_point_{precision}_pot"], -(299 / 300) / SOFTENING, rtol=rtol)
+    assert np.all(degenerate[f"single_{precision}_acc"] == 0.0)
+    assert np.all(degenerate[f"single_{precision}_pot"] == 0.0)
+    # Two bodies at distance 3, mass 1/2 each.
+    pull = 0.5 / (9.0 + SOFTENING**2) ** 1.5 * np.array([1.0, 2.0, 2.0])
+    np.testing.assert_allclose(degenerate[f"two_{precision}_acc"], [pull, -pull], rtol=rtol)
+
+
+def test_degenerate_inputs_match_reference(degenerate):
+    for name in ("line", "two_clumps", "near_pairs"):  # one_point is checked exactly above
+        pos, mass = degenerate[f"{name}_pos"], degenerate[f"{name}_mass"]
+        ref = make_solver("reference", softening=SOFTENING).accelerations(pos, mass)
+        acc = degenerate[f"{name}_f64_acc"]
+        if name == "line":
+            # On a line the net pull nearly cancels at many points, so measure the error against
+            # the typical force rather than each particle's own.
+            typical = np.sqrt(np.mean(np.sum(ref**2, axis=1)))
+            assert np.sqrt(np.mean(np.sum((acc - ref) ** 2, axis=1))) / typical < 2e-2
+        else:
+            assert rms_relative_error(acc, ref) < 2e-3, name
+
+
+def test_build_tree_layout():
+    particles = ics.hernquist(3000, seed=12)
+    pos, mass = particles.pos.astype(np.float32), particles.mass.astype(np.float32)
+    tree = _native.build_tree(pos, mass, leaf_capacity=8, quadrupole=True)
+    nodes, order, keys = tree["nodes"], tree["order"], tree["keys"]
+    assert nodes.dtype.itemsize == 32
+    assert np.array_equal(np.sort(order), np.arange(3000))
+    assert np.all(np.diff(keys.astype(np.int64)) >= 0)
+    root = nodes[0]
+    assert (root["first"], root["count"], root["skip"]) == (0, 3000, len(nodes))
+    np.testing.assert_allclose(root["mass"], mass.sum(), rtol=1e-6)
+    np.testing.assert_allclose(root["com"], (pos * mass[:, None]).sum(0) / mass.sum(), atol=1e-5)
+    for i, node in enumerate(nodes):
+        if node["skip"] == i + 1:  # leaf
+            assert node["count"] <= 8 or keys[node["first"]] == keys[node["first"] + node["count"] - 1]
+            continue
+        # Children follow their parent and tile its particle range in order.
+        child, start = i + 1, node["first"]
+        while child < node["skip"]:
+            assert nodes[child]["first"] == start
+            start += nodes[child]["count"]
+            child = nodes[child]["skip"]
+        assert child == node["skip"] and start == node["first"] + node["count"]
+    assert tree["quadrupoles"].shape == (len(nodes), 6)
+    # Traceless: xx + yy + zz = 0.
+    q = tree["quadrupoles"]
+    assert np.allclose(q[:, 0] + q[:, 3] + q[:, 5], 0.0, atol=1e-6 * np.abs(q).max())
+    assert _native.build_tree(particles.pos, particles.mass)["nodes"].dtype.itemsize == 56
+
+
+def test_options_are_checked():
+    with pytest.raises(InvalidInputError):
+        make_solver("cpu-tree", theta=-0.1)
+    with pytest.raises(InvalidInputError):
+        make_solver("cpu-tree", leaf_capacity=0)
+    with pytest.raises(UnknownSolverError):
+        make_solver("cpu-tree", device="cuda:0")
+
+
+def test_orrery_run_with_cpu_tree(capsys):
+    assert main(["run", "--n", "512", "--steps", "5", "--solver", "cpu-tree", "--theta", "0.6",
+                 "--quadrupole", "--quiet"]) == 0
+    assert "solver cpu-tree" in capsys.readouterr().out
+
+
+_KERNEL_CHECK = """
+import json, numpy as np
+from orrery import _native
+from orrery.engine import ics, make_solver
+p = ics.plummer(2048, seed=13)
+out = {"kernel": _native.tree_float_kernel()}
+for q in (False, True):
+    acc, pot = make_solver("cpu-tree", precision="f32", theta=0.6, quadrupole=q).accelerations(
+        p.pos, p.mass, potential=True)
+    out[str(q)] = [acc.tolist(), pot.tolist()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("kernel, name", [("avx2", "avx2+fma rsqrt+newton"), ("exact", "exact sqrt/div")])
+def test_every_float_kernel_agrees_with_the_reference(kernel, name):
+    import json
+    import os
+
+    env = dict(os.environ, ORRERY_TREE_KERNEL=kernel)
+    result = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, check=True, timeout=120,
+                            capture_output=True, text=True)
+    out = json.loads(result.stdout)
+    if out["kernel"] != name:
+        pytest.skip(f"this CPU cannot run the {kernel} kernel (got {out['kernel']})")
+    particles = ics.plummer(2048, seed=13)
+    ref_acc, ref_pot = _reference(particles)
+    for quadrupole, limit in (("False", 2e-3), ("True", 6e-4)):
+        acc, pot = (np.array(v) for v in out[quadrupole])
+        assert rms_relative_error(acc, ref_acc) < limit
+        assert np.sqrt(np.mean((pot / ref_pot - 1.0) ** 2)) < limit
+    # The same walk in the default kernel differs only by rounding.
+    default, _ = make_solver("cpu-tree", precision="f32", theta=0.6).accelerations(
+        particles.pos, particles.mass, potential=True)
+    assert max_relative_error(np.array(out["False"][0]), default) < 1e-4
