@@ -4,6 +4,7 @@
 // dynamic chunks, and writes the results back as (n, 3). The kernel (direct_kernel.hpp) makes
 // every target's sum independent of the block and thread it runs on, so the result is the same
 // bits for any thread count. The GIL is released from layout to write-back.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,13 @@ template <>
 struct KernelFor<float> {
   static DirectBlocksFn<float> fn(const IsaKernels& k) { return k.direct_f32; }
   static std::size_t block(const IsaKernels& k) { return k.block_f32; }
+  static InverseSqrtFn<float> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f32; }
 };
 template <>
 struct KernelFor<double> {
   static DirectBlocksFn<double> fn(const IsaKernels& k) { return k.direct_f64; }
   static std::size_t block(const IsaKernels& k) { return k.block_f64; }
+  static InverseSqrtFn<double> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f64; }
 };
 
 template <typename T>
@@ -73,6 +76,21 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
   return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
 }
 
+// The direct kernel's 1/sqrt on an array, for measuring its error (tests, docs).
+template <typename T>
+CArray<T> kernel_inverse_sqrt(const CArray<T>& x, const std::string& simd) {
+  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const InverseSqrtFn<T> fn = KernelFor<T>::inverse_sqrt(kernels);
+  const std::size_t n = static_cast<std::size_t>(x.size());
+  const std::size_t padded = (n + 15) / 16 * 16;  // a multiple of every level's lane count
+  std::vector<T> in(padded, T(1)), out(padded);
+  std::copy(x.data(), x.data() + n, in.begin());
+  fn(in.data(), out.data(), padded);
+  CArray<T> result(n);
+  std::copy(out.begin(), out.begin() + n, result.mutable_data());
+  return result;
+}
+
 }  // namespace
 
 void register_direct(py::module_& m) {
@@ -86,6 +104,10 @@ void register_direct(py::module_& m) {
   m.def("direct_accelerations_f64", &direct_accelerations<double>, py::arg("pos"), py::arg("mass"),
         py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
         py::arg("simd") = "", doc);
+  m.def("kernel_inverse_sqrt_f32", &kernel_inverse_sqrt<float>, py::arg("x"), py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float32 direct kernel computes it (to measure its error).");
+  m.def("kernel_inverse_sqrt_f64", &kernel_inverse_sqrt<double>, py::arg("x"), py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float64 direct kernel computes it (to measure its error).");
 }
 
 }  // namespace orrery

@@ -83,4 +83,11 @@ void direct_blocks_dispatch(const DirectInput<typename S::Scalar>& in, std::size
     direct_blocks<S, K, false>(in, first_block, end_block, out);
 }
 
+template <class S>
+void kernel_inverse_sqrt(const typename S::Scalar* x, typename S::Scalar* out, std::size_t count) {
+  const typename S::V half = S::set1(typename S::Scalar(0.5));
+  for (std::size_t i = 0; i < count; i += S::lanes)
+    S::store(out + i, S::mul(half, S::two_over_sqrt(S::load(x + i))));
+}
+
 }  // namespace orrery

@@ -43,6 +43,11 @@ struct ProbeCount {
 using ProbeFn = ProbeCount (*)(std::uint64_t rounds);
 using ReadProbeFn = ProbeCount (*)(const double* data, std::size_t count);
 
+// The kernel's own 1/sqrt applied to an array (count a multiple of the lanes), so its error
+// can be measured against an exact one.
+template <typename T>
+using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
+
 struct IsaKernels {
   const char* name;
   std::size_t block_f32;  // targets per block
@@ -51,6 +56,8 @@ struct IsaKernels {
   const char* rsqrt_f64;
   DirectBlocksFn<float> direct_f32;
   DirectBlocksFn<double> direct_f64;
+  InverseSqrtFn<float> inverse_sqrt_f32;
+  InverseSqrtFn<double> inverse_sqrt_f64;
   ProbeFn fma_f32;
   ProbeFn fma_f64;
   ProbeFn sqrt_div_f32;

@@ -20,6 +20,8 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     Vec<double>::refinement,
                     &direct_blocks_dispatch<Vec<float>, K32>,
                     &direct_blocks_dispatch<Vec<double>, K64>,
+                    &kernel_inverse_sqrt<Vec<float>>,
+                    &kernel_inverse_sqrt<Vec<double>>,
                     &fma_probe<Vec<float>>,
                     &fma_probe<Vec<double>>,
                     &sqrt_div_probe<Vec<float>>,

@@ -1,0 +1,159 @@
+"""``orrery bench ceilings``: this machine's limits, measured natively on all threads.
+
+Probes (``native/ceilings_kernel.hpp``, through the same SIMD dispatch as the solvers):
+multiply-add throughput (flop/s), exact 1/sqrt as a square root and a divide (pairs/s), the
+approximate 1/sqrt instruction (estimates/s), each in float32 and float64, and read bandwidth
+over a buffer far larger than the last-level cache (bytes/s).
+
+Ceilings travel as a dict keyed ``fma_f32``, ``fma_f64``, ``sqrt_div_f32``, ``sqrt_div_f64``,
+``rsqrt_estimate_f32``, ``rsqrt_estimate_f64`` and ``read`` (a missing key: not measured).
+``--device DEVICE`` asks the GPU compute layer instead: ``orrery.engine.compute.ceilings
+.measure(device)`` must return a dict with those keys, in the same units.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ... import _native
+from ..cpu_features import simd_level
+from ..errors import SolverUnavailableError
+from .harness import format_table, time_trials
+
+HELP = "measure this machine's ceilings: FMA, sqrt+divide, rsqrt and read bandwidth"
+
+PROBES = (("fma", "f32"), ("fma", "f64"), ("sqrt_div", "f32"), ("sqrt_div", "f64"),
+          ("rsqrt_estimate", "f32"), ("rsqrt_estimate", "f64"))
+UNITS = {"fma": "flop/s", "sqrt_div": "pairs/s", "rsqrt_estimate": "estimates/s", "read": "B/s"}
+COLUMNS = ["probe", "precision", "simd", "threads", "rate_g", "unit", "median_s", "iqr_s", "drift"]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    parser.add_argument("--simd", choices=("scalar", "avx2", "avx512"), default=None,
+                        help="SIMD level (default: ORRERY_SIMD, else the widest available)")
+    parser.add_argument("--device", default=None,
+                        help="measure a GPU instead, e.g. 'cuda:0' (needs the GPU compute layer)")
+    parser.add_argument("--trial-seconds", type=float, default=0.1,
+                        help="length of one timed trial per probe (default: 0.1)")
+    parser.add_argument("--trials", type=int, default=5, help="timed trials per probe (default: 5)")
+    parser.add_argument("--read-mib", type=int, default=None,
+                        help="read-bandwidth buffer in MiB (default: 8x the last-level cache, "
+                             "at least 256)")
+
+
+def run(args) -> list[dict]:
+    if args.device:
+        rows = rows_from_rates(measure_device(args.device), simd=args.device, threads=None)
+    else:
+        rows = measure_cpu(threads=args.threads, simd=args.simd, trial_seconds=args.trial_seconds,
+                           trials=args.trials, read_mib=args.read_mib)
+    print(format_table(rows, COLUMNS))
+    return rows
+
+
+def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_seconds: float = 0.1,
+                trials: int = 5, read_mib: int | None = None) -> list[dict]:
+    """Every probe on ``threads`` threads (default all) at SIMD level ``simd``; one row each,
+    with ``rate`` in the probe's unit and the harness's timing summary."""
+    level = simd_level(simd)["level"]
+    threads = threads or _native.hardware_threads()
+    rows = []
+    for probe, precision in PROBES:
+        if not probe_available(probe, precision, level):
+            continue
+
+        def call(rounds, probe=probe, precision=precision):
+            return _native.probe_operations(probe, precision, rounds, threads, level)
+
+        rounds = _calibrate(call, trial_seconds)
+        operations = call(rounds)
+        timing = time_trials(lambda: call(rounds), warmup=1, trials=trials)
+        rows.append(_row(probe, precision, level, threads, operations, timing))
+
+    buffer = np.ones((read_mib or default_read_mib()) * 2**17)
+    one_pass = _native.probe_read_bytes(buffer, threads, level)
+    start = time.perf_counter()
+    _native.probe_read_bytes(buffer, threads, level)
+    passes = max(1, math.ceil(trial_seconds / max(time.perf_counter() - start, 1e-6)))
+    timing = time_trials(lambda: [_native.probe_read_bytes(buffer, threads, level)
+                                  for _ in range(passes)], warmup=1, trials=trials)
+    rows.append(_row("read", "f64", level, threads, one_pass * passes, timing))
+    return rows
+
+
+def probe_available(probe: str, precision: str, level: str) -> bool:
+    """AVX2 has no float64 1/sqrt estimate and the scalar level none at all."""
+    if probe != "rsqrt_estimate":
+        return True
+    return level == "avx512" or (level == "avx2" and precision == "f32")
+
+
+def rates(rows: list[dict]) -> dict[str, float]:
+    """Ceilings as ``{"fma_f32": flop/s, ..., "read": B/s}`` from :func:`measure_cpu` rows."""
+    return {("read" if r["probe"] == "read" else f"{r['probe']}_{r['precision']}"): r["rate"]
+            for r in rows}
+
+
+def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | None) -> list[dict]:
+    """Rows for a ceilings dict measured elsewhere (the GPU compute layer)."""
+    rows = []
+    for key, rate in ceilings.items():
+        probe, _, precision = key.rpartition("_") if key != "read" else ("read", "", "")
+        rows.append({"probe": probe, "precision": precision, "simd": simd, "threads": threads,
+                     "rate": rate, "rate_g": rate / 1e9, "unit": UNITS.get(probe, "")})
+    return rows
+
+
+def measure_device(device: str) -> dict[str, float]:
+    """A GPU's ceilings from the GPU compute layer, imported only when asked for."""
+    try:
+        module = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.compute.ceilings")
+    except ModuleNotFoundError as error:
+        if error.name and (error.name.endswith(".compute") or error.name.endswith(".compute.ceilings")):
+            raise SolverUnavailableError(
+                f"cannot measure {device!r}: the GPU compute layer (orrery.engine.compute) is "
+                "not installed") from None
+        raise
+    return dict(module.measure(device))
+
+
+def hardware_threads() -> int:
+    return int(_native.hardware_threads())
+
+
+def default_read_mib() -> int:
+    """Eight times the last-level cache (so caches hardly help), at least 256 MiB."""
+    largest = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1, "M": 1024, "G": 1024 * 1024}.get(text[-1:], None)
+        if scale and text[:-1].isdigit():
+            largest = max(largest, int(text[:-1]) * scale)
+    return max(256, 8 * largest // 1024)
+
+
+def _calibrate(call, trial_seconds: float) -> int:
+    """Rounds per call so that one call takes about ``trial_seconds``."""
+    rounds = 1000
+    while True:
+        start = time.perf_counter()
+        call(rounds)
+        elapsed = time.perf_counter() - start
+        if elapsed >= trial_seconds / 4 or rounds >= 2**40:
+            return max(1, int(rounds * trial_seconds / max(elapsed, 1e-9)))
+        rounds *= 8
+
+
+def _row(probe, precision, level, threads, operations, timing) -> dict:
+    rate = operations / timing.median
+    return {"probe": probe, "precision": precision, "simd": level, "threads": threads,
+            "rate": rate, "rate_g": rate / 1e9, "unit": UNITS[probe], **timing.summary()}
