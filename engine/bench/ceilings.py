@@ -58,9 +58,10 @@ def run(args) -> list[dict]:
 
 
 def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_seconds: float = 0.1,
-                trials: int = 5, read_mib: int | None = None) -> list[dict]:
+                trials: int = 5, read_mib: int | None = None, read: bool = True) -> list[dict]:
     """Every probe on ``threads`` threads (default all) at SIMD level ``simd``; one row each,
-    with ``rate`` in the probe's unit and the harness's timing summary."""
+    with ``rate`` in the probe's unit and the harness's timing summary. ``read=False`` skips
+    the bandwidth probe (and its large buffer)."""
     level = simd_level(simd)["level"]
     threads = threads or _native.hardware_threads()
     rows = []
@@ -75,6 +76,8 @@ def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_se
         operations = call(rounds)
         timing = time_trials(lambda: call(rounds), warmup=1, trials=trials)
         rows.append(_row(probe, precision, level, threads, operations, timing))
+    if not read:
+        return rows
 
     buffer = np.ones((read_mib or default_read_mib()) * 2**17)
     one_pass = _native.probe_read_bytes(buffer, threads, level)

@@ -121,7 +121,7 @@ def _ceilings(args) -> dict[str, float]:
     if args.device:
         return ceilings.measure_device(args.device)
     rows = ceilings.measure_cpu(threads=args.threads, simd=args.simd,
-                                trial_seconds=args.ceiling_seconds, trials=3)
+                                trial_seconds=args.ceiling_seconds, trials=3, read=False)
     return ceilings.rates(rows)
 
 
