@@ -59,7 +59,7 @@ def run(args) -> list[dict]:
         contenders, notes = {}, {}
         for precision in precisions:
             solver = make_solver(args.solver, **_solver_options(args, precision))
-            contenders[(args.solver, precision)] = _Evaluation(solver, particles)
+            contenders[(args.solver, precision)] = _Evaluation(solver, particles, args.device)
         if args.peers:
             for peer in peers.make_peers(particles.pos, particles.mass, args.softening,
                                          args.threads or ceilings.hardware_threads()):
@@ -90,8 +90,9 @@ def run(args) -> list[dict]:
 class _Evaluation:
     """One solver evaluating one particle set; remembers what each call's stats said."""
 
-    def __init__(self, solver, particles):
+    def __init__(self, solver, particles, device):
         self.solver = solver
+        self.device = device or ""
         self.pos = particles.pos.astype(solver.dtype)
         self.mass = particles.mass.astype(solver.dtype)
         self.kernel_seconds: list[float | None] = []
@@ -102,7 +103,7 @@ class _Evaluation:
 
     def stats(self, warmup: int) -> dict:
         last = self.solver.last_stats
-        stats = {"threads": last.get("threads"), "impl": last.get("simd", last.get("device", ""))}
+        stats = {"threads": last.get("threads"), "impl": last.get("simd", last.get("device", self.device))}
         timed = sorted(s for s in self.kernel_seconds[warmup:] if s is not None)
         if timed:
             stats["kernel_s"] = timed[len(timed) // 2]
