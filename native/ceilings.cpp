@@ -2,7 +2,6 @@
 // approximate 1/sqrt throughput per precision, and read bandwidth, on the SIMD level chosen at
 // run time and all requested threads. Each call does a fixed amount of work and returns how
 // many operations (or bytes) that was; Python times the calls with the benchmark harness.
-#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 #include <string>

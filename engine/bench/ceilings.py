@@ -16,14 +16,16 @@ from __future__ import annotations
 import importlib
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from ... import _native
 from ..cpu_features import simd_level
 from ..errors import SolverUnavailableError
-from .harness import format_table, time_trials
+from .harness import format_table, time_interleaved
 
 HELP = "measure this machine's ceilings: FMA, sqrt+divide, rsqrt and read bandwidth"
 
@@ -57,14 +59,27 @@ def run(args) -> list[dict]:
     return rows
 
 
-def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_seconds: float = 0.1,
-                trials: int = 5, read_mib: int | None = None, read: bool = True) -> list[dict]:
-    """Every probe on ``threads`` threads (default all) at SIMD level ``simd``; one row each,
-    with ``rate`` in the probe's unit and the harness's timing summary. ``read=False`` skips
-    the bandwidth probe (and its large buffer)."""
-    level = simd_level(simd)["level"]
-    threads = threads or _native.hardware_threads()
-    rows = []
+@dataclass(frozen=True)
+class Probe:
+    """One calibrated probe: ``run()`` performs ``operations`` of its kind (flop, pairs,
+    estimates or bytes) in about the trial length asked for."""
+
+    probe: str
+    precision: str
+    operations: float
+    run: Callable[[], object]
+
+    @property
+    def key(self) -> str:
+        return "read" if self.probe == "read" else f"{self.probe}_{self.precision}"
+
+
+def make_probes(*, threads: int, level: str, trial_seconds: float = 0.1,
+                read_mib: int | None = None, read: bool = True) -> list[Probe]:
+    """Every probe this SIMD level has, calibrated to about ``trial_seconds`` per call, so a
+    benchmark can time them interleaved with its own contenders. ``read=False`` leaves out the
+    bandwidth probe (and its large buffer)."""
+    probes = []
     for probe, precision in PROBES:
         if not probe_available(probe, precision, level):
             continue
@@ -73,21 +88,34 @@ def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_se
             return _native.probe_operations(probe, precision, rounds, threads, level)
 
         rounds = _calibrate(call, trial_seconds)
-        operations = call(rounds)
-        timing = time_trials(lambda: call(rounds), warmup=1, trials=trials)
-        rows.append(_row(probe, precision, level, threads, operations, timing))
-    if not read:
-        return rows
+        probes.append(Probe(probe, precision, call(rounds), lambda call=call, rounds=rounds: call(rounds)))
+    if read:
+        buffer = np.ones((read_mib or default_read_mib()) * 2**17)
+        one_pass = _native.probe_read_bytes(buffer, threads, level)
+        start = time.perf_counter()
+        _native.probe_read_bytes(buffer, threads, level)
+        passes = max(1, math.ceil(trial_seconds / max(time.perf_counter() - start, 1e-6)))
+        probes.append(Probe("read", "f64", one_pass * passes, lambda: [
+            _native.probe_read_bytes(buffer, threads, level) for _ in range(passes)]))
+    return probes
 
-    buffer = np.ones((read_mib or default_read_mib()) * 2**17)
-    one_pass = _native.probe_read_bytes(buffer, threads, level)
-    start = time.perf_counter()
-    _native.probe_read_bytes(buffer, threads, level)
-    passes = max(1, math.ceil(trial_seconds / max(time.perf_counter() - start, 1e-6)))
-    timing = time_trials(lambda: [_native.probe_read_bytes(buffer, threads, level)
-                                  for _ in range(passes)], warmup=1, trials=trials)
-    rows.append(_row("read", "f64", level, threads, one_pass * passes, timing))
-    return rows
+
+def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_seconds: float = 0.1,
+                trials: int = 5, read_mib: int | None = None, read: bool = True) -> list[dict]:
+    """Every probe on ``threads`` threads (default all) at SIMD level ``simd``, timed in turns;
+    one row each, with ``rate`` in the probe's unit and the harness's timing summary."""
+    level = simd_level(simd)["level"]
+    threads = threads or _native.hardware_threads()
+    probes = make_probes(threads=threads, level=level, trial_seconds=trial_seconds,
+                         read_mib=read_mib, read=read)
+    timings = time_interleaved({p.key: p.run for p in probes}, warmup=1, trials=trials)
+    return [probe_row(p, timings[p.key], level, threads) for p in probes]
+
+
+def probe_row(probe: Probe, timing, level: str, threads: int) -> dict:
+    rate = probe.operations / timing.median
+    return {"probe": probe.probe, "precision": probe.precision, "simd": level, "threads": threads,
+            "rate": rate, "rate_g": rate / 1e9, "unit": UNITS[probe.probe], **timing.summary()}
 
 
 def probe_available(probe: str, precision: str, level: str) -> bool:
@@ -154,9 +182,3 @@ def _calibrate(call, trial_seconds: float) -> int:
         if elapsed >= trial_seconds / 4 or rounds >= 2**40:
             return max(1, int(rounds * trial_seconds / max(elapsed, 1e-9)))
         rounds *= 8
-
-
-def _row(probe, precision, level, threads, operations, timing) -> dict:
-    rate = operations / timing.median
-    return {"probe": probe, "precision": precision, "simd": level, "threads": threads,
-            "rate": rate, "rate_g": rate / 1e9, "unit": UNITS[probe], **timing.summary()}

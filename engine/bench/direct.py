@@ -10,6 +10,7 @@ estimates/s. ``x_<peer>`` is interactions/s over the peer's at the same N.
 
 from __future__ import annotations
 
+from ..cpu_features import simd_level
 from ..errors import InvalidInputError
 from .. import ics
 from ..solvers import make_solver
@@ -51,7 +52,10 @@ def run(args) -> list[dict]:
     if min(sizes) < 2:
         raise InvalidInputError("--n must be at least 2 (an interaction needs two particles)")
     precisions = args.precision or ["f32", "f64"]
-    limits = _ceilings(args) if args.ceilings else {}
+    device_limits = ceilings.measure_device(args.device) if args.ceilings and args.device else {}
+    # CPU probes judge CPU solvers; a GPU solver's ceilings come from its --device.
+    on_cpu = not args.device and not args.solver.startswith("gpu")
+    probes = _cpu_probes(args) if args.ceilings and on_cpu else []
 
     rows, peer_rows = [], []
     for n in sizes:
@@ -65,7 +69,10 @@ def run(args) -> list[dict]:
                                          args.threads or ceilings.hardware_threads()):
                 contenders[(peer.name, peer.precision)] = peer.evaluate
                 notes[peer.name] = (peer.threads, peer.note)
-        timings = time_interleaved(contenders, warmup=args.warmup, trials=args.trials)
+        # The ceiling probes take turns with the solvers, so both see the same outside load.
+        timings = time_interleaved({**contenders, **{p.key: p.run for p in probes}},
+                                   warmup=args.warmup, trials=args.trials)
+        limits = device_limits or {p.key: p.operations / timings.pop(p.key).median for p in probes}
 
         at_this_n = []
         for (name, precision), timing in timings.items():
@@ -118,12 +125,11 @@ def _solver_options(args, precision: str) -> dict:
     return options
 
 
-def _ceilings(args) -> dict[str, float]:
-    if args.device:
-        return ceilings.measure_device(args.device)
-    rows = ceilings.measure_cpu(threads=args.threads, simd=args.simd,
-                                trial_seconds=args.ceiling_seconds, trials=3, read=False)
-    return ceilings.rates(rows)
+def _cpu_probes(args) -> list[ceilings.Probe]:
+    threads = args.threads or ceilings.hardware_threads()
+    level = simd_level(args.simd)["level"]
+    return ceilings.make_probes(threads=threads, level=level, trial_seconds=args.ceiling_seconds,
+                                read=False)
 
 
 def _rate_row(solver: str, precision: str, n: int, timing, interactions: int,
