@@ -1,6 +1,8 @@
 """``orrery bench direct``: direct-summation speed of any solver (``make_solver``), in
 interactions/s (N(N-1) per evaluation) and Gflop/s (20 flop per interaction), as fractions of
-this machine's ceilings measured in the same run, and beside peer codes timed in the same run.
+this machine's ceilings measured in the same run (CPU probes at the widest SIMD level, taking
+turns with the solvers; a GPU solver's from ``--device``), and beside peer codes timed in the
+same run.
 
 Fractions: ``fma_fraction`` is flop/s over the multiply-add ceiling; ``sqrt_div_fraction`` is
 interactions/s over sqrt+divide pairs/s (one square root and one divide per interaction, i.e.
@@ -10,7 +12,7 @@ estimates/s. ``x_<peer>`` is interactions/s over the peer's at the same N.
 
 from __future__ import annotations
 
-from ..cpu_features import simd_level
+from ..cpu_features import available_simd_levels
 from ..errors import InvalidInputError
 from .. import ics
 from ..solvers import make_solver
@@ -110,7 +112,8 @@ class _Evaluation:
 
     def stats(self, warmup: int) -> dict:
         last = self.solver.last_stats
-        stats = {"threads": last.get("threads"), "impl": last.get("simd", last.get("device", self.device))}
+        impl = last.get("simd", last.get("device", self.device))
+        stats = {"threads": last.get("threads"), "impl": impl}
         timed = sorted(s for s in self.kernel_seconds[warmup:] if s is not None)
         if timed:
             stats["kernel_s"] = timed[len(timed) // 2]
@@ -126,10 +129,10 @@ def _solver_options(args, precision: str) -> dict:
 
 
 def _cpu_probes(args) -> list[ceilings.Probe]:
+    """The machine's ceilings: probes at the widest SIMD level, whatever level --simd runs."""
     threads = args.threads or ceilings.hardware_threads()
-    level = simd_level(args.simd)["level"]
-    return ceilings.make_probes(threads=threads, level=level, trial_seconds=args.ceiling_seconds,
-                                read=False)
+    return ceilings.make_probes(threads=threads, level=available_simd_levels()[-1],
+                                trial_seconds=args.ceiling_seconds, read=False)
 
 
 def _rate_row(solver: str, precision: str, n: int, timing, interactions: int,
