@@ -125,12 +125,6 @@ def probe_available(probe: str, precision: str, level: str) -> bool:
     return level == "avx512" or (level == "avx2" and precision == "f32")
 
 
-def rates(rows: list[dict]) -> dict[str, float]:
-    """Ceilings as ``{"fma_f32": flop/s, ..., "read": B/s}`` from :func:`measure_cpu` rows."""
-    return {("read" if r["probe"] == "read" else f"{r['probe']}_{r['precision']}"): r["rate"]
-            for r in rows}
-
-
 def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | None) -> list[dict]:
     """Rows for a ceilings dict measured elsewhere (the GPU compute layer)."""
     rows = []

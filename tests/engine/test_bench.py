@@ -48,14 +48,12 @@ def test_time_interleaved_takes_turns():
     assert set(timings) == {"a", "b"} and all(len(t.samples) == 2 for t in timings.values())
 
 
-def test_ceiling_rows_become_rates():
-    rows = [{"probe": "fma", "precision": "f32", "rate": 2e11},
-            {"probe": "rsqrt_estimate", "precision": "f64", "rate": 5e10},
-            {"probe": "read", "precision": "f64", "rate": 3e10}]
-    assert ceilings.rates(rows) == {"fma_f32": 2e11, "rsqrt_estimate_f64": 5e10, "read": 3e10}
-    back = ceilings.rows_from_rates(ceilings.rates(rows), simd="cuda:0", threads=None)
-    assert [(r["probe"], r["precision"]) for r in back] == [
-        ("fma", "f32"), ("rsqrt_estimate", "f64"), ("read", "")]
+def test_device_ceilings_become_rows():
+    rates = {"fma_f32": 2e11, "rsqrt_estimate_f64": 5e10, "read": 3e10}
+    rows = ceilings.rows_from_rates(rates, simd="cuda:0", threads=None)
+    assert [(r["probe"], r["precision"], r["unit"]) for r in rows] == [
+        ("fma", "f32", "flop/s"), ("rsqrt_estimate", "f64", "estimates/s"), ("read", "", "B/s")]
+    assert rows[0]["rate_g"] == 200.0
 
 
 def test_gpu_ceilings_without_compute_layer_say_so(monkeypatch):
