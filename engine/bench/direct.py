@@ -75,6 +75,9 @@ def run(args) -> list[dict]:
         timings = time_interleaved({**contenders, **{p.key: p.run for p in probes}},
                                    warmup=args.warmup, trials=args.trials)
         limits = device_limits or {p.key: p.operations / timings.pop(p.key).median for p in probes}
+        if limits:
+            print(f"N = {n}: ceilings in this run (G/s): "
+                  + ", ".join(f"{key} {rate / 1e9:.4g}" for key, rate in limits.items()))
 
         at_this_n = []
         for (name, precision), timing in timings.items():
