@@ -1,13 +1,16 @@
-"""The benchmark harness's statistics and the ceilings plumbing, on synthetic inputs."""
+"""The benchmark harness's statistics on synthetic samples, and the ceiling probes' accounting."""
 
 import itertools
 import sys
 import types
 
+import numpy as np
 import pytest
 
+from orrery import _native
 from orrery.engine.bench import ceilings
 from orrery.engine.bench.harness import Timing, time_interleaved, time_trials
+from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import SolverUnavailableError
 
 
@@ -67,3 +70,25 @@ def test_gpu_ceilings_come_from_the_compute_layer(monkeypatch):
     layer.measure = lambda device: {"fma_f32": 6.0e13, "device": device}
     monkeypatch.setitem(sys.modules, "orrery.engine.compute.ceilings", layer)
     assert ceilings.measure_device("cuda:0") == {"fma_f32": 6.0e13, "device": "cuda:0"}
+
+
+LANES = {"scalar": {"f32": 1, "f64": 1}, "avx2": {"f32": 8, "f64": 4}, "avx512": {"f32": 16, "f64": 8}}
+
+
+@pytest.mark.parametrize("simd", available_simd_levels())
+def test_probes_count_the_work_they_do(simd):
+    """Every rate is operations / seconds: the counts must follow from the probe's shape
+    (4 units per thread, 12 FMA chains x 2 flop, 8 sqrt+divide chains, lanes per register)."""
+    for precision, lanes in LANES[simd].items():
+        units = 4 * 3
+        assert _native.probe_operations("fma", precision, 10, 3, simd) == units * 10 * 12 * lanes * 2
+        assert _native.probe_operations("sqrt_div", precision, 10, 3, simd) == units * 10 * 8 * lanes
+    assert _native.probe_read_bytes(np.ones(3 * 2**17 + 5), 2, simd) == 3 * 2**20
+
+
+def test_probes_refuse_what_a_level_lacks():
+    with pytest.raises(ValueError, match="probe must be"):
+        _native.probe_operations("tan", "f32", 1, 1, "scalar")
+    with pytest.raises(RuntimeError, match="no f64 rsqrt_estimate instruction at SIMD level scalar"):
+        _native.probe_operations("rsqrt_estimate", "f64", 1, 1, "scalar")
+    assert not ceilings.probe_available("rsqrt_estimate", "f64", "avx2")
