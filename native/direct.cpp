@@ -1,59 +1,113 @@
-// cpu-direct: softened direct summation, O(N^2), float32 and float64. Each particle's sum runs
-// over j in index order on one thread, so the result is the same for any thread count.
-// (Scalar placeholder layout; SIMD paths are dispatched at run time.)
-#include <cmath>
+// cpu-direct: softened direct summation, O(N^2), float32 and float64, on the SIMD level chosen at
+// run time (simd.hpp) and all requested threads. Each call lays the particles out once as
+// packed sources and padded target arrays, hands whole blocks of targets to the thread pool in
+// dynamic chunks, and writes the results back as (n, 3). The kernel (direct_kernel.hpp) makes
+// every target's sum independent of the block and thread it runs on, so the result is the same
+// bits for any thread count. The GIL is released from layout to write-back.
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "parallel.hpp"
+#include "simd.hpp"
 
 namespace orrery {
 namespace {
 
 template <typename T>
+struct KernelFor;
+template <>
+struct KernelFor<float> {
+  static DirectBlocksFn<float> fn(const IsaKernels& k) { return k.direct_f32; }
+  static std::size_t block(const IsaKernels& k) { return k.block_f32; }
+  static InverseSqrtFn<float> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f32; }
+};
+template <>
+struct KernelFor<double> {
+  static DirectBlocksFn<double> fn(const IsaKernels& k) { return k.direct_f64; }
+  static std::size_t block(const IsaKernels& k) { return k.block_f64; }
+  static InverseSqrtFn<double> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f64; }
+};
+
+template <typename T>
 py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, double softening,
-                               unsigned threads, bool want_potential) {
-  std::size_t n = check_positions_and_masses(pos, mass);
+                               unsigned threads, bool want_potential, const std::string& simd) {
+  const std::size_t n = check_positions_and_masses(pos, mass);
+  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const DirectBlocksFn<T> kernel = KernelFor<T>::fn(kernels);
+  const std::size_t block = KernelFor<T>::block(kernels);
+  const std::size_t blocks = (n + block - 1) / block;
+  const std::size_t padded = blocks * block;
+  if (threads == 0) threads = ThreadPool::hardware_threads();
+
   CArray<T> acc({n, std::size_t(3)});
   CArray<T> pot(want_potential ? n : 0);
   const T* p = pos.data();
   const T* m = mass.data();
   T* a = acc.mutable_data();
   T* phi = want_potential ? pot.mutable_data() : nullptr;
-  const T eps2 = static_cast<T>(softening * softening);
-  if (threads == 0) threads = ThreadPool::hardware_threads();
   {
     py::gil_scoped_release release;
-    ThreadPool::instance().parallel_for(n, 64, threads, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        T ax = 0, ay = 0, az = 0, ui = 0;
-        for (std::size_t j = 0; j < n; ++j) {
-          if (j == i) continue;
-          T dx = p[3 * j] - p[3 * i], dy = p[3 * j + 1] - p[3 * i + 1], dz = p[3 * j + 2] - p[3 * i + 2];
-          T r2 = dx * dx + dy * dy + dz * dz + eps2;
-          T inv_r = T(1) / std::sqrt(r2);
-          T w = m[j] * inv_r * inv_r * inv_r;
-          ax += w * dx;
-          ay += w * dy;
-          az += w * dz;
-          ui -= m[j] * inv_r;
-        }
-        a[3 * i] = ax;
-        a[3 * i + 1] = ay;
-        a[3 * i + 2] = az;
-        if (phi) phi[i] = ui;
+    // Padding targets sit at the origin; their lanes are computed and never written back.
+    std::vector<T> sources(4 * n), targets(3 * padded, T(0)), out((want_potential ? 4 : 3) * padded);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t d = 0; d < 3; ++d) {
+        sources[4 * i + d] = p[3 * i + d];
+        targets[d * padded + i] = p[3 * i + d];
       }
+      sources[4 * i + 3] = m[i] * T(0.125);  // exact: the kernel's 2/sqrt(r2) cubed is 8/r^3
+    }
+    const DirectInput<T> in{sources.data(), targets.data(), targets.data() + padded,
+                            targets.data() + 2 * padded, n, static_cast<T>(softening * softening)};
+    const DirectOutput<T> result{out.data(), out.data() + padded, out.data() + 2 * padded,
+                                 want_potential ? out.data() + 3 * padded : nullptr};
+    // About eight chunks per thread: small enough to even out unequal cores, large enough that
+    // taking a chunk costs nothing next to computing it.
+    const std::size_t chunk = std::max<std::size_t>(1, blocks / (8 * std::size_t(threads)));
+    ThreadPool::instance().parallel_for(blocks, chunk, threads, [&](std::size_t b0, std::size_t b1) {
+      kernel(in, b0, b1, result);
     });
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t d = 0; d < 3; ++d) a[3 * i + d] = out[d * padded + i];
+      if (phi) phi[i] = result.pot[i];
+    }
   }
   return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+}
+
+// The direct kernel's 1/sqrt on an array, for measuring its error (tests, docs).
+template <typename T>
+CArray<T> kernel_inverse_sqrt(const CArray<T>& x, const std::string& simd) {
+  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const InverseSqrtFn<T> fn = KernelFor<T>::inverse_sqrt(kernels);
+  const std::size_t n = static_cast<std::size_t>(x.size());
+  const std::size_t padded = (n + 15) / 16 * 16;  // a multiple of every level's lane count
+  std::vector<T> in(padded, T(1)), out(padded);
+  std::copy(x.data(), x.data() + n, in.begin());
+  fn(in.data(), out.data(), padded);
+  CArray<T> result(n);
+  std::copy(out.begin(), out.begin() + n, result.mutable_data());
+  return result;
 }
 
 }  // namespace
 
 void register_direct(py::module_& m) {
+  const char* doc =
+      "Softened accelerations (n, 3) and, with potential=True, potentials (n,) by direct "
+      "summation (G = 1). threads=0 uses all cores; simd='' picks ORRERY_SIMD or the widest "
+      "level this CPU has. Returns (acc, pot or None).";
   m.def("direct_accelerations_f32", &direct_accelerations<float>, py::arg("pos"), py::arg("mass"),
-        py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false);
+        py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
+        py::arg("simd") = "", doc);
   m.def("direct_accelerations_f64", &direct_accelerations<double>, py::arg("pos"), py::arg("mass"),
-        py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false);
+        py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
+        py::arg("simd") = "", doc);
+  m.def("kernel_inverse_sqrt_f32", &kernel_inverse_sqrt<float>, py::arg("x"), py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float32 direct kernel computes it (to measure its error).");
+  m.def("kernel_inverse_sqrt_f64", &kernel_inverse_sqrt<double>, py::arg("x"), py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float64 direct kernel computes it (to measure its error).");
 }
 
 }  // namespace orrery

@@ -9,13 +9,17 @@ namespace orrery {
 void register_reference(py::module_& m);
 void register_direct(py::module_& m);
 void register_tree(py::module_& m);
+void register_ceilings(py::module_& m);
+void register_simd(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
-  m.doc() = "Orrery's native CPU solvers";
+  m.doc() = "Orrery's native CPU solvers and machine probes";
   m.def("hardware_threads", &orrery::ThreadPool::hardware_threads,
         "Threads the machine offers (the default thread count).");
   orrery::register_reference(m);
   orrery::register_direct(m);
   orrery::register_tree(m);
+  orrery::register_ceilings(m);
+  orrery::register_simd(m);
 }

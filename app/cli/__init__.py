@@ -17,12 +17,21 @@ def build_parser() -> argparse.ArgumentParser:
     from ... import __version__
 
     parser = argparse.ArgumentParser(
-        prog="orrery", description="N-body simulation, benchmarks and recordings (headless).")
-    parser.add_argument("--version", action="version", version=f"orrery {__version__}")
+        prog="orrery", description="N-body simulation, benchmarks and recordings (headless).",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version_text(__version__))
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)
     return parser
+
+
+def _version_text(version: str) -> str:
+    from ...engine.cpu_features import build_info
+
+    info = build_info()
+    return (f"orrery {version}\nnative: {info['compiler']}, {info['build_type']}, {info['flags']}; "
+            f"SIMD built {', '.join(info['simd_compiled'])}, CPU {info['simd_cpu']}")
 
 
 def main(argv: list[str] | None = None) -> int:

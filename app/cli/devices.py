@@ -3,7 +3,7 @@ that can run here (with the reason for those that cannot)."""
 
 from __future__ import annotations
 
-from ... import _native
+from ...engine.cpu_features import build_info, simd_level
 from ...engine.solvers import solver_specs
 
 
@@ -30,7 +30,12 @@ def _print_compute_devices() -> None:
 
 
 def run(args) -> int:
-    print(f"CPU: {_native.hardware_threads()} threads")
+    info = build_info()
+    level = simd_level()
+    forced = f"; ORRERY_SIMD={info['simd_env']}" if info["simd_env"] else ""
+    print(f"CPU: {info['threads']} threads, SIMD {level['level']} "
+          f"(CPU supports {info['simd_cpu']}; built: {', '.join(info['simd_compiled'])}{forced})")
+    print(f"  1/sqrt: f32 {level['rsqrt_f32']}; f64 {level['rsqrt_f64']}")
     _print_compute_devices()
     print("Solvers:")
     for name, spec in solver_specs().items():

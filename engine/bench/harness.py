@@ -68,6 +68,24 @@ def time_trials(fn: Callable[[], object], *, warmup: int = 2, trials: int = 7,
     return Timing(tuple(samples))
 
 
+def time_interleaved(fns: dict[str, Callable[[], object]], *, warmup: int = 2, trials: int = 7,
+                     timer: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
+    """Like :func:`time_trials` for several contenders, taking turns trial by trial, so that
+    outside load changing during a run falls on all of them alike and their ratios hold."""
+    if trials < 1:
+        raise ValueError("at least one timed trial is needed")
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(trials):
+        for name, fn in fns.items():
+            start = timer()
+            fn()
+            samples[name].append(timer() - start)
+    return {name: Timing(tuple(values)) for name, values in samples.items()}
+
+
 def machine_description() -> dict:
     from ... import _native
 

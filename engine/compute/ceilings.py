@@ -41,9 +41,9 @@ def _arithmetic(context: Context, bits: int, global_size: int, iterations: int, 
     sqrt_divide_s = _best_seconds(lambda: sqrt_divide.launch(global_size, local, out, real(1.5)),
                                   trials)
     suffix = f"f{bits}"
-    return {f"fma_{suffix}_gflops": 2 * steps / fma_s * 1e-9,
-            f"rsqrt_{suffix}_gops": steps / rsqrt_s * 1e-9,
-            f"sqrt_divide_{suffix}_gops": steps / sqrt_divide_s * 1e-9}
+    return {f"fma_{suffix}": 2 * steps / fma_s,
+            f"rsqrt_estimate_{suffix}": steps / rsqrt_s,
+            f"sqrt_div_{suffix}": steps / sqrt_divide_s}
 
 
 def _read_bandwidth(context: Context, global_size: int, local: int, trials: int) -> float:
@@ -57,16 +57,17 @@ def _read_bandwidth(context: Context, global_size: int, local: int, trials: int)
     read = program.kernel("read_probe")
     seconds = _best_seconds(lambda: read.launch(global_size, local, data, out, np.int32(count)),
                             trials)
-    return count * 16 / seconds * 1e-9
+    return count * 16 / seconds
 
 
 def measure(device: str | Context | None = None, *, trials: int = 3) -> dict:
     """Measure the ceilings of ``device`` (a device string, a :class:`Context`, or None for the
     first device found).
 
-    Returns a dict: ``device``, ``name``, ``fma_f32_gflops``, ``rsqrt_f32_gops``,
-    ``sqrt_divide_f32_gops`` and, where the device has float64, the same three with ``f64``;
-    ``read_bandwidth_gbs`` (GB/s, 1e9 bytes). Rates are per second of device time.
+    Returns a dict in the units ``orrery bench ceilings`` uses for the CPU: ``device``, ``name``,
+    ``fma_f32`` (flop/s), ``rsqrt_estimate_f32`` (hardware reciprocal square roots/s),
+    ``sqrt_div_f32`` (square root + divide pairs/s) and, where the device has float64, the same
+    three with ``f64``; ``read`` (bytes/s). Rates are per second of device time.
     """
     context = device if isinstance(device, Context) else open_device(device)
     info = context.info
@@ -79,5 +80,5 @@ def measure(device: str | Context | None = None, *, trials: int = 3) -> dict:
     if info.fp64:
         # float64 runs at a fraction of float32 on most GPUs: fewer steps keep the probe short.
         result.update(_arithmetic(context, 64, global_size, max(iterations // 8, 64), local, trials))
-    result["read_bandwidth_gbs"] = _read_bandwidth(context, global_size, local, trials)
+    result["read"] = _read_bandwidth(context, global_size, local, trials)
     return result

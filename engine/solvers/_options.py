@@ -57,6 +57,8 @@ THETA = Option("theta", float, 0.5, "opening angle: smaller is more accurate and
                minimum=0.0, maximum=2.0)
 QUADRUPOLE = Option("quadrupole", bool, False, "add traceless quadrupole moments of cells")
 LEAF_CAPACITY = Option("leaf_capacity", int, 16, "most particles a leaf holds", minimum=1)
+SIMD = Option("simd", str, None, "CPU instruction set for the native kernels (default: ORRERY_SIMD, "
+              "else the widest this CPU has)", choices=("scalar", "avx2", "avx512"))
 DEVICE = Option("device", str, None, "compute device, e.g. 'cuda:0' or 'sycl:cpu' (default: first found)")
 
 

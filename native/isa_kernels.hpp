@@ -1,0 +1,76 @@
+// The kernels compiled once per instruction set. Each isa_*.cpp file includes the kernel
+// templates with its own traits and its own compiler flags and exports one IsaKernels table;
+// simd.cpp picks the table at run time. Only plain data and function pointers cross the
+// boundary, so no code built for a wider instruction set can leak into the baseline files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace orrery {
+
+// What the direct-summation kernel reads, prepared once per call by direct.cpp.
+template <typename T>
+struct DirectInput {
+  const T* sources;  // per particle j: x, y, z and m/8 (4 values each), j = 0 .. n-1
+  const T* x;        // targets, structure of arrays, padded to a whole number of blocks
+  const T* y;
+  const T* z;
+  std::size_t n;
+  T eps2;
+};
+
+// Where it writes: structure of arrays padded like the targets; pot is null when not wanted.
+template <typename T>
+struct DirectOutput {
+  T* ax;
+  T* ay;
+  T* az;
+  T* pot;
+};
+
+// Computes the targets of blocks [first_block, end_block); a block is IsaKernels::block_* targets.
+template <typename T>
+using DirectBlocksFn = void (*)(const DirectInput<T>&, std::size_t first_block,
+                                std::size_t end_block, const DirectOutput<T>&);
+
+// A throughput probe's result: how many operations it performed (flop, sqrt+divide pairs,
+// estimates or bytes) and a checksum that keeps the compiler from dropping the work.
+struct ProbeCount {
+  double operations;
+  double checksum;
+};
+using ProbeFn = ProbeCount (*)(std::uint64_t rounds);
+using ReadProbeFn = ProbeCount (*)(const double* data, std::size_t count);
+
+// The kernel's own 1/sqrt applied to an array (count a multiple of the lanes), so its error
+// can be measured against an exact one.
+template <typename T>
+using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
+
+struct IsaKernels {
+  const char* name;
+  std::size_t block_f32;  // targets per block
+  std::size_t block_f64;
+  const char* rsqrt_f32;  // how 1/sqrt is computed
+  const char* rsqrt_f64;
+  DirectBlocksFn<float> direct_f32;
+  DirectBlocksFn<double> direct_f64;
+  InverseSqrtFn<float> inverse_sqrt_f32;
+  InverseSqrtFn<double> inverse_sqrt_f64;
+  ProbeFn fma_f32;
+  ProbeFn fma_f64;
+  ProbeFn sqrt_div_f32;
+  ProbeFn sqrt_div_f64;
+  ProbeFn estimate_f32;  // null: no approximate 1/sqrt instruction at this level
+  ProbeFn estimate_f64;
+  ReadProbeFn read;
+};
+
+extern const IsaKernels kScalarKernels;
+#ifdef ORRERY_X86_KERNELS
+extern const IsaKernels kAvx2Kernels;
+extern const IsaKernels kAvx512Kernels;
+#endif
+
+}  // namespace orrery

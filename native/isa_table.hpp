@@ -1,0 +1,34 @@
+// Builds the IsaKernels table an isa_*.cpp file exports from the kernel templates.
+#pragma once
+
+#include <cstddef>
+
+#include "ceilings_kernel.hpp"
+#include "direct_kernel.hpp"
+#include "isa_kernels.hpp"
+
+namespace orrery {
+
+// The table an isa_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
+// targets per block in the direct kernel.
+template <template <typename> class Vec, std::size_t K32, std::size_t K64>
+constexpr IsaKernels make_isa_kernels(const char* name) {
+  return IsaKernels{name,
+                    K32 * Vec<float>::lanes,
+                    K64 * Vec<double>::lanes,
+                    Vec<float>::refinement,
+                    Vec<double>::refinement,
+                    &direct_blocks_dispatch<Vec<float>, K32>,
+                    &direct_blocks_dispatch<Vec<double>, K64>,
+                    &kernel_inverse_sqrt<Vec<float>>,
+                    &kernel_inverse_sqrt<Vec<double>>,
+                    &fma_probe<Vec<float>>,
+                    &fma_probe<Vec<double>>,
+                    &sqrt_div_probe<Vec<float>>,
+                    &sqrt_div_probe<Vec<double>>,
+                    estimate_probe_or_null<Vec<float>>(),
+                    estimate_probe_or_null<Vec<double>>(),
+                    &read_probe<Vec<double>>};
+}
+
+}  // namespace orrery

@@ -1,0 +1,133 @@
+#include "simd.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "parallel.hpp"
+
+namespace orrery {
+
+namespace py = pybind11;
+
+const char* simd_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::avx512: return "avx512";
+    case SimdLevel::avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+std::vector<SimdLevel> compiled_simd_levels() {
+#ifdef ORRERY_X86_KERNELS
+  return {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512};
+#else
+  return {SimdLevel::scalar};
+#endif
+}
+
+SimdLevel cpu_simd_level() {
+#ifdef ORRERY_X86_KERNELS
+  // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return SimdLevel::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::avx2;
+#endif
+  return SimdLevel::scalar;
+}
+
+namespace {
+
+SimdLevel parse_simd_level(const std::string& name, const char* source) {
+  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+    if (name == simd_name(level)) return level;
+  throw std::invalid_argument(std::string(source) + " must be scalar, avx2 or avx512, got '" + name + "'");
+}
+
+}  // namespace
+
+SimdLevel choose_simd_level(const std::string& requested) {
+  SimdLevel best = cpu_simd_level();
+  const char* from_env = std::getenv("ORRERY_SIMD");
+  SimdLevel level = best;
+  if (!requested.empty())
+    level = parse_simd_level(requested, "simd");
+  else if (from_env && *from_env)
+    level = parse_simd_level(from_env, "ORRERY_SIMD");
+  if (static_cast<int>(level) > static_cast<int>(best))
+    throw std::runtime_error(std::string("SIMD level ") + simd_name(level) +
+                             " is not available: this CPU and build go up to " + simd_name(best));
+  return level;
+}
+
+const IsaKernels& isa_kernels(SimdLevel level) {
+#ifdef ORRERY_X86_KERNELS
+  if (level == SimdLevel::avx512) return kAvx512Kernels;
+  if (level == SimdLevel::avx2) return kAvx2Kernels;
+#endif
+  return kScalarKernels;
+}
+
+namespace {
+
+std::string compiler_description() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("GCC ") + __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+py::dict build_info() {
+  py::dict info;
+  info["compiler"] = compiler_description();
+  info["build_type"] = ORRERY_BUILD_TYPE;
+  info["flags"] = ORRERY_BASE_FLAGS;
+  py::dict level_flags;
+  py::list compiled;
+  for (SimdLevel level : compiled_simd_levels()) compiled.append(simd_name(level));
+  level_flags["scalar"] = "";
+#ifdef ORRERY_X86_KERNELS
+  level_flags["avx2"] = ORRERY_AVX2_FLAGS;
+  level_flags["avx512"] = ORRERY_AVX512_FLAGS;
+#endif
+  info["simd_compiled"] = compiled;
+  info["simd_flags"] = level_flags;
+  info["simd_cpu"] = simd_name(cpu_simd_level());
+  const char* from_env = std::getenv("ORRERY_SIMD");
+  info["simd_env"] = from_env ? py::object(py::str(from_env)) : py::object(py::none());
+  info["threads"] = ThreadPool::hardware_threads();
+  return info;
+}
+
+py::dict level_description(const std::string& requested) {
+  SimdLevel level = choose_simd_level(requested);
+  const IsaKernels& kernels = isa_kernels(level);
+  py::dict d;
+  d["level"] = simd_name(level);
+  d["block_f32"] = kernels.block_f32;
+  d["block_f64"] = kernels.block_f64;
+  d["rsqrt_f32"] = kernels.rsqrt_f32;
+  d["rsqrt_f64"] = kernels.rsqrt_f64;
+  return d;
+}
+
+}  // namespace
+
+void register_simd(py::module_& m) {
+  m.def("build_info", &build_info,
+        "How this module was built: compiler, flags, SIMD levels compiled and the CPU's level.");
+  m.def("simd_level", &level_description, py::arg("simd") = "",
+        "The SIMD level a call with this `simd` argument would use ('' = ORRERY_SIMD or the "
+        "widest available) and how its kernels compute 1/sqrt. Raises ValueError for an unknown "
+        "name, RuntimeError for a level this CPU lacks.");
+  m.def("simd_levels", [] {
+    py::list levels;
+    int best = static_cast<int>(cpu_simd_level());
+    for (SimdLevel level : compiled_simd_levels())
+      if (static_cast<int>(level) <= best) levels.append(simd_name(level));
+    return levels;
+  }, "The SIMD levels this CPU can run, lowest first.");
+}
+
+}  // namespace orrery

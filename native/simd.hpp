@@ -1,0 +1,33 @@
+// Run-time choice of the instruction set: the widest level both this build and this CPU have,
+// lowered by ORRERY_SIMD=scalar|avx2|avx512 or by an explicit request (tests check every path).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <vector>
+
+#include "isa_kernels.hpp"
+
+namespace orrery {
+
+enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2 };
+
+const char* simd_name(SimdLevel level);
+
+// Levels compiled into this build, lowest first.
+std::vector<SimdLevel> compiled_simd_levels();
+
+// The widest compiled level this CPU (and its operating system) can run.
+SimdLevel cpu_simd_level();
+
+// `requested` names a level, or is empty for ORRERY_SIMD if set, else cpu_simd_level().
+// Throws std::invalid_argument for an unknown name and std::runtime_error for a level this CPU
+// or build lacks.
+SimdLevel choose_simd_level(const std::string& requested);
+
+const IsaKernels& isa_kernels(SimdLevel level);
+
+void register_simd(pybind11::module_& m);
+
+}  // namespace orrery

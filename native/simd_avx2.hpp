@@ -1,0 +1,75 @@
+// AVX2 + FMA traits (256-bit: 8 floats or 4 doubles). Compiled only in isa_avx2.cpp, with
+// -mavx2 -mfma. See simd_scalar.hpp for the interface every traits type shares.
+//
+// 1/sqrt: float starts from vrsqrtps (relative error <= 1.5 * 2^-12) and refines with the
+// second-order series (rsqrt_refine.hpp); AVX2 has no double-precision estimate, and going
+// through float would fail outside float's exponent range, so double uses sqrt and divide.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+#include "rsqrt_refine.hpp"
+
+namespace orrery {
+namespace isa_avx2 {
+
+template <typename T>
+struct Vec;
+
+template <>
+struct Vec<float> {
+  using Scalar = float;
+  using V = __m256;
+  static constexpr std::size_t lanes = 8;
+  static constexpr const char* refinement = "vrsqrtps (12 bits) + second-order series";
+
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static constexpr bool has_estimate = true;
+  static V zero_lane(V v, std::size_t lane) {
+    const V index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_ps(v, _mm256_cmp_ps(index, _mm256_set1_ps(float(lane)), _CMP_NEQ_OQ));
+  }
+  static V rsqrt_estimate(V x) { return _mm256_rsqrt_ps(x); }
+  static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 2>(r2, rsqrt_estimate(r2)); }
+};
+
+template <>
+struct Vec<double> {
+  using Scalar = double;
+  using V = __m256d;
+  static constexpr std::size_t lanes = 4;
+  static constexpr const char* refinement = "exact: 2 / sqrt(r2)";
+
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set1(double x) { return _mm256_set1_pd(x); }
+  static V zero() { return _mm256_setzero_pd(); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V fnma(V a, V b, V c) { return _mm256_fnmadd_pd(a, b, c); }
+  static V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static constexpr bool has_estimate = false;
+  static V zero_lane(V v, std::size_t lane) {
+    const V index = _mm256_setr_pd(0, 1, 2, 3);
+    return _mm256_and_pd(v, _mm256_cmp_pd(index, _mm256_set1_pd(double(lane)), _CMP_NEQ_OQ));
+  }
+  static V two_over_sqrt(V r2) { return _mm256_div_pd(_mm256_set1_pd(2.0), _mm256_sqrt_pd(r2)); }
+};
+
+}  // namespace isa_avx2
+}  // namespace orrery

@@ -1,0 +1,74 @@
+// AVX-512 traits (512-bit: 16 floats or 8 doubles). Compiled only in isa_avx512.cpp, with
+// -mavx512f -mavx512dq. See simd_scalar.hpp for the interface every traits type shares.
+//
+// 1/sqrt starts from vrsqrt14 (relative error < 2^-14) and is refined by the series in
+// rsqrt_refine.hpp: first order for float, third order for double (docs/performance.md gives
+// the measured error of each against a correctly rounded 1/sqrt).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+
+#include "rsqrt_refine.hpp"
+
+namespace orrery {
+namespace isa_avx512 {
+
+template <typename T>
+struct Vec;
+
+template <>
+struct Vec<float> {
+  using Scalar = float;
+  using V = __m512;
+  static constexpr std::size_t lanes = 16;
+  static constexpr const char* refinement = "vrsqrt14ps + first-order series (one Newton step)";
+
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
+  static constexpr bool has_estimate = true;
+  static V zero_lane(V v, std::size_t lane) {
+    return _mm512_maskz_mov_ps(static_cast<__mmask16>(~(1u << lane)), v);
+  }
+  static V rsqrt_estimate(V x) { return _mm512_rsqrt14_ps(x); }
+  static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 1>(r2, rsqrt_estimate(r2)); }
+};
+
+template <>
+struct Vec<double> {
+  using Scalar = double;
+  using V = __m512d;
+  static constexpr std::size_t lanes = 8;
+  static constexpr const char* refinement = "vrsqrt14pd + third-order series";
+
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V zero() { return _mm512_setzero_pd(); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V fnma(V a, V b, V c) { return _mm512_fnmadd_pd(a, b, c); }
+  static V div(V a, V b) { return _mm512_div_pd(a, b); }
+  static V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static constexpr bool has_estimate = true;
+  static V zero_lane(V v, std::size_t lane) {
+    return _mm512_maskz_mov_pd(static_cast<__mmask8>(~(1u << lane)), v);
+  }
+  static V rsqrt_estimate(V x) { return _mm512_rsqrt14_pd(x); }
+  static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 3>(r2, rsqrt_estimate(r2)); }
+};
+
+}  // namespace isa_avx512
+}  // namespace orrery
