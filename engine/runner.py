@@ -29,18 +29,6 @@ from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
 
 
-def resolve_solver_name(requested: str) -> str:
-    """The solver to build for ``requested``: itself, or for ``"auto"`` while no ``auto``
-    solver is registered, ``cpu-tree`` if it exists here, else ``cpu-direct``."""
-    specs = solver_specs()
-    if requested != "auto" or "auto" in specs:
-        return requested
-    tree = specs.get("cpu-tree")
-    if tree is not None and tree.unavailable_reason() is None:
-        return "cpu-tree"
-    return "cpu-direct"
-
-
 @dataclass(frozen=True)
 class RunSettings:
     """What the solver thread runs: the scenario and the parameters a user may change live.
@@ -274,14 +262,12 @@ class SimulationRunner(FrameSource):
         self._rate = _RateMeter()
 
     def _make_simulation(self, scenario, particles, settings: RunSettings):
-        name = resolve_solver_name(settings.solver or scenario.solver)
+        name = settings.solver or scenario.solver
         solver = self._solver_factory(name, **self._solver_options(name, scenario, settings))
         dt = settings.dt if settings.dt is not None else scenario.dt
         sim = Simulation(particles, solver, dt=dt)
-        # ``auto`` says which solver it chose and why once bound; other solvers have no reason
-        reason = getattr(solver, "reason", None)
-        description = solver.describe() + (f": {reason}" if reason else "")
-        return sim, description
+        # Described after binding: ``auto`` has chosen by then and says which solver and why.
+        return sim, solver.describe()
 
     @staticmethod
     def _solver_options(name: str, scenario, settings: RunSettings) -> dict:

@@ -7,7 +7,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from ...engine import scenarios
-from ...engine.runner import SimulationRunner, resolve_solver_name
+from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
 from ..render import COLOUR_MODES, PointStyle, ToneMap
 
@@ -27,10 +27,10 @@ class ControlPanel:
         self.rect = (0.0, 0.0, 0.0, 0.0)
         self._scenario_names = scenarios.names()
         specs = solver_specs()
-        self._solver_names = ["auto", *sorted(specs)]
-        self._solver_labels = ["auto"] + [
+        self._solver_names = ["auto", *sorted(name for name in specs if name != "auto")]
+        self._solver_labels = [
             name if specs[name].unavailable_reason() is None else f"{name} (unavailable here)"
-            for name in sorted(specs)]
+            for name in self._solver_names]
         if self.runner is not None:
             settings = self.runner.settings
             self._scenario_index = self._index(self._scenario_names, settings.scenario)
@@ -98,8 +98,6 @@ class ControlPanel:
         imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
         imgui.pop_text_wrap_pos()
-        if runner.solver_name == "auto" and "auto" not in solver_specs():
-            imgui.text_colored(_DIM, f"(auto not built yet: chose {resolve_solver_name('auto')})")
         dt = frame.stats.get("dt", settings.dt or 1e-3) if frame else 1e-3
         _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.5, "%.5f",
                                        imgui.SliderFlags_.logarithmic)
@@ -110,7 +108,7 @@ class ControlPanel:
                                               imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(softening=new_softening)
-        spec = solver_specs().get(resolve_solver_name(runner.solver_name))
+        spec = solver_specs().get(runner.solver_name)
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
         _, new_theta = imgui.slider_float("theta", float(settings.theta), 0.1, 1.5, "%.2f")

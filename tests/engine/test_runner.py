@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from orrery.engine.errors import InvalidInputError
-from orrery.engine.runner import RunSettings, SimulationRunner, resolve_solver_name
-from orrery.engine.solvers import HostState, Solver, solver_specs
+from orrery.engine.runner import RunSettings, SimulationRunner
+from orrery.engine.solvers import HostState, Solver
 
 SMALL = RunSettings(scenario="plummer", n=64, seed=1, solver="cpu-direct", dt=1e-3)
 
@@ -152,10 +152,11 @@ def test_invalid_time_step_is_refused_at_once():
         assert runner.close(timeout=10)
 
 
-def test_auto_falls_back_to_a_registered_solver():
-    chosen = resolve_solver_name("auto")
-    specs = solver_specs()
-    assert chosen in specs
-    if "auto" not in specs:
-        assert chosen == ("cpu-tree" if "cpu-tree" in specs else "cpu-direct")
-    assert resolve_solver_name("reference") == "reference"
+def test_auto_says_which_solver_it_chose_and_why():
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=64, solver="auto"))
+    try:
+        assert runner.solver_name == "auto"
+        assert runner.solver_description.startswith("auto: cpu-direct")
+        assert "not calibrated" in runner.solver_description or "calibrated on" in runner.solver_description
+    finally:
+        assert runner.close(timeout=10)
