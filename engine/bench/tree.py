@@ -157,7 +157,8 @@ def scaling(args) -> list[dict]:
         summary["time_exponent"] = float(np.polyfit(np.log(n), np.log(t), 1)[0])
     summary["crossover_n"], summary["crossover_note"] = _crossover(rows)
     summary["direct_kernel"] = _direct_kernel_description()
-    summary["tree_float_kernel"] = _tree_kernel_description()
+    if args.solver == "cpu-tree":
+        summary["tree_float_kernel"] = _tree_kernel_description()
     print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
                             for k, v in summary.items() if k != "table"))
     return rows + [summary]
@@ -298,7 +299,8 @@ def peers(args) -> list[dict]:
     for message in missing:
         print(message)
     rows = []
-    theta_max = args.theta if args.theta is not None else 0.5
+    # Orrery runs at the largest legal theta whose error is no worse than the peer's.
+    theta_max = next(o for o in solver_specs()[args.solver].options if o.name == "theta").maximum or 2.0
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
         pos64, mass64 = particles.pos.astype(np.float64), particles.mass.astype(np.float64)
