@@ -238,10 +238,9 @@ def _largest_theta_within(error_at, target: float, theta_max: float) -> float | 
     theta misses it (round-off floor)."""
     if error_at(theta_max) <= target:
         return theta_max
-    lo, hi = 0.0, theta_max
-    if error_at(1e-3) > target:
+    lo, hi = 1e-3, theta_max
+    if error_at(lo) > target:
         return None
-    lo = 1e-3
     for _ in range(THETA_SEARCH_STEPS):
         mid = 0.5 * (lo + hi)
         if error_at(mid) <= target:
@@ -249,6 +248,12 @@ def _largest_theta_within(error_at, target: float, theta_max: float) -> float | 
         else:
             hi = mid
     return lo
+
+
+def _theta_limit(args) -> float:
+    """The largest opening angle the solver's options table allows."""
+    option = next(o for o in solver_specs()[args.solver].options if o.name == "theta")
+    return option.maximum if option.maximum is not None else 2.0
 
 
 def _error_function(args, particles, targets, exact, **options):
@@ -268,7 +273,7 @@ def accuracy_table(args) -> list[dict]:
     particles = ics.make(args.ic, n, seed=args.seed)
     targets = _targets(n, args.error_targets)
     exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
-    theta_max = next(o for o in solver_specs()[args.solver].options if o.name == "theta").maximum or 2.0
+    theta_max = _theta_limit(args)
     rows = []
     for target in ERROR_TARGETS:
         for quadrupole in (False, True):
@@ -298,7 +303,7 @@ def peers(args) -> list[dict]:
         print(message)
     rows = []
     # Orrery runs at the largest legal theta whose error is no worse than the peer's.
-    theta_max = next(o for o in solver_specs()[args.solver].options if o.name == "theta").maximum or 2.0
+    theta_max = _theta_limit(args)
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
         pos64, mass64 = particles.pos.astype(np.float64), particles.mass.astype(np.float64)
