@@ -149,16 +149,16 @@ def degenerate(tmp_path_factory):
         return dict(data)
 
 
-@pytest.mark.parametrize("precision", ["f32", "f64"])
+@pytest.mark.parametrize("precision", ["f32", "f64", "f32q", "f64q"])
 def test_degenerate_inputs_give_finite_answers(degenerate, precision):
     for name in ("one_point", "line", "two_clumps", "single", "two", "near_pairs"):
         assert np.isfinite(degenerate[f"{name}_{precision}_acc"]).all(), name
         assert np.isfinite(degenerate[f"{name}_{precision}_pot"]).all(), name
 
 
-@pytest.mark.parametrize("precision", ["f32", "f64"])
+@pytest.mark.parametrize("precision", ["f32", "f64", "f32q", "f64q"])
 def test_degenerate_inputs_match_exact_answers(degenerate, precision):
-    rtol = 1e-5 if precision == "f32" else 1e-12
+    rtol = 1e-5 if precision.startswith("f32") else 1e-12
     # All at one point: no net pull, and every other particle at distance zero (softened).
     assert np.all(degenerate[f"one_point_{precision}_acc"] == 0.0)
     np.testing.assert_allclose(degenerate[f"one_point_{precision}_pot"], -(299 / 300) / SOFTENING, rtol=rtol)
@@ -169,11 +169,12 @@ def test_degenerate_inputs_match_exact_answers(degenerate, precision):
     np.testing.assert_allclose(degenerate[f"two_{precision}_acc"], [pull, -pull], rtol=rtol)
 
 
-def test_degenerate_inputs_match_reference(degenerate):
+@pytest.mark.parametrize("label", ["f64", "f64q"])
+def test_degenerate_inputs_match_reference(degenerate, label):
     for name in ("line", "two_clumps", "near_pairs"):  # one_point is checked exactly above
         pos, mass = degenerate[f"{name}_pos"], degenerate[f"{name}_mass"]
         ref = make_solver("reference", softening=SOFTENING).accelerations(pos, mass)
-        acc = degenerate[f"{name}_f64_acc"]
+        acc = degenerate[f"{name}_{label}_acc"]
         if name == "line":
             # On a line the net pull nearly cancels at many points, so measure the error against
             # the typical force rather than each particle's own.
