@@ -114,10 +114,12 @@ class TreeEngine {
   std::size_t n_ = 0;
 };
 
-void check_tree_parameters(double softening, double theta, std::size_t leaf_capacity) {
+void check_tree_parameters(double softening, double theta, std::size_t leaf_capacity,
+                           std::size_t group_capacity = kDefaultGroupCapacity) {
   if (!(softening >= 0.0)) throw std::invalid_argument("softening must be >= 0");
   if (!(theta >= 0.0)) throw std::invalid_argument("theta must be >= 0");
   if (leaf_capacity < 1) throw std::invalid_argument("leaf_capacity must be >= 1");
+  if (group_capacity < 1) throw std::invalid_argument("group_capacity must be >= 1");
 }
 
 unsigned resolve_threads(unsigned threads) { return threads == 0 ? ThreadPool::hardware_threads() : threads; }
@@ -192,7 +194,7 @@ void register_engine(py::module_& m, const char* name) {
              bool quadrupole, std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads,
              bool want_potential) {
             std::size_t n = check_positions_and_masses(pos, mass);
-            check_tree_parameters(softening, theta, leaf_capacity);
+            check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);
