@@ -69,13 +69,12 @@ BoundingCube bounding_cube(const T* pos, std::size_t n) {
 }
 
 template <typename T>
-void morton_keys(const T* pos, const std::uint32_t* order, std::size_t n, const BoundingCube& cube,
-                 std::uint64_t* keys, unsigned threads) {
+void morton_keys(const T* pos, std::size_t n, const BoundingCube& cube, std::uint64_t* keys, unsigned threads) {
   const double scale = static_cast<double>(std::uint64_t(1) << kMortonLevels) / cube.side;
   const double top = static_cast<double>((std::uint64_t(1) << kMortonLevels) - 1);
   ThreadPool::instance().parallel_for(n, 8192, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
-      const T* p = pos + 3 * static_cast<std::size_t>(order[k]);
+      const T* p = pos + 3 * k;
       std::uint64_t q[3];
       for (int a = 0; a < 3; ++a) {
         double s = std::floor((static_cast<double>(p[a]) - cube.min[a]) * scale);
@@ -144,9 +143,7 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& ord
 
 template BoundingCube bounding_cube<float>(const float*, std::size_t);
 template BoundingCube bounding_cube<double>(const double*, std::size_t);
-template void morton_keys<float>(const float*, const std::uint32_t*, std::size_t, const BoundingCube&,
-                                 std::uint64_t*, unsigned);
-template void morton_keys<double>(const double*, const std::uint32_t*, std::size_t, const BoundingCube&,
-                                  std::uint64_t*, unsigned);
+template void morton_keys<float>(const float*, std::size_t, const BoundingCube&, std::uint64_t*, unsigned);
+template void morton_keys<double>(const double*, std::size_t, const BoundingCube&, std::uint64_t*, unsigned);
 
 }  // namespace orrery

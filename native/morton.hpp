@@ -23,11 +23,10 @@ struct BoundingCube {
 template <typename T>
 BoundingCube bounding_cube(const T* pos, std::size_t n);
 
-// keys[k] = key of particle order[k] (positions are (n, 3) in the caller's order).
+// keys[i] = key of particle i (positions are (n, 3)).
 // Quantisation, in double: q = floor((x - min) * (2^21 / side)), clamped to [0, 2^21 - 1].
 template <typename T>
-void morton_keys(const T* pos, const std::uint32_t* order, std::size_t n, const BoundingCube& cube,
-                 std::uint64_t* keys, unsigned threads);
+void morton_keys(const T* pos, std::size_t n, const BoundingCube& cube, std::uint64_t* keys, unsigned threads);
 
 // The quantised coordinates (ix, iy, iz) of the cell at `level` whose key prefix is that of `key`.
 void cell_coordinates(std::uint64_t key, int level, std::uint32_t coords[3]);

@@ -2,11 +2,14 @@
 // (morton.cpp), depth-first octree and moments (octree.cpp), group walk (tree_walk.cpp).
 // Cost about N log N; accuracy set by the opening angle theta (theta = 0 is direct summation).
 // Also exposes the host tree build (build_tree) so the GPU tree can be compared node for node.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "arrays.hpp"
 #include "morton.hpp"
@@ -36,12 +39,14 @@ class TreeEngine {
  public:
   void build(const T* pos, const T* mass, std::size_t n, std::size_t leaf_capacity, double theta,
              bool quadrupole, unsigned threads) {
+    // 32-bit particle and node indices (ADR-0010): a tree has fewer than 2N nodes.
+    if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-tree holds fewer than 2^31 particles");
     auto start = Clock::now();
     tree_.cube = bounding_cube(pos, n);
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0u);
     keys_.resize(n);
-    morton_keys(pos, order_.data(), n, tree_.cube, keys_.data(), threads);
+    morton_keys(pos, n, tree_.cube, keys_.data(), threads);
     sort_keys(keys_, order_, key_scratch_, order_scratch_, threads);
     gather(pos, mass, n, threads);
     stages_.sort = seconds_since(start);
@@ -109,10 +114,12 @@ class TreeEngine {
   std::size_t n_ = 0;
 };
 
-void check_tree_parameters(double softening, double theta, std::size_t leaf_capacity) {
+void check_tree_parameters(double softening, double theta, std::size_t leaf_capacity,
+                           std::size_t group_capacity = kDefaultGroupCapacity) {
   if (!(softening >= 0.0)) throw std::invalid_argument("softening must be >= 0");
   if (!(theta >= 0.0)) throw std::invalid_argument("theta must be >= 0");
   if (leaf_capacity < 1) throw std::invalid_argument("leaf_capacity must be >= 1");
+  if (group_capacity < 1) throw std::invalid_argument("group_capacity must be >= 1");
 }
 
 unsigned resolve_threads(unsigned threads) { return threads == 0 ? ThreadPool::hardware_threads() : threads; }
@@ -187,7 +194,7 @@ void register_engine(py::module_& m, const char* name) {
              bool quadrupole, std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads,
              bool want_potential) {
             std::size_t n = check_positions_and_masses(pos, mass);
-            check_tree_parameters(softening, theta, leaf_capacity);
+            check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);

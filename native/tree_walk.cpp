@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <limits>
 
 #include "parallel.hpp"
@@ -182,8 +181,8 @@ WalkCounts walk_group(const Octree<T>& tree, const SortedParticles<T>& particles
   return counts;
 }
 
-}  // namespace
-
+// Walk groups in depth-first order: the first node met with at most group_capacity particles,
+// or a leaf (over capacity when its particles coincide); its subtree is then passed over.
 template <typename Node>
 std::vector<std::uint32_t> find_groups(const std::vector<Node>& nodes, std::size_t group_capacity) {
   std::vector<std::uint32_t> groups;
@@ -197,6 +196,8 @@ std::vector<std::uint32_t> find_groups(const std::vector<Node>& nodes, std::size
   }
   return groups;
 }
+
+}  // namespace
 
 template <typename T>
 WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import time
 
 import numpy as np
 
@@ -90,8 +91,6 @@ def _solver(args, **overrides):
 
 def _time(fn, args) -> Timing:
     """Warm-up, then trials; one slow warm-up is kept as the only sample."""
-    import time
-
     start = time.perf_counter()
     fn()
     first = time.perf_counter() - start
@@ -157,7 +156,8 @@ def scaling(args) -> list[dict]:
         summary["time_exponent"] = float(np.polyfit(np.log(n), np.log(t), 1)[0])
     summary["crossover_n"], summary["crossover_note"] = _crossover(rows)
     summary["direct_kernel"] = _direct_kernel_description()
-    summary["tree_float_kernel"] = _tree_kernel_description()
+    if args.solver == "cpu-tree":
+        summary["tree_float_kernel"] = _tree_kernel_description()
     print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
                             for k, v in summary.items() if k != "table"))
     return rows + [summary]
@@ -197,7 +197,6 @@ def _tree_kernel_description() -> str:
 def leaf_sweep(args) -> list[dict]:
     """Every (leaf, group) configuration timed once per round, rounds interleaved, so that load
     from elsewhere on a shared machine falls on all configurations alike."""
-    import time
 
     particles = ics.make(args.ic, args.sweep_n, seed=args.seed)
     targets = _targets(args.sweep_n, args.error_targets)
@@ -239,10 +238,9 @@ def _largest_theta_within(error_at, target: float, theta_max: float) -> float | 
     theta misses it (round-off floor)."""
     if error_at(theta_max) <= target:
         return theta_max
-    lo, hi = 0.0, theta_max
-    if error_at(1e-3) > target:
+    lo, hi = 1e-3, theta_max
+    if error_at(lo) > target:
         return None
-    lo = 1e-3
     for _ in range(THETA_SEARCH_STEPS):
         mid = 0.5 * (lo + hi)
         if error_at(mid) <= target:
@@ -250,6 +248,12 @@ def _largest_theta_within(error_at, target: float, theta_max: float) -> float | 
         else:
             hi = mid
     return lo
+
+
+def _theta_limit(args) -> float:
+    """The largest opening angle the solver's options table allows."""
+    option = next(o for o in solver_specs()[args.solver].options if o.name == "theta")
+    return option.maximum if option.maximum is not None else 2.0
 
 
 def _error_function(args, particles, targets, exact, **options):
@@ -269,7 +273,7 @@ def accuracy_table(args) -> list[dict]:
     particles = ics.make(args.ic, n, seed=args.seed)
     targets = _targets(n, args.error_targets)
     exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
-    theta_max = next(o for o in solver_specs()[args.solver].options if o.name == "theta").maximum or 2.0
+    theta_max = _theta_limit(args)
     rows = []
     for target in ERROR_TARGETS:
         for quadrupole in (False, True):
@@ -298,7 +302,8 @@ def peers(args) -> list[dict]:
     for message in missing:
         print(message)
     rows = []
-    theta_max = args.theta if args.theta is not None else 0.5
+    # Orrery runs at the largest legal theta whose error is no worse than the peer's.
+    theta_max = _theta_limit(args)
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
         pos64, mass64 = particles.pos.astype(np.float64), particles.mass.astype(np.float64)
@@ -307,20 +312,36 @@ def peers(args) -> list[dict]:
         ours_error_at = _error_function(args, particles, targets, exact)
         for peer in found:
             evaluate, read = peer.prepare(pos64, mass64)
-            peer_timing = _time(evaluate, args)
+            warm_start = time.perf_counter()
+            evaluate()  # warm-up
+            peer_warm_up = time.perf_counter() - warm_start
             peer_error = rms_relative_error(read()[targets], peer.exact(pos64, mass64, targets))
             theta = _largest_theta_within(ours_error_at, peer_error, theta_max)
             row = {"table": "peers", "n": n, "peer": peer.name, "peer_threads": peer.threads,
-                   "peer_kernel": peer.kernel, "peer_theta": args.peer_theta, "peer_error": peer_error,
-                   "peer_s": peer_timing.median, "peer_iqr_s": peer_timing.iqr}
-            if theta is not None:
-                solver = _solver(args, theta=theta)
-                timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
-                row.update(ours_theta=theta, ours_error=ours_error_at(theta), ours_s=timing.median,
-                           ours_iqr_s=timing.iqr, speedup=peer_timing.median / timing.median)
+                   "peer_kernel": peer.kernel, "peer_theta": args.peer_theta, "peer_error": peer_error}
+            if theta is None:
+                rows.append(row)
+                continue
+            solver = _solver(args, theta=theta)
+            solver.accelerations(particles.pos, particles.mass)  # warm-up
+            # Peer and Orrery alternate trial by trial, so load from elsewhere falls on both; a
+            # peer slower than --long-trial-s gets one timed trial.
+            peer_samples, ours_samples = [], []
+            for round_index in range(args.trials):
+                if round_index == 0 or peer_warm_up <= args.long_trial_s:
+                    start = time.perf_counter()
+                    evaluate()
+                    peer_samples.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                solver.accelerations(particles.pos, particles.mass)
+                ours_samples.append(time.perf_counter() - start)
+            peer_timing, ours_timing = Timing(tuple(peer_samples)), Timing(tuple(ours_samples))
+            row.update(peer_s=peer_timing.median, peer_iqr_s=peer_timing.iqr, ours_theta=theta,
+                       ours_error=ours_error_at(theta), ours_s=ours_timing.median, ours_iqr_s=ours_timing.iqr,
+                       speedup=peer_timing.median / ours_timing.median)
             rows.append(row)
     if rows:
         _fmt_table(f"peers at equal or better RMS error ({args.solver}, {args.precision})", rows,
-                   ["n", "peer", "peer_threads", "peer_error", "peer_s", "ours_theta", "ours_error", "ours_s",
-                    "speedup"])
+                   ["n", "peer", "peer_threads", "peer_error", "peer_s", "peer_iqr_s", "ours_theta", "ours_error",
+                    "ours_s", "ours_iqr_s", "speedup"])
     return rows

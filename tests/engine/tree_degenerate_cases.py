@@ -34,12 +34,15 @@ def main(out: str) -> None:
     for name, (pos, mass) in cases().items():
         results[f"{name}_pos"] = pos
         results[f"{name}_mass"] = mass
-    for precision in ("f32", "f64"):
-        solver = make_solver("cpu-tree", precision=precision, softening=SOFTENING, theta=0.5, leaf_capacity=8)
+    # Labels: precision, and "q" for quadrupole moments.
+    for label, precision, quadrupole in (("f32", "f32", False), ("f64", "f64", False), ("f32q", "f32", True),
+                                         ("f64q", "f64", True)):
+        solver = make_solver("cpu-tree", precision=precision, softening=SOFTENING, theta=0.5, leaf_capacity=8,
+                             quadrupole=quadrupole)
         for name, (pos, mass) in cases().items():
             acc, pot = solver.accelerations(pos, mass, potential=True)
-            results[f"{name}_{precision}_acc"] = acc
-            results[f"{name}_{precision}_pot"] = pot
+            results[f"{name}_{label}_acc"] = acc
+            results[f"{name}_{label}_pot"] = pot
     np.savez(out, **results)
 
 
