@@ -38,10 +38,10 @@ class ParticlePass:
         if key not in self._vertex_arrays:
             self._vertex_arrays = {k: v for k, v in self._vertex_arrays.items()
                                    if k[:2] == key[:2]}
-            content = [(scene.current, "3f", "position"),
+            content = [(scene.current, scene.position_format, "position"),
                        (scene.population_buffer, "f", "population")]
             if "previous" in self.program:
-                content.append((scene.previous, "3f", "previous"))
+                content.append((scene.previous, scene.position_format, "previous"))
             self._vertex_arrays[key] = self.ctx.vertex_array(self.program, content)
         return self._vertex_arrays[key]
 
@@ -58,7 +58,7 @@ class BarePointPass:
         key = (id(scene), scene.layout_version, scene.parity)
         if key not in self._vertex_arrays:
             self._vertex_arrays = {key: self.ctx.vertex_array(
-                self.program, [(scene.current, "3f", "position")])}
+                self.program, [(scene.current, scene.position_format, "position")])}
         self.program["view_projection"].write(gl_bytes(view_projection))
         self.program["point_size"].value = point_size
         self._vertex_arrays[key].render(self.ctx.POINTS, vertices=scene.count)

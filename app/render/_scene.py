@@ -10,14 +10,23 @@ from ...engine.frames import Frame
 # Particles sampled to estimate the typical speed the speed colour map is scaled to.
 _SPEED_SAMPLE = 4096
 
+# Position formats the vertex stage reads directly (moderngl attribute formats): float16
+# recordings go to the GPU as half floats, without a CPU conversion; anything else is float32.
+_POSITION_FORMATS = {np.dtype(np.float32): "3f4", np.dtype(np.float16): "3f2"}
+
 
 class ParticleScene:
     """GPU copies of the latest frame. Two position buffers alternate: the new frame goes into
-    the older one, so the previous positions stay for speed colouring without a copy."""
+    the older one, so the previous positions stay for speed colouring without a copy.
+
+    Positions stay in the frame's precision when it is float16 or float32 (``position_format``
+    says which; the buffers are reallocated when it changes); other dtypes become float32.
+    """
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.count = 0
+        self.position_format = _POSITION_FORMATS[np.dtype(np.float32)]
         self.layout_version = 0  # changes whenever buffers are reallocated
         self._buffers = []
         self.population_buffer = None
@@ -46,13 +55,17 @@ class ParticleScene:
         """Upload ``frame`` unless it is already shown; returns whether anything changed."""
         if frame.sequence == self._sequence and self._host_current is not None:
             return False
-        positions = np.ascontiguousarray(frame.positions, dtype=np.float32)
+        positions = np.asarray(frame.positions)
+        if positions.dtype not in _POSITION_FORMATS:
+            positions = positions.astype(np.float32)
+        positions = np.ascontiguousarray(positions)
         if len(population) != len(positions):
             # a source switching runs may pair a new label array with a last old frame: draw
             # that one frame in the first population's colour rather than fail
             population = np.zeros(len(positions), np.uint8)
-        if len(positions) != self.count:
-            self._allocate(len(positions))
+        if len(positions) != self.count or \
+                _POSITION_FORMATS[positions.dtype] != self.position_format:
+            self._allocate(len(positions), positions.dtype)
         if population is not self._population_source:
             if self._population_labels is None or not np.array_equal(self._population_labels,
                                                                      population):
@@ -73,11 +86,12 @@ class ParticleScene:
         self._sequence = frame.sequence
         return True
 
-    def _allocate(self, count: int) -> None:
+    def _allocate(self, count: int, dtype: np.dtype) -> None:
         for buffer in (*self._buffers, self.population_buffer):
             if buffer is not None:
                 buffer.release()
-        size = max(count, 1) * 12
+        size = max(count, 1) * 3 * dtype.itemsize
+        self.position_format = _POSITION_FORMATS[dtype]
         self._buffers = [self.ctx.buffer(reserve=size), self.ctx.buffer(reserve=size)]
         self.population_buffer = self.ctx.buffer(reserve=max(count, 1) * 4)
         self._population_labels = None
@@ -91,7 +105,8 @@ class ParticleScene:
     def _speed_scale(now: np.ndarray, before: np.ndarray, interval: float) -> float:
         # Speeds are shown relative to the median speed: robust to a few escapers.
         stride = max(1, len(now) // _SPEED_SAMPLE)
-        speeds = np.linalg.norm(now[::stride] - before[::stride], axis=1) / interval
+        step = now[::stride].astype(np.float32) - before[::stride]  # float16 would overflow
+        speeds = np.linalg.norm(step, axis=1) / interval
         reference = float(np.median(speeds))
         return 1.0 / (interval * reference) if reference > 0 else 0.0
 

@@ -4,13 +4,16 @@ A frame is what the viewer draws every refresh: clear the float accumulation tar
 Gaussian point sprites, tone-map to a 8-bit output of the window's size. The same run times a
 bare draw of the same points (constant colour, no sprite profile, no tone mapping) into the same
 target, so the ratio says what the look costs. A third figure adds uploading a new frame of
-positions, as the live viewer does whenever the solver publishes one.
+positions, as the live viewer does whenever the solver publishes one. With ``--replay`` the run
+also replays a recording of each N through the viewer's own upload and render path
+(``_render_replay``), beside the static frame and the bare draw of the same N.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _render_replay
 from .harness import format_table, time_trials
 
 HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless (EGL)"
@@ -28,6 +31,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--warmup", type=int, default=3, help="untimed frames first (default: 3)")
     parser.add_argument("--libgl", help="path of libGL.so.1 where the loader cannot find it")
     parser.add_argument("--libegl", help="path of libEGL.so.1 where the loader cannot find it")
+    _render_replay.add_arguments(parser)
 
 
 def run(args) -> list[dict]:
@@ -41,7 +45,7 @@ def run(args) -> list[dict]:
     device = describe(ctx)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
     style, tone = PointStyle(point_size=args.point_size), ToneMap()
-    rows = []
+    rows, replay_rows = [], []
     for n in args.n:
         particles = plummer(n, seed=1)
         positions = particles.pos.astype(np.float32)
@@ -75,7 +79,7 @@ def run(args) -> list[dict]:
                        for name, fn in (("frame", full_frame), ("bare", bare_frame),
                                         ("upload", upload_and_frame))}
             frame = timings["frame"]
-            rows.append({
+            static = {
                 "n": n, "target": target, "size": f"{width}x{height}",
                 "point_size": args.point_size,
                 "frame_ms": 1e3 * frame.median, "frame_iqr_ms": 1e3 * frame.iqr,
@@ -84,10 +88,26 @@ def run(args) -> list[dict]:
                 "ratio_to_bare": frame.median / timings["bare"].median,
                 "with_upload_ms": 1e3 * timings["upload"].median,
                 "drift": frame.drift, "device": device,
-            })
+            }
+            rows.append({"source": "static", **static})
+            if args.replay:
+                for replay in _render_replay.measure(
+                        args, ctx=ctx, renderer=renderer, output=output,
+                        view_projection=view_projection, style=style, tone=tone,
+                        positions=positions, population=particles.population):
+                    replay_rows.append({
+                        "n": n, "target": target, "size": static["size"],
+                        "point_size": args.point_size, **replay,
+                        "render_ms": static["frame_ms"], "bare_ms": static["bare_ms"],
+                        "ratio_to_render": replay["frame_ms"] / static["frame_ms"],
+                        "device": device})
             renderer.release()
         scene.release()
     print(f"renderer: {device}")
     print(format_table(rows, ["n", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
                               "ratio_to_bare", "with_upload_ms", "drift"]))
-    return rows
+    if replay_rows:
+        print(format_table(replay_rows, ["n", "target", "source", "frame_ms", "frame_iqr_ms",
+                                         "fps", "wait_ms", "upload_ms", "draw_ms", "render_ms",
+                                         "bare_ms", "ratio_to_render", "new_frames", "drift"]))
+    return rows + replay_rows

@@ -113,13 +113,14 @@ def test_population_colours_follow_the_palette(ctx):
     assert PALETTE_SIZE == len(PALETTE)
 
 
-def test_speed_colouring_tells_moving_from_still_particles(ctx):
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_speed_colouring_tells_moving_from_still_particles(ctx, dtype):
     camera = Camera(distance=4.0)
     still, moving = np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.6])
     scene = ParticleScene(ctx)
     population = np.zeros(2, np.uint8)
-    scene.show(Frame(np.array([still, moving], np.float32), 0.0, 0, 1), population)
-    many = np.array([still, moving + [0.0, 0.0, 0.01]], np.float32)
+    scene.show(Frame(np.array([still, moving], dtype), 0.0, 0, 1), population)
+    many = np.array([still, moving + [0.0, 0.0, 0.01]], dtype)
     scene.show(Frame(many, 0.1, 1, 2), population)
     renderer = Renderer(ctx)
     renderer.resize(WIDTH, HEIGHT)
@@ -130,6 +131,36 @@ def test_speed_colouring_tells_moving_from_still_particles(ctx):
     fast = image[_expected_pixel(camera, many[1])][:3]
     assert slow[2] > slow[0], "a still particle is drawn blue"
     assert fast[0] > fast[2], "the fastest particles are drawn orange"
+
+
+def test_float16_frames_go_up_as_half_floats_and_draw_as_float32_would(ctx):
+    rng = np.random.default_rng(3)
+    # values a half float holds exactly, so both uploads describe the same points
+    half = (rng.uniform(-1.0, 1.0, (200, 3)) * 64).round().astype(np.float16) / np.float16(64)
+    population = (np.arange(200) % 3).astype(np.uint8)
+    scene = ParticleScene(ctx)
+    renderer = Renderer(ctx)
+    renderer.resize(WIDTH, HEIGHT)
+    view_projection = Camera(distance=4.0).view_projection(WIDTH / HEIGHT)
+    images = {}
+    for sequence, positions in enumerate((half, half.astype(np.float32), half), start=1):
+        scene.show(Frame(positions, float(sequence), sequence, sequence), population)
+        assert scene.current.size == 200 * 3 * positions.dtype.itemsize
+        renderer.accumulate(scene, view_projection, PointStyle(point_size=3.0))
+        images.setdefault(positions.dtype.name, []).append(renderer.read_accumulation().copy())
+    assert scene.position_format == "3f2"
+    assert images["float16"][0].max() > 0
+    np.testing.assert_array_equal(images["float16"][0], images["float32"][0])
+    np.testing.assert_array_equal(images["float16"][1], images["float32"][0])
+
+
+def test_speed_scale_of_float16_frames_does_not_overflow(ctx):
+    scene = ParticleScene(ctx)
+    population = np.zeros(2, np.uint8)
+    scene.show(Frame(np.array([[0, 0, 0], [300, 0, 0]], np.float16), 0.0, 0, 1), population)
+    scene.show(Frame(np.array([[0, 0, 0], [0, 300, 0]], np.float16), 1.0, 1, 2), population)
+    # median of the speeds 0 and 300*sqrt(2) (300**2 is past float16's largest value)
+    assert scene.speed_scale == pytest.approx(1.0 / (150.0 * np.sqrt(2.0)), rel=1e-3)
 
 
 def test_camera_fit_centres_and_frames_the_particles():
@@ -162,6 +193,29 @@ def test_render_benchmark_reports_frame_and_bare_times(capsys):
         assert row["frame_ms"] > 0 and row["bare_ms"] > 0 and row["with_upload_ms"] > 0
         assert row["ratio_to_bare"] == pytest.approx(row["frame_ms"] / row["bare_ms"])
     assert "ratio_to_bare" in capsys.readouterr().out
+
+
+def test_render_benchmark_replays_a_new_recording_frame_every_frame(tmp_path, capsys):
+    import argparse
+
+    from orrery.engine.bench import render
+
+    parser = argparse.ArgumentParser()
+    render.add_arguments(parser)
+    rows = render.run(parser.parse_args(["--n", "300", "--size", "64x48", "--trials", "2",
+                                         "--warmup", "1", "--replay", "--frames", "4",
+                                         "--dir", str(tmp_path)]))
+    static, *replays = rows
+    assert static["source"] == "static"
+    assert [(row["source"], row["vertex_format"]) for row in replays] == [
+        ("replay float16", "3f2"), ("replay float32", "3f4")]
+    for row in replays:
+        assert row["timed_frames"] == row["new_frames"] == 8  # two passes, every frame new
+        assert row["frame_ms"] > 0 and row["draw_ms"] > 0 and row["upload_ms"] > 0
+        assert row["render_ms"] == static["frame_ms"] and row["bare_ms"] == static["bare_ms"]
+        assert row["ratio_to_render"] == pytest.approx(row["frame_ms"] / row["render_ms"])
+    assert list(tmp_path.iterdir()) == []  # the temporary recordings are gone
+    assert "ratio_to_render" in capsys.readouterr().out
 
 
 def test_labels_of_another_run_do_not_break_a_frame(ctx):
