@@ -49,8 +49,8 @@ class GalaxyModel:
 
     The defaults describe a galaxy of total mass 1 with disk scale length 1: disk, bulge and
     halo masses 0.15 / 0.05 / 0.8 (close to Hernquist 1993's 1 : 1/3 : 5.8), giving a rotation
-    curve that is flat to ~10% between 1 and 6 scale lengths (v_c ≈ 0.38) and a rotation period
-    of about 27 time units at the disk's half-mass radius (1.68 scale lengths).
+    curve between v_c = 0.34 and 0.40 from 1 to 6 scale lengths and a rotation period of about
+    27 time units at the disk's half-mass radius (1.68 scale lengths).
 
     Attributes
     ----------
@@ -75,7 +75,7 @@ class GalaxyModel:
     softening : float
         Plummer softening the galaxy will be run with (default 0, Newtonian). Forces in the
         model use it, so the equilibrium is the one the N-body code sees: at eps = 0.05 R_d the
-        softened pull is ~5% weaker than the Newtonian one at 1 R_d and 20% weaker at 0.25 R_d.
+        softened v_c² is 1.4% below the Newtonian one at 1 R_d, 9% at 0.25 R_d, 32% at 0.1 R_d.
     """
 
     disk_mass: float = 0.15
@@ -295,7 +295,8 @@ def disk_galaxy(n: int = 20000, *, seed: int = 0, model: GalaxyModel | None = No
     -------
     Particles with populations ``disk``, ``bulge``, ``halo`` (empty components are left out).
     """
-    model = replace(model or GalaxyModel(), **parameters)
+    model = model or GalaxyModel()
+    model = replace(model, **parameters) if parameters else model
     rng = np.random.default_rng(seed)
     counts = _split_counts(n, particle_shares, model)
     parts = []
