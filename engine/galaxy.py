@@ -301,14 +301,18 @@ def disk_galaxy(n: int = 20000, *, seed: int = 0, model: GalaxyModel | None = No
     counts = _split_counts(n, particle_shares, model)
     parts = []
     if counts[0]:
-        parts.append(("disk", model.disk_mass, *_sample_disk(model, counts[0], rng)))
+        parts.append(("disk", model.disk_mass,
+                      *_mirrored(_sample_disk(model, (counts[0] + 1) // 2, rng), counts[0])))
     for name, count, mass, scale in (("bulge", counts[1], model.bulge_mass, model.bulge_scale),
                                      ("halo", counts[2], model.halo_mass, model.halo_scale)):
         if count:
-            parts.append((name, mass, *_sample_spheroid(model, count, mass, scale, rng)))
-    # Each component is centred on the origin at rest: otherwise sampling noise leaves the disk
-    # off-centre in its halo (by ~ r_rms / sqrt(N_halo), a tenth of a scale length at N = 6000),
-    # and it sloshes around the halo centre from the first step.
+            drawn = _sample_spheroid(model, (count + 1) // 2, mass, scale, rng)
+            parts.append((name, mass, *_mirrored(drawn, count)))
+    # Mirrored pairs put every component's centre of mass at rest on the origin (up to one
+    # unpaired particle, removed below). Otherwise sampling noise leaves the disk off-centre in
+    # its halo (by ~ r_rms / sqrt(N_halo), a tenth of a scale length at N = 6000) and it sloshes;
+    # shifting each component by its mean instead would move the cusps off the origin, because
+    # the mean of a Hernquist sample is dominated by its far tail.
     pos = np.concatenate([p[2] - p[2].mean(axis=0) for p in parts])
     vel = np.concatenate([p[3] - p[3].mean(axis=0) for p in parts])
     mass = np.concatenate([np.full(len(p[2]), p[1] / len(p[2])) for p in parts])
@@ -316,6 +320,13 @@ def disk_galaxy(n: int = 20000, *, seed: int = 0, model: GalaxyModel | None = No
     dtype = as_dtype(precision)
     return Particles(pos.astype(dtype), vel.astype(dtype), mass.astype(dtype), population,
                      tuple(p[0] for p in parts))
+
+
+def _mirrored(drawn, count):
+    """Each drawn particle (x, v) and its mirror image (-x, -v), which has the same angular
+    momentum (a disk keeps its sense of rotation); ``count`` of them."""
+    pos, vel = drawn
+    return np.concatenate([pos, -pos])[:count], np.concatenate([vel, -vel])[:count]
 
 
 def _split_counts(n, shares, model) -> list[int]:
