@@ -26,6 +26,8 @@ from functools import cached_property
 
 import numpy as np
 
+from scipy.special import gammainc
+
 from .errors import InvalidInputError
 from .orbits import parabolic_orbit
 from .particles import Particles, as_dtype
@@ -179,11 +181,11 @@ class GalaxyModel:
         ring_heights = np.tile(heights, DISK_RINGS)
         ring_masses = np.repeat(ring_mass / DISK_LAYERS, DISK_LAYERS)
         eps = self.softening
+        spheroid_pull = shell_acceleration(radii, shell_radii, spheroid_shells, eps)
         # Rings closer than their spacing would turn the sum into a comb of log singularities;
         # smoothing them over one spacing (0.01 R_d by default) is invisible above that scale.
         ring_eps = max(eps, ring_edges[1])
-        midplane = (ring_acceleration(radii, ring_radii, ring_heights, ring_masses, ring_eps)
-                    + shell_acceleration(radii, shell_radii, spheroid_shells, eps))
+        midplane = ring_acceleration(radii, ring_radii, ring_heights, ring_masses, ring_eps) + spheroid_pull
         vc2 = radii * midplane
         # kappa² = (d v_c² / d ln R + 2 v_c²) / R².
         kappa2 = (np.gradient(vc2, np.log(radii)) + 2.0 * vc2) / radii**2
@@ -191,9 +193,31 @@ class GalaxyModel:
             "radii": radii,
             "vc2": vc2,
             "kappa2": kappa2,
+            "spheroid_vertical": self._spheroid_vertical_virial(radii, spheroid_pull),
             "gravity": shell_acceleration(radii, shell_radii, all_shells, eps),
             "potential": shell_potential(radii, shell_radii, all_shells, eps),
         }
+
+    def _layer_heights(self, count: int) -> np.ndarray:
+        """Heights of ``count`` equal-mass layers of the sech²(z/z0) profile."""
+        return self.disk_height * np.arctanh(2.0 * (np.arange(count) + 0.5) / count - 1.0)
+
+    def _spheroid_vertical_virial(self, radii, spheroid_pull) -> np.ndarray:
+        """<z dPhi_spheroids/dz> over the disk's layers at each radius: the spheroids are
+        spherical, so dPhi/dz = g(r) z / r with r² = R² + z²."""
+        z = self._layer_heights(64)
+        r = np.hypot(radii[:, None], z[None, :])
+        pull = np.interp(np.log(r), np.log(radii), spheroid_pull)
+        return (pull * z**2 / r).mean(axis=1)
+
+    @cached_property
+    def _sheet_virial_factor(self) -> float:
+        """<z dPhi_self/dz> / (2 pi G Sigma) for a softened sech² sheet: a Plummer-softened plane
+        pulls with 2 pi G Sigma z / sqrt(z² + eps²), so the factor is the layer-pair average of
+        z (z - z') / sqrt((z - z')² + eps²); z0 / 2 without softening."""
+        z = self._layer_heights(400)
+        gap = z[:, None] - z[None, :]
+        return float((z[:, None] * gap / np.sqrt(gap**2 + self.softening**2 + 1e-300)).mean())
 
     def _lookup(self, key: str, radius) -> np.ndarray:
         table = self._force_table
@@ -228,8 +252,12 @@ class GalaxyModel:
     # Disk kinematics ------------------------------------------------------------------------
 
     def sigma_z_squared(self, radius) -> np.ndarray:
-        """Vertical dispersion of an isothermal sheet of height z0: pi G Sigma(R) z0."""
-        return np.pi * self.surface_density(radius) * self.disk_height
+        """Vertical dispersion from the vertical virial theorem of the sech²(z/z0) layer at R,
+        sigma_z² = <z dPhi/dz>: the layer's own softened pull (as a local plane sheet; without
+        softening this is the isothermal sheet's pi G Sigma z0) plus the bulge's and halo's."""
+        radius = np.asarray(radius, dtype=float)
+        own = 2.0 * np.pi * self.surface_density(radius) * self._sheet_virial_factor
+        return own + self._lookup("spheroid_vertical", radius)
 
     def sigma_r_squared(self, radius) -> np.ndarray:
         """Radial dispersion: sigma_R² proportional to Sigma(R) (Hernquist 1993), normalised
@@ -370,12 +398,28 @@ def _sample_spheroid(model: GalaxyModel, count, mass, scale, rng: np.random.Gene
     cut = model.spheroid_cutoff
     s = np.sqrt(rng.uniform(0.0, 1.0, count)) * cut / (cut + scale)
     radius = np.maximum(scale * s / (1.0 - s), 1e-6 * scale)
-    sigma = np.sqrt(model.spheroid_dispersion_squared(radius, mass, scale))
     cap = ESCAPE_CAP * np.sqrt(-2.0 * model.potential(radius))
-    vel = rng.normal(0.0, 1.0, (count, 3)) * sigma[:, None]
+    width = _capped_gaussian_width(model.spheroid_dispersion_squared(radius, mass, scale), cap)
+    vel = rng.normal(0.0, 1.0, (count, 3)) * width[:, None]
     while (fast := np.einsum("ij,ij->i", vel, vel) > cap**2).any():
-        vel[fast] = rng.normal(0.0, 1.0, (fast.sum(), 3)) * sigma[fast, None]
+        vel[fast] = rng.normal(0.0, 1.0, (fast.sum(), 3)) * width[fast, None]
     return _random_directions(rng, count) * radius[:, None], vel
+
+
+def _capped_gaussian_width(sigma2, cap):
+    """Width s of an isotropic Gaussian that, cut at speed ``cap``, still has the Jeans second
+    moment <v²> = 3 sigma². A Gaussian of width sigma cut below the escape speed loses 8% of
+    the default halo's kinetic energy, enough for the halo to contract by ~10% in a rotation.
+
+    For a unit Gaussian cut at u, <v²> = 3 P(5/2, u²/2) / P(3/2, u²/2) (P the regularised
+    incomplete gamma function), so <v²> / cap² = h(u) / u², which falls from 3/5 (u -> 0, a
+    uniform ball) to 0; invert it by interpolation. Where even a uniform ball cannot hold
+    sigma² (never for the shipped models) the ball is used."""
+    u = np.geomspace(0.05, 30.0, 2000)
+    x = 0.5 * u**2
+    moment_over_cap2 = 3.0 * gammainc(2.5, x) / gammainc(1.5, x) / u**2
+    target = np.minimum(3.0 * np.asarray(sigma2) / cap**2, moment_over_cap2[0])
+    return cap / np.interp(target, moment_over_cap2[::-1], u[::-1])
 
 
 def _random_directions(rng: np.random.Generator, count) -> np.ndarray:
