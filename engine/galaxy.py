@@ -155,9 +155,24 @@ class GalaxyModel:
         return (self._hernquist_mass_within(radius, self.bulge_mass, self.bulge_scale)
                 + self._hernquist_mass_within(radius, self.halo_mass, self.halo_scale))
 
+    def disk_mass_within_sphere(self, radius) -> np.ndarray:
+        """Disk mass inside the sphere of radius r: the integral of 2 pi R Sigma(R) times the
+        share of the sech² layer with |z| < sqrt(r² - R²), which is tanh(sqrt(r² - R²) / z0).
+        Near the centre (r ~ z0) this is well below the mass inside the cylinder R < r."""
+        radius = np.asarray(radius, dtype=float)
+        # R = r sin(t) removes the square-root end point: sqrt(r² - R²) = r cos(t).
+        nodes, weights = np.polynomial.legendre.leggauss(64)
+        t = 0.25 * np.pi * (nodes + 1.0)
+        r = radius[..., None]
+        cylinder = r * np.sin(t)
+        integrand = (2.0 * np.pi * cylinder * self.surface_density(cylinder)
+                     * np.tanh(r * np.cos(t) / self.disk_height) * r * np.cos(t))
+        return (integrand * weights).sum(axis=-1) * 0.25 * np.pi
+
     def mass_within(self, radius) -> np.ndarray:
-        """Total mass inside r, the disk counted as if spherical (used off the disk plane)."""
-        return self.spheroid_mass_within(radius) + self.disk_mass_within(radius)
+        """Total mass inside the sphere of radius r; its pull, G M(<r) / r², is the spherically
+        averaged pull of the galaxy, disk included (the monopole is exact for any shape)."""
+        return self.spheroid_mass_within(radius) + self.disk_mass_within_sphere(radius)
 
     # Softened gravity ----------------------------------------------------------------------
 
