@@ -5,18 +5,19 @@ bulge and a Hernquist halo. Positions are drawn from the densities exactly; velo
 moments of the Jeans equations, after Hernquist (1993, ApJS 86, 389):
 
 - bulge and halo: isotropic Gaussian velocities whose dispersion sigma(r) solves the spherical
-  hydrostatic (Jeans) equation in the total potential of all three components, speeds capped
-  below the local escape speed;
-- disk: sigma_z from the isothermal sheet (sigma_z² = pi G Sigma z0), sigma_R² proportional to
-  Sigma(R) and normalised to a Toomre Q at a reference radius, sigma_phi from the epicyclic
-  ratio kappa²/(4 Omega²), mean rotation from the asymmetric-drift equation.
+  hydrostatic (Jeans) equation in the total potential of all three components, cut below the
+  local escape speed with the Gaussian widened so the cut keeps the Jeans second moment;
+- disk: sigma_z from the vertical virial theorem of each sech² layer (its own softened pull and
+  the spheroids'), sigma_R² proportional to Sigma(R) and normalised to a Toomre Q at a reference
+  radius, sigma_phi from the epicyclic ratio kappa²/(4 Omega²), mean rotation from the
+  asymmetric-drift equation.
 
 All forces use the Plummer softening the galaxy will be run with (``softening``), so the
 equilibrium is the one the N-body code sees: the circular speed in the disk plane sums the exact
 softened pull of the thick disk (as coaxial rings) and of the bulge and halo (as spherical
-shells); the spheroids' Jeans integrals use the spherically averaged pull, counting the disk's
-mass inside radius r as if it were spherical (the usual approximation, which overstates the
-disk's pull off the plane a little). docs/galaxy-model.md has the details.
+shells); the spheroids' Jeans integrals use the spherically averaged pull (the monopole, exact
+for any shape), which is all an isotropic spherical Jeans model can use.
+docs/galaxy-model.md has the details.
 """
 
 from __future__ import annotations
@@ -495,9 +496,10 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
              orbit.position_a, orbit.velocity_a),
             ("B", count_b, mass_ratio, size_ratio, disk_rotation(inclination_b, node_b),
              orbit.position_b, orbit.velocity_b)):
-        galaxy = disk_galaxy(count, seed=int(rng.integers(2**63)), model=model,
-                             particle_shares=particle_shares,
-                             softening=model.softening / length_scale)
+        # Built for the same softening in absolute units (one model when the sizes agree).
+        scaled = model if length_scale == 1.0 else replace(model, softening=model.softening / length_scale)
+        galaxy = disk_galaxy(count, seed=int(rng.integers(2**63)), model=scaled,
+                             particle_shares=particle_shares)
         # Scaling M and L keeps equilibrium when velocities scale as sqrt(G M / L).
         speed_scale = np.sqrt(mass_scale / length_scale)
         galaxies.append(Particles(galaxy.pos @ rotation.T * length_scale + offset,
