@@ -201,7 +201,8 @@ class GalaxyModel:
         # Rings closer than their spacing would turn the sum into a comb of log singularities;
         # smoothing them over one spacing (0.01 R_d by default) is invisible above that scale.
         ring_eps = max(eps, ring_edges[1])
-        midplane = ring_acceleration(radii, ring_radii, ring_heights, ring_masses, ring_eps) + spheroid_pull
+        disk_pull = ring_acceleration(radii, ring_radii, ring_heights, ring_masses, ring_eps)
+        midplane = disk_pull + spheroid_pull
         vc2 = radii * midplane
         # kappa² = (d v_c² / d ln R + 2 v_c²) / R².
         kappa2 = (np.gradient(vc2, np.log(radii)) + 2.0 * vc2) / radii**2
@@ -281,7 +282,8 @@ class GalaxyModel:
         reference = self.toomre_radius * self.disk_scale
         sigma_ref = (self.toomre_q * TOOMRE_STELLAR * self.surface_density(reference)
                      / np.sqrt(self.kappa_squared(reference)))
-        return sigma_ref**2 * np.exp(-(np.asarray(radius, dtype=float) - reference) / self.disk_scale)
+        radius = np.asarray(radius, dtype=float)
+        return sigma_ref**2 * np.exp(-(radius - reference) / self.disk_scale)
 
     def toomre_q_at(self, radius) -> np.ndarray:
         """The model's Toomre Q(R) = sigma_R kappa / (3.36 G Sigma)."""
@@ -399,7 +401,8 @@ def _sample_disk(model: GalaxyModel, count: int, rng: np.random.Generator):
     # sech²(z / z0) / (2 z0) is the logistic density with scale z0 / 2.
     z = rng.logistic(0.0, 0.5 * model.disk_height, count)
     v_r = rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_r_squared(radius))
-    epicyclic = model.kappa_squared(radius) * radius**2 / (4.0 * model.circular_speed_squared(radius))
+    vc2 = model.circular_speed_squared(radius)
+    epicyclic = model.kappa_squared(radius) * radius**2 / (4.0 * vc2)
     v_phi = (model.mean_rotation(radius)
              + rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_r_squared(radius) * epicyclic))
     v_z = rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_z_squared(radius))
@@ -497,7 +500,8 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
             ("B", count_b, mass_ratio, size_ratio, disk_rotation(inclination_b, node_b),
              orbit.position_b, orbit.velocity_b)):
         # Built for the same softening in absolute units (one model when the sizes agree).
-        scaled = model if length_scale == 1.0 else replace(model, softening=model.softening / length_scale)
+        scaled = (model if length_scale == 1.0
+                  else replace(model, softening=model.softening / length_scale))
         galaxy = disk_galaxy(count, seed=int(rng.integers(2**63)), model=scaled,
                              particle_shares=particle_shares)
         # Scaling M and L keeps equilibrium when velocities scale as sqrt(G M / L).

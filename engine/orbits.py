@@ -36,7 +36,8 @@ def parabolic_orbit(mass_a: float, mass_b: float, *, pericentre: float,
         raise InvalidInputError(f"pericentre must be positive, got {pericentre!r}")
     if not separation >= pericentre:
         raise InvalidInputError(
-            f"separation ({separation!r}) must be at least the pericentre distance ({pericentre!r})")
+            f"separation ({separation!r}) must be at least the pericentre distance "
+            f"({pericentre!r})")
     mu = mass_a + mass_b
     anomaly = -np.arccos(2.0 * pericentre / separation - 1.0)
     speed_scale = np.sqrt(mu / (2.0 * pericentre))

@@ -39,7 +39,8 @@ def shell_acceleration(radius, shell_radii, shell_masses, softening: float) -> n
     return (shell_masses * slope).sum(axis=-1)
 
 
-def ring_acceleration(radius, ring_radii, ring_heights, ring_masses, softening: float) -> np.ndarray:
+def ring_acceleration(radius, ring_radii, ring_heights, ring_masses,
+                      softening: float) -> np.ndarray:
     """Inward radial acceleration dPhi/dR in the plane z = 0 at cylindrical ``radius`` (1-d, > 0)
     of coaxial rings (1-d arrays of equal length), computed in blocks to bound memory."""
     radius = np.asarray(radius, dtype=float)
