@@ -39,7 +39,6 @@ TOOMRE_STELLAR = 3.36
 # A Gaussian velocity draw above this share of the local escape speed is redrawn, so no
 # particle leaves its galaxy at once (Hernquist 1993 caps at the escape speed itself).
 ESCAPE_CAP = 0.95
-COMPONENTS = ("disk", "bulge", "halo")
 # The disk's pull is summed over DISK_RINGS radii x DISK_LAYERS equal-mass heights; this
 # resolution keeps the midplane v_c² and kappa² within 0.05% of a 4x finer sum (default model).
 DISK_RINGS = 800
@@ -62,14 +61,14 @@ class GalaxyModel:
     disk_scale : float
         Exponential scale length R_d of the disk surface density (default 1).
     disk_height : float
-        z0 of the vertical profile sech²(z / z0) (default 0.1 R_d).
+        z0 of the vertical profile sech²(z / z0) (default 0.1).
     disk_cutoff : float
-        Disk particles are drawn inside this cylindrical radius (default 8 R_d: 0.3% of an
-        untruncated exponential disk lies outside it).
+        Disk particles are drawn inside this cylindrical radius, in units of R_d (default 8:
+        0.3% of an untruncated exponential disk lies outside it).
     bulge_scale, halo_scale : float
-        Hernquist scale lengths a (defaults 0.2 and 3 R_d).
+        Hernquist scale lengths a (defaults 0.2 and 3).
     spheroid_cutoff : float
-        Bulge and halo are truncated at this radius (default 20 R_d); the density keeps its
+        Bulge and halo are truncated at this radius (default 20); the density keeps its
         Hernquist shape inside and the Jeans equation uses the truncated mass.
     toomre_q : float
         Toomre Q of the disk at ``toomre_radius`` (default 1.5).
