@@ -8,33 +8,48 @@ import time
 
 from tqdm import tqdm
 
-from ...engine import Simulation, ics, make_solver
+from ...engine import Simulation, ics, make_solver, scenarios
+from ...engine.solvers import solver_specs
 from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
+
+# Used when neither a flag nor a preset names a solver: picks by particle count.
+DEFAULT_SOLVER = "auto"
+DEFAULT_COUNT = 4096
+DEFAULT_DT = 1e-3
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("run", help="run a simulation headless",
                                    description="Run a simulation headless with a progress bar.")
-    parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS),
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--ic", choices=sorted(ics.GENERATORS),
                         help="initial conditions (default: plummer)")
-    parser.add_argument("--n", type=int, default=4096, help="particle count (default: 4096)")
+    source.add_argument("--scenario", metavar="NAME",
+                        help="a scenario preset (e.g. galaxy-collision; any of "
+                             f"{', '.join(scenarios.names())}): its particle count, dt, softening "
+                             "and solver apply unless given as flags")
+    parser.add_argument("--n", type=int, default=None,
+                        help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
     parser.add_argument("--steps", type=int, default=1000, help="steps to run (default: 1000)")
-    parser.add_argument("--dt", type=float, default=1e-3, help="time step (default: 0.001)")
+    parser.add_argument("--dt", type=float, default=None,
+                        help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
                         help="leapfrog variant (default: kdk)")
     add_solver_arguments(parser)
+    # No solver flag means: the preset's solver, else auto.
+    parser.set_defaults(solver=None)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_record_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    particles = ics.make(args.ic, args.n, seed=args.seed)
-    solver = make_solver(args.solver, **solver_options(args))
-    sim = Simulation(particles, solver, dt=args.dt, integrator=args.integrator)
-    recording = open_recorder(args, sim, scenario=getattr(args, "scenario", None) or args.ic)
+    particles, dt, solver_name, options = _setup(args)
+    solver = make_solver(solver_name, **options)
+    sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
+    recording = open_recorder(args, sim, scenario=args.scenario or args.ic or "plummer")
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
@@ -58,3 +73,24 @@ def run(args) -> int:
           f"{args.steps / elapsed:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
           f"solver {solver.describe()}")
     return 0
+
+
+def _setup(args):
+    """Particles, time step, solver name and options: flags first, then the preset's settings."""
+    if args.scenario is None:
+        count = DEFAULT_COUNT if args.n is None else args.n
+        particles = ics.make(args.ic or "plummer", count, seed=args.seed)
+        dt = DEFAULT_DT if args.dt is None else args.dt
+        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args)
+    scenario = scenarios.load(args.scenario, n=args.n, seed=args.seed)
+    dt = scenario.dt if args.dt is None else args.dt
+    # The preset's softening belongs to its initial conditions (they are built for it), so it
+    # holds for any solver; its other solver options only for the solver it names.
+    name, preset_options = args.solver, {"softening": scenario.softening}
+    if name is None:
+        name = scenario.solver
+        preset_options.update(scenario.solver_options)
+    spec = solver_specs().get(name)
+    known = {option.name for option in spec.options} if spec else set()
+    preset_options = {key: value for key, value in preset_options.items() if key in known}
+    return scenario.particles, dt, name, {**preset_options, **solver_options(args)}

@@ -22,7 +22,9 @@ def test_calibrate_measures_prints_and_stores(cache_dir, capsys):
     assert [n for n, _ in entry["curves"]["cpu-direct"]] == [32, 64, 128]
     assert all(seconds > 0 for _, seconds in entry["curves"]["cpu-direct"])
     assert "reference" not in entry["curves"] and "auto" not in entry["curves"]
-    assert entry["crossovers"][0][0] == "cpu-direct"
+    # Which solver wins at these sizes is the machine's business; the schedule only names
+    # solvers that were measured.
+    assert {segment[0] for segment in entry["crossovers"]} <= set(entry["curves"])
 
 
 def test_an_evaluation_over_the_limit_stops_growing_n(cache_dir, capsys):

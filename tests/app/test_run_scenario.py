@@ -1,0 +1,37 @@
+"""``orrery run --scenario``: a preset's settings apply unless a flag overrides them."""
+
+import pytest
+
+from orrery.app.cli import main
+from orrery.engine.solvers import solver_specs
+
+
+def test_scenario_runs_with_the_presets_settings(capsys):
+    assert main(["run", "--scenario", "galaxy-collision", "--n", "600", "--steps", "2",
+                 "--quiet"]) == 0
+    captured = capsys.readouterr()
+    # Preset: dt = 0.05, softening = 0.05, solver auto (cpu-direct until auto is registered).
+    assert "600 particles, 2 steps" in captured.out and "t = 0.1," in captured.out
+    assert "softening=0.05" in captured.out
+    if "auto" not in solver_specs():
+        assert "using cpu-direct" in captured.err and "cpu-direct" in captured.out
+
+
+def test_flags_override_the_preset(capsys):
+    assert main(["run", "--scenario", "disk-galaxy", "--n", "300", "--steps", "2", "--dt", "0.01",
+                 "--softening", "0.02", "--solver", "reference", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "300 particles" in out and "t = 0.02," in out
+    assert "reference" in out and "softening=0.02" in out
+
+
+def test_ic_and_scenario_are_alternatives(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--ic", "plummer", "--scenario", "disk-galaxy"])
+    assert exit_info.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def test_unknown_scenario_is_an_error(capsys):
+    assert main(["run", "--scenario", "andromeda-in-a-teacup", "--steps", "1", "--quiet"]) == 2
+    assert "unknown scenario" in capsys.readouterr().err
