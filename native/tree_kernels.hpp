@@ -82,13 +82,17 @@ void tree_monopole(const MonopoleSources<typename S::Scalar>& s, const GroupTarg
   }
 }
 
+// With v = 2/r and g = v^5 / 4 = 8/r^5: 8 a = v^2 (m v + (5/8) dQd g) d - g Q d and
+// 2 u = -(m v + (1/8) dQd g); the sums are scaled by 1/8 and -1/2 once at the end (exact), which
+// keeps the operation count of the textbook form in 1/r.
 template <class S, bool Potential>
 void tree_quadrupole(const QuadrupoleSources<typename S::Scalar>& s, const GroupTargets<typename S::Scalar>& t,
                      typename S::Scalar eps2) {
   using T = typename S::Scalar;
   using V = typename S::V;
   constexpr std::size_t L = S::lanes, R = kTreeRegisters<S>, W = kLanes<T>;
-  const V eps2v = S::set1(eps2), half = S::set1(T(0.5)), five_halves = S::set1(T(2.5));
+  const V eps2v = S::set1(eps2), quarter = S::set1(T(0.25)), five_eighths = S::set1(T(0.625));
+  const V eighth = S::set1(T(0.125));
   for (std::size_t i = 0; i < t.count; ++i) {
     const V px = S::set1(t.x[i]), py = S::set1(t.y[i]), pz = S::set1(t.z[i]);
     V ax[R], ay[R], az[R], u[R];
@@ -98,28 +102,27 @@ void tree_quadrupole(const QuadrupoleSources<typename S::Scalar>& s, const Group
         const std::size_t c = j + r * L;
         const V dx = S::sub(S::load(s.x + c), px), dy = S::sub(S::load(s.y + c), py);
         const V dz = S::sub(S::load(s.z + c), pz);
-        const V inv_r = S::mul(half, tree_two_over_r<S>(dx, dy, dz, eps2v));
-        const V inv_r2 = S::mul(inv_r, inv_r);
-        const V m_inv_r = S::mul(S::load(s.m + c), inv_r);
-        const V inv_r5 = S::mul(S::mul(inv_r2, inv_r2), inv_r);
+        const V v = tree_two_over_r<S>(dx, dy, dz, eps2v);
+        const V v2 = S::mul(v, v);
+        const V mv = S::mul(S::load(s.m + c), v);
+        const V g = S::mul(S::mul(v2, v2), S::mul(v, quarter));
         const V qxx = S::load(s.qxx + c), qxy = S::load(s.qxy + c), qxz = S::load(s.qxz + c);
         const V qyy = S::load(s.qyy + c), qyz = S::load(s.qyz + c), qzz = S::load(s.qzz + c);
         const V qx = S::fma(qxx, dx, S::fma(qxy, dy, S::mul(qxz, dz)));
         const V qy = S::fma(qxy, dx, S::fma(qyy, dy, S::mul(qyz, dz)));
         const V qz = S::fma(qxz, dx, S::fma(qyz, dy, S::mul(qzz, dz)));
         const V dqd = S::fma(dx, qx, S::fma(dy, qy, S::mul(dz, qz)));
-        // a = (M/r^3 + (5/2) dQd / r^7) d - Q d / r^5
-        const V radial = S::fma(S::mul(five_halves, dqd), S::mul(inv_r5, inv_r2), S::mul(m_inv_r, inv_r2));
-        ax[r] = S::fnma(inv_r5, qx, S::fma(radial, dx, ax[r]));
-        ay[r] = S::fnma(inv_r5, qy, S::fma(radial, dy, ay[r]));
-        az[r] = S::fnma(inv_r5, qz, S::fma(radial, dz, az[r]));
-        if constexpr (Potential) u[r] = S::sub(u[r], S::fma(S::mul(half, dqd), inv_r5, m_inv_r));
+        const V radial = S::mul(v2, S::fma(S::mul(five_eighths, dqd), g, mv));
+        ax[r] = S::fnma(g, qx, S::fma(radial, dx, ax[r]));
+        ay[r] = S::fnma(g, qy, S::fma(radial, dy, ay[r]));
+        az[r] = S::fnma(g, qz, S::fma(radial, dz, az[r]));
+        if constexpr (Potential) u[r] = S::add(u[r], S::fma(S::mul(eighth, dqd), g, mv));
       }
     }
-    t.ax[i] = fold_partial_sums<S>(ax);
-    t.ay[i] = fold_partial_sums<S>(ay);
-    t.az[i] = fold_partial_sums<S>(az);
-    if constexpr (Potential) t.u[i] = fold_partial_sums<S>(u);
+    t.ax[i] = T(0.125) * fold_partial_sums<S>(ax);
+    t.ay[i] = T(0.125) * fold_partial_sums<S>(ay);
+    t.az[i] = T(0.125) * fold_partial_sums<S>(az);
+    if constexpr (Potential) t.u[i] = T(-0.5) * fold_partial_sums<S>(u);
   }
 }
 
