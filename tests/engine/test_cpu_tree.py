@@ -241,8 +241,8 @@ def plummer_2048():
 def test_every_simd_level_agrees_with_the_reference(plummer_2048, simd, precision):
     particles, (ref_acc, ref_pot) = plummer_2048
     for quadrupole, limit in ((False, 2e-3), (True, 6e-4)):
-        results = [_tree(particles, precision=precision, theta=0.6, quadrupole=quadrupole, simd=simd, threads=threads)
-                   for threads in (1, 2)]
+        options = {"precision": precision, "theta": 0.6, "quadrupole": quadrupole, "simd": simd}
+        results = [_tree(particles, threads=threads, **options) for threads in (1, 2)]
         acc, pot, stats = results[0]
         assert stats["simd"] == simd
         assert rms_relative_error(acc, ref_acc) < limit
