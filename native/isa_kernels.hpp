@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tree_lists.hpp"
+
 namespace orrery {
 
 // What the direct-summation kernel reads, prepared once per call by direct.cpp.
@@ -65,6 +67,10 @@ struct IsaKernels {
   ProbeFn estimate_f32;  // null: no approximate 1/sqrt instruction at this level
   ProbeFn estimate_f64;
   ReadProbeFn read;
+  TreeMonopoleFn<float> tree_monopole_f32;  // cpu-tree's interaction kernels (tree_kernels.hpp)
+  TreeMonopoleFn<double> tree_monopole_f64;
+  TreeQuadrupoleFn<float> tree_quadrupole_f32;
+  TreeQuadrupoleFn<double> tree_quadrupole_f64;
 };
 
 extern const IsaKernels kScalarKernels;

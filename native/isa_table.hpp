@@ -6,6 +6,7 @@
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
 #include "isa_kernels.hpp"
+#include "tree_kernels.hpp"
 
 namespace orrery {
 
@@ -28,7 +29,11 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     &sqrt_div_probe<Vec<double>>,
                     estimate_probe_or_null<Vec<float>>(),
                     estimate_probe_or_null<Vec<double>>(),
-                    &read_probe<Vec<double>>};
+                    &read_probe<Vec<double>>,
+                    &tree_monopole_dispatch<Vec<float>>,
+                    &tree_monopole_dispatch<Vec<double>>,
+                    &tree_quadrupole_dispatch<Vec<float>>,
+                    &tree_quadrupole_dispatch<Vec<double>>};
 }
 
 }  // namespace orrery

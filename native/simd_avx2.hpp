@@ -36,6 +36,7 @@ struct Vec<float> {
   static V fnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static constexpr bool has_estimate = true;
   static V zero_lane(V v, std::size_t lane) {
     const V index = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);

@@ -36,6 +36,7 @@ struct Vec<float> {
   static V fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V sqrt(V a) { return _mm512_sqrt_ps(a); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static constexpr bool has_estimate = true;
   static V zero_lane(V v, std::size_t lane) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~(1u << lane)), v);
@@ -62,6 +63,7 @@ struct Vec<double> {
   static V fnma(V a, V b, V c) { return _mm512_fnmadd_pd(a, b, c); }
   static V div(V a, V b) { return _mm512_div_pd(a, b); }
   static V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static V min(V a, V b) { return _mm512_min_pd(a, b); }
   static constexpr bool has_estimate = true;
   static V zero_lane(V v, std::size_t lane) {
     return _mm512_maskz_mov_pd(static_cast<__mmask8>(~(1u << lane)), v);

@@ -1,6 +1,7 @@
 // cpu-tree: Barnes-Hut gravity, rebuilt every evaluation: Morton keys and radix sort
 // (morton.cpp), depth-first octree and moments (octree.cpp), group walk (tree_walk.cpp).
 // Cost about N log N; accuracy set by the opening angle theta (theta = 0 is direct summation).
+// The interaction kernels run on the SIMD level chosen at run time, as cpu-direct's (simd.hpp).
 // Also exposes the host tree build (build_tree) so the GPU tree can be compared node for node.
 #include <algorithm>
 #include <chrono>
@@ -15,7 +16,7 @@
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
-#include "tree_kernels.hpp"
+#include "simd.hpp"
 #include "tree_walk.hpp"
 
 namespace orrery {
@@ -62,11 +63,12 @@ class TreeEngine {
   }
 
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, bool quadrupole,
-                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, T* acc, T* pot) {
+                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const IsaKernels& kernels,
+                T* acc, T* pot) {
     build(pos, mass, n, leaf_capacity, theta, quadrupole, threads);
     auto start = Clock::now();
     counts_ = walk_tree(tree_, sorted_, order_.data(), static_cast<T>(softening * softening), quadrupole,
-                        group_capacity, threads, acc, pot);
+                        group_capacity, threads, kernels, acc, pot);
     stages_.walk = seconds_since(start);
     n_ = n;
   }
@@ -192,10 +194,11 @@ void register_engine(py::module_& m, const char* name) {
           "evaluate",
           [](TreeEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
              bool quadrupole, std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads,
-             bool want_potential) {
+             bool want_potential, const std::string& simd) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
+            const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);
             T* a = acc.mutable_data();
@@ -203,13 +206,15 @@ void register_engine(py::module_& m, const char* name) {
             {
               py::gil_scoped_release release;
               self.evaluate(pos.data(), mass.data(), n, softening, theta, quadrupole, leaf_capacity,
-                            group_capacity, resolve_threads(threads), a, phi);
+                            group_capacity, resolve_threads(threads), kernels, a, phi);
             }
             return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("quadrupole"),
           py::arg("leaf_capacity"), py::arg("group_capacity") = kDefaultGroupCapacity, py::arg("threads") = 0, py::arg("potential") = false,
-          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order.")
+          py::arg("simd") = "",
+          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order. simd='' picks "
+          "ORRERY_SIMD or the widest level this CPU has.")
       .def_property_readonly("stats", &TreeEngine<T>::stats,
                              "Last evaluation: stage seconds, interaction counts, node/leaf counts, depth.");
 }
@@ -218,7 +223,6 @@ void register_engine(py::module_& m, const char* name) {
 
 void register_tree(py::module_& m) {
   m.attr("TREE_GROUP_CAPACITY") = kDefaultGroupCapacity;
-  m.def("tree_float_kernel", &float_kernel_name, "Which float interaction kernel the tree uses on this machine.");
   register_engine<float>(m, "TreeF32");
   register_engine<double>(m, "TreeF64");
   const char* doc =

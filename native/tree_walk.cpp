@@ -6,13 +6,22 @@
 #include <limits>
 
 #include "parallel.hpp"
-#include "tree_kernels.hpp"
 
 namespace orrery {
 namespace {
 
 // Groups per chunk taken from the shared counter: small, because group costs vary widely.
 constexpr std::size_t kGroupsPerChunk = 4;
+
+// The interaction kernels of one SIMD level for precision T.
+template <typename T>
+struct Kernels {
+  TreeMonopoleFn<T> monopole;
+  TreeQuadrupoleFn<T> quadrupole;
+};
+
+Kernels<float> kernels_for(const IsaKernels& k, float) { return {k.tree_monopole_f32, k.tree_quadrupole_f32}; }
+Kernels<double> kernels_for(const IsaKernels& k, double) { return {k.tree_monopole_f64, k.tree_quadrupole_f64}; }
 
 // A growable array of sources written by index; reallocates only when a list outgrows it.
 template <typename T>
@@ -57,7 +66,7 @@ GroupTargets<T> targets_into(const SortedParticles<T>& p, std::size_t first, std
 // entry is swapped for a padding entry while that target is summed.
 template <typename T>
 void own_group_forces(const SortedParticles<T>& p, std::size_t first, std::size_t count, T eps2, bool potential,
-                      GroupScratch<T>& s) {
+                      const Kernels<T>& kernels, GroupScratch<T>& s) {
   const std::size_t size = padded<T>(count);
   for (auto* c : {&s.gx, &s.gy, &s.gz, &s.gm}) c->ensure(size);
   std::copy_n(p.x.data() + first, count, s.gx.data.data());
@@ -74,7 +83,7 @@ void own_group_forces(const SortedParticles<T>& p, std::size_t first, std::size_
     const GroupTargets<T> target{p.x.data() + first + t, p.y.data() + first + t, p.z.data() + first + t, 1,
                                  &s.own_a[0][t], &s.own_a[1][t], &s.own_a[2][t],
                                  potential ? &s.own_a[3][t] : nullptr};
-    monopole_forces(sources, target, eps2, potential);
+    kernels.monopole(sources, target, eps2);
     s.gx.data[t] = keep[0];
     s.gy.data[t] = keep[1];
     s.gz.data[t] = keep[2];
@@ -84,7 +93,8 @@ void own_group_forces(const SortedParticles<T>& p, std::size_t first, std::size_
 
 template <typename T>
 WalkCounts walk_group(const Octree<T>& tree, const SortedParticles<T>& particles, std::uint32_t own, T eps2,
-                      bool quadrupole, bool potential, GroupScratch<T>& s, const std::uint32_t* order, T* acc, T* pot) {
+                      bool quadrupole, bool potential, const Kernels<T>& kernels, GroupScratch<T>& s,
+                      const std::uint32_t* order, T* acc, T* pot) {
   const auto& nodes = tree.nodes;
   const std::size_t first = nodes[own].first, count = nodes[own].count;
   T box[6] = {particles.x[first], particles.y[first], particles.z[first],
@@ -153,17 +163,17 @@ WalkCounts walk_group(const Octree<T>& tree, const SortedParticles<T>& particles
 
   const std::size_t list_size = padded<T>(listed);
   pad<T>({&s.px, &s.py, &s.pz}, {&s.pm}, listed, list_size);
-  monopole_forces(MonopoleSources<T>{px, py, pz, pm, list_size}, targets_into(particles, first, count, s.list_a, potential),
-                  eps2, potential);
+  kernels.monopole(MonopoleSources<T>{px, py, pz, pm, list_size},
+                   targets_into(particles, first, count, s.list_a, potential), eps2);
   if (quadrupole) {
     const std::size_t cell_size = padded<T>(cells);
     pad<T>({&s.cx, &s.cy, &s.cz}, {&s.cm, &s.qxx, &s.qxy, &s.qxz, &s.qyy, &s.qyz, &s.qzz}, cells, cell_size);
-    quadrupole_forces(QuadrupoleSources<T>{s.cx.data.data(), s.cy.data.data(), s.cz.data.data(), s.cm.data.data(),
-                                           s.qxx.data.data(), s.qxy.data.data(), s.qxz.data.data(), s.qyy.data.data(),
-                                           s.qyz.data.data(), s.qzz.data.data(), cell_size},
-                      targets_into(particles, first, count, s.cell_a, potential), eps2, potential);
+    kernels.quadrupole(QuadrupoleSources<T>{s.cx.data.data(), s.cy.data.data(), s.cz.data.data(), s.cm.data.data(),
+                                            s.qxx.data.data(), s.qxy.data.data(), s.qxz.data.data(), s.qyy.data.data(),
+                                            s.qyz.data.data(), s.qzz.data.data(), cell_size},
+                       targets_into(particles, first, count, s.cell_a, potential), eps2);
   }
-  own_group_forces(particles, first, count, eps2, potential, s);
+  own_group_forces(particles, first, count, eps2, potential, kernels, s);
 
   for (std::size_t t = 0; t < count; ++t) {
     const std::size_t out = order[first + t];
@@ -201,15 +211,18 @@ std::vector<std::uint32_t> find_groups(const std::vector<Node>& nodes, std::size
 
 template <typename T>
 WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,
-                     T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads, T* acc, T* pot) {
+                     T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads,
+                     const IsaKernels& isa, T* acc, T* pot) {
   const std::vector<std::uint32_t> groups = find_groups(tree.nodes, group_capacity);
+  const Kernels<T> kernels = kernels_for(isa, T());
   std::atomic<std::uint64_t> particle_particle{0}, particle_cell{0};
   ThreadPool::instance().parallel_for(
       groups.size(), kGroupsPerChunk, threads, [&](std::size_t g0, std::size_t g1) {
         thread_local GroupScratch<T> scratch;
         WalkCounts chunk;
         for (std::size_t g = g0; g < g1; ++g) {
-          WalkCounts c = walk_group(tree, particles, groups[g], eps2, quadrupole, pot != nullptr, scratch, order, acc, pot);
+          WalkCounts c = walk_group(tree, particles, groups[g], eps2, quadrupole, pot != nullptr, kernels,
+                                    scratch, order, acc, pot);
           chunk.particle_particle += c.particle_particle;
           chunk.particle_cell += c.particle_cell;
         }
@@ -223,8 +236,8 @@ WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles,
 }
 
 template WalkCounts walk_tree<float>(const Octree<float>&, const SortedParticles<float>&, const std::uint32_t*, float,
-                                     bool, std::size_t, unsigned, float*, float*);
+                                     bool, std::size_t, unsigned, const IsaKernels&, float*, float*);
 template WalkCounts walk_tree<double>(const Octree<double>&, const SortedParticles<double>&, const std::uint32_t*,
-                                      double, bool, std::size_t, unsigned, double*, double*);
+                                      double, bool, std::size_t, unsigned, const IsaKernels&, double*, double*);
 
 }  // namespace orrery

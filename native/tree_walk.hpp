@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "isa_kernels.hpp"
 #include "octree.hpp"
 
 namespace orrery {
@@ -31,11 +32,13 @@ struct WalkCounts {
 };
 
 // Accelerations (and potentials when pot != nullptr) written in the caller's order:
-// particle k of the sorted arrays is caller particle order[k]. Groups are shared among
+// particle k of the sorted arrays is caller particle order[k]. The interactions run on the tree
+// kernels of `kernels` (one SIMD level's table, simd.hpp). Groups are shared among
 // `threads` threads in dynamic chunks; each group's arithmetic is fixed, so results do not depend
 // on the thread count.
 template <typename T>
 WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,
-                     T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads, T* acc, T* pot);
+                     T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads,
+                     const IsaKernels& kernels, T* acc, T* pot);
 
 }  // namespace orrery

@@ -35,7 +35,7 @@ def run(args) -> int:
     forced = f"; ORRERY_SIMD={info['simd_env']}" if info["simd_env"] else ""
     print(f"CPU: {info['threads']} threads, SIMD {level['level']} "
           f"(CPU supports {info['simd_cpu']}; built: {', '.join(info['simd_compiled'])}{forced})")
-    print(f"  1/sqrt: f32 {level['rsqrt_f32']}; f64 {level['rsqrt_f64']}")
+    print(f"  cpu-direct and cpu-tree kernels, 1/sqrt: f32 {level['rsqrt_f32']}; f64 {level['rsqrt_f64']}")
     _print_compute_devices()
     print("Solvers:")
     for name, spec in solver_specs().items():

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ics, make_solver
 from ..accuracy import rms_relative_error
+from ..cpu_features import SIMD_LEVELS, simd_level
 from ..solvers import solver_specs
 from ._tree_peers import available_peers, plummer_exact
 from .harness import Timing, format_table, time_trials
@@ -37,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="quadrupole moments (default: the solver's)")
     parser.add_argument("--leaf-capacity", type=int, default=None, help="leaf capacity (default: the solver's)")
     parser.add_argument("--threads", type=int, default=None, help="threads for Orrery's solvers (default: all)")
+    parser.add_argument("--simd", choices=SIMD_LEVELS, default=None,
+                        help="SIMD level of cpu-tree and cpu-direct (default: ORRERY_SIMD, else the widest)")
     parser.add_argument("--softening", type=float, default=0.01, help="softening length (default: 0.01)")
     parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS), help="initial conditions")
     parser.add_argument("--seed", type=int, default=1, help="seed of the initial conditions")
@@ -84,7 +87,8 @@ def run(args) -> list[dict]:
 def _solver(args, **overrides):
     names = {option.name for option in solver_specs()[args.solver].options}
     options = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
-               "theta": args.theta, "quadrupole": args.quadrupole, "leaf_capacity": args.leaf_capacity}
+               "theta": args.theta, "quadrupole": args.quadrupole, "leaf_capacity": args.leaf_capacity,
+               "simd": args.simd}
     options.update(overrides)
     return make_solver(args.solver, **{k: v for k, v in options.items() if v is not None and k in names})
 
@@ -133,7 +137,7 @@ def scaling(args) -> list[dict]:
         row.pop("seconds", None)
         if n <= args.direct_max_n:
             direct = make_solver("cpu-direct", precision=args.precision, softening=args.softening,
-                                 threads=args.threads)
+                                 threads=args.threads, simd=args.simd)
             direct_timing = _time(lambda: direct.accelerations(particles.pos, particles.mass), args)
             row["direct_s"] = direct_timing.median
             row["direct_source"] = "measured"
@@ -157,7 +161,7 @@ def scaling(args) -> list[dict]:
     summary["crossover_n"], summary["crossover_note"] = _crossover(rows)
     summary["direct_kernel"] = _direct_kernel_description()
     if args.solver == "cpu-tree":
-        summary["tree_float_kernel"] = _tree_kernel_description()
+        summary["simd"] = _simd_description(args.simd)
     print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
                             for k, v in summary.items() if k != "table"))
     return rows + [summary]
@@ -186,10 +190,9 @@ def _direct_kernel_description() -> str:
     return "cpu-direct as built on this branch"
 
 
-def _tree_kernel_description() -> str:
-    from ... import _native
-
-    return _native.tree_float_kernel()
+def _simd_description(requested: str | None) -> str:
+    level = simd_level(requested)
+    return f"{level['level']} (1/sqrt: f32 {level['rsqrt_f32']}; f64 {level['rsqrt_f64']})"
 
 
 # --- leaf sweep --------------------------------------------------------------------------------

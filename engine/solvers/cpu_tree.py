@@ -3,7 +3,9 @@
 Morton sort, depth-first linear octree with skip indices, monopole (optionally quadrupole)
 moments and a group walk with the opening test ``d > side/theta + |com - cell centre|``
 (docs/adr/0010-tree-node-layout.md). Cost about N log N; ``theta = 0`` opens every cell and is
-direct summation. Results do not depend on the thread count, bit for bit.
+direct summation. The interaction kernels run on the SIMD level chosen as for ``cpu-direct``
+(``simd`` option, else ``ORRERY_SIMD``, else the widest available). Results do not depend on the
+thread count, bit for bit.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import _native
+from ..cpu_features import simd_level
 from ._base import Solver
-from ._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA, THREADS, SolverSpec
+from ._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA, THREADS, SolverSpec
 
 # The leaf-capacity sweep in docs/performance.md ("CPU Barnes-Hut tree") chose this default.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
@@ -35,18 +38,23 @@ class CpuTreeSolver(Solver):
         Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
+    simd : {"scalar", "avx2", "avx512"} or None
+        Instruction set of the interaction kernels; None: ``ORRERY_SIMD``, else the widest this
+        CPU runs. Resolved once, when the solver is made.
 
     ``last_stats`` after an evaluation: ``seconds`` and the native breakdown ``sort_s`` (keys,
     radix sort and gather), ``build_s``, ``moments_s``, ``walk_s``, the interaction counters
     ``particle_particle`` and ``particle_cell``, ``interactions_per_particle``, ``nodes``,
-    ``leaves`` and ``depth``.
+    ``leaves``, ``depth`` and the ``simd`` level.
     """
 
     name = "cpu-tree"
 
-    def __init__(self, *, precision, softening, threads, theta, quadrupole, leaf_capacity):
+    def __init__(self, *, precision, softening, threads, theta, quadrupole, leaf_capacity, simd):
+        # Resolved once here, so ORRERY_SIMD changing later cannot change a running solver.
+        self.simd = simd_level(simd)["level"]
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
-                         quadrupole=quadrupole, leaf_capacity=leaf_capacity)
+                         quadrupole=quadrupole, leaf_capacity=leaf_capacity, simd=self.simd)
         self.threads = threads or 0
         self.theta = theta
         self.quadrupole = quadrupole
@@ -60,15 +68,15 @@ class CpuTreeSolver(Solver):
     def _compute(self, pos, mass, potential):
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.quadrupole,
                                      self.leaf_capacity, group_capacity=self.group_capacity,
-                                     threads=self.threads, potential=potential)
+                                     threads=self.threads, potential=potential, simd=self.simd)
 
     def _extra_stats(self) -> dict:
-        return dict(self._engine.stats)
+        return {**self._engine.stats, "simd": self.simd}
 
 
 SPEC = SolverSpec(
     name="cpu-tree",
     doc="Barnes-Hut tree on the CPU: O(N log N), error set by the opening angle theta",
-    options=(PRECISION, SOFTENING, THREADS, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY),
+    options=(PRECISION, SOFTENING, THREADS, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY, SIMD),
     factory=CpuTreeSolver,
 )

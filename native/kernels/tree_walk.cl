@@ -16,7 +16,7 @@
  * no stack. Results are written in key order: result[k] = (ax, ay, az, potential); tally holds
  * per work-group (particle-particle, particle-cell) interaction counts.
  * Force law as in direct.cl, with traceless quadrupoles for accepted cells under QUADRUPOLE
- * (the formulas of native/tree_kernels.cpp). A body never interacts with itself.
+ * (the formulas of native/tree_lists.hpp). A body never interacts with itself.
  * Needs tree_common.cl first. Host defines: WALK, WALK_GROUP_SIZE (work-group size),
  * GROUP_TARGETS, QUADRUPOLE, WITH_POTENTIAL. */
 

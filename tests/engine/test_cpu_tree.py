@@ -1,4 +1,4 @@
-"""cpu-tree: accuracy against the reference solver, degenerate inputs, thread-count invariance,
+"""cpu-tree: accuracy against the reference solver on every SIMD level, degenerate inputs, thread-count
 caller order, and the host tree layout the GPU tree is compared with."""
 
 import subprocess
@@ -12,6 +12,7 @@ from orrery import _native
 from orrery.app.cli import main
 from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
+from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import InvalidInputError, UnknownSolverError
 
 SOFTENING = 0.01
@@ -229,41 +230,42 @@ def test_orrery_run_with_cpu_tree(capsys):
     assert "solver cpu-tree" in capsys.readouterr().out
 
 
-_KERNEL_CHECK = """
-import json, numpy as np
-from orrery import _native
-from orrery.engine import ics, make_solver
-p = ics.plummer(2048, seed=13)
-out = {"kernel": _native.tree_float_kernel()}
-for q in (False, True):
-    acc, pot = make_solver("cpu-tree", precision="f32", theta=0.6, quadrupole=q).accelerations(
-        p.pos, p.mass, potential=True)
-    out[str(q)] = [acc.tolist(), pot.tolist()]
-print(json.dumps(out))
-"""
-
-
-@pytest.mark.parametrize("kernel, name", [("avx2", "avx2+fma rsqrt+newton"), ("exact", "exact sqrt/div")])
-def test_every_float_kernel_agrees_with_the_reference(kernel, name):
-    import json
-    import os
-
-    env = dict(os.environ, ORRERY_TREE_KERNEL=kernel)
-    result = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, check=True, timeout=120,
-                            capture_output=True, text=True)
-    out = json.loads(result.stdout)
-    if out["kernel"] != name:
-        pytest.skip(f"this CPU cannot run the {kernel} kernel (got {out['kernel']})")
+@pytest.fixture(scope="module")
+def plummer_2048():
     particles = ics.plummer(2048, seed=13)
-    ref_acc, ref_pot = _reference(particles)
-    for quadrupole, limit in (("False", 2e-3), ("True", 6e-4)):
-        acc, pot = (np.array(v) for v in out[quadrupole])
+    return particles, _reference(particles)
+
+
+@pytest.mark.parametrize("simd", available_simd_levels())
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_every_simd_level_agrees_with_the_reference(plummer_2048, simd, precision):
+    particles, (ref_acc, ref_pot) = plummer_2048
+    for quadrupole, limit in ((False, 2e-3), (True, 6e-4)):
+        options = {"precision": precision, "theta": 0.6, "quadrupole": quadrupole, "simd": simd}
+        results = [_tree(particles, threads=threads, **options) for threads in (1, 2)]
+        acc, pot, stats = results[0]
+        assert stats["simd"] == simd
         assert rms_relative_error(acc, ref_acc) < limit
         assert np.sqrt(np.mean((pot / ref_pot - 1.0) ** 2)) < limit
-    # The same walk in the default kernel differs only by rounding.
-    default, _ = make_solver("cpu-tree", precision="f32", theta=0.6).accelerations(
-        particles.pos, particles.mass, potential=True)
-    assert max_relative_error(np.array(out["False"][0]), default) < 1e-4
+        assert np.array_equal(results[1][0], acc) and np.array_equal(results[1][1], pot)
+    # Opening every cell leaves only the kernel's rounding: its 1/sqrt is refined to full precision.
+    acc, pot, _ = _tree(particles, precision=precision, theta=0.0, simd=simd)
+    limit = 1e-5 if precision == "f32" else 1e-12
+    assert max_relative_error(acc, ref_acc) < limit
+    np.testing.assert_allclose(pot, ref_pot, rtol=limit)
+
+
+def test_orrery_simd_environment_picks_the_level(monkeypatch, plummer_2048):
+    particles, _ = plummer_2048
+    monkeypatch.setenv("ORRERY_SIMD", "scalar")
+    _, _, stats = _tree(particles)
+    assert stats["simd"] == "scalar"
+    # An explicit option wins over the environment.
+    _, _, stats = _tree(particles, simd=available_simd_levels()[-1])
+    assert stats["simd"] == available_simd_levels()[-1]
+    monkeypatch.setenv("ORRERY_SIMD", "sse9")
+    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2 or avx512"):
+        make_solver("cpu-tree")
 
 
 def _counters_from_adr(tree, pos_sorted, group_capacity):
