@@ -262,7 +262,8 @@ def test_galaxy_is_in_virial_equilibrium(model):
 
 # The stability test's size: particle noise, swing-amplified in a Q = 1.5 disk, moves mass
 # between annuli. Largest annulus change after one rotation, measured for two seeds each:
-# 3.5% and 10.4% at N = 16000; 1.9% (this seed) and 6.9% at N = 24000. 133 steps keep the
+# 3.5% and 10.4% at N = 16000; 1.9% (this seed; the same with f64 forces), 5.3% and 6.9% at
+# N = 24000. 133 steps keep the
 # energy error below 1e-3 per rotation (docs/galaxy-model.md, docs/performance.md).
 STABILITY_N = 24000
 STABILITY_STEPS = 133
