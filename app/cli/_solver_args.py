@@ -8,10 +8,11 @@ import argparse
 from ...engine.solvers import solver_specs
 
 
-def add_solver_arguments(parser: argparse.ArgumentParser, default_solver: str = "cpu-direct") -> None:
+def add_solver_arguments(parser: argparse.ArgumentParser, *, default_solver: str | None = "auto",
+                         default_description: str | None = None) -> None:
     specs = solver_specs()
     parser.add_argument("--solver", default=default_solver, choices=sorted(specs),
-                        help=f"force solver (default: {default_solver})")
+                        help=f"force solver (default: {default_description or default_solver})")
     seen = {}
     for spec in specs.values():
         for option in spec.options:

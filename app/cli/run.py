@@ -37,9 +37,8 @@ def add_parser(subparsers) -> None:
                         help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
                         help="leapfrog variant (default: kdk)")
-    add_solver_arguments(parser)
-    # No solver flag means: the preset's solver, else auto.
-    parser.set_defaults(solver=None)
+    add_solver_arguments(parser, default_solver=None,
+                         default_description="the preset's solver, else auto")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_record_arguments(parser)
     parser.set_defaults(handler=run)
