@@ -21,13 +21,19 @@ template <>
 struct KernelFor<float> {
   static DirectBlocksFn<float> fn(const IsaKernels& k) { return k.direct_f32; }
   static std::size_t block(const IsaKernels& k) { return k.block_f32; }
+  static std::size_t stride(const IsaKernels& k) { return k.source_stride_f32; }
+  static PackSourcesFn<float> pack(const IsaKernels& k) { return k.pack_sources_f32; }
   static InverseSqrtFn<float> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f32; }
+  static InverseSqrtFn<float> inverse_cube(const IsaKernels& k) { return k.inverse_cube_f32; }
 };
 template <>
 struct KernelFor<double> {
   static DirectBlocksFn<double> fn(const IsaKernels& k) { return k.direct_f64; }
   static std::size_t block(const IsaKernels& k) { return k.block_f64; }
+  static std::size_t stride(const IsaKernels& k) { return k.source_stride_f64; }
+  static PackSourcesFn<double> pack(const IsaKernels& k) { return k.pack_sources_f64; }
   static InverseSqrtFn<double> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f64; }
+  static InverseSqrtFn<double> inverse_cube(const IsaKernels& k) { return k.inverse_cube_f64; }
 };
 
 template <typename T>
@@ -50,21 +56,20 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
   {
     py::gil_scoped_release release;
     // Padding targets sit at the origin; their lanes are computed and never written back.
-    std::vector<T> sources(4 * n), targets(3 * padded, T(0)), out((want_potential ? 4 : 3) * padded);
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t d = 0; d < 3; ++d) {
-        sources[4 * i + d] = p[3 * i + d];
-        targets[d * padded + i] = p[3 * i + d];
-      }
-      sources[4 * i + 3] = m[i] * T(0.125);  // exact: the kernel's 2/sqrt(r2) cubed is 8/r^3
-    }
+    std::vector<T> sources(KernelFor<T>::stride(kernels) * n), targets(3 * padded, T(0)),
+        out((want_potential ? 4 : 3) * padded);
+    KernelFor<T>::pack(kernels)(p, m, n, sources.data());
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t d = 0; d < 3; ++d) targets[d * padded + i] = p[3 * i + d];
     const DirectInput<T> in{sources.data(), targets.data(), targets.data() + padded,
                             targets.data() + 2 * padded, n, static_cast<T>(softening * softening)};
     const DirectOutput<T> result{out.data(), out.data() + padded, out.data() + 2 * padded,
                                  want_potential ? out.data() + 3 * padded : nullptr};
-    // About eight chunks per thread: small enough to even out unequal cores, large enough that
-    // taking a chunk costs nothing next to computing it.
-    const std::size_t chunk = std::max<std::size_t>(1, blocks / (8 * std::size_t(threads)));
+    // Chunks of about 2^18 interactions (a block when n is in the thousands, ~60 us on one
+    // core): taking one costs nothing next to computing it, and the threads finish within one
+    // chunk of each other (eight chunks per thread left up to 5% of a 2-thread N = 8192 call
+    // with one thread idle at the end).
+    const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 18) / (block * n));
     ThreadPool::instance().parallel_for(blocks, chunk, threads, [&](std::size_t b0, std::size_t b1) {
       kernel(in, b0, b1, result);
     });
@@ -76,11 +81,13 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
   return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
 }
 
-// The direct kernel's 1/sqrt on an array, for measuring its error (tests, docs).
-template <typename T>
-CArray<T> kernel_inverse_sqrt(const CArray<T>& x, const std::string& simd) {
+// The direct kernel's 1/sqrt (potential) or x^(-3/2) (accelerations) on an array, for
+// measuring its error (tests, docs).
+template <typename T, bool Cube>
+CArray<T> kernel_inverse_power(const CArray<T>& x, const std::string& simd) {
   const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
-  const InverseSqrtFn<T> fn = KernelFor<T>::inverse_sqrt(kernels);
+  const InverseSqrtFn<T> fn =
+      Cube ? KernelFor<T>::inverse_cube(kernels) : KernelFor<T>::inverse_sqrt(kernels);
   const std::size_t n = static_cast<std::size_t>(x.size());
   const std::size_t padded = (n + 15) / 16 * 16;  // a multiple of every level's lane count
   std::vector<T> in(padded, T(1)), out(padded);
@@ -104,10 +111,18 @@ void register_direct(py::module_& m) {
   m.def("direct_accelerations_f64", &direct_accelerations<double>, py::arg("pos"), py::arg("mass"),
         py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
         py::arg("simd") = "", doc);
-  m.def("kernel_inverse_sqrt_f32", &kernel_inverse_sqrt<float>, py::arg("x"), py::arg("simd") = "",
-        "1/sqrt(x) exactly as the float32 direct kernel computes it (to measure its error).");
-  m.def("kernel_inverse_sqrt_f64", &kernel_inverse_sqrt<double>, py::arg("x"), py::arg("simd") = "",
-        "1/sqrt(x) exactly as the float64 direct kernel computes it (to measure its error).");
+  m.def("kernel_inverse_sqrt_f32", &kernel_inverse_power<float, false>, py::arg("x"),
+        py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float32 direct kernel's potential gets it (to measure its error).");
+  m.def("kernel_inverse_sqrt_f64", &kernel_inverse_power<double, false>, py::arg("x"),
+        py::arg("simd") = "",
+        "1/sqrt(x) exactly as the float64 direct kernel's potential gets it (to measure its error).");
+  m.def("kernel_inverse_cube_f32", &kernel_inverse_power<float, true>, py::arg("x"),
+        py::arg("simd") = "",
+        "x^(-3/2) exactly as the float32 direct kernel's accelerations get it (unit mass).");
+  m.def("kernel_inverse_cube_f64", &kernel_inverse_power<double, true>, py::arg("x"),
+        py::arg("simd") = "",
+        "x^(-3/2) exactly as the float64 direct kernel's accelerations get it (unit mass).");
 }
 
 }  // namespace orrery

@@ -4,25 +4,86 @@
 // is broadcast to all of them, so each target's sum runs over j = 0 .. n-1 in index order,
 // lane by lane. A target's result therefore depends neither on the block it sits in nor on the
 // thread that computes it: any thread count gives the same bits. The target itself (j == i) is
-// removed by zeroing its lane, so zero softening and coincident points never reach a sum.
+// removed by zeroing its lane in the one block of sources that holds it (the j range is split
+// around it, so no other source pays for the test), so zero softening and coincident points
+// never reach a sum.
 //
-// Per interaction: r2 = dx^2 + dy^2 + dz^2 + eps^2, v = 2/sqrt(r2) (S::two_over_sqrt),
-// w = (m/8) v^3 = m/r^3, a += w * d, and for the potential sum (m/8) v = m/(4r), scaled by -4
-// at the end. The factors of two are exact, so this rounds like the textbook form.
+// Per interaction: r2 = dx^2 + dy^2 + dz^2 + eps^2, w = m/r^3 (SourceLaw), a += w * d, and
+// for the potential a multiple of m/r, scaled once at the end.
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <type_traits>
 
 #include "isa_kernels.hpp"
+#include "rsqrt_refine.hpp"
 
 namespace orrery {
+
+// What one source contributes, and the per-source values it is computed from: x, y, z, then
+// `terms` values derived from the mass once per call (pack_sources), so that no multiply per
+// interaction goes to constant factors.
+//  - Levels with an estimate: m * c_k for the cube series (ADR 0080), w = refined m/r^3; the
+//    potential sums m * (2/r) and is scaled by -1/2.
+//  - Exact levels (sqrt and divide): m/8, v = 2/sqrt(r2), w = (m/8) v^3 = m/r^3 (ADR 0001); the
+//    potential sums (m/8) v = m/(4r) and is scaled by -4. The factors of two are exact.
+template <class S>
+struct SourceLaw {
+  using T = typename S::Scalar;
+  using V = typename S::V;
+
+  static constexpr std::size_t term_count() {
+    if constexpr (S::has_estimate)
+      return std::size(S::cube_series);
+    else
+      return 1;
+  }
+  static constexpr std::size_t terms = term_count();
+  static constexpr std::size_t stride = 3 + terms;
+  static constexpr T potential_scale = S::has_estimate ? T(-0.5) : T(-4);
+
+  static void mass_terms(T m, T* out) {
+    if constexpr (S::has_estimate) {
+      for (std::size_t k = 0; k < terms; ++k) out[k] = T(double(m) * S::cube_series[k]);
+    } else {
+      out[0] = m * T(0.125);
+    }
+  }
+
+  static V mass_over_cube(V r2, const T* mass_terms) {
+    if constexpr (S::has_estimate) {
+      return refine_mass_over_cube<S>(r2, S::rsqrt_estimate(r2), mass_terms);
+    } else {
+      const V v = S::two_over_sqrt(r2);
+      return S::mul(S::mul(S::set1(mass_terms[0]), v), S::mul(v, v));
+    }
+  }
+
+  // m/r times -1/potential_scale (the compiler shares the estimate with mass_over_cube).
+  static V scaled_mass_over_r(V r2, const T* mass_terms) {
+    return S::mul(S::set1(mass_terms[0]), S::two_over_sqrt(r2));
+  }
+};
+
+// Lays out the sources as the kernel reads them: SourceLaw<S>::stride values per particle.
+template <class S>
+void pack_sources(const typename S::Scalar* pos, const typename S::Scalar* mass, std::size_t n,
+                  typename S::Scalar* out) {
+  using Law = SourceLaw<S>;
+  for (std::size_t i = 0; i < n; ++i) {
+    typename S::Scalar* source = out + Law::stride * i;
+    for (std::size_t d = 0; d < 3; ++d) source[d] = pos[3 * i + d];
+    Law::mass_terms(mass[i], source + 3);
+  }
+}
 
 template <class S, std::size_t K, bool Potential>
 void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_block,
                    std::size_t end_block, const DirectOutput<typename S::Scalar>& out) {
   using T = typename S::Scalar;
   using V = typename S::V;
+  using Law = SourceLaw<S>;
   constexpr std::size_t L = S::lanes;
   constexpr std::size_t B = K * L;
   const V eps2 = S::set1(in.eps2);
@@ -39,25 +100,27 @@ void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_
     }
 
     auto interact = [&](std::size_t j, auto self_block) {
-      const T* source = in.sources + 4 * j;
+      const T* source = in.sources + Law::stride * j;
       const V xj = S::set1(source[0]), yj = S::set1(source[1]), zj = S::set1(source[2]);
-      const V m8 = S::set1(source[3]);
       for (std::size_t k = 0; k < K; ++k) {
         const V dx = S::sub(xj, xi[k]), dy = S::sub(yj, yi[k]), dz = S::sub(zj, zi[k]);
         V r2 = S::fma(dx, dx, eps2);
         r2 = S::fma(dy, dy, r2);
         r2 = S::fma(dz, dz, r2);
-        V v = S::two_over_sqrt(r2);
+        V w = Law::mass_over_cube(r2, source + 3);
+        V phi;
+        if constexpr (Potential) phi = Law::scaled_mass_over_r(r2, source + 3);
         if constexpr (decltype(self_block)::value) {
           const std::size_t lane = j - i0 - k * L;  // wraps to a huge value below this register
-          if (lane < L) v = S::zero_lane(v, lane);
+          if (lane < L) {
+            w = S::zero_lane(w, lane);
+            if constexpr (Potential) phi = S::zero_lane(phi, lane);
+          }
         }
-        const V mv = S::mul(m8, v);
-        const V w = S::mul(mv, S::mul(v, v));
         ax[k] = S::fma(w, dx, ax[k]);
         ay[k] = S::fma(w, dy, ay[k]);
         az[k] = S::fma(w, dz, az[k]);
-        if constexpr (Potential) pot[k] = S::add(pot[k], mv);
+        if constexpr (Potential) pot[k] = S::add(pot[k], phi);
       }
     };
     const std::size_t self_end = i0 + B < n ? i0 + B : n;
@@ -65,11 +128,12 @@ void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_
     for (std::size_t j = i0; j < self_end; ++j) interact(j, std::true_type{});
     for (std::size_t j = self_end; j < n; ++j) interact(j, std::false_type{});
 
+    const V scale = S::set1(Law::potential_scale);
     for (std::size_t k = 0; k < K; ++k) {
       S::store(out.ax + i0 + k * L, ax[k]);
       S::store(out.ay + i0 + k * L, ay[k]);
       S::store(out.az + i0 + k * L, az[k]);
-      if constexpr (Potential) S::store(out.pot + i0 + k * L, S::mul(pot[k], S::set1(T(-4))));
+      if constexpr (Potential) S::store(out.pot + i0 + k * L, S::mul(pot[k], scale));
     }
   }
 }
@@ -88,6 +152,15 @@ void kernel_inverse_sqrt(const typename S::Scalar* x, typename S::Scalar* out, s
   const typename S::V half = S::set1(typename S::Scalar(0.5));
   for (std::size_t i = 0; i < count; i += S::lanes)
     S::store(out + i, S::mul(half, S::two_over_sqrt(S::load(x + i))));
+}
+
+// x^(-3/2) exactly as the accelerations get it (a source of unit mass).
+template <class S>
+void kernel_inverse_cube(const typename S::Scalar* x, typename S::Scalar* out, std::size_t count) {
+  typename S::Scalar terms[SourceLaw<S>::terms];
+  SourceLaw<S>::mass_terms(typename S::Scalar(1), terms);
+  for (std::size_t i = 0; i < count; i += S::lanes)
+    S::store(out + i, SourceLaw<S>::mass_over_cube(S::load(x + i), terms));
 }
 
 }  // namespace orrery

@@ -14,7 +14,7 @@ namespace orrery {
 // What the direct-summation kernel reads, prepared once per call by direct.cpp.
 template <typename T>
 struct DirectInput {
-  const T* sources;  // per particle j: x, y, z and m/8 (4 values each), j = 0 .. n-1
+  const T* sources;  // per particle j: x, y, z and the mass terms (pack_sources), j = 0 .. n-1
   const T* x;        // targets, structure of arrays, padded to a whole number of blocks
   const T* y;
   const T* z;
@@ -45,7 +45,11 @@ struct ProbeCount {
 using ProbeFn = ProbeCount (*)(std::uint64_t rounds);
 using ReadProbeFn = ProbeCount (*)(const double* data, std::size_t count);
 
-// The kernel's own 1/sqrt applied to an array (count a multiple of the lanes), so its error
+// Writes the sources as the level's kernel reads them (stride values per particle).
+template <typename T>
+using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* out);
+
+// The kernel's own 1/sqrt (or x^(-3/2)) applied to an array (count a multiple of the lanes), so its error
 // can be measured against an exact one.
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
@@ -56,10 +60,16 @@ struct IsaKernels {
   std::size_t block_f64;
   const char* rsqrt_f32;  // how 1/sqrt is computed
   const char* rsqrt_f64;
+  std::size_t source_stride_f32;  // values per packed source
+  std::size_t source_stride_f64;
+  PackSourcesFn<float> pack_sources_f32;
+  PackSourcesFn<double> pack_sources_f64;
   DirectBlocksFn<float> direct_f32;
   DirectBlocksFn<double> direct_f64;
   InverseSqrtFn<float> inverse_sqrt_f32;
   InverseSqrtFn<double> inverse_sqrt_f64;
+  InverseSqrtFn<float> inverse_cube_f32;
+  InverseSqrtFn<double> inverse_cube_f64;
   ProbeFn fma_f32;
   ProbeFn fma_f64;
   ProbeFn sqrt_div_f32;

@@ -1,8 +1,8 @@
 // AVX2 + FMA traits (256-bit: 8 floats or 4 doubles). Compiled only in isa_avx2.cpp, with
 // -mavx2 -mfma. See simd_scalar.hpp for the interface every traits type shares.
 //
-// 1/sqrt: float starts from vrsqrtps (relative error <= 1.5 * 2^-12) and refines with the
-// second-order series (rsqrt_refine.hpp); AVX2 has no double-precision estimate, and going
+// 1/sqrt: float starts from vrsqrtps (relative error <= 1.5 * 2^-12) and refines 1/r and m/r^3
+// with second-order series (rsqrt_refine.hpp); AVX2 has no double-precision estimate, and going
 // through float would fail outside float's exponent range, so double uses sqrt and divide.
 #pragma once
 
@@ -23,7 +23,10 @@ struct Vec<float> {
   using Scalar = float;
   using V = __m256;
   static constexpr std::size_t lanes = 8;
-  static constexpr const char* refinement = "vrsqrtps (12 bits) + second-order series";
+  static constexpr const char* refinement =
+      "vrsqrtps (12 bits); m/r^3 and 1/r by second-order series";
+  // |e| <= 3 * 2^-12: the dropped 35/16 e^3 is below 2^-30 relative.
+  static constexpr double cube_series[] = {1.0, 1.5, 1.875};
 
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }

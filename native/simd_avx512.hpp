@@ -1,9 +1,10 @@
 // AVX-512 traits (512-bit: 16 floats or 8 doubles). Compiled only in isa_avx512.cpp, with
 // -mavx512f -mavx512dq. See simd_scalar.hpp for the interface every traits type shares.
 //
-// 1/sqrt starts from vrsqrt14 (relative error < 2^-14) and is refined by the series in
-// rsqrt_refine.hpp: first order for float, third order for double (docs/performance.md gives
-// the measured error of each against a correctly rounded 1/sqrt).
+// 1/sqrt starts from vrsqrt14 (relative error < 2^-14, so |e| < 2^-13) and is refined by the
+// series in rsqrt_refine.hpp: first order for float, third order for double; m/r^3 is refined
+// from the same estimate by the series of the cube (cube_series, ADR 0080). docs/performance.md
+// gives the measured error of each against a correctly rounded value.
 #pragma once
 
 #include <immintrin.h>
@@ -23,7 +24,10 @@ struct Vec<float> {
   using Scalar = float;
   using V = __m512;
   static constexpr std::size_t lanes = 16;
-  static constexpr const char* refinement = "vrsqrt14ps + first-order series (one Newton step)";
+  static constexpr const char* refinement =
+      "vrsqrt14ps; m/r^3 by the first-order series of the cube, 1/r by one Newton step";
+  // Truncated after e: the dropped 15/8 e^2 is below 2^-25 relative.
+  static constexpr double cube_series[] = {1.0, 1.5};
 
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -50,7 +54,13 @@ struct Vec<double> {
   using Scalar = double;
   using V = __m512d;
   static constexpr std::size_t lanes = 8;
-  static constexpr const char* refinement = "vrsqrt14pd + third-order series";
+  static constexpr const char* refinement =
+      "vrsqrt14pd; m/r^3 by an economised third-order series of the cube, 1/r by the third-order "
+      "series";
+  // The e^4 term (315/128) economised onto e^2 over |e| <= 2^-13 (Chebyshev: e^4 ~ a^2 e^2 with
+  // a = 2^-13), which leaves at most 315/128 * 2^-54 = 0.62 * 2^-52 relative, one FMA fewer than
+  // the fourth-order series.
+  static constexpr double cube_series[] = {1.0, 1.5, 1.875 + 2.4609375 * 0x1p-26, 2.1875};
 
   static V load(const double* p) { return _mm512_loadu_pd(p); }
   static void store(double* p, V v) { _mm512_storeu_pd(p, v); }

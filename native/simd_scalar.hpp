@@ -4,9 +4,10 @@
 // Every traits type provides: V (the register), lanes, load/store/set1, add/sub/mul,
 // fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b, div, sqrt, zero_lane(v, lane) (v with that
 // lane set to 0), has_estimate (whether rsqrt_estimate(v) and min(a, b) exist: a fast approximate
-// 1/sqrt, and the clamp the tree kernels apply before refining it), and
-// two_over_sqrt(r2) = 2/sqrt(r2) to the full precision of the type (the factor 2 is folded into
-// the kernel's mass constants, see direct_kernel.hpp).
+// 1/sqrt, and the clamp the tree kernels apply before refining it; a level that has it also gives
+// cube_series, the coefficients rsqrt_refine.hpp refines m/r^3 with), and two_over_sqrt(r2) =
+// 2/sqrt(r2) to the full precision of the type (the factor 2 is folded into the kernel's mass
+// constants, see direct_kernel.hpp).
 #pragma once
 
 #include <cstddef>
