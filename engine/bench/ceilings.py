@@ -124,12 +124,9 @@ def probe_available(probe: str, precision: str, level: str) -> bool:
 
 
 def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | None) -> list[dict]:
-    """Rows for a ceilings dict measured elsewhere (the GPU compute layer); its ``device`` and
-    ``name`` entries describe the device rather than a rate."""
+    """Rows for a ceilings dict measured elsewhere (the GPU compute layer)."""
     rows = []
     for key, rate in ceilings.items():
-        if key in ("device", "name"):
-            continue
         probe, _, precision = key.rpartition("_") if key != "read" else ("read", "", "")
         rows.append({"probe": probe, "precision": precision, "simd": simd, "threads": threads,
                      "rate": rate, "rate_g": rate / 1e9, "unit": UNITS.get(probe, "")})
@@ -137,10 +134,12 @@ def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | Non
 
 
 def measure_device(device: str) -> dict[str, float]:
-    """A compute device's ceilings (imported only when asked for: it may load dpctl or CuPy)."""
+    """A compute device's rates (imported only when asked for: it may load dpctl or CuPy); the
+    device's own description (``device``, ``name``) is left out, so every value is a rate."""
     from ..compute import ceilings as device_ceilings
 
-    return dict(device_ceilings.measure(device))
+    measured = device_ceilings.measure(device)
+    return {key: rate for key, rate in measured.items() if key not in ("device", "name")}
 
 
 def hardware_threads() -> int:

@@ -23,3 +23,15 @@ def test_bench_ceilings_command_measures_the_device(device, capsys):
     assert main(["bench", "ceilings", "--device", device]) == 0
     out = capsys.readouterr().out
     assert "sqrt_div" in out and "flop/s" in out and device in out
+
+
+def test_bench_direct_on_a_device_reports_fractions_of_its_ceilings(device, tmp_path):
+    import json
+
+    from orrery.app.cli import main
+
+    out = tmp_path / "direct.json"
+    assert main(["bench", "direct", "--solver", "gpu-direct", "--device", device, "--n", "512",
+                 "--trials", "2", "--warmup", "1", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and all(0 < row["fma_fraction"] < 1 and row["kernel_s"] > 0 for row in rows)
