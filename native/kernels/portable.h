@@ -28,6 +28,7 @@ typedef unsigned int uint;
 #define DEVICE __device__ __forceinline__
 #define GLOBAL
 #define LOCAL __shared__
+#define LOCAL_ARG /* a pointer parameter into shared memory needs no qualifier in CUDA */
 #define CONSTANT const
 #define RESTRICT __restrict__
 /* Placed between KERNEL and the return type. The work-group size is exact; asking for
@@ -109,6 +110,7 @@ typedef float4 real4;
 #define DEVICE static inline
 #define GLOBAL __global
 #define LOCAL __local
+#define LOCAL_ARG __local
 #define CONSTANT __constant
 #define RESTRICT restrict
 #define LAUNCH_BOUNDS(group_size, min_groups) __attribute__((reqd_work_group_size(group_size, 1, 1)))

@@ -8,6 +8,28 @@
  * interleaves the bits with x highest: bit 3g+2 of the key is bit g of x, 3g+1 of y, 3g of z.
  * Needs tree_common.cl first. Host defines: BOX_GROUP (work-group size of the box kernels). */
 
+/* Widens the box [lo, hi] to take in the box [a, b] (x, y and z; w is left alone). */
+DEVICE void grow_box(real4* lo, real4* hi, const real4 a, const real4 b) {
+  lo->x = MIN(lo->x, a.x); lo->y = MIN(lo->y, a.y); lo->z = MIN(lo->z, a.z);
+  hi->x = MAX(hi->x, b.x); hi->y = MAX(hi->y, b.y); hi->z = MAX(hi->z, b.z);
+}
+
+/* Folds every work-item's box into work-item 0's (a tree reduction through local memory of
+ * BOX_GROUP entries each); all work-items of the group must call it. */
+DEVICE void reduce_box_in_group(LOCAL_ARG real4* low, LOCAL_ARG real4* high, real4* lo, real4* hi) {
+  low[LOCAL_ID] = *lo;
+  high[LOCAL_ID] = *hi;
+  SYNC_THREADS;
+  for (int stride = BOX_GROUP / 2; stride > 0; stride >>= 1) {
+    if (LOCAL_ID < stride) {
+      grow_box(lo, hi, low[LOCAL_ID + stride], high[LOCAL_ID + stride]);
+      low[LOCAL_ID] = *lo;
+      high[LOCAL_ID] = *hi;
+    }
+    SYNC_THREADS;
+  }
+}
+
 /* Per work-group minimum and maximum of the first `count` bodies' positions: partial[2g] holds
  * the minimum, partial[2g + 1] the maximum of group g. */
 KERNEL void box_partials(GLOBAL const real4* RESTRICT body, const int count,
@@ -15,24 +37,8 @@ KERNEL void box_partials(GLOBAL const real4* RESTRICT body, const int count,
   LOCAL real4 low[BOX_GROUP];
   LOCAL real4 high[BOX_GROUP];
   real4 lo = body[0], hi = body[0];
-  for (int i = GLOBAL_ID; i < count; i += GLOBAL_SIZE) {
-    const real4 p = body[i];
-    lo.x = MIN(lo.x, p.x); lo.y = MIN(lo.y, p.y); lo.z = MIN(lo.z, p.z);
-    hi.x = MAX(hi.x, p.x); hi.y = MAX(hi.y, p.y); hi.z = MAX(hi.z, p.z);
-  }
-  low[LOCAL_ID] = lo;
-  high[LOCAL_ID] = hi;
-  SYNC_THREADS;
-  for (int stride = BOX_GROUP / 2; stride > 0; stride >>= 1) {
-    if (LOCAL_ID < stride) {
-      const real4 a = low[LOCAL_ID + stride], b = high[LOCAL_ID + stride];
-      lo.x = MIN(lo.x, a.x); lo.y = MIN(lo.y, a.y); lo.z = MIN(lo.z, a.z);
-      hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
-      low[LOCAL_ID] = lo;
-      high[LOCAL_ID] = hi;
-    }
-    SYNC_THREADS;
-  }
+  for (int i = GLOBAL_ID; i < count; i += GLOBAL_SIZE) grow_box(&lo, &hi, body[i], body[i]);
+  reduce_box_in_group(low, high, &lo, &hi);
   if (LOCAL_ID == 0) {
     partial[2 * GROUP_ID] = lo;
     partial[2 * GROUP_ID + 1] = hi;
@@ -46,24 +52,8 @@ KERNEL void box_finish(GLOBAL const real4* RESTRICT partial, const int groups,
   LOCAL real4 low[BOX_GROUP];
   LOCAL real4 high[BOX_GROUP];
   real4 lo = partial[0], hi = partial[1];
-  for (int g = LOCAL_ID; g < groups; g += LOCAL_SIZE) {
-    const real4 a = partial[2 * g], b = partial[2 * g + 1];
-    lo.x = MIN(lo.x, a.x); lo.y = MIN(lo.y, a.y); lo.z = MIN(lo.z, a.z);
-    hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
-  }
-  low[LOCAL_ID] = lo;
-  high[LOCAL_ID] = hi;
-  SYNC_THREADS;
-  for (int stride = BOX_GROUP / 2; stride > 0; stride >>= 1) {
-    if (LOCAL_ID < stride) {
-      const real4 a = low[LOCAL_ID + stride], b = high[LOCAL_ID + stride];
-      lo.x = MIN(lo.x, a.x); lo.y = MIN(lo.y, a.y); lo.z = MIN(lo.z, a.z);
-      hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
-      low[LOCAL_ID] = lo;
-      high[LOCAL_ID] = hi;
-    }
-    SYNC_THREADS;
-  }
+  for (int g = LOCAL_ID; g < groups; g += LOCAL_SIZE) grow_box(&lo, &hi, partial[2 * g], partial[2 * g + 1]);
+  reduce_box_in_group(low, high, &lo, &hi);
   if (LOCAL_ID == 0) {
     const accum sx = (accum)hi.x - (accum)lo.x;
     const accum sy = (accum)hi.y - (accum)lo.y;
