@@ -25,6 +25,7 @@ import numpy as np
 from . import scenarios
 from .errors import InvalidInputError
 from .frames import Frame, FrameSource
+from .recording import Recorder
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
 
@@ -77,6 +78,8 @@ class SimulationRunner(FrameSource):
         self._error: str | None = None
         self._energy_history: list[tuple[float, float]] = []
         self._sim: Simulation | None = None
+        self._recorder: Recorder | None = None
+        self._record_every = 1
         self._solver_description = ""
         self._settings = settings
         self._build(settings)
@@ -134,6 +137,20 @@ class SimulationRunner(FrameSource):
         """Restart the current scenario from its initial conditions (clears an error)."""
         self._submit("reset", None)
 
+    def start_recording(self, path, *, every: int = 1, precision: str = "f16") -> None:
+        """Record the run from the current step into ``path``, one frame every ``every`` steps,
+        positions in ``precision`` ('f16' or 'f32'). The recording stops by itself when the run
+        restarts or changes solver (the file describes one run with one solver)."""
+        if int(every) < 1:
+            raise InvalidInputError(f"every must be >= 1, got {every}")
+        if precision not in ("f16", "f32"):
+            raise InvalidInputError(f"precision must be 'f16' or 'f32', got {precision!r}")
+        self._submit("record", (str(path), int(every), precision))
+
+    def stop_recording(self) -> None:
+        """Finish the recording (every frame queued so far is written)."""
+        self._submit("record", None)
+
     @property
     def paused(self) -> bool:
         return self._paused
@@ -188,7 +205,7 @@ class SimulationRunner(FrameSource):
                 while not self._stop and not self._commands and (self._paused or self._error):
                     self._condition.wait()
                 if self._stop:
-                    return
+                    break
                 commands = list(self._commands)
                 self._commands.clear()
             try:
@@ -202,7 +219,9 @@ class SimulationRunner(FrameSource):
                 with self._condition:
                     self._error = traceback.format_exc()
                     self._paused = True
+                self._finish_recording(after_error=True)
                 self._publish()
+        self._finish_recording()
 
     def _apply(self, commands) -> int:
         steps = 0
@@ -218,7 +237,28 @@ class SimulationRunner(FrameSource):
                 self._build(self._settings)
             elif kind == "update":
                 self._change(value)
+            elif kind == "record":
+                self._finish_recording()
+                if value is not None:
+                    self._begin_recording(*value)
         return steps
+
+    def _begin_recording(self, path: str, every: int, precision: str) -> None:
+        dtype = "float16" if precision == "f16" else "float32"
+        self._recorder = Recorder.for_simulation(path, self._sim, scenario=self._settings.scenario,
+                                                 dtype=dtype)
+        self._record_every = every
+        self._recorder.append_simulation(self._sim)
+
+    def _finish_recording(self, *, after_error: bool = False) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is None:
+            return
+        try:
+            recorder.close()
+        except Exception:  # noqa: BLE001 - the first error is already shown; keep that one
+            if not after_error:
+                raise
 
     def _change(self, changes: dict) -> None:
         new = replace(self._settings, **changes)
@@ -236,6 +276,7 @@ class SimulationRunner(FrameSource):
         self._settings = new
 
     def _build(self, settings: RunSettings) -> None:
+        self._finish_recording()  # a recording describes one run with one solver
         scenario = scenarios.load(settings.scenario, n=settings.n, seed=settings.seed)
         sim, description = self._make_simulation(scenario, scenario.particles, settings)
         with self._condition:  # re-entrant: the new labels and their first frame appear together
@@ -246,6 +287,7 @@ class SimulationRunner(FrameSource):
             self._publish()
 
     def _rebind(self, settings: RunSettings) -> None:
+        self._finish_recording()
         old = self._sim
         sim, description = self._make_simulation(self._scenario, old.particles, settings)
         sim.time, sim.steps = old.time, old.steps
@@ -284,6 +326,8 @@ class SimulationRunner(FrameSource):
         start = time.perf_counter()
         self._sim.step(1)
         self._rate.tick(time.perf_counter() - start)
+        if self._recorder is not None and self._sim.steps % self._record_every == 0:
+            self._recorder.append_simulation(self._sim)
         if self._sim.steps % self._energy_every == 0:
             error = self._sim.energy_error()
             with self._condition:
@@ -306,6 +350,8 @@ class SimulationRunner(FrameSource):
                 "dt": sim.dt,
                 "paused": self._paused,
                 "error": self._error,
+                "recording": (None if self._recorder is None else
+                              (str(self._recorder.path), self._recorder.frames_appended)),
             }
             self._sequence += 1
             self._front = Frame(back, sim.time, sim.steps, self._sequence, stats)

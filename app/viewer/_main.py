@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
@@ -61,12 +60,9 @@ def _display_problem() -> str | None:
 
 def _open_source(args):
     if args.play:
-        try:
-            recording = importlib.import_module("orrery.engine.recording")
-        except ImportError:
-            raise OrreryError("--play needs orrery.engine.recording, which this installation "
-                              "lacks") from None
-        player = recording.Player(args.play)
+        from ...engine.recording import Player
+
+        player = Player(args.play)
         if not args.paused:
             player.play()
         return player

@@ -3,6 +3,9 @@ the energy-error plot. Records where its main widgets are, so scripts can click 
 
 from __future__ import annotations
 
+import datetime
+from pathlib import Path
+
 import numpy as np
 from imgui_bundle import imgui, implot
 
@@ -14,6 +17,14 @@ from ..render import COLOUR_MODES, PointStyle, ToneMap
 PANEL_WIDTH = 330
 _RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
 _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
+# Where the record button writes (relative to the working directory), as DESIGN.md lays out.
+RECORDINGS_FOLDER = Path("recordings")
+
+
+def new_recording_path(scenario: str) -> Path:
+    """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return RECORDINGS_FOLDER / f"{scenario}-{stamp}.h5"
 
 
 class ControlPanel:
@@ -22,6 +33,7 @@ class ControlPanel:
         self.style = style
         self.tone = tone
         self.runner = source if isinstance(source, SimulationRunner) else None
+        self._record_every = 5
         self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
@@ -66,6 +78,26 @@ class ControlPanel:
         self._statistics(frame, render_fps)
         imgui.end()
 
+    def _recording_controls(self, frame) -> None:
+        """Record button: float16 frames every K steps into a new file under recordings/."""
+        runner = self.runner
+        recording = frame.stats.get("recording") if frame else None
+        if recording is None:
+            if imgui.button("Record", imgui.ImVec2(90, 0)):
+                runner.start_recording(new_recording_path(runner.settings.scenario),
+                                       every=self._record_every)
+            self._remember("record")
+            imgui.same_line()
+            imgui.set_next_item_width(120)
+            _, every = imgui.input_int("every K steps", self._record_every)
+            self._record_every = max(1, int(every))
+        else:
+            path, frames = recording
+            if imgui.button("Stop recording", imgui.ImVec2(130, 0)):
+                runner.stop_recording()
+            self._remember("record")
+            imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
+
     def _simulation_controls(self, frame) -> None:
         runner = self.runner
         if imgui.button("Resume" if runner.paused else "Pause", imgui.ImVec2(90, 0)):
@@ -77,6 +109,7 @@ class ControlPanel:
         imgui.same_line()
         if imgui.button("Restart", imgui.ImVec2(90, 0)):
             runner.reset()
+        self._recording_controls(frame)
         if runner.error:
             imgui.text_colored(_RED, "Solver stopped with an error:")
             imgui.text_wrapped(runner.error.strip().splitlines()[-1])

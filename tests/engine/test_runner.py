@@ -160,3 +160,25 @@ def test_auto_says_which_solver_it_chose_and_why():
         assert "not calibrated" in runner.solver_description or "calibrated on" in runner.solver_description
     finally:
         assert runner.close(timeout=10)
+
+
+def test_recording_from_the_runner_holds_every_kth_step_and_ends_with_a_restart(tmp_path):
+    from orrery.engine.recording import RecordingFile
+
+    path = tmp_path / "live.h5"
+    runner = SimulationRunner(SMALL, paused=True)
+    try:
+        runner.start_recording(path, every=2, precision="f32")
+        runner.step(6)
+        assert _wait_until(lambda: runner.latest().step == 6)
+        assert runner.latest().stats["recording"] == (str(path), 4)
+        runner.update(n=32)  # a restart finishes the file
+        assert _wait_until(lambda: runner.latest().stats["n"] == 32)
+        assert runner.latest().stats["recording"] is None
+    finally:
+        assert runner.close(timeout=10)
+    with RecordingFile(path) as recording:
+        assert recording.frame_count == 4 and recording.steps.tolist() == [0, 2, 4, 6]
+        assert recording.n == 64
+    with pytest.raises(InvalidInputError, match="every"):
+        runner.start_recording(path, every=0)
