@@ -22,16 +22,20 @@ DEVICE uint compact_bits(ulong v) {
   return (uint)v;
 }
 
-/* The node's centre of mass (into centres) and its float record, once its sums are final. */
+/* Stores the node's final sums (mass, m x, m y, m z), then its centre of mass (into centres) and
+ * its float record. */
 DEVICE void finish_node(const int i, GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,
                         GLOBAL const ulong* RESTRICT keys, GLOBAL const accum* RESTRICT cube,
-                        const accum theta, GLOBAL const accum* RESTRICT sums,
-                        GLOBAL accum* RESTRICT centres) {
+                        const accum theta, const accum mass, const accum mx, const accum my,
+                        const accum mz, GLOBAL accum* RESTRICT sums, GLOBAL accum* RESTRICT centres) {
+  sums[4 * i] = mass;
+  sums[4 * i + 1] = mx;
+  sums[4 * i + 2] = my;
+  sums[4 * i + 3] = mz;
   const int level = (int)levels[i];
   const ulong prefix = keys[nodes[i].first] >> (3 * (MORTON_LEVELS - level));
   const uint cell[3] = {compact_bits(prefix >> 2), compact_bits(prefix >> 1), compact_bits(prefix)};
   const accum side = cube[3] / (accum)(1 << level);
-  const accum mass = sums[4 * i];
   accum offset2 = 0;
   for (int a = 0; a < 3; ++a) {
     const accum centre = cube[a] + ((accum)cell[a] + (accum)0.5) * side;
@@ -85,11 +89,7 @@ KERNEL void leaf_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_count,
     my += m * (accum)b.y;
     mz += m * (accum)b.z;
   }
-  sums[4 * i] = mass;
-  sums[4 * i + 1] = mx;
-  sums[4 * i + 2] = my;
-  sums[4 * i + 3] = mz;
-  finish_node(i, nodes, levels, keys, cube, theta, sums, centres);
+  finish_node(i, nodes, levels, keys, cube, theta, mass, mx, my, mz, sums, centres);
 #ifdef QUADRUPOLE
   accum q[6] = {0, 0, 0, 0, 0, 0};
   const accum cx = centres[4 * i], cy = centres[4 * i + 1], cz = centres[4 * i + 2];
@@ -117,11 +117,7 @@ KERNEL void internal_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_cou
     my += sums[4 * c + 2];
     mz += sums[4 * c + 3];
   }
-  sums[4 * i] = mass;
-  sums[4 * i + 1] = mx;
-  sums[4 * i + 2] = my;
-  sums[4 * i + 3] = mz;
-  finish_node(i, nodes, levels, keys, cube, theta, sums, centres);
+  finish_node(i, nodes, levels, keys, cube, theta, mass, mx, my, mz, sums, centres);
 #ifdef QUADRUPOLE
   accum q[6] = {0, 0, 0, 0, 0, 0};
   const accum cx = centres[4 * i], cy = centres[4 * i + 1], cz = centres[4 * i + 2];
