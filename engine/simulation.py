@@ -61,6 +61,11 @@ class Simulation:
         """Current positions as a host array (the only transfer a frame needs)."""
         return self._state.positions()
 
+    def stage_positions(self):
+        """Current positions as a float32 (n, 3) :class:`~orrery.engine.compute.Snapshot` taken
+        without waiting for the device (what a frame is made of)."""
+        return self._state.stage_positions()
+
     @property
     def particles(self) -> Particles:
         """The current state as host :class:`Particles` (synchronised copy)."""

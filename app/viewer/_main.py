@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--exposure", type=float, default=None,
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
+    parser.add_argument("--no-vsync", action="store_true",
+                        help="draw without waiting for the display's refresh")
     parser.add_argument("--max-fps", type=float, default=60.0,
                         help="cap on the render rate, leaving CPU to the solver "
                              "(0: none; default 60)")
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         from ._window import ViewerWindow
 
         window = ViewerWindow(source, size=(width, height), max_fps=args.max_fps,
-                              stats_path=args.stats)
+                              vsync=not args.no_vsync, stats_path=args.stats)
         window.point_style.colour_mode = args.colour
         if args.exposure is not None:
             window.tone.exposure = args.exposure

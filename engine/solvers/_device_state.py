@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from ..compute import Snapshot
 from ..particles import Particles
 
 # Work-group size of the kick and drift kernels (a multiple of every sub-group size in use).
@@ -48,6 +49,7 @@ class DeviceState:
         program = context.build(["integrate.cl"], defines={"REAL_BITS": dtype.itemsize * 8})
         self._kick = program.kernel("kick")
         self._drift = program.kernel("drift")
+        self._positions_xyz = program.kernel("positions_xyz")
         self._global = padded_count(self._n, INTEGRATE_GROUP)
 
     @property
@@ -70,6 +72,15 @@ class DeviceState:
     def positions(self) -> np.ndarray:
         """Current positions, copied to the host (the one transfer a frame needs)."""
         return np.ascontiguousarray(self.body.download()[:self._n, :3])
+
+    def stage_positions(self) -> Snapshot:
+        """The current positions as float32 (n, 3), taken in queue order without waiting: the
+        device copy is there for GL interop, the host copy arrives on its own (a frame)."""
+        return self.solver.context.snapshot((self._n, 3), np.float32, self._write_positions)
+
+    def _write_positions(self, out) -> None:
+        self._positions_xyz.launch(self._global, INTEGRATE_GROUP, self.body, np.int32(self._n),
+                                   out)
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Host copies of (pos, vel, mass)."""
