@@ -62,7 +62,7 @@ class CudaGLBuffer:
         runtime = _runtime()
         self._cupy, self._runtime, self._context = cupy, runtime, context
         self.nbytes = int(nbytes)
-        flags = runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard
+        flags = int(runtime.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard)
         with context.device:
             (self._resource,) = _check(runtime, runtime.cudaGraphicsGLRegisterBuffer(
                 int(gl_buffer), flags), "registering the GL buffer with CUDA")

@@ -79,8 +79,9 @@ class StagingPool:
                     break
             else:
                 return _Staging(self.context.empty(shape, dtype))
-        for event in readers:  # the device waits; the host goes on
-            self.context.stream.wait_event(event)
+        with self.context.device:
+            for event in readers:  # the device waits; the host goes on
+                self.context.stream.wait_event(event)
         return staging
 
     def snapshot(self, shape, dtype, write) -> CudaSnapshot:

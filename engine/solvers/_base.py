@@ -115,3 +115,10 @@ class HostState:
     def potentials(self) -> np.ndarray:
         _, pot = self.solver.accelerations(self.pos, self.mass, potential=True)
         return pot
+
+    def energies(self) -> tuple[float, float]:
+        """(kinetic, potential) energy, summed in float64 (one potential evaluation)."""
+        mass = self.mass.astype(np.float64)
+        vel = self.vel.astype(np.float64)
+        kinetic = 0.5 * float(np.sum(mass * np.einsum("ij,ij->i", vel, vel)))
+        return kinetic, 0.5 * float(np.sum(mass * self.potentials().astype(np.float64)))
