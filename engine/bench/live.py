@@ -43,6 +43,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fps", type=float, default=60.0,
                         help="render cap of the capped run and the reader's rate (default: 60)")
     parser.add_argument("--size", default="1280x720", help="output size WxH (default: 1280x720)")
+    parser.add_argument("--point-size", type=float, default=None,
+                        help="sprite diameter in pixels (default: the viewer's)")
+    parser.add_argument("--target", choices=("rgba32f", "rgba16f"), default="rgba32f",
+                        help="accumulation format (default: rgba32f)")
     parser.add_argument("--no-interop", action="store_true",
                         help="upload every frame through the host")
     parser.add_argument("--libgl", help="path of libGL.so.1 where the loader cannot find it")
@@ -140,8 +144,10 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     width, height = (int(part) for part in args.size.lower().split("x"))
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
-    scene, renderer = ParticleScene(ctx, interop=not args.no_interop), Renderer(ctx)
-    style, tone, camera = PointStyle(), ToneMap(), Camera()
+    scene = ParticleScene(ctx, interop=not args.no_interop)
+    renderer = Renderer(ctx, target_format=args.target)
+    style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
+    tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)
     view_projection = camera.view_projection(width / height)
     period = 1.0 / args.fps
