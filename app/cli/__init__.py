@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
-from ...engine.errors import OrreryError
+from ._errors import REPORTED, report
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
 _COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play")
@@ -35,12 +34,10 @@ def _version_text(version: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    prog = "orrery"
     try:
+        args = build_parser().parse_args(argv)
+        prog = f"orrery {args.command}"
         return int(args.handler(args) or 0)
-    except OrreryError as error:
-        print(f"orrery {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"orrery {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except REPORTED as error:
+        return report(prog, error)

@@ -197,14 +197,15 @@ def test_saving_replaces_this_machines_entry_and_keeps_the_others(cache_dir):
     assert math.isclose(entries[0]["machine"]["threads"], 8)
 
 
-def test_the_machine_key_includes_the_simd_level_the_native_module_reports(monkeypatch):
+def test_the_machine_key_records_the_cpus_simd_level_not_the_compiled_ones(monkeypatch):
     from orrery import _native
 
-    monkeypatch.setattr(_native, "build_info", lambda: {"compiler": "gcc", "simd": "avx512"},
-                        raising=False)
+    info = {**_native.build_info(), "simd_compiled": ["scalar", "avx2", "avx512"],
+            "simd_cpu": "avx2", "simd_env": "scalar"}
+    monkeypatch.setattr(_native, "build_info", lambda: info)
     calibration.machine_key.cache_clear()
     try:
         key = machine_key()
-        assert key["simd"] == "avx512" and key["threads"] == _native.hardware_threads()
+        assert key["simd"] == "avx2" and key["threads"] == _native.hardware_threads()
     finally:
         calibration.machine_key.cache_clear()
