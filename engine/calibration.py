@@ -5,6 +5,7 @@ device, kept between sessions for the ``auto`` solver. How curves become crossov
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -205,7 +206,8 @@ def save_calibration(calibration: Calibration, *, path: Path | None = None) -> P
         temporary.write_text(json.dumps(payload, indent=1))
         os.replace(temporary, path)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         raise CalibrationCacheError(f"cannot write the calibration cache {path}: {error}") from None
     return path
 
