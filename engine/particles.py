@@ -7,6 +7,7 @@ N-body units throughout: G = 1.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -89,17 +90,22 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
         raise InvalidInputError("no particles (N = 0)")
     if not np.issubdtype(pos.dtype, np.floating) or not np.issubdtype(mass.dtype, np.floating):
         raise InvalidInputError("positions and masses must be floating-point arrays")
-    check_finite(pos, "position")
-    check_finite(mass, "mass")
-    if (mass < 0).any():
-        bad = int(np.flatnonzero(mass < 0)[0])
-        raise InvalidInputError(f"mass of particle {bad} is negative ({mass[bad]})")
-    if not mass.sum() > 0:
-        raise InvalidInputError("total mass must be positive")
     dtype = np.dtype(dtype or pos.dtype)
-    check_precision(pos, "position", largest_coordinate(dtype), dtype)
-    total = float(mass.sum(dtype=np.float64))
-    if not total <= np.finfo(dtype).max:
+    largest = largest_coordinate(dtype)
+    # Two reductions cover both tests (NaN propagates, infinity exceeds): the common case
+    # costs no temporary arrays; only a failure looks for the particle to name.
+    if not max(-pos.min(), pos.max()) <= largest:
+        check_finite(pos, "position")
+        check_precision(pos, "position", largest, dtype)
+    total = float(mass.sum())
+    if not math.isfinite(total) or mass.min() < 0:
+        check_finite(mass, "mass")
+        if (mass < 0).any():
+            bad = int(np.flatnonzero(mass < 0)[0])
+            raise InvalidInputError(f"mass of particle {bad} is negative ({mass[bad]})")
+    if not total > 0:
+        raise InvalidInputError("total mass must be positive")
+    if total > np.finfo(dtype).max:
         raise InvalidInputError(f"the total mass ({total:g}) is too large for {dtype.name} "
                                 "arithmetic; use precision='f64' or smaller units")
     return pos, mass
