@@ -216,7 +216,8 @@ class Particles:
 def _cast(values, dtype: np.dtype, what: str) -> np.ndarray:
     """``values`` as a contiguous ``dtype`` array, refusing magnitudes that would overflow."""
     values = np.asarray(values)
-    if values.dtype.kind == "f" and values.dtype.itemsize > dtype.itemsize and values.ndim:
+    if values.dtype.kind == "f" and values.dtype.itemsize > dtype.itemsize \
+            and values.ndim and values.size:
         check_precision(values.reshape(len(values), -1), what, float(np.finfo(dtype).max), dtype)
     return np.ascontiguousarray(values, dtype=dtype)
 
