@@ -74,6 +74,14 @@ def test_an_orrery_simd_that_is_not_text_is_one_line(monkeypatch, capsys):
         assert "ORRERY_SIMD must be scalar, avx2 or avx512" in _last_line(capsys)
 
 
+def test_a_bad_orrery_simd_stops_only_the_commands_that_use_it(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(os.environb, b"ORRERY_SIMD", b"\xff")
+    assert main(["info", str(tmp_path / "missing.h5")]) == 2
+    assert "no such file" in _last_line(capsys)
+    assert main(["--version"]) == 2
+    assert _last_line(capsys).startswith("orrery: error: ORRERY_SIMD must be")
+
+
 def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
     from orrery.engine import ics
 
