@@ -4,7 +4,6 @@ body, bad options and out-of-range inputs give errors, not NaN."""
 
 import math
 
-import numpy as np
 import pytest
 
 from orrery.app.cli import main
