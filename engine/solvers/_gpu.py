@@ -125,6 +125,8 @@ class _CheckedDeviceState(DeviceState):
     def energies(self) -> tuple[float, float]:
         kinetic, potential = super().energies()
         if not (np.isfinite(kinetic) and np.isfinite(potential)):
+            self.snapshot()  # names the first non-finite particle
+            self.potentials()
             raise InvalidInputError(f"the state's energy is not finite (kinetic {kinetic}, "
                                     f"potential {potential}): a position, velocity or "
                                     "potential is NaN or infinite")
