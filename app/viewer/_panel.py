@@ -3,6 +3,8 @@ the energy-error plot. Records where its main widgets are, so scripts can click 
 
 from __future__ import annotations
 
+import re
+
 import datetime
 from pathlib import Path
 
@@ -21,8 +23,10 @@ _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 RECORDINGS_FOLDER = Path("recordings")
 
 
-def new_recording_path(scenario: str) -> Path:
-    """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording."""
+def new_recording_path(scenario) -> Path:
+    """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording (a
+    snapshot scenario is named by its file)."""
+    scenario = re.sub(r"[^\w.-]+", "_", Path(str(scenario)).name).strip("_")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     return RECORDINGS_FOLDER / f"{scenario}-{stamp}.h5"
 
@@ -37,7 +41,11 @@ class ControlPanel:
         self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
-        self._scenario_names = scenarios.names()
+        # a run started from a snapshot (--load) keeps it as the first choice
+        self._scenarios = list(scenarios.names())
+        if self.runner is not None and not isinstance(self.runner.settings.scenario, str):
+            self._scenarios.insert(0, self.runner.settings.scenario)
+        self._scenario_names = [str(scenario) for scenario in self._scenarios]
         specs = solver_specs()
         self._solver_names = ["auto", *sorted(name for name in specs if name != "auto")]
         self._solver_labels = [
@@ -45,7 +53,7 @@ class ControlPanel:
             for name in self._solver_names]
         if self.runner is not None:
             settings = self.runner.settings
-            self._scenario_index = self._index(self._scenario_names, settings.scenario)
+            self._scenario_index = self._index(self._scenarios, settings.scenario)
             self._n = settings.n or self.runner.latest().stats["n"]
 
     @staticmethod
@@ -120,7 +128,7 @@ class ControlPanel:
         _, self._n = imgui.input_int("N", int(self._n), 1000, 10000)
         self._n = max(int(self._n), 2)
         if imgui.button("Load scenario"):
-            runner.update(scenario=self._scenario_names[self._scenario_index], n=self._n)
+            runner.update(scenario=self._scenarios[self._scenario_index], n=self._n)
 
         imgui.separator_text("Solver")
         settings = runner.settings
