@@ -10,7 +10,7 @@ import sys
 from ...engine.errors import OrreryError
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play")
+_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render")
 
 
 def build_parser() -> argparse.ArgumentParser:
