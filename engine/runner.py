@@ -96,6 +96,11 @@ class SimulationRunner(FrameSource):
     def population_names(self) -> tuple[str, ...]:
         return self._population_names
 
+    @property
+    def masses(self) -> np.ndarray:
+        """The run's particle masses (for density images); they change only with the scenario."""
+        return self._scenario.particles.mass
+
     def latest(self) -> Frame | None:
         with self._condition:
             return self._front

@@ -39,25 +39,42 @@ def add_parser(subparsers) -> None:
                                                        "scenario's)")
     parser.add_argument("--steps-per-frame", type=int, default=1,
                         help="live run: simulation steps between movie frames (default 1)")
-    parser.add_argument("--colour", choices=("population", "speed"), default="population")
+    parser.add_argument("--mode", choices=("sprites", "density"), default="sprites",
+                        help="point sprites (light) or a kernel-splatted density image through a "
+                             "colour map (default: sprites)")
+    parser.add_argument("--colour-map", default="magma", help="density mode: colour map "
+                        "(viridis, magma, inferno, plasma, cividis; default magma)")
+    parser.add_argument("--smoothing", type=float, default=None,
+                        help="density mode: kernel smoothing length (default: from the data)")
+    parser.add_argument("--colour", choices=("population", "speed"), default="population",
+                        help="sprites: colour by population or speed; density: 'speed' colours "
+                             "by the mass-weighted mean speed")
     parser.add_argument("--exposure", type=float, default=None, help="tone-map exposure")
     parser.add_argument("--point-size", type=float, default=None, help="sprite size, pixels")
     parser.add_argument("--crf", type=int, default=DEFAULT_CRF,
                         help=f"H.264 quality, 0 (lossless) .. 51 (default {DEFAULT_CRF})")
     parser.add_argument("--preset", default=DEFAULT_PRESET,
                         help=f"x264 speed preset (default {DEFAULT_PRESET})")
+    parser.add_argument("--encoder-threads", type=int, default=1,
+                        help="x264 threads (default 1: the same inputs give the same file; 0: "
+                             "all cores, faster, but x264's threaded output varies run to run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     from ..export import FileFrames, LiveFrames, MovieSettings, parse_size, render_movie
-    from ..render import PointStyle, ToneMap
+    from ..render import DensityStyle, PointStyle, ToneMap
     from ..render._camera_path import CameraPath
 
-    style, tone = PointStyle(colour_mode=args.colour), ToneMap()
-    if args.point_size is not None:
-        style.point_size = args.point_size
+    tone = ToneMap()
+    if args.mode == "density":
+        style = DensityStyle(smoothing=args.smoothing, colour_map=args.colour_map,
+                             quantity="speed" if args.colour == "speed" else "density")
+    else:
+        style = PointStyle(colour_mode=args.colour)
+        if args.point_size is not None:
+            style.point_size = args.point_size
     if args.exposure is not None:
         tone.exposure = args.exposure
     settings = MovieSettings(size=parse_size(args.size), fps=args.fps, frames=args.frames,
@@ -67,6 +84,7 @@ def run(args) -> int:
     with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
               file=sys.stderr, dynamic_ncols=True) as bar:
         written = render_movie(source, args.out, settings, crf=args.crf, preset=args.preset,
+                               threads=args.encoder_threads,
                                progress=lambda done, total: bar.update(1))
     print(f"{args.out}: {written} frames, {settings.size[0]}x{settings.size[1]} at "
           f"{settings.fps:g} fps ({written / settings.fps:.2f} s)")

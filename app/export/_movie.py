@@ -17,7 +17,8 @@ import numpy as np
 
 from ...engine.errors import InvalidInputError
 from ...engine.frames import Frame
-from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, headless_context
+from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
+                      headless_context, population_weights)
 from ..render._camera_path import CameraPath
 from ._video import VideoWriter
 
@@ -32,6 +33,7 @@ class FrameSequence(Protocol):
     count: int
     population: np.ndarray
     population_names: tuple[str, ...]
+    masses: np.ndarray
 
     def frame(self, index: int) -> tuple[np.ndarray, float, int]: ...
 
@@ -48,6 +50,7 @@ class FileFrames:
             raise InvalidInputError(f"{file.path} holds no frames to film")
         self.population = file.population
         self.population_names = file.population_names
+        self.masses = file.masses
         self._times, self._steps = np.asarray(file.times), np.asarray(file.steps)
 
     def frame(self, index: int):
@@ -65,6 +68,7 @@ class LiveFrames:
         self.steps_per_frame = int(steps_per_frame)
         particles = simulation.particles
         self.population, self.population_names = particles.population, particles.population_names
+        self.masses = particles.mass
         self._next = 0
 
     def frame(self, index: int):
@@ -88,7 +92,7 @@ class MovieSettings:
     frames: int | None = None
     duration: float | None = None
     camera: CameraPath | None = None
-    style: PointStyle | None = None
+    style: PointStyle | DensityStyle | None = None
     tone: ToneMap | None = None
 
     def frame_count(self, source: FrameSequence) -> int:
@@ -109,8 +113,12 @@ class MovieSettings:
     def description(self) -> dict:
         """The settings, for the video's metadata."""
         style, tone = self.style or PointStyle(), self.tone or ToneMap()
-        return {"size": list(self.size), "fps": self.fps, "point_size": style.point_size,
-                "intensity": style.intensity, "colour_mode": style.colour_mode,
+        look = ({"mode": "density", "smoothing": style.smoothing, "colour_map": style.colour_map,
+                 "quantity": style.quantity, "density_range": style.density_range}
+                if isinstance(style, DensityStyle) else
+                {"mode": "sprites", "point_size": style.point_size, "intensity": style.intensity,
+                 "colour_mode": style.colour_mode})
+        return {"size": list(self.size), "fps": self.fps, **look,
                 "exposure": tone.exposure, "gamma": tone.gamma,
                 "camera": None if self.camera is None else [
                     {"time": k.time, "position": list(k.position), "target": list(k.target),
@@ -154,10 +162,12 @@ class MovieRenderer:
         return self._fixed_camera
 
     def render(self, positions: np.ndarray, population: np.ndarray, time: float, step: int,
-               index: int) -> np.ndarray:
+               index: int, *, masses: np.ndarray | None = None) -> np.ndarray:
         width, height = self.settings.size
         self.scene.show(Frame(positions=positions, time=time, step=step, sequence=index),
                         population)
+        if isinstance(self.style, DensityStyle):
+            self.scene.set_masses(masses)
         camera = self.camera_at(index, positions)
         self.renderer.render(self.scene, camera.view_projection(width / height), self.style,
                              self.tone, self.output)
@@ -176,6 +186,8 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
     """Film ``source`` into the video file ``path``; returns the number of frames written.
     ``progress(done, total)`` is called after every frame."""
     frames = settings.frame_count(source)
+    if settings.style is not None and settings.style.weights is None:
+        settings.style.weights = population_weights(source.population_names)
     renderer = MovieRenderer(settings, ctx=ctx)
     try:
         with VideoWriter(path, size=settings.size, fps=settings.fps,
@@ -183,7 +195,8 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
                          **video_options) as video:
             for index in range(frames):
                 positions, time, step = source.frame(source_index(index, frames, source.count))
-                video.write(renderer.render(positions, source.population, time, step, index))
+                video.write(renderer.render(positions, source.population, time, step, index,
+                                            masses=source.masses))
                 if progress is not None:
                     progress(index + 1, frames)
             return video.frames

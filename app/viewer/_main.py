@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --load: show only this family (dm, star, gas, ...)")
     parser.add_argument("--colour", choices=("population", "speed"), default="population",
                         help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--render", choices=("sprites", "density"), default="sprites",
+                        help="draw point sprites, or a density image through a colour map "
+                             "(default: sprites)")
+    parser.add_argument("--colour-map", default="magma",
+                        help="density colour map (viridis, magma, inferno, plasma, cividis)")
     parser.add_argument("--exposure", type=float, default=None,
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
@@ -126,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         window = ViewerWindow(source, size=(width, height), max_fps=args.max_fps,
                               stats_path=args.stats)
         window.point_style.colour_mode = args.colour
+        window.panel.mode = args.render
+        window.panel.density.colour_map = args.colour_map
+        window.panel.density.validate()
         if args.exposure is not None:
             window.tone.exposure = args.exposure
     except BaseException as error:

@@ -67,6 +67,7 @@ class ViewerWindow(pyglet.window.Window):
         self.timeline = TimelinePanel(source) if has_playback(source) else None
         self.panel = ControlPanel(source, self.point_style, self.tone,
                                   bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
+        self.panel.density_pass = self.renderer.density
 
     # Frame ---------------------------------------------------------------------------------
 
@@ -87,8 +88,12 @@ class ViewerWindow(pyglet.window.Window):
         if self.source.population_names != self._population_names:  # a new scenario was loaded
             self._population_names = self.source.population_names
             self.point_style.weights = population_weights(self._population_names)
+            self.panel.density.weights = self.point_style.weights
+            self.renderer.density.reset()
         if frame is not None:
             self.scene.show(frame, self.source.population)
+            if self.panel.mode == "density":
+                self.scene.set_masses(getattr(self.source, "masses", None))
             run = (len(frame.positions), self._population_names)
             if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
                 self.camera.fit(frame.positions)
@@ -98,10 +103,11 @@ class ViewerWindow(pyglet.window.Window):
         view_projection = self._view_projection(width, height)
         # The particle pass is most of a frame; while nothing it depends on has changed (a paused
         # or slow simulation, a still camera) the accumulated light of the last frame is reused.
+        style = self.panel.active_style()
         inputs = (self.scene.sequence, self.scene.layout_version, self.renderer.size,
-                  view_projection.tobytes(), self.point_style.key(), self.pixel_ratio())
+                  view_projection.tobytes(), style.key(), self.pixel_ratio())
         if inputs != self._accumulated_inputs:
-            self.renderer.accumulate(self.scene, view_projection, self.point_style,
+            self.renderer.accumulate(self.scene, view_projection, style,
                                      pixel_ratio=self.pixel_ratio())
             self._accumulated_inputs = inputs
         self.renderer.present(self.ctx.screen, self.tone)
