@@ -51,6 +51,8 @@ def add_parser(subparsers) -> None:
                              "by the mass-weighted mean speed")
     parser.add_argument("--exposure", type=float, default=None, help="tone-map exposure")
     parser.add_argument("--point-size", type=float, default=None, help="sprite size, pixels")
+    parser.add_argument("--bloom", type=float, default=0.0,
+                        help="sprites: glow around bright light (0: none; default 0)")
     parser.add_argument("--crf", type=int, default=DEFAULT_CRF,
                         help=f"H.264 quality, 0 (lossless) .. 51 (default {DEFAULT_CRF})")
     parser.add_argument("--preset", default=DEFAULT_PRESET,
@@ -67,7 +69,7 @@ def run(args) -> int:
     from ..render import DensityStyle, PointStyle, ToneMap
     from ..render._camera_path import CameraPath
 
-    tone = ToneMap()
+    tone = ToneMap(bloom=args.bloom)
     if args.mode == "density":
         style = DensityStyle(smoothing=args.smoothing, colour_map=args.colour_map,
                              quantity="speed" if args.colour == "speed" else "density")

@@ -119,7 +119,7 @@ class MovieSettings:
                 {"mode": "sprites", "point_size": style.point_size, "intensity": style.intensity,
                  "colour_mode": style.colour_mode})
         return {"size": list(self.size), "fps": self.fps, **look,
-                "exposure": tone.exposure, "gamma": tone.gamma,
+                "exposure": tone.exposure, "gamma": tone.gamma, "bloom": tone.bloom,
                 "camera": None if self.camera is None else [
                     {"time": k.time, "position": list(k.position), "target": list(k.target),
                      "fov": k.fov} for k in self.camera.keys]}

@@ -107,6 +107,7 @@ class Renderer:
         return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
 
     def release(self) -> None:
+        self.tone_map.release()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()

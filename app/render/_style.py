@@ -75,16 +75,26 @@ class ToneMap:
 
     exposure : multiplies the accumulated light before the filmic curve, > 0.
     gamma : display gamma (2.2 for an ordinary monitor), > 0.
+    bloom : strength of the glow around bright light (its part above ``bloom_threshold``
+        after exposure, blurred), >= 0; 0 turns it off.
+    bloom_threshold : exposed light below which nothing glows, >= 0.
     """
 
     exposure: float = 0.6
     gamma: float = 2.2
+    bloom: float = 0.0
+    bloom_threshold: float = 1.0
 
     def validate(self) -> None:
         if not self.exposure > 0:
             raise InvalidInputError(f"exposure must be positive, got {self.exposure}")
         if not self.gamma > 0:
             raise InvalidInputError(f"gamma must be positive, got {self.gamma}")
+        if not (np.isfinite(self.bloom) and self.bloom >= 0):
+            raise InvalidInputError(f"bloom must be a finite number >= 0, got {self.bloom}")
+        if not (np.isfinite(self.bloom_threshold) and self.bloom_threshold >= 0):
+            raise InvalidInputError(
+                f"bloom threshold must be a finite number >= 0, got {self.bloom_threshold}")
 
 
 DENSITY_QUANTITIES = ("density", "speed", "values")

@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: sprites)")
     parser.add_argument("--colour-map", default="magma",
                         help="density colour map (viridis, magma, inferno, plasma, cividis)")
+    parser.add_argument("--bloom", type=float, default=0.0,
+                        help="glow around bright light (0: none; default 0)")
     parser.add_argument("--exposure", type=float, default=None,
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
@@ -132,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                               stats_path=args.stats)
         window.point_style.colour_mode = args.colour
         window.panel.mode = args.render
+        window.tone.bloom = args.bloom
+        window.tone.validate()
         window.panel.density.colour_map = args.colour_map
         window.panel.density.validate()
         if args.exposure is not None:

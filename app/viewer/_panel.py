@@ -197,6 +197,7 @@ class ControlPanel:
                                                    "%.3f", imgui.SliderFlags_.logarithmic)
         _, self.style.point_size = imgui.slider_float("point size", self.style.point_size, 1.0,
                                                       16.0, "%.1f px")
+        _, self.tone.bloom = imgui.slider_float("bloom", self.tone.bloom, 0.0, 3.0, "%.2f")
         mode = COLOUR_MODES.index(self.style.colour_mode)
         changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
         if changed:
