@@ -10,6 +10,7 @@ from tqdm import tqdm
 from ...engine import Simulation, make_solver, scenarios, snapshots
 from ...engine.errors import RecordingError
 from ...engine.recording import RecordingFile
+from ._arg_types import integer, number, output_file
 
 
 def add_parser(subparsers) -> None:
@@ -22,42 +23,42 @@ def add_parser(subparsers) -> None:
                     "screen, along a camera path. The same inputs give the same frames.")
     parser.add_argument("source", help="a recording, a snapshot file or glob pattern, or a "
                                        f"scenario name ({', '.join(scenarios.names())})")
-    parser.add_argument("--out", required=True, metavar="MOVIE", help="the video to write (.mp4)")
+    parser.add_argument("--out", required=True, metavar="MOVIE", type=output_file, help="the video to write (.mp4)")
     parser.add_argument("--camera", metavar="PATH", help="camera path (TOML keyframes; the "
                         "viewer's C key saves one); default: a fixed camera framing the data")
     parser.add_argument("--size", default="1920x1080", help="WxH pixels (default 1920x1080)")
-    parser.add_argument("--fps", type=float, default=60.0, help="frames per second (default 60)")
+    parser.add_argument("--fps", type=number(above=0), default=60.0, help="frames per second (default 60)")
     length = parser.add_mutually_exclusive_group()
-    length.add_argument("--frames", type=int, default=None,
+    length.add_argument("--frames", type=integer(minimum=1), default=None,
                         help="movie frames (default: one per source frame; the camera path's "
                              "length; 300 for a live run)")
-    length.add_argument("--duration", type=float, default=None, help="movie length in seconds")
+    length.add_argument("--duration", type=number(above=0), default=None, help="movie length in seconds")
     parser.add_argument("--family", default=None, help="snapshots: only this family")
-    parser.add_argument("--n", type=int, default=None, help="live run: particle count")
-    parser.add_argument("--seed", type=int, default=0, help="live run: random seed")
+    parser.add_argument("--n", type=integer(minimum=1), default=None, help="live run: particle count")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0, help="live run: random seed")
     parser.add_argument("--solver", default=None, help="live run: solver (default: the "
                                                        "scenario's)")
-    parser.add_argument("--steps-per-frame", type=int, default=1,
+    parser.add_argument("--steps-per-frame", type=integer(minimum=1), default=1,
                         help="live run: simulation steps between movie frames (default 1)")
     parser.add_argument("--mode", choices=("sprites", "density"), default="sprites",
                         help="point sprites (light) or a kernel-splatted density image through a "
                              "colour map (default: sprites)")
     parser.add_argument("--colour-map", default="magma", help="density mode: colour map "
                         "(viridis, magma, inferno, plasma, cividis; default magma)")
-    parser.add_argument("--smoothing", type=float, default=None,
+    parser.add_argument("--smoothing", type=number(above=0), default=None,
                         help="density mode: kernel smoothing length (default: from the data)")
     parser.add_argument("--colour", choices=("population", "speed"), default="population",
                         help="sprites: colour by population or speed; density: 'speed' colours "
                              "by the mass-weighted mean speed")
-    parser.add_argument("--exposure", type=float, default=None, help="tone-map exposure")
-    parser.add_argument("--point-size", type=float, default=None, help="sprite size, pixels")
-    parser.add_argument("--bloom", type=float, default=0.0,
+    parser.add_argument("--exposure", type=number(above=0), default=None, help="tone-map exposure")
+    parser.add_argument("--point-size", type=number(above=0), default=None, help="sprite size, pixels")
+    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
                         help="sprites: glow around bright light (0: none; default 0)")
-    parser.add_argument("--crf", type=int, default=DEFAULT_CRF,
+    parser.add_argument("--crf", type=integer(minimum=0), default=DEFAULT_CRF,
                         help=f"H.264 quality, 0 (lossless) .. 51 (default {DEFAULT_CRF})")
     parser.add_argument("--preset", default=DEFAULT_PRESET,
                         help=f"x264 speed preset (default {DEFAULT_PRESET})")
-    parser.add_argument("--encoder-threads", type=int, default=1,
+    parser.add_argument("--encoder-threads", type=integer(minimum=0), default=1,
                         help="x264 threads (default 1: the same inputs give the same file; 0: "
                              "all cores, faster, but x264's threaded output varies run to run)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
