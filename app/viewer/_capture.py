@@ -32,7 +32,11 @@ def save_png(pixels: np.ndarray, path: str | Path, *, settings: dict | None = No
     info = PngImagePlugin.PngInfo()
     if settings:
         info.add_text(SETTINGS_CHUNK, json.dumps(settings, sort_keys=True, default=_plain))
-    Image.fromarray(np.ascontiguousarray(pixels)).save(path, optimize=True, pnginfo=info)
+    # written aside and renamed, so a reader never finds half a file
+    partial = path.with_name(path.name + ".partial")
+    Image.fromarray(np.ascontiguousarray(pixels)).save(partial, format="PNG", optimize=True,
+                                                       pnginfo=info)
+    partial.replace(path)
     return path
 
 
