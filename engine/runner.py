@@ -58,7 +58,7 @@ class RunSettings:
     that have it.
     """
 
-    scenario: str
+    scenario: str | scenarios.SnapshotScenario
     n: int | None = None
     seed: int = 0
     solver: str | None = None
@@ -126,6 +126,11 @@ class SimulationRunner(FrameSource):
     @property
     def population_names(self) -> tuple[str, ...]:
         return self._population_names
+
+    @property
+    def masses(self) -> np.ndarray:
+        """The run's particle masses (for density images); they change only with the scenario."""
+        return self._scenario.particles.mass
 
     def latest(self) -> Frame | None:
         """The newest frame; the solver thread makes the next one after its next step."""
@@ -323,8 +328,8 @@ class SimulationRunner(FrameSource):
         dtype = "float16" if precision == "f16" else "float32"
         try:
             self._recorder = Recorder.for_simulation(path, self._sim,
-                                                     scenario=self._settings.scenario,
-                                                     dtype=dtype)
+                                                     scenario=str(self._settings.scenario),
+                                                     source=self._scenario.metadata, dtype=dtype)
             self._record_every = every
             self._recorder.append_simulation(self._sim)
         except Exception as error:  # noqa: BLE001 - a recording must not stop the run

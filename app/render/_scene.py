@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.compute import InteropUnavailableError, gl_buffer_view
+from ...engine.errors import InvalidInputError
 from ...engine.frames import Frame
 from . import _gl_calls
 
@@ -46,12 +47,18 @@ class ParticleScene:
         self.population_buffer = None
         self.parity = 0
         self.speed_scale = 0.0
+        self.interval = 0.0  # time between the previous and the current frame (0: none)
         self._host_current: np.ndarray | None = None  # the last frame's host copy, if any
         self._host_time = None
         self._time = None
         self._sequence = None
         self._population_labels: np.ndarray | None = None
         self._population_source = None  # the array last compared, to skip comparing it again
+        # Per-particle masses and values for the density pass, uploaded only when asked for.
+        self.mass_buffer = None
+        self.value_buffer = None
+        self.support_buffer = None
+        self._extras: dict[str, object] = {}
 
     @property
     def sequence(self):
@@ -90,10 +97,12 @@ class ParticleScene:
             _gl_calls.write(self.current, positions)
             self.speed_scale = self._speed_scale(positions, self._host_current,
                                                  frame.time - self._host_time)
+            self.interval = interval
         else:
             # first frame, a restart or a step backwards: no meaningful speed, show it as zero
             _gl_calls.write(self.current, positions)
             _gl_calls.write(self.previous, positions)
+            self.interval = 0.0
         self._host_current, self._host_time = positions, frame.time
         self._time = frame.time
         self._sequence = frame.sequence
@@ -118,10 +127,12 @@ class ParticleScene:
         if moving:
             self.parity = 1 - self.parity
             self._views[self.parity].write(snapshot)
+            self.interval = interval
         else:
             for view in self._views:
                 view.write(snapshot)
             self._host_current = None
+            self.interval = 0.0
         # The speed scale comes from a host sample; the host copy is taken only once it has
         # arrived (it is downloaded beside the step), otherwise the last scale stays.
         if snapshot.ready():
@@ -152,6 +163,35 @@ class ParticleScene:
         for view in views:
             view.release()
 
+    def set_masses(self, masses) -> None:
+        """Masses for the density pass (None: equal masses, the total 1)."""
+        if masses is None:
+            masses = np.full(max(self.count, 1), 1.0 / max(self.count, 1), np.float32)
+        self.mass_buffer = self._extra("mass", masses)
+
+    def set_supports(self, supports) -> None:
+        """Each particle's kernel support for adaptive density smoothing."""
+        self.support_buffer = self._extra("support", supports)
+
+    def set_values(self, values) -> None:
+        """A per-particle quantity for the density pass to colour by."""
+        self.value_buffer = self._extra("value", values)
+
+    def _extra(self, name: str, array):
+        """A float32 buffer of ``array`` (one value a particle), re-uploaded only when the array
+        or the buffers' layout changed."""
+        source, version, buffer = self._extras.get(name, (None, None, None))
+        if source is array and version == self.layout_version and buffer is not None:
+            return buffer
+        data = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+        if len(data) != max(self.count, 1) and self.count:
+            raise InvalidInputError(f"{len(data)} {name}s for {self.count} particles")
+        if buffer is not None:
+            buffer.release()
+        buffer = self.ctx.buffer(data.tobytes())
+        self._extras[name] = (array, self.layout_version, buffer)
+        return buffer
+
     def _allocate(self, count: int, dtype: np.dtype) -> None:
         self._release_views()  # CUDA lets go of a buffer before GL deletes it
         for buffer in (*self._buffers, self.population_buffer):
@@ -179,7 +219,10 @@ class ParticleScene:
 
     def release(self) -> None:
         self._release_views()
-        for buffer in (*self._buffers, self.population_buffer):
+        for buffer in (*self._buffers, self.population_buffer,
+                       *(extra[2] for extra in self._extras.values())):
             if buffer is not None:
                 buffer.release()
         self._buffers, self.population_buffer, self.count = [], None, 0
+        self._extras = {}
+        self.mass_buffer = self.value_buffer = self.support_buffer = None
