@@ -25,6 +25,8 @@ from .harness import format_table
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped")
+_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
+            "shown", "upload"]
 
 
 def add_arguments(parser) -> None:
@@ -73,10 +75,6 @@ def run(args) -> list[dict]:
                 print(format_table([row], _COLUMNS), flush=True)
     print(format_table(rows, _COLUMNS))
     return rows
-
-
-_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
-            "shown", "upload"]
 
 
 def _measure(mode: str, scenario, settings, args) -> dict:

@@ -29,7 +29,6 @@ class _Staging:
     def __init__(self, array: DeviceArray):
         self.array = array
         self.readers: list = []   # events of copies that read ``array``
-        self.held = True
 
 
 class CudaSnapshot(Snapshot):
@@ -74,7 +73,6 @@ class StagingPool:
             for staging in self._free:
                 if staging.array.shape == tuple(shape) and staging.array.dtype == np.dtype(dtype):
                     self._free.remove(staging)
-                    staging.held = True
                     readers, staging.readers = staging.readers, []
                     break
             else:
@@ -105,7 +103,6 @@ class StagingPool:
 
     def release(self, staging: _Staging) -> None:
         with self._lock:
-            staging.held = False
             if len(self._free) < POOLED_BUFFERS:
                 self._free.append(staging)
                 return
