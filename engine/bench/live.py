@@ -14,7 +14,8 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
-the solver thread published and the renderer showed, and the upload path.
+the solver thread published and the renderer showed, the upload path, and the particle pass
+(the compute splat where the frames are on a CUDA device, else GL points).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .harness import format_table
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped")
 _COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
-            "shown", "upload"]
+            "shown", "upload", "particles"]
 
 
 def add_arguments(parser) -> None:
@@ -51,6 +52,8 @@ def add_arguments(parser) -> None:
                         help="accumulation format (default: rgba32f)")
     parser.add_argument("--no-interop", action="store_true",
                         help="upload every frame through the host")
+    parser.add_argument("--no-splat", action="store_true",
+                        help="draw particles as GL points, not with the compute splat")
     parser.add_argument("--libgl", help="path of libGL.so.1 where the loader cannot find it")
     parser.add_argument("--libegl", help="path of libEGL.so.1 where the loader cannot find it")
 
@@ -105,7 +108,7 @@ def _headless(scenario, settings, args) -> dict:
     sim.positions()  # the device has finished every step
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (sim.steps - steps) / elapsed, "render_fps": None,
-            "published": None, "shown": None, "upload": None}
+            "published": None, "shown": None, "upload": None, "particles": None}
 
 
 def _run_for(seconds: float, body) -> int:
@@ -131,7 +134,7 @@ def _reader_only(runner, args) -> dict:
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (last.step - first.step) / elapsed,
             "render_fps": frames / elapsed, "published": runner.frames_published - published,
-            "shown": None, "upload": None}
+            "shown": None, "upload": None, "particles": None}
 
 
 def _rendered(runner, args, *, capped: bool) -> dict:
@@ -143,7 +146,7 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
     scene = ParticleScene(ctx, interop=not args.no_interop)
-    renderer = Renderer(ctx, target_format=args.target)
+    renderer = Renderer(ctx, target_format=args.target, splat=not args.no_splat)
     style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
     tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)
@@ -176,7 +179,9 @@ def _rendered(runner, args, *, capped: bool) -> dict:
                 "render_fps": frames / elapsed,
                 "published": runner.frames_published - published, "shown": shown,
                 "upload": scene.upload_path if scene.interop_unavailable is None else
-                f"{scene.upload_path} ({scene.interop_unavailable})"}
+                f"{scene.upload_path} ({scene.interop_unavailable})",
+                "particles": renderer.particle_path if renderer.splat_unavailable is None else
+                f"{renderer.particle_path} ({renderer.splat_unavailable})"}
     finally:
         scene.release()
         renderer.release()

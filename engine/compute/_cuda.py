@@ -3,6 +3,8 @@ device arrays, and one non-blocking stream per device so every operation is orde
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..errors import InvalidInputError
@@ -55,6 +57,14 @@ class CudaArray(DeviceArray):
         self._context = context
         with context.device, context.stream:
             self.memory = _cupy().empty(self.shape, self.dtype)
+
+    @classmethod
+    def over(cls, context: "CudaContext", memory) -> "CudaArray":
+        """An array over existing CuPy memory (a mapped GL buffer, say), not a copy."""
+        array = cls.__new__(cls)
+        DeviceArray.__init__(array, memory.shape, memory.dtype)
+        array._context, array.memory = context, memory
+        return array
 
     def upload(self, host: np.ndarray) -> None:
         host = self._check_host(host)
@@ -139,6 +149,25 @@ class CudaContext(Context):
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)
+
+    def another_queue(self) -> "CudaContext":
+        return CudaContext(self.device.id)
+
+    @contextmanager
+    def reading(self, snapshots):
+        cupy = _cupy()
+        with self.device:
+            for snapshot in snapshots:
+                written = getattr(snapshot, "written", None)
+                if written is not None:  # a staging copy on another stream: the device waits
+                    self.stream.wait_event(written)
+        yield
+        with self.device:
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(self.stream)
+        for snapshot in snapshots:
+            if hasattr(snapshot, "add_reader"):
+                snapshot.add_reader(done)
 
     def _backend_defines(self) -> dict[str, object]:
         return {"SUBGROUP_SIZE": self.info.subgroup_size,
