@@ -72,6 +72,7 @@ class CudaGLBuffer:
                 int(gl_buffer), flags), "registering the GL buffer with CUDA")
             self._stream = cupy.cuda.Stream(non_blocking=True)
         self._lock = threading.Lock()
+        self._kernels_wrote = False  # whether ``mapped`` lent the buffer to the context's stream
         _count(+1)
 
     def write(self, snapshot) -> None:
@@ -115,6 +116,7 @@ class CudaGLBuffer:
                 raise InteropUnavailableError("the GL buffer view was released")
             _check(runtime, runtime.cudaGraphicsMapResources(1, self._resource, stream.ptr),
                    "mapping the GL buffer")
+            self._kernels_wrote = True
             try:
                 pointer, size = _check(runtime, runtime.cudaGraphicsResourceGetMappedPointer(
                     self._resource), "looking up the mapped GL buffer")
@@ -136,7 +138,8 @@ class CudaGLBuffer:
         if resource is not None:
             with self._context.device:
                 self._stream.synchronize()
-                self._context.stream.synchronize()  # kernels that wrote through ``mapped``
+                if self._kernels_wrote:
+                    self._context.stream.synchronize()  # kernels that wrote through ``mapped``
                 _check(self._runtime, self._runtime.cudaGraphicsUnregisterResource(resource),
                        "unregistering the GL buffer")
             _count(-1)
