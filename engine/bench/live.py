@@ -9,7 +9,8 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
   the ``Renderer`` into an output of ``--size``, then sleeps to the next tick of ``--fps``
-  (what vsync does);
+  (what vsync does); as the window does, the particles are accumulated again only when a new
+  frame arrived (the camera is still), and the accumulated light is tone-mapped every frame;
 - ``uncapped``: the same with no sleep, waiting for the GPU to finish every frame (through a
   call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
 
@@ -157,8 +158,12 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     def frame():
         nonlocal shown
         tick = time.perf_counter()
-        shown += scene.show(runner.latest(), runner.population)
-        renderer.render(scene, view_projection, style, tone, output)
+        changed = scene.show(runner.latest(), runner.population)
+        shown += changed
+        if changed or renderer.size != (width, height):
+            renderer.resize(width, height)
+            renderer.accumulate(scene, view_projection, style)
+        renderer.present(output, tone)  # like the window: light reused while nothing changed
         if capped:
             _gl_calls.flush(ctx)
             rest = period - (time.perf_counter() - tick)

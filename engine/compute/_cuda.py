@@ -130,14 +130,14 @@ class CudaProgram(Program):
 
 
 class CudaContext(Context):
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int, *, priority: int | None = None):
         super().__init__(describe(ordinal))
         cupy = _cupy()
         self.device = cupy.cuda.Device(ordinal)
         self.max_threads_per_unit = int(
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
-            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.stream = cupy.cuda.Stream(non_blocking=True, priority=priority)
         self._staging = None
 
     def snapshot(self, shape, dtype, write):
@@ -151,7 +151,11 @@ class CudaContext(Context):
         return CudaArray(self, shape, dtype)
 
     def another_queue(self) -> "CudaContext":
-        return CudaContext(self.device.id)
+        # The highest stream priority: the block scheduler starts its kernels' blocks before
+        # more blocks of the simulation's long kernels, so a frame does not wait a step for SMs.
+        with self.device:
+            _least, greatest = _cupy().cuda.runtime.deviceGetStreamPriorityRange()
+        return CudaContext(self.device.id, priority=greatest)
 
     @contextmanager
     def reading(self, snapshots):
