@@ -14,6 +14,9 @@ from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError,
 MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
+# CUDA clamps a stream priority to the device's range (lower is higher; 0 to -5 on the H200),
+# and CuPy does not expose the range: asking for far more than any device has gives its highest.
+HIGHEST_PRIORITY = -(1 << 16)
 
 
 def _cupy():
@@ -153,9 +156,7 @@ class CudaContext(Context):
     def another_queue(self) -> "CudaContext":
         # The highest stream priority: the block scheduler starts its kernels' blocks before
         # more blocks of the simulation's long kernels, so a frame does not wait a step for SMs.
-        with self.device:
-            _least, greatest = _cupy().cuda.runtime.deviceGetStreamPriorityRange()
-        return CudaContext(self.device.id, priority=greatest)
+        return CudaContext(self.device.id, priority=HIGHEST_PRIORITY)
 
     @contextmanager
     def reading(self, snapshots):
