@@ -100,18 +100,12 @@ class ParticleScene:
         return self._buffers[1 - self.parity]
 
     def show(self, frame: Frame, population: np.ndarray) -> bool:
-        """Upload ``frame`` unless it is already shown; returns whether anything changed. A
-        live frame whose device copy is still queued behind its step is left for a later call
-        (after the first frame), so drawing never waits for the simulation."""
+        """Upload ``frame`` unless it is already shown; returns whether anything changed."""
         if frame.sequence == self._sequence and self._time is not None:
             return False
         snapshot = frame.snapshot
         if snapshot is not None and snapshot.device is not None and \
                 self.interop_unavailable is None:
-            if self._time is not None and not snapshot.device_ready():
-                # its step still runs on the device: drawing it now would make the frame wait
-                # for the step; the frame on screen stays until the next call
-                return False
             if self._show_on_device(frame, population):
                 return True
         self.upload_path = HOST

@@ -45,9 +45,6 @@ class CudaSnapshot(Snapshot):
     def ready(self) -> bool:
         return self._done.done
 
-    def device_ready(self) -> bool:
-        return self.written.done
-
     def host(self) -> np.ndarray:
         self._done.synchronize()  # CuPy waits without the GIL
         self._host.flags.writeable = False

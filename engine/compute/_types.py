@@ -106,12 +106,6 @@ class Snapshot(ABC):
     def ready(self) -> bool:
         """Whether ``host()`` would return without waiting."""
 
-    def device_ready(self) -> bool:
-        """Whether the device copy is complete (the queue has passed the point it was taken
-        at), so work that reads ``device`` starts without waiting for the steps queued before
-        it."""
-        return True
-
     @abstractmethod
     def host(self) -> np.ndarray:
         """The copy as a read-only host array."""
