@@ -4,8 +4,9 @@
  * pass reads) and clears them for the next frame. It draws what the GL point path draws
  * (shaders/particles.vert and particles.frag, blending ONE, ONE), without rasterising points:
  *
- *   1. clip = M (x, y, z, 1); a particle outside the clip volume (-w..w on every axis, w > 0) is
- *      dropped whole, as GL drops a point whose centre is clipped;
+ *   1. clip = M (x, y, z, 1); a particle behind the camera (w <= 0) or outside the depth range
+ *      (|z| > w) is dropped; one whose centre is beside the image still adds the part of its
+ *      sprite that overlaps it, as NVIDIA's GL points do (Mesa drops such a point whole);
  *   2. its window position is ((ndc + 1) / 2) * (width, height) (the viewport is the image);
  *   3. every pixel whose centre c is within the sprite gets, with
  *      offset = 2 (c - centre) / point_size and r2 = |offset|^2 <= 1 (gl_PointCoord's disc),
@@ -55,9 +56,13 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   const float cx = m0 * x + m1 * y + m2 * z + m3;
   const float cy = m4 * x + m5 * y + m6 * z + m7;
   const float cz = m8 * x + m9 * y + m10 * z + m11;
-  if (!(cw > 0.0f) || fabs(cx) > cw || fabs(cy) > cw || fabs(cz) > cw) return;
+  if (!(cw > 0.0f) || fabs(cz) > cw) return;
   const float xw = (cx / cw + 1.0f) * 0.5f * (float)width;
   const float yw = (cy / cw + 1.0f) * 0.5f * (float)height;
+  const float half_size = 0.5f * point_size, to_offset = 2.0f / point_size;
+  /* no pixel of the sprite in the image (tested in float: far centres overflow an int) */
+  if (!(xw + half_size > 0.0f && xw - half_size < (float)width &&
+        yw + half_size > 0.0f && yw - half_size < (float)height)) return;
 
   GLOBAL const float* entry = palette + 4 * (population[i] & 15);
   float r, g, b;
@@ -80,7 +85,6 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
     r = entry[0] * entry[3]; g = entry[1] * entry[3]; b = entry[2] * entry[3];
   }
 
-  const float half_size = 0.5f * point_size, to_offset = 2.0f / point_size;
   const int x0 = MAX((int)floor(xw - half_size), 0);
   const int x1 = MIN((int)floor(xw + half_size), width - 1);
   const int y0 = MAX((int)floor(yw - half_size), 0);

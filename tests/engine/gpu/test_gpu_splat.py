@@ -13,13 +13,18 @@ from orrery.engine.frames import Frame
 # Odd sizes put the view's centre on a pixel centre.
 SIZE = (161, 97)
 
-# The tolerance of the comparison. The rasteriser snaps a point's centre to 1/256 pixel
-# (GL_SUBPIXEL_BITS 8) before it covers pixels; the splat does not. So a pixel at a sprite's rim
-# (r2 within ~1e-2 of 1) may be inside one path and outside the other: a difference of one rim
-# weight, exp(-4) = 0.018, times the colour. Everywhere else the two agree to float rounding.
+# The tolerance of the comparison, from both GL drivers (scripts/splat_compare.py). A rasteriser
+# snaps a point's centre to 1/256 pixel (GL_SUBPIXEL_BITS 8) and NVIDIA's gl_PointCoord follows
+# the snapped centre (per-sprite weights 0.2-0.7% off the exact ones, up to ~3% at the rim by the
+# size of the snap; Mesa's are within 2e-4). And a pixel at a sprite's rim (r2 within ~1e-2 of 1)
+# may be inside on one path and outside on the other: one rim weight, exp(-4) = 0.018, times the
+# colour. The splat uses the exact centre.
 RIM = 0.0185
-CLOSE = 2e-4          # relative, plus the same absolute, for all but the rim pixels
-RIM_FRACTION = 0.005  # of the channels
+POINT_COORD = 0.03    # relative, on every channel
+RIM_FRACTION = 0.005  # of the channels may differ by more than POINT_COORD (+ 1e-3): rims
+MARGIN = 4.0          # pixels: the comparison keeps particles this far inside the image, where
+                      # Mesa (drops a point whose centre is outside) and NVIDIA (keeps its
+                      # visible part, as the splat does) agree
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +73,18 @@ def _image(ctx, frames, population, style, view_projection, *, compute_context=N
 
 def _assert_same_image(splat, points):
     difference = np.abs(splat - points)
-    close = difference <= CLOSE * (1 + np.abs(points))
     assert points.sum() > 0
-    assert difference.max() <= 2 * RIM, difference.max()  # at most two rims on one pixel
-    assert np.mean(~close) <= RIM_FRACTION, np.mean(~close)
-    np.testing.assert_allclose(splat.sum(axis=(0, 1)), points.sum(axis=(0, 1)), rtol=1e-4)
+    assert np.all(difference <= POINT_COORD * np.abs(points) + 2 * RIM), difference.max()
+    assert np.mean(difference > POINT_COORD * np.abs(points) + 1e-3) <= RIM_FRACTION
+    np.testing.assert_allclose(splat.sum(axis=(0, 1)), points.sum(axis=(0, 1)), rtol=5e-3)
+
+
+def _inside(positions, view_projection):
+    """The particles whose centres project at least MARGIN pixels inside the image."""
+    clip = np.c_[positions, np.ones(len(positions))] @ np.asarray(view_projection).T
+    window = (clip[:, :2] / clip[:, 3:] + 1) / 2 * np.array(SIZE)
+    keep = np.all((window > MARGIN) & (window < np.array(SIZE) - MARGIN), axis=1)
+    return keep & (clip[:, 3] > 0)
 
 
 @pytest.mark.parametrize("colour_mode", ["population", "speed"])
@@ -81,11 +93,13 @@ def test_splat_and_gl_points_give_the_same_image(ctx, context, colour_mode):
     from orrery.app.render._renderer import GL_POINTS
 
     positions, population = _galaxy()
+    view_projection = _camera_for(positions)
+    keep = _inside(positions, view_projection)
+    positions, population = positions[keep], population[keep]
     moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
         np.float32)
     frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
     style = PointStyle(colour_mode=colour_mode, weights=np.array([1.0, 0.5, 0.12] + [1.0] * 13))
-    view_projection = _camera_for(positions)
     splat, path = _image(ctx, frames, population, style, view_projection,
                          compute_context=context)
     assert path.startswith("compute splat"), path
@@ -144,6 +158,23 @@ def test_a_contribution_saturates_at_the_fixed_point_cap_and_sums_never_wrap(ctx
     pixel = _on_one_pixel(ctx, context, count, 1e6)  # 1e6 units a sprite: above the cap
     np.testing.assert_allclose(pixel[:3], count * FIXED_CAP / FIXED_ONE, rtol=1e-7)
     assert pixel[3] == count
+
+
+def test_a_sprite_beside_the_image_adds_its_visible_part_with_the_exact_weights(ctx, context):
+    from orrery.app.render import PointStyle
+
+    # world units are pixels: window x = world x + width / 2
+    ortho = np.diag([2.0 / SIZE[0], 2.0 / SIZE[1], -1.0, 1.0])
+    centre = np.array([-0.8, SIZE[1] / 2 + 0.3])  # window position, left of the image
+    point = np.array([[centre[0] - SIZE[0] / 2, centre[1] - SIZE[1] / 2, 0.0]], np.float32)
+    size = 5.0
+    image, _ = _image(ctx, [Frame(point, 0.0, 0, 1)], np.zeros(1, np.uint8),
+                      PointStyle(point_size=size), ortho, compute_context=context)
+    rows, columns = np.indices(image.shape[:2])
+    r2 = ((columns + 0.5 - centre[0]) ** 2 + (rows + 0.5 - centre[1]) ** 2) * (2 / size) ** 2
+    expected = np.where(r2 <= 1, np.exp(-4 * r2), 0.0)
+    assert np.count_nonzero(expected) >= 4  # two columns of the sprite are in the image
+    np.testing.assert_allclose(image[..., 3], expected, rtol=1e-5, atol=2e-6)
 
 
 def test_a_live_gpu_frame_is_splatted_on_its_device_and_host_frames_drawn_as_points(ctx,
