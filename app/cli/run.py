@@ -71,7 +71,7 @@ def run(args) -> int:
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
           f"{args.steps / elapsed:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
           f"solver {solver.describe()}")
-    return 0
+    return 1 if recording is not None and recording.failed else 0
 
 
 def _setup(args):

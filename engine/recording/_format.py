@@ -29,8 +29,17 @@ STEP_FILL = -1
 
 # Sanity limits a reader enforces before allocating anything: a file declaring more is damaged
 # or hostile. 2**28 particles is a 3 GiB float32 frame; 2**24 frames is 128 MiB of times/steps.
+# The writer refuses to write past them, so it never writes what its reader refuses.
 MAX_PARTICLES = 2**28
 MAX_FRAMES = 2**24
+# Labels are uint8: at most 256 populations, each named in at most MAX_NAME_BYTES bytes of UTF-8.
+MAX_POPULATIONS = 256
+MAX_NAME_BYTES = 256
+# Steps are int64 and at least 0 (-1 is STEP_FILL, the "not committed" mark).
+MAX_STEP = 2**63 - 1
+# The largest chunk a reader lets HDF5 decompress (a rewritten file may hold bigger chunks than
+# the writer makes): bounds the memory one read can take, whatever the file declares.
+MAX_CHUNK_BYTES = 256 << 20
 
 # Chunks hold whole frames: several small frames per chunk (about CHUNK_TARGET_BYTES), or exactly
 # one when a frame is larger, so reading one frame never touches another frame's chunk.
@@ -54,6 +63,66 @@ def frame_dtype(name) -> np.dtype:
 
 def frames_per_chunk(frame_bytes: int) -> int:
     return max(1, CHUNK_TARGET_BYTES // frame_bytes)
+
+
+# -- the rules a recording obeys: the Recorder checks them before writing, RecordingFile after
+#    reading; both raise InvalidInputError, which the reader reports as a damaged file.
+
+def check_particle_count(n: int) -> None:
+    if not 0 < n <= MAX_PARTICLES:
+        raise InvalidInputError(f"{n} particles is outside 1..{MAX_PARTICLES}, the format's limit")
+
+
+def check_population_names(names) -> tuple[str, ...]:
+    """The names as a tuple of str: 1 to MAX_POPULATIONS of them, each non-empty and at most
+    MAX_NAME_BYTES bytes of UTF-8."""
+    if isinstance(names, (str, bytes)) or np.ndim(names) != 1:
+        raise InvalidInputError(f"population_names must be a sequence of names, got {names!r:.80}")
+    if not 0 < len(names) <= MAX_POPULATIONS:
+        raise InvalidInputError(f"population_names must hold 1 to {MAX_POPULATIONS} names (labels "
+                                f"are uint8), got {len(names)}")
+    checked = []
+    for name in names:
+        if isinstance(name, (bytes, np.bytes_)):
+            name = bytes(name).decode("utf-8", "replace")
+        if not isinstance(name, str) or not name \
+                or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise InvalidInputError(f"a population name must be a non-empty string of at most "
+                                    f"{MAX_NAME_BYTES} bytes of UTF-8, got {name!r:.80}")
+        checked.append(name)
+    return tuple(checked)
+
+
+def check_population(labels: np.ndarray, name_count: int) -> None:
+    if labels.size and (labels.min() < 0 or labels.max() >= name_count):
+        raise InvalidInputError(f"population labels must lie in [0, {name_count}): one name each")
+
+
+def check_step(step: int) -> None:
+    if not 0 <= step <= MAX_STEP:
+        raise InvalidInputError(f"step {step} is outside 0..{MAX_STEP}")
+
+
+def check_series(steps: np.ndarray, times: np.ndarray, *, first: int = 0) -> None:
+    """Frames ``first``, ``first + 1``, ...: steps in 0..MAX_STEP strictly increasing, times
+    finite and never decreasing."""
+    outside = (steps < 0) | (steps > MAX_STEP)
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise InvalidInputError(f"frame {first + bad} has step {steps[bad]}, outside "
+                                f"0..{MAX_STEP}")
+    if steps.size > 1 and not (np.diff(steps) > 0).all():
+        bad = int(np.flatnonzero(np.diff(steps) <= 0)[0]) + 1
+        raise InvalidInputError(f"step {steps[bad]} does not follow step {steps[bad - 1]} (frame "
+                                f"{first + bad}): frames must be in increasing step order")
+    if not np.isfinite(times).all():
+        bad = int(np.flatnonzero(~np.isfinite(times))[0])
+        raise InvalidInputError(f"frame {first + bad} has time {times[bad]}: times must be "
+                                "finite")
+    if times.size > 1 and not (np.diff(times) >= 0).all():
+        bad = int(np.flatnonzero(np.diff(times) < 0)[0]) + 1
+        raise InvalidInputError(f"frame {first + bad} has time {times[bad]}, before the previous "
+                                f"frame's {times[bad - 1]}")
 
 
 def encode_attributes(attributes: dict) -> dict:
