@@ -13,6 +13,7 @@ import ctypes
 import functools
 import glob
 import os
+import re
 import sys
 
 import h5py
@@ -25,6 +26,35 @@ STILL_READ_ATTEMPTS = 1
 
 # What h5py raises for an HDF5 failure (RuntimeError for some iteration and cache errors).
 H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+
+
+_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_WRITE_ACCESS_FLAGS = 0x01 | 0x04  # superblock v2+ status flags: open for writing, SWMR writing
+
+
+def marked_open_for_writing(path) -> bool:
+    """Whether the superblock (at the start of the file) still says a writer has the file open:
+    a writer that is alive, or one that stopped without closing."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(12)
+    except OSError:
+        return False
+    return len(head) == 12 and head[:8] == _SIGNATURE and head[8] >= 2 \
+        and bool(head[11] & _WRITE_ACCESS_FLAGS)
+
+
+def error_text(error: BaseException) -> str:
+    """One line for an h5py error: HDF5's summary, and the system's reason when a read or write
+    failed (HDF5 puts that on later lines, among buffer addresses and offsets)."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    first = text.splitlines()[0]
+    system = re.search(r"error message = '([^']*)'", text)
+    if system:
+        return f"{first.split(' (')[0]}: {system.group(1)}"
+    return first[:300]
 
 
 def open_swmr(path, *, attempts: int) -> h5py.File:

@@ -19,7 +19,8 @@ import numpy as np
 
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
-from ._hdf5 import H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, open_swmr
+from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
+                    marked_open_for_writing, open_swmr)
 from ._writer_lock import writer_is_active
 
 
@@ -270,13 +271,18 @@ def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
         return h5py.File(path, "r"), True
     except OSError as error:
         text = str(error)
-        if "already open for write" in text:
+        # A writer that stopped on a full disk can leave a file shorter than the end its
+        # superblock names; HDF5 lets only a SWMR reader past that (every committed frame lies
+        # before the end; the reader checks that later).
+        if "already open for write" in text or ("truncated" in text
+                                                and marked_open_for_writing(path)):
             attempts = LIVE_READ_ATTEMPTS if writer_is_active(path) else STILL_READ_ATTEMPTS
             try:
                 return open_swmr(path, attempts=attempts), False
             except H5_ERRORS as swmr_error:
-                raise RecordingError(f"{path}: unreadable after an unclean stop ({swmr_error})") \
-                    from swmr_error
+                if "already open for write" in text:
+                    raise RecordingError(f"{path}: unreadable after an unclean stop "
+                                         f"({error_text(swmr_error)}): damaged") from swmr_error
         if isinstance(error, BlockingIOError) or "unable to lock" in text:
             raise RecordingError(f"{path} is locked by another program writing it with HDF5 "
                                  "(not as a live recording); try again when it is done") from error
@@ -286,7 +292,8 @@ def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
         if "truncated" in text:
             raise RecordingError(f"{path} is truncated (shorter than its HDF5 header says): "
                                  "the copy or download was cut short") from error
-        raise RecordingError(f"{path} cannot be opened as a recording: {text}") from error
+        raise RecordingError(f"{path} cannot be opened as a recording: {error_text(error)}") \
+            from error
 
 
 @contextlib.contextmanager
@@ -297,7 +304,7 @@ def _damage_reported(path, what: str = ""):
         yield
     except H5_ERRORS as error:
         what = f"{what}; the file is damaged" if what else "the file is damaged"
-        raise RecordingError(f"{path}: {what} ({_first_line(error)})") from error
+        raise RecordingError(f"{path}: {what} ({error_text(error)})") from error
 
 
 @contextlib.contextmanager
@@ -307,11 +314,6 @@ def _rule_reported(path, what: str):
         yield
     except InvalidInputError as error:
         raise RecordingError(f"{path}: {what}: {error}") from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
 
 
 def _dataset(h5, name: str, where: str):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
-from ._hdf5 import H5_ERRORS
+from ._hdf5 import H5_ERRORS, error_text
 from ._writer_lock import claim
 
 _STOP = object()
@@ -134,7 +134,7 @@ class Recorder:
                     from error
             if isinstance(error, H5_ERRORS):
                 raise RecordingError(f"cannot create the recording {self.path}: "
-                                     f"{_first_line(error)}") from error
+                                     f"{error_text(error)}") from error
             raise
         self._datasets = {name: self._file[name] for name in (fmt.POSITIONS, fmt.VELOCITIES,
                                                               fmt.TIME, fmt.STEP)
@@ -266,7 +266,7 @@ class Recorder:
             return
         if isinstance(error, RecordingError):
             raise RecordingError(str(error)) from error.__cause__
-        raise RecordingError(f"writing {self.path} failed: {_first_line(error)}; the file keeps "
+        raise RecordingError(f"writing {self.path} failed: {error_text(error)}; the file keeps "
                              f"the {self.frames_committed} frame(s) committed before") from error
 
     # -- the writer thread ---------------------------------------------------------------------
@@ -353,9 +353,8 @@ class Recorder:
                             f"{needed / 1e6:.3g} MB needed to {what}")
 
     def _close_file(self, intact: bool) -> None:
-        datasets, self._datasets = self._datasets, {}
-        datasets.clear()
         if intact:
+            self._datasets.clear()
             try:
                 self._file.close()
             except H5_ERRORS as error:
@@ -363,7 +362,7 @@ class Recorder:
                 if self._error is None:
                     self._error = error
         if not intact:
-            _abandon(self._file)
+            _abandon(self._file, self._datasets)
         self._lock.release()
 
     def _discard_queue(self) -> None:
@@ -375,13 +374,14 @@ class Recorder:
                 return
 
 
-def _abandon(file: h5py.File) -> None:
+def _abandon(file: h5py.File, objects: dict | None = None) -> None:
     """Close ``file`` after HDF5 failed to write it, without letting HDF5 write anything more.
 
     After a failed write HDF5's caches are in a state its close would try (and fail) to flush,
     and in which h5py has been seen to crash the process. Pointing HDF5's file descriptor at
     /dev/null first makes those writes vanish: the file on disk stays as the last successful
-    commit left it, which a reader opens like the file of a killed writer.
+    commit left it, which a reader opens like the file of a killed writer. ``objects`` (open
+    datasets of the file) are let go only then: closing one flushes its chunks.
     """
     try:
         handle = file.id.get_vfd_handle()
@@ -393,15 +393,12 @@ def _abandon(file: h5py.File) -> None:
             os.dup2(null, handle)
         finally:
             os.close(null)
+    if objects:
+        objects.clear()
     try:
         file.close()
     except H5_ERRORS:
         pass  # the writes it failed went to /dev/null; nothing on disk depends on them
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:300] if text else type(error).__name__
 
 
 def _checked_step(step) -> int:

@@ -62,8 +62,9 @@ class WriterLock:
 
 def claim(path, *, overwrite: bool) -> WriterLock:
     """Check ``path`` and take it for writing, or raise :class:`RecordingError` saying why not.
-    Creates the file (empty) and its folder; never truncates: HDF5 does that once the lock is
-    held."""
+    Creates the file (empty) and its folder. An existing file (``overwrite``) is emptied here,
+    once the lock is held and no other program has it open through HDF5: HDF5's own create
+    would empty it before finding out that it is in use."""
     path = _checked_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +95,31 @@ def claim(path, *, overwrite: bool) -> WriterLock:
                                      "another process); it was left untouched") from None
             raise RecordingError(f"cannot lock {path} for recording: {_reason(error)}") \
                 from error
+    if not created:
+        _empty_unless_in_use(lock)
     return lock
+
+
+def _empty_unless_in_use(lock: WriterLock) -> None:
+    """Truncate the claimed file, unless another program holds it open through HDF5 (which
+    keeps a ``flock`` on every file it has open, unless its file locking is turned off)."""
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RecordingError(f"{lock.path} is open in another program (HDF5 holds a "
+                                     "lock on it); close it there or choose another name") \
+                    from None
+        os.ftruncate(lock.fd, 0)
+        if fcntl is not None:
+            fcntl.flock(lock.fd, fcntl.LOCK_UN)  # HDF5 takes its own when it opens the file
+    except OSError as error:
+        lock.release()
+        raise RecordingError(f"cannot overwrite {lock.path}: {_reason(error)}") from error
+    except RecordingError:
+        lock.release()
+        raise
 
 
 def writer_is_active(path) -> bool:
@@ -121,11 +146,15 @@ def _checked_path(path) -> Path:
     if isinstance(text, bytes) or not text.strip():
         raise RecordingError(f"a recording needs a file name, got {text!r}")
     path = Path(text)
-    if path.is_dir():
-        raise RecordingError(f"cannot record to {path}: it is a folder; name a file in it")
-    for parent in path.parents:
-        if parent.exists() and not parent.is_dir():
-            raise RecordingError(f"cannot record to {path}: {parent} is a file, not a folder")
+    try:
+        if path.is_dir():
+            raise RecordingError(f"cannot record to {path}: it is a folder; name a file in it")
+        for parent in path.parents:
+            if parent.exists() and not parent.is_dir():
+                raise RecordingError(f"cannot record to {path}: {parent} is a file, not a "
+                                     "folder")
+    except OSError as error:  # a name too long, a loop of links, ...
+        raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
     return path
 
 

@@ -51,7 +51,10 @@ _KILLED_WRITER = """
 import os, signal, sys, time
 import numpy as np
 from orrery.engine.recording import Recorder
-recorder = Recorder(sys.argv[1], masses=np.ones({n}), flush_seconds=0.01)
+attributes = {{"scenario": "fuzz", "solver": "cpu-tree", "dt": 0.01, "softening": 0.05,
+              "solver_params": {{"theta": 0.5, "leaf_capacity": 16}}, "integrator": "kdk",
+              "units": "N-body units (G = 1; length, mass and time dimensionless)", "G": 1.0}}
+recorder = Recorder(sys.argv[1], masses=np.ones({n}), flush_seconds=0.01, attributes=attributes)
 for step in range({frames}):
     recorder.append(np.full(({n}, 3), step, np.float32), float(step), step)
 while recorder.frames_committed < {frames}:
