@@ -29,7 +29,7 @@ def describe(recording: RecordingFile) -> str:
         f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
         f"format:        {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
         f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
-        f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
+        f"state:         {_state(recording)}",
         f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
         "populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
@@ -51,8 +51,16 @@ def describe(recording: RecordingFile) -> str:
     return "\n".join(lines)
 
 
-_UNCLEAN = ("writer stopped without closing (killed?): holds the frames committed before that; "
-            "plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+_UNCLEAN = ("writer stopped without closing (killed, or a write failed): holds the frames "
+            "committed before that; plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+
+
+def _state(recording: RecordingFile) -> str:
+    if recording.closed_cleanly:
+        return "closed cleanly"
+    if recording.being_written:
+        return "being recorded now: shows the frames committed so far"
+    return _UNCLEAN
 
 
 def _text(value) -> str:

@@ -40,9 +40,11 @@ class RecordingFile:
     """A validated, open recording. Raises :class:`RecordingError` for anything it cannot trust.
 
     Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype``,
-    ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False when
-    the writer died), ``times``/``steps`` (arrays of length ``frame_count``), ``masses``,
-    ``population``, ``population_names``, ``file_size`` (bytes), ``frames_per_chunk``.
+    ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False
+    while a Recorder writes the file, or when its writer died or stopped on a write error),
+    ``being_written`` (a live Recorder holds the file now), ``times``/``steps`` (arrays of length
+    ``frame_count``), ``masses``, ``population``, ``population_names``, ``file_size`` (bytes),
+    ``frames_per_chunk``.
     """
 
     def __init__(self, path):
@@ -55,6 +57,7 @@ class RecordingFile:
         try:
             with _damage_reported(self.path):
                 self._h5, self.closed_cleanly = _open_hdf5(self.path)
+                self.being_written = not self.closed_cleanly and writer_is_active(self.path)
                 self._validate()
             self._fd = os.open(self.path, os.O_RDONLY)
         except BaseException:
@@ -284,6 +287,9 @@ def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
                     raise RecordingError(f"{path}: unreadable after an unclean stop "
                                          f"({error_text(swmr_error)}): damaged") from swmr_error
         if isinstance(error, BlockingIOError) or "unable to lock" in text:
+            if writer_is_active(path):
+                raise RecordingError(f"{path} is a recording that is just starting; try again "
+                                     "in a moment") from error
             raise RecordingError(f"{path} is locked by another program writing it with HDF5 "
                                  "(not as a live recording); try again when it is done") from error
         if "signature" in text or "not an HDF5" in text.lower():

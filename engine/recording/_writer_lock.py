@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import struct
 from pathlib import Path
 
@@ -42,6 +43,8 @@ class WriterLock:
 
     def free_bytes(self) -> int:
         """Bytes the file's file system can still take (for an unprivileged writer)."""
+        if not hasattr(os, "fstatvfs"):  # pragma: no cover - Windows
+            return shutil.disk_usage(self.path.parent).free
         stats = os.fstatvfs(self.fd)
         return stats.f_bavail * stats.f_frsize
 
@@ -71,7 +74,7 @@ def claim(path, *, overwrite: bool) -> WriterLock:
     except OSError as error:
         raise RecordingError(f"cannot record to {path}: cannot create its folder "
                              f"{path.parent} ({_reason(error)})") from error
-    flags = os.O_RDWR | os.O_CLOEXEC
+    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
     try:
         fd, created = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
     except FileExistsError:
@@ -127,7 +130,7 @@ def writer_is_active(path) -> bool:
     if fcntl is None:
         return False
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
     try:

@@ -143,6 +143,7 @@ def test_a_write_failing_inside_hdf5_stops_the_recording_without_a_crash(tmp_pat
     assert report["error"] and "File too large" in report["error"]
     assert f"keeps the {report['committed']} frame(s)" in report["error"]
     with RecordingFile(path) as recording:
+        assert not recording.closed_cleanly and not recording.being_written
         assert recording.frame_count == report["committed"] > 10
         for index in range(recording.frame_count):
             np.testing.assert_array_equal(recording.read(index), frame(index))
@@ -150,18 +151,24 @@ def test_a_write_failing_inside_hdf5_stops_the_recording_without_a_crash(tmp_pat
 
 # -- a killed writer's damaged file ---------------------------------------------------------
 
-def killed_recording(path):
+@pytest.fixture(scope="module")
+def killed_recording(tmp_path_factory):
+    """A recording whose writer was killed after committing its frames (with run attributes,
+    so the file has the fractal heap, B-tree and extensible array of a real run)."""
     spec = importlib.util.spec_from_file_location(
         "recording_fuzz_cases", Path(__file__).with_name("recording_fuzz_cases.py"))
     cases = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cases)
-    return cases.make_killed(path)
+    return cases.make_killed(tmp_path_factory.mktemp("killed") / "killed.h5")
 
 
 @pytest.mark.parametrize("signature", [b"FRHP", b"EAHD", b"BTHD"])
-def test_damaged_file_of_a_killed_writer_is_refused_within_seconds(tmp_path, signature):
-    path = killed_recording(tmp_path / "killed.h5")
-    data = bytearray(path.read_bytes())
+def test_damaged_file_of_a_killed_writer_is_refused_within_seconds(tmp_path, killed_recording,
+                                                                    signature):
+    with RecordingFile(killed_recording) as recording:  # intact, it reads
+        assert recording.frame_count > 0 and not recording.being_written
+    path = tmp_path / "damaged.h5"
+    data = bytearray(killed_recording.read_bytes())
     offset = data.find(signature) + 6
     assert offset > 6
     data[offset] ^= 0xFF
@@ -217,7 +224,11 @@ def test_overwrite_refuses_a_file_another_process_is_recording(tmp_path):
         with pytest.raises(RecordingError, match="being recorded"):
             Recorder(path, masses=np.ones(8), overwrite=True)
         with RecordingFile(path) as live:  # a reader is welcome
-            assert live.frame_count == 3 and not live.closed_cleanly
+            assert live.frame_count == 3 and not live.closed_cleanly and live.being_written
+        result = subprocess.run([sys.executable, "-c", "import sys; from orrery.app.cli import "
+                                 "main; sys.exit(main(sys.argv[1:]))", "info", str(path)],
+                                capture_output=True, text=True, timeout=60)
+        assert "being recorded now" in result.stdout, result.stderr
         writer.stdin.write("\n")
         writer.stdin.flush()
         assert writer.wait(timeout=30) == 0
