@@ -5,6 +5,7 @@ people reading the files without Orrery."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -98,31 +99,31 @@ def check_population(labels: np.ndarray, name_count: int) -> None:
         raise InvalidInputError(f"population labels must lie in [0, {name_count}): one name each")
 
 
-def check_step(step: int) -> None:
+def check_frame(index: int, step: int, time: float, previous: tuple[int, float] | None) -> None:
+    """Frame ``index`` of a recording, after ``previous`` (its step and time; None for the first
+    frame): its step in 0..MAX_STEP and above the previous one, its time finite and not before
+    the previous one."""
     if not 0 <= step <= MAX_STEP:
-        raise InvalidInputError(f"step {step} is outside 0..{MAX_STEP}")
+        raise InvalidInputError(f"frame {index} has step {step}, outside 0..{MAX_STEP}")
+    if previous is not None and step <= previous[0]:
+        raise InvalidInputError(f"step {step} does not follow step {previous[0]} (frame "
+                                f"{index}): frames must be in increasing step order")
+    if not math.isfinite(time):
+        raise InvalidInputError(f"frame {index} has time {time}: times must be finite")
+    if previous is not None and time < previous[1]:
+        raise InvalidInputError(f"frame {index} has time {time}, before the previous frame's "
+                                f"{previous[1]}")
 
 
-def check_series(steps: np.ndarray, times: np.ndarray, *, first: int = 0) -> None:
-    """Frames ``first``, ``first + 1``, ...: steps in 0..MAX_STEP strictly increasing, times
-    finite and never decreasing."""
-    outside = (steps < 0) | (steps > MAX_STEP)
-    if outside.any():
-        bad = int(np.flatnonzero(outside)[0])
-        raise InvalidInputError(f"frame {first + bad} has step {steps[bad]}, outside "
-                                f"0..{MAX_STEP}")
-    if steps.size > 1 and not (np.diff(steps) > 0).all():
-        bad = int(np.flatnonzero(np.diff(steps) <= 0)[0]) + 1
-        raise InvalidInputError(f"step {steps[bad]} does not follow step {steps[bad - 1]} (frame "
-                                f"{first + bad}): frames must be in increasing step order")
-    if not np.isfinite(times).all():
-        bad = int(np.flatnonzero(~np.isfinite(times))[0])
-        raise InvalidInputError(f"frame {first + bad} has time {times[bad]}: times must be "
-                                "finite")
-    if times.size > 1 and not (np.diff(times) >= 0).all():
-        bad = int(np.flatnonzero(np.diff(times) < 0)[0]) + 1
-        raise InvalidInputError(f"frame {first + bad} has time {times[bad]}, before the previous "
-                                f"frame's {times[bad - 1]}")
+def check_series(steps: np.ndarray, times: np.ndarray) -> None:
+    """:func:`check_frame` for every frame of ``steps`` and ``times`` (int64 and float64
+    arrays of one length), at array speed."""
+    bad = (steps < 0) | ~np.isfinite(times)
+    bad[1:] |= (np.diff(steps) <= 0) | (np.diff(times) < 0)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        previous = (int(steps[index - 1]), float(times[index - 1])) if index else None
+        check_frame(index, int(steps[index]), float(times[index]), previous)
 
 
 def encode_attributes(attributes: dict) -> dict:

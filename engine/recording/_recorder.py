@@ -206,11 +206,8 @@ class Recorder:
         step, time = _checked_step(step), float(time)
         if self.frames_appended >= fmt.MAX_FRAMES:
             raise InvalidInputError(f"a recording holds at most {fmt.MAX_FRAMES} frames")
-        if self._last_step is None:
-            fmt.check_series(np.array([step], np.int64), np.array([time]), first=0)
-        else:
-            fmt.check_series(np.array([self._last_step, step], np.int64),
-                             np.array([self._last_time, time]), first=self.frames_appended - 1)
+        fmt.check_frame(self.frames_appended, step, time,
+                        None if self._last_step is None else (self._last_step, self._last_time))
         self._put((positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
@@ -403,11 +400,9 @@ def _abandon(file: h5py.File, objects: dict | None = None) -> None:
 
 def _checked_step(step) -> int:
     try:
-        step = operator.index(step)
+        return operator.index(step)
     except TypeError:
         raise InvalidInputError(f"step must be an integer, got {step!r}") from None
-    fmt.check_step(step)
-    return step
 
 
 def _checked_flush_seconds(seconds) -> float:
