@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from ...engine import Simulation, ics, make_solver, scenarios
 from ...engine.solvers import solver_specs
+from ._arg_types import integer
 from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
@@ -29,10 +30,12 @@ def add_parser(subparsers) -> None:
                         help="a scenario preset (e.g. galaxy-collision; any of "
                              f"{', '.join(scenarios.names())}): its particle count, dt, softening "
                              "and solver apply unless given as flags")
-    parser.add_argument("--n", type=int, default=None,
+    parser.add_argument("--n", type=integer(minimum=1), default=None,
                         help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
-    parser.add_argument("--steps", type=int, default=1000, help="steps to run (default: 1000)")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0,
+                        help="random seed of the initial conditions")
+    parser.add_argument("--steps", type=integer(minimum=0), default=1000,
+                        help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
                         help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
@@ -68,8 +71,9 @@ def run(args) -> int:
                 recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
+    rate = args.steps / elapsed if elapsed > 0 else 0.0
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
-          f"{args.steps / elapsed:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
+          f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
           f"solver {solver.describe()}")
     return 1 if recording is not None and recording.failed else 0
 
