@@ -240,7 +240,11 @@ class RecordingFile:
         view = memoryview(out.reshape(-1).view(np.uint8))
         done = 0
         while done < self.frame_bytes:
-            got = os.preadv(self._fd, [view[done:]], offset + done)
+            try:
+                got = os.preadv(self._fd, [view[done:]], offset + done)
+            except OSError as error:
+                raise RecordingError(f"{self.path}: frame {index} cannot be read "
+                                     f"({error.strerror or error})") from error
             if got <= 0:
                 raise RecordingError(f"{self.path}: file ended inside frame {index}: truncated")
             done += got

@@ -19,7 +19,6 @@ import os
 import queue
 import threading
 import time as _time
-from pathlib import Path
 
 import h5py
 import numpy as np

@@ -10,7 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pytest
 
