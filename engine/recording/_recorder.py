@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
 from ._hdf5 import H5_ERRORS, error_text
-from ._writer_lock import claim
+from ._writer_lock import claim, in_use_error
 
 _STOP = object()
 
@@ -128,9 +128,7 @@ class Recorder:
             if isinstance(error, _DiskFull):
                 raise RecordingError(str(error)) from None
             if isinstance(error, BlockingIOError):
-                raise RecordingError(f"{self.path} is open in another program (HDF5 holds a "
-                                     "lock on it); close it there or choose another name") \
-                    from error
+                raise in_use_error(self.path) from error
             if isinstance(error, H5_ERRORS):
                 raise RecordingError(f"cannot create the recording {self.path}: "
                                      f"{error_text(error)}") from error

@@ -111,9 +111,7 @@ def _empty_unless_in_use(lock: WriterLock) -> None:
             try:
                 fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RecordingError(f"{lock.path} is open in another program (HDF5 holds a "
-                                     "lock on it); close it there or choose another name") \
-                    from None
+                raise in_use_error(lock.path) from None
         os.ftruncate(lock.fd, 0)
         if fcntl is not None:
             fcntl.flock(lock.fd, fcntl.LOCK_UN)  # HDF5 takes its own when it opens the file
@@ -123,6 +121,12 @@ def _empty_unless_in_use(lock: WriterLock) -> None:
     except RecordingError:
         lock.release()
         raise
+
+
+def in_use_error(path) -> RecordingError:
+    """The error for a file another HDF5 user holds open (HDF5's ``flock`` says so)."""
+    return RecordingError(f"{path} is open elsewhere, in this or another program (HDF5 holds a "
+                          "lock on it); close it there or choose another name")
 
 
 def writer_is_active(path) -> bool:

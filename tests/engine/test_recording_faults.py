@@ -258,7 +258,7 @@ def test_a_file_another_program_holds_open_is_a_clear_error(tmp_path, monkeypatc
                              env={**os.environ, "HDF5_USE_FILE_LOCKING": "TRUE"})
     try:
         assert other.stdout.readline() == "ready\n"
-        with pytest.raises(RecordingError, match="open in another program"):
+        with pytest.raises(RecordingError, match="open elsewhere, in this or another program"):
             Recorder(path, masses=np.ones(4), overwrite=True)
         with pytest.raises(RecordingError, match="locked by another program"):
             RecordingFile(path)
@@ -414,3 +414,16 @@ def test_player_refuses_an_absurd_ring(tmp_path):
             Player(tmp_path / "r.h5", buffers=buffers)
     with Player(tmp_path / "r.h5", buffers=64) as player:
         assert player.frame_count == 1
+
+
+def test_overwrite_refuses_a_file_this_process_is_replaying(tmp_path, monkeypatch):
+    monkeypatch.delenv("HDF5_USE_FILE_LOCKING", raising=False)
+    path = tmp_path / "run.h5"
+    with Recorder(path, masses=np.ones(4)) as recorder:
+        recorder.append(np.zeros((4, 3)), 0.0, 0)
+    with Player(path) as player:
+        with pytest.raises(RecordingError, match="open elsewhere"):
+            Recorder(path, masses=np.ones(4), overwrite=True)
+        assert player.read_frame(0).shape == (4, 3)
+    with RecordingFile(path) as recording:
+        assert recording.frame_count == 1
