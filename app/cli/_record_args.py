@@ -57,7 +57,7 @@ class CommandLineRecording:
             recorder.close()
         except RecordingError:
             pass  # the same failure, already in hand
-        print(f"orrery run: recording stopped: {error}; the run goes on without recording",
+        print(f"orrery run: {error}; the run goes on without recording",
               file=sys.stderr)
 
     def __enter__(self) -> CommandLineRecording:

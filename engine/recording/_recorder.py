@@ -117,6 +117,7 @@ class Recorder:
         self.frames_committed = 0
         self._uncommitted = 0  # written by the writer thread, not yet committed
         self._unflushed_bytes = 0  # frame bytes HDF5 may still hold in memory
+        self._file_removed = False
 
         self._lock = claim(path, overwrite=overwrite)
         self.path = self._lock.path
@@ -133,9 +134,6 @@ class Recorder:
                 raise RecordingError(f"cannot create the recording {self.path}: "
                                      f"{error_text(error)}") from error
             raise
-        self._datasets = {name: self._file[name] for name in (fmt.POSITIONS, fmt.VELOCITIES,
-                                                              fmt.TIME, fmt.STEP)
-                          if name in self._file}
         self._thread = threading.Thread(target=self._write_loop, name="orrery-recorder",
                                         daemon=True)
         self._thread.start()
@@ -159,6 +157,9 @@ class Recorder:
         # v110 is the oldest format SWMR needs and what HDF5 1.10+ (h5py >= 2.7) can read.
         file = h5py.File(self.path, "w", libver=("v110", "v110"),
                          rdcc_nbytes=max(4 << 20, 2 * chunk_bytes))
+        # Held until the file is flushed: closing a dataset writes it, and a write failing
+        # there is only printed by h5py (then crashes the process), not raised.
+        made = {}
         try:
             from ... import __version__
             file.attrs.update({"format": fmt.FORMAT_NAME, "format_version": fmt.FORMAT_VERSION,
@@ -168,21 +169,26 @@ class Recorder:
             file.attrs.update(attributes)
             frames = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3), chunks=(fpc, self.n, 3),
                           dtype=self.dtype)
-            file.create_dataset(fmt.POSITIONS, **frames)
+            made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames)
             if self.records_velocities:
-                file.create_dataset(fmt.VELOCITIES, **frames)
-            file.create_dataset(fmt.TIME, shape=(0,), maxshape=(None,), chunks=(4096,),
-                                dtype="<f8", fillvalue=np.nan)
-            file.create_dataset(fmt.STEP, shape=(0,), maxshape=(None,), chunks=(4096,),
-                                dtype="<i8", fillvalue=fmt.STEP_FILL)
-            file.create_dataset(fmt.MASSES, data=np.asarray(masses, dtype="<f8"))
-            file.create_dataset(fmt.POPULATION, data=population)
-            file.create_dataset(fmt.POPULATION_NAMES, data=list(names),
-                                dtype=h5py.string_dtype("utf-8"))
+                made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames)
+            made[fmt.TIME] = file.create_dataset(fmt.TIME, shape=(0,), maxshape=(None,),
+                                                 chunks=(4096,), dtype="<f8", fillvalue=np.nan)
+            made[fmt.STEP] = file.create_dataset(fmt.STEP, shape=(0,), maxshape=(None,),
+                                                 chunks=(4096,), dtype="<i8",
+                                                 fillvalue=fmt.STEP_FILL)
+            made[fmt.MASSES] = file.create_dataset(fmt.MASSES,
+                                                   data=np.asarray(masses, dtype="<f8"))
+            made[fmt.POPULATION] = file.create_dataset(fmt.POPULATION, data=population)
+            made[fmt.POPULATION_NAMES] = file.create_dataset(
+                fmt.POPULATION_NAMES, data=list(names), dtype=h5py.string_dtype("utf-8"))
+            file.flush()
             file.swmr_mode = True  # from here on no new objects or attributes can be added
         except BaseException:
-            _abandon(file)
+            _abandon(file, made)
             raise
+        self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.VELOCITIES, fmt.TIME,
+                                                        fmt.STEP) if name in made}
         return file
 
     # -- the caller's side ---------------------------------------------------------------------
@@ -258,10 +264,16 @@ class Recorder:
         error = self._error
         if error is None:
             return
-        if isinstance(error, RecordingError):
-            raise RecordingError(str(error)) from error.__cause__
-        raise RecordingError(f"writing {self.path} failed: {error_text(error)}; the file keeps "
-                             f"the {self.frames_committed} frame(s) committed before") from error
+        if isinstance(error, _DiskFull):
+            raise RecordingError(f"{error}; the recording stopped and {self._what_is_kept()}") \
+                from None
+        raise RecordingError(f"writing {self.path} failed: {error_text(error)}; "
+                             f"{self._what_is_kept()}") from error
+
+    def _what_is_kept(self) -> str:
+        if self._file_removed:
+            return f"no frame had been committed, so {self.path} was removed"
+        return f"{self.path} keeps the {self.frames_committed} frame(s) committed before"
 
     # -- the writer thread ---------------------------------------------------------------------
 
@@ -301,9 +313,7 @@ class Recorder:
                 intact = False
                 self._error = error
             else:
-                self._error = RecordingError(
-                    f"{full}; the recording stopped and {self.path} keeps its "
-                    f"{self.frames_committed} frame(s)")
+                self._error = full
         except BaseException as error:  # reported to the caller by append/close
             intact = False
             self._error = error
@@ -357,7 +367,11 @@ class Recorder:
                     self._error = error
         if not intact:
             _abandon(self._file, self._datasets)
-        self._lock.release()
+        # A recording that failed before its first commit holds nothing: it must not block a
+        # retry under the same name.
+        self._file_removed = self._error is not None and self.frames_committed == 0 \
+            and self._lock.created
+        self._lock.release(remove=self._file_removed)
 
     def _discard_queue(self) -> None:
         """Free the frames a stopped writer will never write."""

@@ -189,12 +189,13 @@ def test_run_goes_on_when_the_disk_fills_and_keeps_the_committed_frames(tmp_path
     assert main(RUN + ["--steps", "3000", "--every", "1", "--record", str(path),
                        "--record-flush", "0.01"]) == 1
     captured = capsys.readouterr()
-    assert "recording stopped: the disk holding" in captured.err
+    assert "orrery run: the disk holding" in captured.err
+    assert "the recording stopped" in captured.err
     assert "the run goes on without recording" in captured.err
     assert "128 particles, 3000 steps" in captured.out  # the run finished
     with RecordingFile(path) as recording:
         count = recording.frame_count
-        assert 0 < count < 3001 and f"keeps its {count} frame(s)" in captured.err
+        assert 0 < count < 3001 and f"keeps the {count} frame(s) committed" in captured.err
         for index, (pos, t, step) in enumerate(rerun(count, 1)):
             if index % 97 == 0:
                 np.testing.assert_array_equal(recording.read(index), pos)

@@ -72,7 +72,7 @@ def test_full_disk_keeps_every_committed_frame_and_says_so(small_disk):
     with pytest.raises(RecordingError, match="full"):
         recorder.close()
     kept = recorder.frames_committed
-    assert 10 < kept <= appended and f"keeps its {kept} frame(s)" in str(error)
+    assert 10 < kept <= appended and f"keeps the {kept} frame(s) committed" in str(error)
     with RecordingFile(path) as recording:
         assert recording.closed_cleanly and recording.frame_count == kept
         for index in range(kept):
@@ -107,12 +107,13 @@ def test_creation_failing_inside_hdf5_removes_the_file(tmp_path, monkeypatch):
 
 
 _FAILING_DEVICE = """
-import json, resource, signal, sys, time
+import json, os, resource, signal, sys, time
 import numpy as np
 from orrery.engine.recording import Recorder, RecordingError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
 recorder = Recorder(sys.argv[1], masses=np.ones({n}), flush_seconds=0.02)
-resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))
+limit = int(sys.argv[2]) or os.path.getsize(sys.argv[1])  # 0: not one byte more
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
 error = None
 for index in range(2000):
     try:
@@ -134,18 +135,31 @@ def test_a_write_failing_inside_hdf5_stops_the_recording_without_a_crash(tmp_pat
     so HDF5's own write fails): no crash, no flood of ignored exceptions, a clear error, and
     every frame committed before the failure still reads back."""
     path = tmp_path / "run.h5"
-    result = subprocess.run([sys.executable, "-c", _FAILING_DEVICE.format(n=N), str(path)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "Exception ignored" not in result.stderr
-    report = json.loads(result.stdout)
-    assert report["error"] and "File too large" in report["error"]
-    assert f"keeps the {report['committed']} frame(s)" in report["error"]
+    report = run_failing_device(path, limit=1 << 20)
+    assert f"{path} keeps the {report['committed']} frame(s) committed" in report["error"]
     with RecordingFile(path) as recording:
         assert not recording.closed_cleanly and not recording.being_written
         assert recording.frame_count == report["committed"] > 10
         for index in range(recording.frame_count):
             np.testing.assert_array_equal(recording.read(index), frame(index))
+
+
+def test_a_recording_failing_before_its_first_commit_leaves_no_file(tmp_path):
+    path = tmp_path / "run.h5"
+    report = run_failing_device(path, limit=0)
+    assert report["committed"] == 0
+    assert f"no frame had been committed, so {path} was removed" in report["error"]
+    assert not path.exists()
+
+
+def run_failing_device(path, *, limit):
+    result = subprocess.run([sys.executable, "-c", _FAILING_DEVICE.format(n=N), str(path),
+                             str(limit)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Exception ignored" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["error"] and "File too large" in report["error"]
+    return report
 
 
 # -- a killed writer's damaged file ---------------------------------------------------------
