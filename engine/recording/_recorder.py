@@ -19,6 +19,7 @@ import os
 import queue
 import threading
 import time as _time
+import warnings
 
 import h5py
 import numpy as np
@@ -137,7 +138,7 @@ class Recorder:
         self._thread = threading.Thread(target=self._write_loop, name="orrery-recorder",
                                         daemon=True)
         self._thread.start()
-        atexit.register(self.close)
+        atexit.register(self._close_at_exit)
 
     @classmethod
     def for_simulation(cls, path, simulation, *, scenario: str, **options) -> Recorder:
@@ -244,7 +245,7 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
-        atexit.unregister(self.close)
+        atexit.unregister(self._close_at_exit)
         while self._thread.is_alive():  # a writer that stopped takes nothing more
             try:
                 self._queue.put(_STOP, timeout=0.1)
@@ -253,6 +254,14 @@ class Recorder:
                 continue
         self._thread.join()
         self._raise_if_failed()
+
+    def _close_at_exit(self) -> None:
+        """A recorder left open commits its frames when the interpreter exits; a failure is
+        warned about, since nobody is left to catch it."""
+        try:
+            self.close()
+        except RecordingError as error:
+            warnings.warn(str(error), RuntimeWarning, stacklevel=1)
 
     def __enter__(self) -> Recorder:
         return self

@@ -144,6 +144,32 @@ def test_a_write_failing_inside_hdf5_stops_the_recording_without_a_crash(tmp_pat
             np.testing.assert_array_equal(recording.read(index), frame(index))
 
 
+def test_hdf5_meeting_a_full_disk_keeps_the_committed_frames(tmp_path, monkeypatch):
+    """The free-space check bypassed, so HDF5 itself meets ENOSPC on a real small tmpfs (where
+    one can be mounted; elsewhere the file-size limit above stands in for it)."""
+    folder = tmp_path / "disk"
+    if not mount_tmpfs(folder, "size=1m"):
+        report = run_failing_device(folder / "run.h5", limit=1 << 20)
+        assert report["committed"] > 10
+        return
+    try:
+        monkeypatch.setattr(WriterLock, "free_bytes", lambda lock: 1 << 40)
+        path = folder / "run.h5"
+        recorder = Recorder(path, masses=np.ones(N), flush_seconds=0.02)
+        appended, error = append_until_it_fails(recorder)
+        assert "No space left on device" in str(error)
+        with pytest.raises(RecordingError, match="No space left"):
+            recorder.close()
+        kept = recorder.frames_committed
+        assert f"keeps the {kept} frame(s) committed" in str(error)
+        with RecordingFile(path) as recording:
+            assert recording.frame_count == kept > 10
+            for index in range(kept):
+                np.testing.assert_array_equal(recording.read(index), frame(index))
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
 def test_a_recording_failing_before_its_first_commit_leaves_no_file(tmp_path):
     path = tmp_path / "run.h5"
     report = run_failing_device(path, limit=0)
