@@ -6,7 +6,8 @@ descriptor the Recorder keeps open until it closes; the kernel drops it when the
 however it dies. OFD locks do not interact with the ``flock`` locks HDF5 takes itself (which a
 SWMR writer gives up anyway), and unlike POSIX ``lockf`` locks they are not lost when the same
 process closes another descriptor of the file. Where OFD locks do not exist (not Linux) a POSIX
-lock stands in; without ``fcntl`` at all (Windows) there is no lock.
+lock stands in; on a file system that refuses locks, or without ``fcntl`` (Windows), the
+Recorder writes unguarded.
 """
 
 from __future__ import annotations
@@ -92,12 +93,12 @@ def claim(path, *, overwrite: bool) -> WriterLock:
         try:
             fcntl.fcntl(fd, getattr(fcntl, _SET), _flock(fcntl.F_WRLCK))
         except OSError as error:
-            lock.release()
             if error.errno in (errno.EAGAIN, errno.EACCES):
+                lock.release()
                 raise RecordingError(f"{path} is being recorded by another Recorder (in this or "
                                      "another process); it was left untouched") from None
-            raise RecordingError(f"cannot lock {path} for recording: {_reason(error)}") \
-                from error
+            # A file system without these locks (some network ones): record unguarded rather
+            # than not at all.
     if not created:
         _empty_unless_in_use(lock)
     return lock
@@ -106,14 +107,18 @@ def claim(path, *, overwrite: bool) -> WriterLock:
 def _empty_unless_in_use(lock: WriterLock) -> None:
     """Truncate the claimed file, unless another program holds it open through HDF5 (which
     keeps a ``flock`` on every file it has open, unless its file locking is turned off)."""
+    locked = False
     try:
         if fcntl is not None:
             try:
                 fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
             except BlockingIOError:
                 raise in_use_error(lock.path) from None
+            except OSError:
+                pass  # no flock on this file system: nobody can be told apart
         os.ftruncate(lock.fd, 0)
-        if fcntl is not None:
+        if locked:
             fcntl.flock(lock.fd, fcntl.LOCK_UN)  # HDF5 takes its own when it opens the file
     except OSError as error:
         lock.release()
