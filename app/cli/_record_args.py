@@ -67,14 +67,15 @@ class CommandLineRecording:
         self.close()
 
 
-def open_recorder(args: argparse.Namespace, simulation, *,
-                  scenario: str) -> CommandLineRecording | None:
-    """The recording ``args`` ask for (None without ``--record``). A path that cannot be
-    recorded to is a :class:`RecordingError` here, before the run starts."""
+def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
+                  source: dict | None = None) -> CommandLineRecording | None:
+    """The recording ``args`` ask for (None without ``--record``); ``source`` as for
+    :meth:`Recorder.for_simulation`. A path that cannot be recorded to is a
+    :class:`RecordingError` here, before the run starts."""
     if args.record is None:
         return None
     if args.every < 1:
         raise InvalidInputError(f"--every must be at least 1, got {args.every}")
     return CommandLineRecording(Recorder.for_simulation(
-        args.record, simulation, scenario=scenario, dtype=args.record_precision,
+        args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
         velocities=args.record_velocities, flush_seconds=args.record_flush))

@@ -42,7 +42,9 @@ class Player(FrameSource):
     Parameters
     ----------
     path
-        The recording (see ``docs/recording-format.md``).
+        The recording (see ``docs/recording-format.md``), or an object that reads like an open
+        one (``read_into``, ``times``, ``frame_count`` ...: a
+        :class:`~orrery.engine.snapshot_series.SnapshotSeries`).
     speed
         Play rate in frames of the recording per second of wall time (default 30). Negative plays
         backwards. When frames cannot be read that fast, the play head keeps to the clock and
@@ -61,7 +63,8 @@ class Player(FrameSource):
         if not isinstance(buffers, (int, np.integer)) or not 4 <= buffers <= MAX_BUFFERS:
             raise InvalidInputError(f"buffers must be an integer from 4 to {MAX_BUFFERS}, got "
                                     f"{buffers!r}")
-        self._file = RecordingFile(path)
+        # A path opens a recording; anything that reads like one (a SnapshotSeries) plays as it is.
+        self._file = path if hasattr(path, "read_into") else RecordingFile(path)
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False
