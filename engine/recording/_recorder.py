@@ -291,6 +291,7 @@ class Recorder:
     def _write_loop(self) -> None:
         pending: list[tuple[float, int]] = []
         deadline = None
+        error: BaseException | None = None
         intact = True  # False once HDF5 failed a write: the file must not be touched again
         try:
             while True:
@@ -318,19 +319,17 @@ class Recorder:
                     self._commit(pending)
                     pending, deadline = [], None
         except _DiskFull as full:  # nothing failed yet: keep what was written, then stop
+            error = full
             try:
                 self._commit(pending)
-            except BaseException as error:
-                intact = False
-                self._error = error
-            else:
-                self._error = full
-        except BaseException as error:  # reported to the caller by append/close
-            intact = False
-            self._error = error
+            except BaseException as failure:
+                error, intact = failure, False
+        except BaseException as failure:
+            error, intact = failure, False
         finally:
-            self._close_file(intact)
+            error = self._close_file(intact, error)
             self._discard_queue()
+            self._error = error  # last: append/close report it with the file's final state
 
     def _write_frame(self, item) -> None:
         positions, velocities, _, _ = item
@@ -367,22 +366,24 @@ class Recorder:
             raise _DiskFull(f"the disk holding {self.path} is full: {free / 1e6:.3g} MB free, "
                             f"{needed / 1e6:.3g} MB needed to {what}")
 
-    def _close_file(self, intact: bool) -> None:
+    def _close_file(self, intact: bool, error: BaseException | None) -> BaseException | None:
+        """Close the file (see :func:`_abandon` when a write failed) and release the path;
+        returns ``error``, or the close's own failure when there was none."""
         if intact:
             self._datasets.clear()
             try:
                 self._file.close()
-            except H5_ERRORS as error:
+            except H5_ERRORS as failure:
                 intact = False
-                if self._error is None:
-                    self._error = error
+                error = error or failure
         if not intact:
             _abandon(self._file, self._datasets)
         # A recording that failed before its first commit holds nothing: it must not block a
         # retry under the same name.
-        self._file_removed = self._error is not None and self.frames_committed == 0 \
+        self._file_removed = error is not None and self.frames_committed == 0 \
             and self._lock.created
         self._lock.release(remove=self._file_removed)
+        return error
 
     def _discard_queue(self) -> None:
         """Free the frames a stopped writer will never write."""
