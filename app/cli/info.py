@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import snapshots
-from ...engine.errors import RecordingError
+from ...engine.errors import NotARecordingError
 from ...engine.recording import RecordingFile
 
 
@@ -23,8 +23,8 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     try:
         recording = RecordingFile(args.file)
-    except RecordingError as not_a_recording:
-        # Not an Orrery recording: another code's snapshot, when pynbody reads it.
+    except NotARecordingError as not_a_recording:
+        # Another code's snapshot, when pynbody reads it (a damaged recording is not tried).
         if not snapshots.looks_like_snapshot(args.file):
             raise not_a_recording
         print(snapshots.describe(args.file))

@@ -17,7 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import InvalidInputError, RecordingError
+from ..errors import InvalidInputError, NotARecordingError, RecordingError
 from . import _format as fmt
 from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
                     marked_open_for_writing, open_swmr)
@@ -50,7 +50,7 @@ class RecordingFile:
     def __init__(self, path):
         self.path = Path(path)
         if not self.path.is_file():
-            raise RecordingError(f"{self.path}: no such file")
+            raise NotARecordingError(f"{self.path}: no such file")
         self.file_size = self.path.stat().st_size
         self._fd = -1
         self._h5 = None
@@ -83,7 +83,7 @@ class RecordingFile:
             attributes = fmt.decode_attributes(self._h5.attrs)
         name = attributes.get("format")
         if not isinstance(name, str) or name != fmt.FORMAT_NAME:
-            raise RecordingError(f"{where} is an HDF5 file but not an Orrery recording "
+            raise NotARecordingError(f"{where} is an HDF5 file but not an Orrery recording "
                                  f"(its 'format' attribute is {attributes.get('format')!r})")
         version = attributes.get("format_version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -297,7 +297,7 @@ def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
             raise RecordingError(f"{path} is locked by another program writing it with HDF5 "
                                  "(not as a live recording); try again when it is done") from error
         if "signature" in text or "not an HDF5" in text.lower():
-            raise RecordingError(f"{path} is not an HDF5 file, so not an Orrery recording") \
+            raise NotARecordingError(f"{path} is not an HDF5 file, so not an Orrery recording") \
                 from error
         if "truncated" in text:
             raise RecordingError(f"{path} is truncated (shorter than its HDF5 header says): "

@@ -72,7 +72,7 @@ class Recorder:
         Replace ``path`` if it exists (default False). A file another Recorder is writing is
         never replaced.
 
-    Errors
+    Raises
     ------
     Bad arguments raise :class:`InvalidInputError`. A path that cannot be recorded to (its
     folder cannot be made, it exists, another Recorder holds it, the disk is full) raises

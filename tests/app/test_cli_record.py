@@ -200,3 +200,19 @@ def test_run_goes_on_when_the_disk_fills_and_keeps_the_committed_frames(tmp_path
             if index % 97 == 0:
                 np.testing.assert_array_equal(recording.read(index), pos)
         np.testing.assert_array_equal(recording.steps, np.arange(count))
+
+
+def test_info_reports_a_damaged_recording_without_trying_it_as_a_snapshot(tmp_path, capsys,
+                                                                          monkeypatch):
+    from orrery.engine import snapshots
+
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "2", "--every", "1", "--record", str(path)]) == 0
+    data = bytearray(path.read_bytes())
+    data[data.find(b"OHDR") + 6] ^= 0xFF  # the root group's header
+    path.write_bytes(data)
+    monkeypatch.setattr(snapshots, "looks_like_snapshot",
+                        lambda path: pytest.fail("a damaged recording was tried as a snapshot"))
+    capsys.readouterr()
+    assert main(["info", str(path)]) == 2
+    assert "damaged" in capsys.readouterr().err
