@@ -33,14 +33,22 @@ class CommandLineRecording:
 
     def __init__(self, recorder: Recorder):
         self._recorder: Recorder | None = recorder
+        self._velocities = recorder.records_velocities
         self.failed = False
 
     def append_simulation(self, simulation) -> None:
-        if self._recorder is not None:
-            try:
-                self._recorder.append_simulation(simulation)
-            except RecordingError as error:
-                self._stop(error)
+        if self._recorder is None:
+            # Still read the state the recorder would have: in a distributed run that read is
+            # a gather every rank takes part in.
+            if self._velocities:
+                simulation.particles  # noqa: B018
+            else:
+                simulation.positions()
+            return
+        try:
+            self._recorder.append_simulation(simulation)
+        except RecordingError as error:
+            self._stop(error)
 
     def close(self) -> None:
         if self._recorder is not None:
