@@ -16,7 +16,9 @@ timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/engine/gpu/tes
   tests/engine/gpu/test_gpu_tree.py 2>&1 | tee "$OUT/tests.log" | tail -25
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/engine/test_runner.py \
   tests/app/test_renderer.py 2>&1 | tee -a "$OUT/tests.log" | tail -5
-# the particle pass alone: GL points against the compute splat
+# the particle pass alone: the splat against GL points pixel by pixel, its kernels' device time,
+# then whole frames of GL points and of the compute splat
+timeout 60 python3 scripts/splat_compare.py cuda:0 1000000 10000000 2>&1 | tee "$OUT/splat.log"
 timeout 120 orrery bench render --n 1000000 10000000 --point-size 3 --trials 10 2>&1 \
   | tee "$OUT/render.log"
 timeout 120 orrery bench render --n 1000000 10000000 --point-size 3 --trials 10 --splat cuda:0 \
