@@ -1,0 +1,29 @@
+"""What the two fast multipole solvers share: their option records (so ``cpu-fmm`` and
+``gpu-fmm`` take the same settings to the same lists, and the ``accuracy`` table can drive
+both), and the expansion index tables of an order (docs/adr/0080)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import numpy as np
+
+from ... import _native
+from ._options import LEAF_CAPACITY, THETA, Option
+
+# theta < 1 keeps every accepted pair's expansions convergent (docs/adr/0080).
+FMM_THETA = replace(THETA, default=0.5, maximum=0.95,
+                    doc="opening angle: cells interact through expansions when theta * distance "
+                        "between their centres exceeds the sum of their half diagonals")
+FMM_ORDER = Option("order", int, 5, "expansion order p (multipoles and local expansions up to "
+                   "degree p): higher is more accurate and slower", minimum=1,
+                   maximum=_native.FMM_MAX_ORDER)
+# Leaf capacity measured on Plummer spheres by `orrery bench fmm` (docs/fmm.md).
+FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=32)
+
+
+@functools.lru_cache(maxsize=None)
+def expansion_tables(order: int) -> dict[str, np.ndarray | int]:
+    """The index tables of ``native/fmm_expansions.hpp`` for one order, as numpy arrays."""
+    return dict(_native.fmm_tables(order))
