@@ -177,9 +177,14 @@ class GpuFmmSolver(GpuSolver):
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._keep = (multipole, local, d)  # alive until the kernels have run
         self._stage_events = {**tree.events, **events}
+        self._lists_host = lists
         self._info = {"lists_s": lists_s, "m2l_interactions": int(len(lists["m2l_source"])),
                       "nodes": nodes_n, "leaves": leaves, "terms": terms}
         return [event for stage in self._stage_events.values() for event in stage]
+
+    def last_lists(self) -> dict:
+        """The last evaluation's interaction lists and centres (host arrays, for tests)."""
+        return self._lists_host
 
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
