@@ -3,8 +3,8 @@
 // walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
 // M2L per target cell, downward pass (L2L by depth, L2P at leaves) and P2P per target leaf on the
 // tree kernels of the chosen SIMD level (the direct kernels' inner loop, tree_kernels.hpp).
-// Expansions are about the cells' geometric centres (cube corner + (cell + 1/2) side, in double),
-// so they depend only on the keys; expansion arithmetic is in double at both precisions, the
+// Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
+// on the keys; expansion arithmetic is in double at both precisions, the
 // particle sums in T.
 // Determinism: every output (a cell's expansion, a particle's sum) is written by one task that
 // adds its inputs in a fixed order (lists sorted by source), so threads change nothing.
@@ -23,6 +23,7 @@
 
 #include "arrays.hpp"
 #include "fmm_expansions.hpp"
+#include "fmm_kernels.hpp"
 #include "fmm_lists.hpp"
 #include "morton.hpp"
 #include "octree.hpp"
@@ -32,6 +33,8 @@
 
 namespace orrery {
 namespace {
+
+static_assert(fmm_terms(kFmmMaxOrder) <= kFmmKernelMaxTerms, "the M2L kernel's scratch holds every order");
 
 using Clock = std::chrono::steady_clock;
 
@@ -62,14 +65,13 @@ class FmmEngine {
     if (tables_.order != order) tables_ = fmm_tables(order);
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
-    lists_ = fmm_interaction_lists(skip_.data(), tree_.cell_level.data(), tree_.cell_key.data(), skip_.size(),
-                                   tree_.cube, theta, threads);
+    lists_ = fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads);
     stages_.walk = seconds_since(start);
     start = Clock::now();
     upward(threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
-    m2l(softening * softening, threads);
+    m2l(softening * softening, kernels.fmm_m2l, threads);
     stages_.m2l = seconds_since(start);
     start = Clock::now();
     downward(threads);
@@ -79,6 +81,8 @@ class FmmEngine {
     stages_.p2p = seconds_since(start);
     n_ = n;
   }
+
+  const FmmLists& lists() const { return lists_; }
 
   py::dict stats() const {
     py::dict d;
@@ -123,6 +127,13 @@ class FmmEngine {
     const std::size_t nodes = tree_.nodes.size();
     skip_.resize(nodes);
     for (std::size_t i = 0; i < nodes; ++i) skip_[i] = tree_.nodes[i].skip;
+    leaf_box_.resize(6 * nodes);
+    ThreadPool::instance().parallel_for(tree_.leaves.size(), 256, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t l = begin; l < end; ++l) {
+        const std::uint32_t leaf = tree_.leaves[l];
+        fmm_leaf_box(keys_.data(), tree_.nodes[leaf].first, tree_.nodes[leaf].count, leaf_box_.data() + 6 * leaf);
+      }
+    });
     stages_.build = seconds_since(start);
   }
 
@@ -174,20 +185,21 @@ class FmmEngine {
     });
   }
 
-  void m2l(double eps2, unsigned threads) {
+  void m2l(double eps2, FmmM2LFn kernel, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     local_.assign(nodes * terms, 0.0);
+    FmmM2LTables view{terms, tables_.pair_start.data(), tables_.pair_n.data(), tables_.pair_sum.data(),
+                      {tables_.minus_one[0].data(), tables_.minus_one[1].data(), tables_.minus_one[2].data()},
+                      {tables_.minus_two[0].data(), tables_.minus_two[1].data(), tables_.minus_two[2].data()},
+                      tables_.recurrence_first.data(), tables_.recurrence_second.data(), tables_.factorial.data()};
     ThreadPool::instance().parallel_for(nodes, 16, threads, [&](std::size_t begin, std::size_t end) {
-      std::vector<double> a(terms), D(terms);
       for (std::size_t i = begin; i < end; ++i) {
-        double* L = local_.data() + i * terms;
-        for (std::uint32_t s = lists_.m2l_start[i]; s < lists_.m2l_start[i + 1]; ++s) {
-          const std::uint32_t j = lists_.m2l_source[s];
-          const double R[3] = {centre(i)[0] - centre(j)[0], centre(i)[1] - centre(j)[1], centre(i)[2] - centre(j)[2]};
-          fmm_derivatives(tables_, R, eps2, a.data(), D.data());
-          fmm_m2l(tables_, D.data(), multipole_.data() + j * terms, L);
-        }
+        const std::uint32_t first = lists_.m2l_start[i], count = lists_.m2l_start[i + 1] - first;
+        if (count == 0) continue;
+        const FmmM2LTask task{lists_.centre.data(), multipole_.data(), lists_.m2l_source.data() + first, count,
+                              static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
+        kernel(view, task);
       }
     });
   }
@@ -269,7 +281,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  std::vector<std::uint32_t> order_, order_scratch_, skip_;
+  std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
   Octree<T> tree_;
@@ -294,6 +306,8 @@ py::array_t<V> copy_vector(const std::vector<V>& v) {
   std::copy(v.begin(), v.end(), out.mutable_data());
   return out;
 }
+
+py::dict lists_as_dict(const FmmLists& lists);
 
 template <typename T>
 void register_engine(py::module_& m, const char* name) {
@@ -322,7 +336,10 @@ void register_engine(py::module_& m, const char* name) {
           py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
           "Accelerations (n, 3) and potentials (n,) or None, in the caller's order.")
       .def_property_readonly("stats", &FmmEngine<T>::stats,
-                             "Last evaluation: stage seconds, interaction counts, node/leaf counts.");
+                             "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
+      .def_property_readonly(
+          "lists", [](const FmmEngine<T>& self) { return lists_as_dict(self.lists()); },
+          "Last evaluation's interaction lists, depth order and centres (fmm_lists.hpp), as arrays.");
 }
 
 py::dict tables_dict(int order) {
@@ -350,27 +367,7 @@ py::dict tables_dict(int order) {
   return d;
 }
 
-py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& skip,
-                    const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& level,
-                    const py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>& cell_key,
-                    const std::array<double, 3>& cube_min, double cube_side, double theta, unsigned threads) {
-  const std::size_t nodes = skip.size();
-  if (!(cube_side > 0.0)) throw std::invalid_argument("cube_side must be > 0");
-  const BoundingCube cube{{cube_min[0], cube_min[1], cube_min[2]}, cube_side};
-  if (nodes == 0 || level.size() != nodes || cell_key.size() != nodes)
-    throw std::invalid_argument("skip, level and cell_key must be non-empty and of equal length");
-  for (std::size_t i = 0; i < nodes; ++i) {
-    const std::uint32_t s = skip.data()[i];
-    if (s <= i || s > nodes || level.data()[i] > std::uint32_t(kMortonLevels))
-      throw std::invalid_argument("not a depth-first node array (skip or level out of range)");
-  }
-  if (skip.data()[0] != nodes) throw std::invalid_argument("node 0 must be the root");
-  FmmLists lists;
-  {
-    py::gil_scoped_release release;
-    lists = fmm_interaction_lists(skip.data(), level.data(), cell_key.data(), nodes, cube, theta,
-                                  resolve_threads(threads));
-  }
+py::dict lists_as_dict(const FmmLists& lists) {
   py::dict d;
   d["m2l_start"] = copy_vector(lists.m2l_start);
   d["m2l_source"] = copy_vector(lists.m2l_source);
@@ -380,10 +377,31 @@ py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::ar
   d["parent"] = copy_vector(lists.parent);
   d["depth_start"] = copy_vector(lists.depth_start);
   d["by_depth"] = copy_vector(lists.by_depth);
-  py::array_t<double> centre({nodes, std::size_t(3)});
+  py::array_t<double> centre({lists.centre.size() / 3, std::size_t(3)});
   std::copy(lists.centre.begin(), lists.centre.end(), centre.mutable_data());
   d["centre"] = centre;
   return d;
+}
+
+py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& skip,
+                    const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& leaf_box,
+                    const std::array<double, 3>& cube_min, double cube_side, double theta, unsigned threads) {
+  const std::size_t nodes = skip.size();
+  if (nodes == 0 || leaf_box.ndim() != 2 || std::size_t(leaf_box.shape(0)) != nodes || leaf_box.shape(1) != 6)
+    throw std::invalid_argument("skip must be non-empty and leaf_box of shape (nodes, 6)");
+  if (!(cube_side > 0.0)) throw std::invalid_argument("cube_side must be > 0");
+  const BoundingCube cube{{cube_min[0], cube_min[1], cube_min[2]}, cube_side};
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const std::uint32_t s = skip.data()[i];
+    if (s <= i || s > nodes) throw std::invalid_argument("not a depth-first node array (skip out of range)");
+  }
+  if (skip.data()[0] != nodes) throw std::invalid_argument("node 0 must be the root");
+  FmmLists lists;
+  {
+    py::gil_scoped_release release;
+    lists = fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads));
+  }
+  return lists_as_dict(lists);
 }
 
 }  // namespace
@@ -394,7 +412,7 @@ void register_fmm(py::module_& m) {
   register_engine<double>(m, "FmmF64");
   m.def("fmm_tables", &tables_dict, py::arg("order"),
         "The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays.");
-  m.def("fmm_lists", &lists_dict, py::arg("skip"), py::arg("level"), py::arg("cell_key"), py::arg("cube_min"),
+  m.def("fmm_lists", &lists_dict, py::arg("skip"), py::arg("leaf_box"), py::arg("cube_min"),
         py::arg("cube_side"), py::arg("theta"),
         py::arg("threads") = 0,
         "The FMM dual walk's interaction lists of a depth-first node array (fmm_lists.hpp), as arrays.");

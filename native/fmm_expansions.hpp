@@ -40,6 +40,7 @@ struct FmmTables {
   // a_k recursion: the terms k - e_i and k - 2e_i (-1 when absent), per axis i.
   std::vector<std::int32_t> minus_one[3], minus_two[3];
   std::vector<double> factorial;  // k!
+  std::vector<double> recurrence_first, recurrence_second;  // (2|k| - 1) / |k| and (|k| - 1) / |k|
   // M2L / M2M / L2L pairs (k, n) with |k| + |n| <= p, grouped by k (pair_start[k] .. [k+1]).
   std::vector<std::int32_t> pair_start, pair_n, pair_sum;
   // L2P: for |k| < p the terms k + e_x, k + e_y, k + e_z.
@@ -56,34 +57,6 @@ FmmTables fmm_tables(int order);
 inline void fmm_monomials(const FmmTables& tb, const double v[3], double* t) {
   t[0] = 1.0;
   for (int q = 1; q < tb.terms; ++q) t[q] = t[tb.mono_parent[q]] * v[tb.mono_axis[q]] * tb.mono_scale[q];
-}
-
-// D_k at R: derivatives of the Plummer-softened 1/sqrt(|R|^2 + eps^2), the direct solvers'
-// kernel (the recursion holds with r^2 + eps^2 in place of r^2, the constant differentiating
-// away); `a` is scratch of `terms` doubles.
-inline void fmm_derivatives(const FmmTables& tb, const double R[3], double eps2, double* a, double* D) {
-  const double r2 = R[0] * R[0] + R[1] * R[1] + R[2] * R[2] + eps2;
-  const double inv_r2 = 1.0 / r2;
-  a[0] = std::sqrt(inv_r2);
-  for (int q = 1; q < tb.terms; ++q) {
-    const int n = tb.nx[q] + tb.ny[q] + tb.nz[q];
-    double first = 0.0, second = 0.0;
-    for (int i = 0; i < 3; ++i) {
-      if (tb.minus_one[i][q] >= 0) first += R[i] * a[tb.minus_one[i][q]];
-      if (tb.minus_two[i][q] >= 0) second += a[tb.minus_two[i][q]];
-    }
-    a[q] = -((2 * n - 1) * first + (n - 1) * second) * inv_r2 / n;
-  }
-  for (int q = 0; q < tb.terms; ++q) D[q] = a[q] * tb.factorial[q];
-}
-
-// L_k += sum_n D_{k+n} S_n, with S the source's signed multipole S_n = (-1)^|n| M_n.
-inline void fmm_m2l(const FmmTables& tb, const double* D, const double* signed_multipole, double* local) {
-  for (int k = 0; k < tb.terms; ++k) {
-    double sum = 0.0;
-    for (int q = tb.pair_start[k]; q < tb.pair_start[k + 1]; ++q) sum += D[tb.pair_sum[q]] * signed_multipole[tb.pair_n[q]];
-    local[k] += sum;
-  }
 }
 
 // parent M += child M shifted by d = z_child - z_parent (t = t_n(d)).

@@ -11,28 +11,44 @@ namespace orrery {
 namespace {
 
 struct Geometry {
-  std::vector<double> centre2;  // twice the cell centre, 3 per node, in finest-cell units
-  std::vector<double> side;     // cell side in finest-cell units (a power of two)
+  std::vector<double> centre2;   // twice the box centre, 3 per node, in finest-cell units
+  std::vector<double> diagonal;  // the box's diagonal (twice its half diagonal), same units
 };
 
-template <typename Level>
-Geometry cell_geometry(const Level* level, const std::uint64_t* cell_key, std::size_t nodes, const BoundingCube& cube,
-                       std::vector<double>& centre) {
+// Boxes of internal nodes as unions of their children's (children follow their parent).
+Geometry box_geometry(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                      const BoundingCube& cube, std::vector<double>& centre) {
+  std::vector<std::uint32_t> box(6 * nodes);
+  for (std::size_t i = nodes; i-- > 0;) {
+    std::uint32_t* own = box.data() + 6 * i;
+    if (skip[i] == i + 1) {
+      std::copy_n(leaf_box + 6 * i, 6, own);
+      continue;
+    }
+    for (int a = 0; a < 3; ++a) {
+      own[a] = ~0u;
+      own[3 + a] = 0;
+    }
+    for (std::uint32_t c = std::uint32_t(i) + 1; c < skip[i]; c = skip[c])
+      for (int a = 0; a < 3; ++a) {
+        own[a] = std::min(own[a], box[6 * c + a]);
+        own[3 + a] = std::max(own[3 + a], box[6 * c + 3 + a]);
+      }
+  }
   Geometry g;
   g.centre2.resize(3 * nodes);
-  g.side.resize(nodes);
+  g.diagonal.resize(nodes);
   centre.resize(3 * nodes);
+  const double unit = std::ldexp(cube.side, -kMortonLevels);
   for (std::size_t i = 0; i < nodes; ++i) {
-    std::uint32_t cell[3];
-    const int l = static_cast<int>(level[i]);
-    cell_coordinates(cell_key[i], l, cell);
-    const double side = std::ldexp(1.0, kMortonLevels - l);
-    g.side[i] = side;
-    const double cube_side = std::ldexp(cube.side, -l);
+    double d2 = 0.0;
     for (int a = 0; a < 3; ++a) {
-      g.centre2[3 * i + a] = (2.0 * cell[a] + 1.0) * side;
-      centre[3 * i + a] = cube.min[a] + (cell[a] + 0.5) * cube_side;
+      const double low = box[6 * i + a], high = double(box[6 * i + 3 + a]) + 1.0;
+      g.centre2[3 * i + a] = low + high;
+      d2 += (high - low) * (high - low);
+      centre[3 * i + a] = cube.min[a] + 0.5 * (low + high) * unit;
     }
+    g.diagonal[i] = std::sqrt(d2);
   }
   return g;
 }
@@ -45,16 +61,15 @@ struct DualWalk {
 
   bool leaf(std::uint32_t a) const { return skip[a] == a + 1; }
 
-  // theta |c_A - c_B| > (sqrt3/2)(s_A + s_B), squared and with doubled centres:
-  // theta^2 |C_A - C_B|^2 > 3 (s_A + s_B)^2.
+  // theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared.
   bool well_separated(std::uint32_t a, std::uint32_t b) const {
     double d2 = 0.0;
     for (int k = 0; k < 3; ++k) {
       const double d = g.centre2[3 * a + k] - g.centre2[3 * b + k];
       d2 += d * d;
     }
-    const double s = g.side[a] + g.side[b];
-    return theta2 * d2 > 3.0 * s * s;
+    const double r = g.diagonal[a] + g.diagonal[b];
+    return theta2 * d2 > r * r;
   }
 
   void pair(std::uint32_t a, std::uint32_t b) {
@@ -67,7 +82,7 @@ struct DualWalk {
       p2p.push_back((std::uint64_t(a) << 32) | b);
       return;
     }
-    const bool split_a = leaf_b || (!leaf_a && g.side[a] >= g.side[b]);
+    const bool split_a = leaf_b || (!leaf_a && g.diagonal[a] >= g.diagonal[b]);
     const std::uint32_t split = split_a ? a : b, other = split_a ? b : a;
     for (std::uint32_t c = split + 1; c < skip[split]; c = skip[c]) pair(c, other);
   }
@@ -104,11 +119,25 @@ void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, 
 
 }  // namespace
 
-template <typename Level>
-FmmLists fmm_interaction_lists(const std::uint32_t* skip, const Level* level, const std::uint64_t* cell_key,
-                               std::size_t nodes, const BoundingCube& cube, double theta, unsigned threads) {
+void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]) {
+  for (int a = 0; a < 3; ++a) {
+    box[a] = ~0u;
+    box[3 + a] = 0;
+  }
+  for (std::size_t p = first; p < first + count; ++p) {
+    std::uint32_t q[3];
+    cell_coordinates(keys[p], kMortonLevels, q);
+    for (int a = 0; a < 3; ++a) {
+      box[a] = std::min(box[a], q[a]);
+      box[3 + a] = std::max(box[3 + a], q[a]);
+    }
+  }
+}
+
+FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                               const BoundingCube& cube, double theta, unsigned threads) {
   FmmLists lists;
-  const Geometry g = cell_geometry(level, cell_key, nodes, cube, lists.centre);
+  const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
   DualWalk walk{skip, g, theta * theta, {}, {}};
   walk.self(0);
   directed_lists(walk.m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
@@ -133,10 +162,5 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const Level* level, co
   for (std::uint32_t i = 0; i < nodes; ++i) lists.by_depth[fill[depth[i]]++] = i;
   return lists;
 }
-
-template FmmLists fmm_interaction_lists<std::uint8_t>(const std::uint32_t*, const std::uint8_t*, const std::uint64_t*,
-                                                      std::size_t, const BoundingCube&, double, unsigned);
-template FmmLists fmm_interaction_lists<std::uint32_t>(const std::uint32_t*, const std::uint32_t*,
-                                                       const std::uint64_t*, std::size_t, const BoundingCube&, double, unsigned);
 
 }  // namespace orrery

@@ -1,14 +1,16 @@
-// The FMM's dual tree walk: which cell pairs interact through their expansions (M2L) and which
+// The FMM's dual tree walk: which node pairs interact through their expansions (M2L) and which
 // leaf pairs pair by pair (P2P), plus the tree's parent links and depth ordering that the upward
 // and downward passes follow. One algorithm for both FMM solvers: cpu-fmm calls it on its host
 // tree, gpu-fmm on the topology of the device-built tree (the same tree, ADR-0010), so both
 // evaluate the same lists.
 //
-// Opening criterion (docs/adr/0080), on the cells' geometry only: cells A and B interact
-// through expansions when theta * |c_A - c_B| > r_A + r_B, with c the cell's geometric centre and
-// r = (sqrt 3 / 2) side its half diagonal. Evaluated exactly, in units of the finest Morton cell
-// (integers below 2^22, squares below 2^46: exact in double), so the lists depend only on the
-// keys, the topology and theta, never on how a device rounded a centre of mass.
+// Opening criterion (docs/adr/0080), on integer geometry only: a node's box is the smallest box
+// of finest Morton cells (2^-21 of the cube) holding all its bodies' keys; c is its centre and r
+// its half diagonal, so every body lies within r of c. Nodes A and B interact through
+// expansions when theta * |c_A - c_B| > r_A + r_B (then the Taylor series about c_A and c_B
+// converge: the bodies' offsets sum to less than theta times the distance). The boxes come from
+// the keys alone, so the lists depend only on the keys, the topology and theta, never on how a
+// device rounded a centre of mass; expansions are about the box centres.
 //
 // Walk (Dehnen 2002, ExaFMM's horizontalPass): interact(A, A) splits A into all pairs of its
 // children (each unordered pair once); interact(A, B) for A != B emits M2L when the criterion
@@ -32,13 +34,16 @@ struct FmmLists {
   std::vector<std::uint32_t> leaves;                  // leaf nodes in index order
   std::vector<std::uint32_t> parent;                  // parent of each node (the root's is itself)
   std::vector<std::uint32_t> depth_start, by_depth;   // nodes of tree depth d: by_depth[depth_start[d] ..]
-  std::vector<double> centre;  // expansion centre of each node (3 per node): its cell's geometric centre
+  std::vector<double> centre;  // expansion centre of each node (3 per node): its box centre
 };
 
-// skip: one past each node's subtree (depth-first layout); level: each node's cell level;
-// cell_key: a Morton key inside each node's cell; cube: the cube the keys quantise.
-template <typename Level>
-FmmLists fmm_interaction_lists(const std::uint32_t* skip, const Level* level, const std::uint64_t* cell_key,
-                               std::size_t nodes, const BoundingCube& cube, double theta, unsigned threads);
+// skip: one past each node's subtree (depth-first layout); leaf_box: 6 per node, read for leaves
+// only: the smallest and largest quantised coordinates of its bodies' keys (x, y, z, then x, y,
+// z; morton.hpp); cube: the cube the keys quantise.
+FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                               const BoundingCube& cube, double theta, unsigned threads);
+
+// The leaf_box rows of one leaf from its bodies' sorted keys [first, first + count).
+void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]);
 
 }  // namespace orrery

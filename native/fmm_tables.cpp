@@ -40,6 +40,8 @@ FmmTables fmm_tables(int order) {
   tb.mono_axis.assign(terms, 0);
   tb.mono_scale.assign(terms, 1.0);
   tb.factorial.assign(terms, 1.0);
+  tb.recurrence_first.assign(terms, 0.0);
+  tb.recurrence_second.assign(terms, 0.0);
   for (int i = 0; i < 3; ++i) {
     tb.minus_one[i].assign(terms, -1);
     tb.minus_two[i].assign(terms, -1);
@@ -52,6 +54,9 @@ FmmTables fmm_tables(int order) {
       tb.minus_two[i][q] = shifted(q, i, -2);
     }
     if (q == 0) continue;
+    const double degree = tb.nx[q] + tb.ny[q] + tb.nz[q];
+    tb.recurrence_first[q] = (2.0 * degree - 1.0) / degree;
+    tb.recurrence_second[q] = (degree - 1.0) / degree;
     const int axis = tb.nx[q] > 0 ? 0 : tb.ny[q] > 0 ? 1 : 2;
     tb.mono_parent[q] = shifted(q, axis, -1);
     tb.mono_axis[q] = axis;

@@ -1,9 +1,9 @@
 """``cpu-fmm``: native Cartesian fast multipole method, tree rebuilt every evaluation, threaded.
 
 cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitting cell-cell
-(M2L) and leaf-leaf (P2P) lists with the geometric opening test ``theta * |c_A - c_B| > r_A +
-r_B``, multipole and local Taylor expansions of order ``order`` about the cells' centres
-(docs/adr/0080). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
+(M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
+the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
+centres (docs/adr/0080). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
 expansions in double. Results do not depend on the thread count, bit for bit, and the lists are
 symmetric, so the total force sums to zero up to rounding.
 """
@@ -59,6 +59,10 @@ class CpuFmmSolver(Solver):
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
                                      self.leaf_capacity, threads=self.threads, potential=potential,
                                      simd=self.simd)
+
+    def last_lists(self) -> dict:
+        """The last evaluation's interaction lists, depth order and centres (for tests)."""
+        return dict(self._engine.lists)
 
     def _extra_stats(self) -> dict:
         return {**self._engine.stats, "simd": self.simd}

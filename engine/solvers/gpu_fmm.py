@@ -3,7 +3,7 @@ through dpctl), the passes in ``native/kernels/fmm.cl``.
 
 Stages (``last_stats`` reports each one's seconds): the device tree build of gpu-tree (``box``,
 ``keys``, ``sort``, ``build``, ``moments``: ``_device_tree.py``, the same tree as cpu-fmm's),
-``lists`` (the node skips, levels and cell keys come to the host, where cpu-fmm's dual walk,
+``lists`` (the node skips and the leaves' key boxes come to the host, where cpu-fmm's dual walk,
 ``_native.fmm_lists``, builds the interaction lists and centres, which go back: one algorithm,
 so both solvers evaluate the same lists), ``upward`` (P2M, M2M per depth), ``m2l``,
 ``downward`` (L2L per depth), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one
@@ -107,21 +107,20 @@ class GpuFmmSolver(GpuSolver):
                        "WITH_POTENTIAL": potential, **self._table_defines}
             program = self.context.build(["tree_common.cl", "fmm.cl"], defines=defines)
             self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("cell_keys", "p2m", "m2m", "signed_multipoles", "m2l",
+                                         ("leaf_boxes", "p2m", "m2m", "signed_multipoles", "m2l",
                                           "l2l", "body_leaves", "evaluate")}
         return self._programs[potential]
 
-    def _lists(self, tree, k):
-        """The dual walk on the host (cpu-fmm's), from the device tree's topology."""
+    def _lists(self, tree, k, skip, leaves):
+        """The dual walk on the host (cpu-fmm's), from the device tree's skips and leaf boxes."""
         nodes_n = tree.node_count
-        cell_key = self.context.empty(nodes_n, np.uint64)
-        k["cell_keys"].launch(_launch(nodes_n), ITEM_GROUP, tree.nodes, np.int32(nodes_n), tree.keys,
-                              cell_key)
-        records = tree.node_records(self.dtype)
-        levels = tree.levels.download()[:nodes_n]
+        leaf_list = self.context.upload(leaves)
+        box = self.context.empty((nodes_n, 6), np.uint32)
+        k["leaf_boxes"].launch(_launch(len(leaves)), ITEM_GROUP, leaf_list, np.int32(len(leaves)), tree.nodes,
+                               tree.keys, box)
         cube = tree.cube.download()
-        lists = _native.fmm_lists(np.ascontiguousarray(records["skip"]), levels, cell_key.download(),
-                                  tuple(float(c) for c in cube[:3]), float(cube[3]), self.theta)
+        lists = _native.fmm_lists(skip, box.download(), tuple(float(c) for c in cube[:3]), float(cube[3]),
+                                  self.theta)
         upload = self.context.upload
         device = {name: upload(np.ascontiguousarray(lists[name], np.uint32)) for name in
                   ("m2l_start", "p2p_start", "leaves", "parent", "by_depth")}
@@ -136,7 +135,9 @@ class GpuFmmSolver(GpuSolver):
         k = self._kernels(potential)
         tree = self._builder.build(body, count, groups=False)
         start = time.perf_counter()
-        lists, d = self._lists(tree, k)
+        skip = np.ascontiguousarray(tree.node_records(self.dtype)["skip"])
+        leaves = np.flatnonzero(skip == np.arange(1, tree.node_count + 1)).astype(np.uint32)
+        lists, d = self._lists(tree, k, skip, leaves)
         lists_s = time.perf_counter() - start
         nodes_n = tree.node_count
         terms = self._table_defines["TERMS"]

@@ -2,9 +2,9 @@
  * nodes), the same arithmetic as cpu-fmm (native/fmm.cpp, native/fmm_expansions.hpp).
  *
  * Algorithm (docs/adr/0080): Cartesian Taylor expansions of the softened 1/r to order ORDER
- * about each cell's geometric centre. cell_keys gives each node a key of its cell (the host's
- * dual walk, native fmm_lists, reads it with the skips and levels and returns the lists and the
- * centres); p2m sums each leaf's bodies into its multipole M_n = sum m t_n(x - z), t_n(v) =
+ * about the centre of each node's key box. leaf_boxes gives each leaf the box of its bodies'
+ * keys (the host's dual walk, native fmm_lists, reads them with the skips and returns the lists
+ * and the centres); p2m sums each leaf's bodies into its multipole M_n = sum m t_n(x - z), t_n(v) =
  * v^n / n!; m2m runs once per tree depth, deepest first, each internal node adding its children
  * shifted; signed_multipoles stores (-1)^|n| M_n; m2l sums, per target node, the derivative
  * tensor D_{k+n} of 1/sqrt(r^2 + eps^2) at R = z_target - z_source times the source's signed
@@ -33,10 +33,26 @@ DEVICE void monomials(GLOBAL const int* RESTRICT table, GLOBAL const accum* REST
   }
 }
 
-KERNEL void cell_keys(GLOBAL const TreeNode* RESTRICT nodes, const int node_count,
-                      GLOBAL const ulong* RESTRICT keys, GLOBAL ulong* RESTRICT cell_key) {
-  const int i = GLOBAL_ID;
-  if (i < node_count) cell_key[i] = keys[nodes[i].first];
+/* The smallest and largest quantised coordinates of each leaf's bodies' keys (native
+ * fmm_leaf_box), 6 per node: x, y, z lows, then highs. */
+KERNEL void leaf_boxes(GLOBAL const uint* RESTRICT leaves, const int leaf_count, GLOBAL const TreeNode* RESTRICT nodes,
+                       GLOBAL const ulong* RESTRICT keys, GLOBAL uint* RESTRICT box) {
+  const int l = GLOBAL_ID;
+  if (l >= leaf_count) return;
+  const uint leaf = leaves[l];
+  uint low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0, 0, 0};
+  for (uint p = nodes[leaf].first; p < nodes[leaf].first + nodes[leaf].count; ++p) {
+    const ulong key = keys[p];
+    const uint q[3] = {compact_bits(key >> 2), compact_bits(key >> 1), compact_bits(key)};
+    for (int a = 0; a < 3; ++a) {
+      low[a] = MIN(low[a], q[a]);
+      high[a] = MAX(high[a], q[a]);
+    }
+  }
+  for (int a = 0; a < 3; ++a) {
+    box[6 * leaf + a] = low[a];
+    box[6 * leaf + 3 + a] = high[a];
+  }
 }
 
 KERNEL void p2m(GLOBAL const uint* RESTRICT leaves, const int leaf_count, GLOBAL const TreeNode* RESTRICT nodes,

@@ -4,7 +4,6 @@ identical bits run to run, and the hard inputs."""
 import numpy as np
 import pytest
 
-from orrery import _native
 from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import rms_relative_error
 
@@ -34,16 +33,13 @@ def test_gpu_fmm_agrees_with_cpu_fmm(device, precision):
 
 def test_gpu_fmm_builds_cpu_fmms_lists(device):
     particles = ics.plummer(2500, seed=22)
-    pos, mass = particles.pos.astype(np.float32), particles.mass.astype(np.float32)
-    gpu = make_solver("gpu-fmm", device=device, theta=0.7, order=2)
-    gpu.accelerations(pos, mass)
-    tree = _native.build_tree(pos, mass, leaf_capacity=gpu.leaf_capacity)
-    nodes = tree["nodes"]
-    host = _native.fmm_lists(nodes["skip"], tree["cell_level"].astype(np.uint32), tree["keys"][nodes["first"]],
-                             tree["cube_min"], tree["cube_side"], 0.7)
-    device_lists = gpu.last_lists()
+    cpu, gpu = _pair(device, "f32", theta=0.7, order=2)
+    cpu.accelerations(particles.pos, particles.mass)
+    gpu.accelerations(particles.pos, particles.mass)
+    host, device_lists = cpu.last_lists(), gpu.last_lists()
     for name in ("m2l_start", "m2l_source", "p2p_start", "p2p_source", "leaves", "parent", "by_depth"):
         assert np.array_equal(device_lists[name], host[name]), name
+    assert np.allclose(device_lists["centre"], host["centre"], rtol=0, atol=1e-6)
 
 
 def test_gpu_fmm_is_bitwise_repeatable(device):
