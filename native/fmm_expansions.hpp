@@ -1,4 +1,4 @@
-// Cartesian Taylor expansions of 1/r for the fast multipole solvers (docs/adr/0080).
+// Cartesian Taylor expansions of 1/r for the fast multipole solvers (docs/adr/0090).
 //
 // A term is a multi-index n = (nx, ny, nz) with |n| = nx + ny + nz <= p (the order); terms are
 // numbered by degree, then by descending nx, then descending ny, so the first T(q) terms are
