@@ -94,7 +94,57 @@ struct DualWalk {
       for (std::uint32_t d = skip[c]; d < skip[a]; d = skip[d]) pair(c, d);
     }
   }
+
+  // One step of self (a == b) or pair (a != b) that leaves the rest as tasks: what run() would
+  // visit next. Returns false when the task emits at once (nothing to split).
+  bool split(std::uint32_t a, std::uint32_t b, std::vector<std::uint64_t>& out) const {
+    if (a == b) {
+      if (leaf(a)) return false;
+      for (std::uint32_t c = a + 1; c < skip[a]; c = skip[c]) {
+        out.push_back((std::uint64_t(c) << 32) | c);
+        for (std::uint32_t d = skip[c]; d < skip[a]; d = skip[d]) out.push_back((std::uint64_t(c) << 32) | d);
+      }
+      return true;
+    }
+    if (well_separated(a, b) || (leaf(a) && leaf(b))) return false;
+    const bool split_a = leaf(b) || (!leaf(a) && g.diagonal[a] >= g.diagonal[b]);
+    const std::uint32_t s = split_a ? a : b, other = split_a ? b : a;
+    for (std::uint32_t c = s + 1; c < skip[s]; c = skip[c]) out.push_back((std::uint64_t(c) << 32) | other);
+    return true;
+  }
+
+  void run(std::uint32_t a, std::uint32_t b) {
+    if (a == b) self(a);
+    else pair(a, b);
+  }
 };
+
+// The walk in parallel: its first steps are unrolled into independent tasks (each an unordered
+// node pair, or a node with itself), which threads walk into their own pair lists. Which thread
+// finds a pair does not matter: the lists are gathered by target and sorted afterwards.
+void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
+                   std::vector<std::uint64_t>& m2l, std::vector<std::uint64_t>& p2p) {
+  const DualWalk probe{skip, g, theta2, {}, {}};
+  std::vector<std::uint64_t> tasks{0}, next;
+  const std::size_t wanted = std::size_t(64) * threads;
+  for (bool split = threads > 1 && nodes > 1; split && tasks.size() < wanted;) {
+    split = false;
+    next.clear();
+    for (std::uint64_t t : tasks) {
+      if (probe.split(std::uint32_t(t >> 32), std::uint32_t(t), next)) split = true;
+      else next.push_back(t);
+    }
+    tasks.swap(next);
+  }
+  std::vector<DualWalk> walks(tasks.size(), DualWalk{skip, g, theta2, {}, {}});
+  ThreadPool::instance().parallel_for(tasks.size(), 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) walks[k].run(std::uint32_t(tasks[k] >> 32), std::uint32_t(tasks[k]));
+  });
+  for (const DualWalk& w : walks) {
+    m2l.insert(m2l.end(), w.m2l.begin(), w.m2l.end());
+    p2p.insert(p2p.end(), w.p2p.begin(), w.p2p.end());
+  }
+}
 
 // Both directions of every unordered pair, gathered by target, sources ascending.
 void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, unsigned threads,
@@ -138,10 +188,10 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* l
                                const BoundingCube& cube, double theta, unsigned threads) {
   FmmLists lists;
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
-  DualWalk walk{skip, g, theta * theta, {}, {}};
-  walk.self(0);
-  directed_lists(walk.m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
-  directed_lists(walk.p2p, nodes, threads, lists.p2p_start, lists.p2p_source);
+  std::vector<std::uint64_t> m2l, p2p;
+  parallel_walk(skip, g, theta * theta, nodes, threads, m2l, p2p);
+  directed_lists(m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
+  directed_lists(p2p, nodes, threads, lists.p2p_start, lists.p2p_source);
 
   lists.parent.assign(nodes, 0);
   std::vector<std::uint32_t> depth(nodes, 0);

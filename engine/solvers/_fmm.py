@@ -19,7 +19,8 @@ FMM_THETA = replace(THETA, default=0.5, maximum=0.95,
 FMM_ORDER = Option("order", int, 5, "expansion order p (multipoles and local expansions up to "
                    "degree p): higher is more accurate and slower", minimum=1,
                    maximum=_native.FMM_MAX_ORDER)
-# Leaf capacity measured on Plummer spheres by `orrery bench fmm` (docs/fmm.md).
+# Twice cpu-tree's: an M2L costs about as much as 50-100 pair interactions here (docs/fmm.md);
+# not yet swept (`orrery bench fmm --leaf-capacity C`).
 FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=32)
 
 
