@@ -194,7 +194,8 @@ class GpuFmmSolver(GpuSolver):
         return {**stats, **self._info, "device": self.context.info.spec}
 
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
-        self.last_stats = {"seconds": time.perf_counter() - start, **self._breakdown()}
+        # Deferred like gpu-tree's: a live run that never reads the breakdown never waits for it.
+        self._defer_stats(lambda: {**self._breakdown(), "seconds": time.perf_counter() - start})
 
     def _extra_stats(self) -> dict:
         return self._breakdown()
