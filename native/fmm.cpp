@@ -79,7 +79,6 @@ class FmmEngine {
     start = Clock::now();
     p2p(static_cast<T>(softening * softening), monopole_for(kernels, T()), threads, acc, pot);
     stages_.p2p = seconds_since(start);
-    n_ = n;
   }
 
   const FmmLists& lists() const { return lists_; }
@@ -289,7 +288,6 @@ class FmmEngine {
   std::vector<double> multipole_, local_;
   FmmStageSeconds stages_;
   std::uint64_t particle_pairs_ = 0;
-  std::size_t n_ = 0;
 };
 
 void check_fmm_parameters(double softening, double theta, int order, std::size_t leaf_capacity) {

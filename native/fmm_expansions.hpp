@@ -1,19 +1,21 @@
-// Cartesian Taylor expansions of 1/r for the fast multipole solvers (docs/adr/0090).
+// Cartesian Taylor expansions of the softened 1/r for the fast multipole solvers (docs/adr/0090).
 //
 // A term is a multi-index n = (nx, ny, nz) with |n| = nx + ny + nz <= p (the order); terms are
 // numbered by degree, then by descending nx, then descending ny, so the first T(q) terms are
 // those of degree < q for every q, and tables built for order p serve every lower order too.
 // With t_n(v) = v^n / n! (n! = nx! ny! nz!):
 //   multipole   M_n = sum_j m_j t_n(x_j - z)                          (about the centre z)
-//   derivatives D_k = d^k (1/r) at R (r^2 = |R|^2 + eps^2: softened like the direct sum) = z_target - z_source, from the Taylor coefficients
-//               a_k = D_k / k!, which obey  |k| r^2 a_k = -(2|k| - 1) sum_i R_i a_{k-e_i}
-//                                                      - (|k| - 1) sum_i a_{k-2e_i}
+//   derivatives D_k = d^k (1/r) at R = z_target - z_source, with r^2 = |R|^2 + eps^2 (softened
+//               like the direct sums), from the Taylor coefficients a_k = D_k / k!, which obey
+//               |k| r^2 a_k = -(2|k| - 1) sum_i R_i a_{k-e_i} - (|k| - 1) sum_i a_{k-2e_i}
+//               (the constant eps^2 differentiates away, so 1/r's recurrence holds as it is)
 //   M2L         L_k += sum_{|n| <= p-|k|} (-1)^|n| D_{k+n} M_n
 //   potential   phi(x) = -sum_k L_k t_k(x - z), acceleration a_i = sum_{|k|<p} L_{k+e_i} t_k(x - z)
 //   M2M         M_{k+n}(parent) += M_k(child) t_n(z_child - z_parent)
 //   L2L         L_k(child) += L_{k+n}(parent) t_n(z_child - z_parent)
-// The same tables drive the C++ (fmm.cpp) and the device kernels (native/kernels/fmm.cl): the
-// GPU solver gets them from fmm_tables() through the Python binding, as arrays.
+// The same tables drive the C++ (this header's P2M/M2M/L2L/L2P, the M2L kernel in
+// fmm_kernels.hpp) and the device kernels (native/kernels/fmm.cl), which get them from
+// fmm_tables() through the Python binding, as arrays.
 // Truncation keeps exactly the pairs |k| + |n| <= p in M2L, a set symmetric under swapping source
 // and target, so the total force cell A's expansion puts on B is minus the one B's puts on A:
 // symmetric lists conserve momentum to rounding (Dehnen 2000).

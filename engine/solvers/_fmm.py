@@ -19,9 +19,10 @@ FMM_THETA = replace(THETA, default=0.5, maximum=0.95,
 FMM_ORDER = Option("order", int, 5, "expansion order p (multipoles and local expansions up to "
                    "degree p): higher is more accurate and slower", minimum=1,
                    maximum=_native.FMM_MAX_ORDER)
-# Twice cpu-tree's: an M2L costs about as much as 50-100 pair interactions here (docs/fmm.md);
-# not yet swept (`orrery bench fmm --leaf-capacity C`).
-FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=32)
+# An M2L costs about as much as 50-100 pair interactions on the CPU, so large leaves pay: at
+# N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at about the same
+# error (docs/performance.md); 64 keeps P2P in check on clustered inputs.
+FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=64)
 
 
 @functools.lru_cache(maxsize=None)
