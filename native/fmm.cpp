@@ -1,4 +1,4 @@
-// cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0090).
+// cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0110).
 // Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
 // walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
 // M2L per target cell, downward pass (L2L by depth, L2P at leaves) and P2P per target leaf on the

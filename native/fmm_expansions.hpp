@@ -1,4 +1,4 @@
-// Cartesian Taylor expansions of the softened 1/r for the fast multipole solvers (docs/adr/0090).
+// Cartesian Taylor expansions of the softened 1/r for the fast multipole solvers (docs/adr/0110).
 //
 // A term is a multi-index n = (nx, ny, nz) with |n| = nx + ny + nz <= p (the order); terms are
 // numbered by degree, then by descending nx, then descending ny, so the first T(q) terms are

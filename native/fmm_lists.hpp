@@ -4,7 +4,7 @@
 // tree, gpu-fmm on the topology of the device-built tree (the same tree, ADR-0010), so both
 // evaluate the same lists.
 //
-// Opening criterion (docs/adr/0090), on integer geometry only: a node's box is the smallest box
+// Opening criterion (docs/adr/0110), on integer geometry only: a node's box is the smallest box
 // of finest Morton cells (2^-21 of the cube) holding all its bodies' keys; c is its centre and r
 // its half diagonal, so every body lies within r of c. Nodes A and B interact through
 // expansions when theta * |c_A - c_B| > r_A + r_B (then the Taylor series about c_A and c_B

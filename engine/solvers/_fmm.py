@@ -1,6 +1,6 @@
 """What the two fast multipole solvers share: their option records (so ``cpu-fmm`` and
 ``gpu-fmm`` take the same settings to the same lists, and the ``accuracy`` table can drive
-both), and the expansion index tables of an order (docs/adr/0090)."""
+both), and the expansion index tables of an order (docs/adr/0110)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from ... import _native
 from ._options import LEAF_CAPACITY, THETA, Option
 
-# theta < 1 keeps every accepted pair's expansions convergent (docs/adr/0090).
+# theta < 1 keeps every accepted pair's expansions convergent (docs/adr/0110).
 FMM_THETA = replace(THETA, default=0.5, maximum=0.95,
                     doc="opening angle: cells interact through expansions when theta * distance "
                         "between their centres exceeds the sum of their half diagonals")

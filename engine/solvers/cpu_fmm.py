@@ -3,7 +3,7 @@
 cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitting cell-cell
 (M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
 the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
-centres (docs/adr/0090). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
+centres (docs/adr/0110). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
 expansions in double. Results do not depend on the thread count, bit for bit, and the lists are
 symmetric, so the total force sums to zero up to rounding.
 """

@@ -1,7 +1,7 @@
 /* fmm.cl: the fast multipole passes of gpu-fmm on the device-built octree (tree_common.cl's
  * nodes), the same arithmetic as cpu-fmm (native/fmm.cpp, native/fmm_expansions.hpp).
  *
- * Algorithm (docs/adr/0090): Cartesian Taylor expansions of the softened 1/r to order ORDER
+ * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
  * about the centre of each node's key box. leaf_boxes gives each leaf the box of its bodies'
  * keys (the host's dual walk, native fmm_lists, reads them with the skips and returns the lists
  * and the centres); p2m sums each leaf's bodies into its multipole M_n = sum m t_n(x - z), t_n(v) =
