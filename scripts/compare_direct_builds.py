@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from orrery.engine import ics
-from orrery.engine.bench import peers
+from orrery.bench import peers
 
 
 def load_build(path: str, index: int):

@@ -15,7 +15,7 @@ import sys
 import time
 
 from orrery.engine import ics, make_solver
-from orrery.engine.bench.harness import FLOP_PER_INTERACTION, Timing, format_table, time_trials
+from orrery.bench.harness import FLOP_PER_INTERACTION, Timing, format_table, time_trials
 from orrery.engine.compute import ceilings, open_device
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import rms_relative_error
-from orrery.engine.bench.harness import format_table, time_trials
+from orrery.bench.harness import format_table, time_trials
 from orrery.engine.compute import open_device
 
 STAGES = ("box", "keys", "sort", "build", "moments", "walk", "reorder")

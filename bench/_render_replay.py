@@ -18,23 +18,24 @@ from pathlib import Path
 
 import numpy as np
 
-from ..recording import Player, Recorder
+from ..engine.recording import Player, Recorder
+from ..engine.solvers._options import Option
+from ._options import several
 from .harness import Timing
 
 PRECISIONS = ("f16", "f32")
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--replay", action="store_true",
-                        help="also time replaying a recording of each N through the viewer's "
-                             "upload and render path (temporary file; see --frames)")
-    parser.add_argument("--frames", type=int, default=60,
-                        help="frames in the replay recording (default: 60)")
-    parser.add_argument("--precision", choices=PRECISIONS, nargs="+", default=list(PRECISIONS),
-                        help="replay recording precisions (default: f16 f32)")
-    parser.add_argument("--dir", default=None,
-                        help="folder for the temporary recording (default: the system temp "
-                             "folder; needs n*frames*12 bytes for f32)")
+# The ``--replay`` options of ``orrery bench render``.
+OPTIONS = (
+    Option("replay", bool, False, "also time replaying a recording of each N through the "
+                                  "viewer's upload and render path (temporary file; see --frames)"),
+    Option("frames", int, 60, "frames in the replay recording", minimum=1),
+    several(Option("precision", str, None, "", choices=PRECISIONS), PRECISIONS,
+            "replay recording precisions"),
+    Option("dir", str, None, "folder for the temporary recording (default: the system temp "
+                             "folder; needs n*frames*12 bytes for f32)"),
+)
 
 
 def measure(args, *, ctx, renderer, output, view_projection, style, tone, positions,
@@ -44,7 +45,7 @@ def measure(args, *, ctx, renderer, output, view_projection, style, tone, positi
     ``positions`` (float32, (n, 3)) is the first frame; ``view_projection``, ``style`` and
     ``tone`` are those of the static frame the caller times, so the two compare directly.
     """
-    from ...app.render import ParticleScene
+    from ..app.render import ParticleScene
 
     rows = []
     for precision in args.precision:

@@ -1,9 +1,10 @@
 """One report session: the measuring protocol from start to end.
 
 1. A canary (one fixed small ``cpu-direct`` evaluation, N = 1024, f32) is timed first.
-2. Each benchmark module in ``BENCHMARKS`` runs through its own command-line parser (so the
-   report depends only on each benchmark's CLI), with ``--quick`` in quick mode and ``--peers``
-   when a peer package is installed; a cool-down follows each.
+2. Each benchmark module in ``BENCHMARKS`` is called (``run(**options)``) with its defaults,
+   plus ``quick=True`` in quick mode and ``peers=True`` when a peer package is installed, where
+   its options table has them (in quick mode one without ``quick`` is skipped); a cool-down
+   follows each.
 3. The report's own measurements: every available solver over a geometric range of N (the
    same code as ``orrery calibrate``), then accuracy against cost at one N.
 4. The canary again: if it moved, the machine changed speed during the session.
@@ -11,7 +12,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import os
@@ -23,10 +23,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ... import ics
-from ...accuracy import max_relative_error, rms_relative_error
-from ...solvers import make_solver, solver_specs
-from ...solvers._options import SOFTENING
+from ...engine import ics
+from ...engine.accuracy import max_relative_error, rms_relative_error
+from ...engine.solvers import make_solver, solver_specs
+from ...engine.solvers._options import SOFTENING
 from .. import BENCHMARKS
 from ..harness import Timing, machine_description, time_trials
 from ..solver_timing import (CurvePoint, geometric_sizes, measure_curves, solver_kwargs,
@@ -139,8 +139,8 @@ def run_session(plan: Plan) -> Session:
 
 
 def _machine() -> dict:
-    from .... import _native
-    from ...calibration import device_key, machine_key
+    from ... import _native
+    from ...engine.calibration import device_key, machine_key
 
     description = {**machine_description(), **machine_key(), **device_key(),
                    "system": f"{platform.system()} {platform.release()}"}
@@ -164,25 +164,17 @@ def _cool_down(plan: Plan) -> None:
 
 def _run_benchmark(name: str, plan: Plan, peers: tuple[str, ...]) -> BenchmarkResult:
     module = importlib.import_module(f"..{name}", __package__)
-    parser = argparse.ArgumentParser(prog=f"orrery bench {name}")
-    module.add_arguments(parser)
-    wanted = (["--quick"] if plan.quick else []) + (["--peers"] if peers else [])
-    try:
-        args, unsupported = parser.parse_known_args(wanted)
-    except SystemExit:
-        return BenchmarkResult(name, f"orrery bench {name}",
-                               skipped="it needs arguments the report cannot choose")
-    flags = [flag for flag in wanted if flag not in unsupported]
-    result = BenchmarkResult(name, " ".join(["orrery bench", name, *flags]))
-    if plan.quick and "--quick" in unsupported:
+    spec = module.SPEC
+    wanted = {**({"quick": True} if plan.quick else {}), **({"peers": True} if peers else {})}
+    options = {key: value for key, value in wanted.items() if spec.has(key)}
+    result = BenchmarkResult(name, spec.command(options))
+    if plan.quick and not spec.has("quick"):
         result.skipped = "it has no --quick option; a full report (without --quick) runs it"
         return result
-    args.json = args.csv = None
-    args.kind = name
     _log(f"benchmark: {result.command}")
     start = time.perf_counter()
     try:
-        result.rows = list(module.run(args) or [])
+        result.rows = list(module.run(**options) or [])
     # One failing benchmark (a missing device, a driver error) must not lose the rest of the
     # session: the report says which one failed and why.
     except Exception as error:  # noqa: BLE001

@@ -12,11 +12,12 @@ estimates/s. ``x_<peer>`` is interactions/s over the peer's at the same N.
 
 from __future__ import annotations
 
-from ..cpu_features import available_simd_levels
-from ..errors import InvalidInputError
-from .. import ics
-from ..solvers import make_solver
+from ..engine.cpu_features import available_simd_levels
+from ..engine import ics
+from ..engine.solvers import make_solver
+from ..engine.solvers._options import DEVICE, PRECISION, SIMD, SOFTENING, THREADS, Option
 from . import ceilings, peers
+from ._options import IC, SEED, BenchmarkSpec, several
 from .harness import FLOP_PER_INTERACTION, format_table, time_interleaved
 
 HELP = "time a direct-summation solver: interactions/s, Gflop/s, fractions of measured ceilings"
@@ -26,34 +27,29 @@ COLUMNS = ["solver", "precision", "n", "threads", "impl", "median_s", "iqr_s", "
            "x_pytreegrav-bruteforce", "x_rebound-basic"]
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--n", type=int, action="append", help="particle count; repeat for several "
-                                                               "(default: 8192)")
-    parser.add_argument("--precision", choices=("f32", "f64"), action="append",
-                        help="repeat for both (default: f32 and f64)")
-    parser.add_argument("--solver", default="cpu-direct", help="solver name (default: cpu-direct)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
-    parser.add_argument("--device", default=None, help="compute device for a GPU solver")
-    parser.add_argument("--simd", choices=("scalar", "avx2", "avx512"), default=None,
-                        help="SIMD level for cpu-direct (default: ORRERY_SIMD, else the widest)")
-    parser.add_argument("--softening", type=float, default=0.01, help="softening (default: 0.01)")
-    parser.add_argument("--ic", default="plummer", help="initial conditions (default: plummer)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
-    parser.add_argument("--trials", type=int, default=7, help="timed trials (default: 7)")
-    parser.add_argument("--warmup", type=int, default=2, help="discarded trials (default: 2)")
-    parser.add_argument("--peers", action="store_true",
-                        help="time installed peer codes (pytreegrav, rebound) in the same run")
-    parser.add_argument("--no-ceilings", dest="ceilings", action="store_false",
-                        help="skip measuring the ceilings (no fractions)")
-    parser.add_argument("--ceiling-seconds", type=float, default=0.1,
-                        help="length of one ceiling-probe trial (default: 0.1)")
+SPEC = BenchmarkSpec("direct", HELP, options=(
+    several(Option("n", int, None, "particle count", minimum=2), (8192,),
+            "particle counts (an interaction needs two particles)"),
+    several(PRECISION, ("f32", "f64")),
+    Option("solver", str, "cpu-direct", "solver name"),
+    THREADS,
+    DEVICE,
+    SIMD,
+    SOFTENING,
+    IC,
+    SEED,
+    Option("trials", int, 7, "timed trials", minimum=1),
+    Option("warmup", int, 2, "discarded trials", minimum=0),
+    Option("peers", bool, False, "time installed peer codes (pytreegrav, rebound) in the same run"),
+    Option("ceilings", bool, True, "measure the ceilings (without them, no fractions)"),
+    Option("ceiling_seconds", float, 0.1, "length of one ceiling-probe trial",
+           minimum=0.0, exclusive_minimum=True),
+))
 
 
-def run(args) -> list[dict]:
-    sizes = args.n or [8192]
-    if min(sizes) < 2:
-        raise InvalidInputError("--n must be at least 2 (an interaction needs two particles)")
-    precisions = args.precision or ["f32", "f64"]
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    sizes, precisions = args.n, args.precision
     device_limits = ceilings.measure_device(args.device) if args.ceilings and args.device else {}
     # CPU probes judge CPU solvers; a GPU solver's ceilings come from its --device.
     on_cpu = not args.device and not args.solver.startswith("gpu")

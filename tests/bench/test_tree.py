@@ -4,7 +4,11 @@ breakdown, and missing peers are skipped with a message."""
 import json
 import sys
 
+import pytest
+
 from orrery.app.cli import main
+from orrery.bench import tree
+from orrery.engine.errors import InvalidInputError
 
 
 def test_bench_tree_tables(tmp_path, capsys):
@@ -40,10 +44,17 @@ def test_bench_tree_skips_missing_peers(monkeypatch, capsys):
     assert "pytreegrav not installed" in printed and "rebound not installed" in printed
 
 
-def test_bench_tree_rejects_solvers_without_theta():
-    try:
-        main(["bench", "tree", "--n", "256", "--solver", "cpu-direct"])
-    except SystemExit as stop:
-        assert "theta" in str(stop.code)
-    else:
-        raise AssertionError("cpu-direct has no theta option and must be refused")
+def test_bench_tree_rejects_solvers_without_theta(capsys):
+    with pytest.raises(InvalidInputError, match="theta"):
+        tree.run(n=[256], solver="cpu-direct")
+    assert main(["bench", "tree", "--n", "256", "--solver", "cpu-direct"]) == 2
+    assert "theta option" in capsys.readouterr().err
+
+
+def test_bench_tree_runs_as_a_function_and_checks_its_options():
+    rows = tree.run(n=[256, 512], trials=1, warmup=0, direct_max_n=0)
+    assert [r["n"] for r in rows if r["table"] == "scaling"] == [256, 512]
+    with pytest.raises(InvalidInputError, match="theta"):
+        tree.run(n=[256], theta=5.0)
+    with pytest.raises(InvalidInputError, match="no option"):
+        tree.run(n=[256], theat=0.5)

@@ -13,32 +13,35 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.solvers._options import Option
 from . import _render_replay
+from ._options import BenchmarkSpec, several
 from .harness import format_table, time_trials
 
 HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless (EGL)"
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--n", type=int, nargs="+", default=[20000, 200000, 1000000],
-                        help="particle counts (default: 20000 200000 1000000)")
-    parser.add_argument("--size", default="1280x720", help="output size WxH (default: 1280x720)")
-    parser.add_argument("--point-size", type=float, default=2.0,
-                        help="sprite diameter in pixels, same for the bare draw (default: 2)")
-    parser.add_argument("--target", choices=("rgba32f", "rgba16f"), nargs="+", default=["rgba32f"],
-                        help="accumulation formats to time (default: rgba32f)")
-    parser.add_argument("--trials", type=int, default=15, help="timed frames (default: 15)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed frames first (default: 3)")
-    parser.add_argument("--libgl", help="path of libGL.so.1 where the loader cannot find it")
-    parser.add_argument("--libegl", help="path of libEGL.so.1 where the loader cannot find it")
-    _render_replay.add_arguments(parser)
+SPEC = BenchmarkSpec("render", HELP, options=(
+    several(Option("n", int, None, "particle counts", minimum=1), (20000, 200000, 1000000)),
+    Option("size", str, "1280x720", "output size WxH"),
+    Option("point_size", float, 2.0, "sprite diameter in pixels, same for the bare draw",
+           minimum=0.0, exclusive_minimum=True),
+    several(Option("target", str, None, "", choices=("rgba32f", "rgba16f")), ("rgba32f",),
+            "accumulation formats to time"),
+    Option("trials", int, 15, "timed frames", minimum=1),
+    Option("warmup", int, 3, "untimed frames first", minimum=0),
+    Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
+    Option("libegl", str, None, "path of libEGL.so.1 where the loader cannot find it"),
+    *_render_replay.OPTIONS,
+))
 
 
-def run(args) -> list[dict]:
-    from ...app.render import (BarePointPass, Camera, ParticleScene, PointStyle, Renderer,
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    from ..app.render import (BarePointPass, Camera, ParticleScene, PointStyle, Renderer,
                                ToneMap, describe, headless_context)
-    from ..frames import Frame
-    from ..ics import plummer
+    from ..engine.frames import Frame
+    from ..engine.ics import plummer
 
     width, height = (int(part) for part in args.size.lower().split("x"))
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)

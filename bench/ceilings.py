@@ -21,8 +21,10 @@ from typing import Callable
 
 import numpy as np
 
-from ... import _native
-from ..cpu_features import simd_level
+from .. import _native
+from ..engine.cpu_features import simd_level
+from ..engine.solvers._options import DEVICE, SIMD, THREADS, Option
+from ._options import BenchmarkSpec, restated
 from .harness import format_table, time_interleaved
 
 HELP = "measure this machine's ceilings: FMA, sqrt+divide, rsqrt and read bandwidth"
@@ -32,22 +34,21 @@ PROBES = (("fma", "f32"), ("fma", "f64"), ("sqrt_div", "f32"), ("sqrt_div", "f64
 UNITS = {"fma": "flop/s", "sqrt_div": "pairs/s", "rsqrt_estimate": "estimates/s", "read": "B/s"}
 COLUMNS = ["probe", "precision", "simd", "threads", "rate_g", "unit", "median_s", "iqr_s", "drift"]
 
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    parser.add_argument("--simd", choices=("scalar", "avx2", "avx512"), default=None,
-                        help="SIMD level (default: ORRERY_SIMD, else the widest available)")
-    parser.add_argument("--device", default=None,
-                        help="measure a GPU instead, e.g. 'cuda:0' (needs the GPU compute layer)")
-    parser.add_argument("--trial-seconds", type=float, default=0.1,
-                        help="length of one timed trial per probe (default: 0.1)")
-    parser.add_argument("--trials", type=int, default=5, help="timed trials per probe (default: 5)")
-    parser.add_argument("--read-mib", type=int, default=None,
-                        help="read-bandwidth buffer in MiB (default: 8x the last-level cache, "
-                             "at least 256)")
+SPEC = BenchmarkSpec("ceilings", HELP, options=(
+    THREADS,
+    SIMD,
+    restated(DEVICE, doc="measure a compute device instead, e.g. 'cuda:0' (needs the GPU "
+                         "compute layer)"),
+    Option("trial_seconds", float, 0.1, "length of one timed trial per probe",
+           minimum=0.0, exclusive_minimum=True),
+    Option("trials", int, 5, "timed trials per probe", minimum=1),
+    Option("read_mib", int, None, "read-bandwidth buffer in MiB (default: 8x the last-level "
+                                  "cache, at least 256)", minimum=1),
+))
 
 
-def run(args) -> list[dict]:
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
     if args.device:
         rows = rows_from_rates(measure_device(args.device), simd=args.device, threads=None)
     else:
@@ -136,7 +137,7 @@ def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | Non
 def measure_device(device: str) -> dict[str, float]:
     """A compute device's rates (imported only when asked for: it may load dpctl or CuPy); the
     device's own description (``device``, ``name``) is left out, so every value is a rate."""
-    from ..compute import ceilings as device_ceilings
+    from ..engine.compute import ceilings as device_ceilings
 
     measured = device_ceilings.measure(device)
     return {key: rate for key, rate in measured.items() if key not in ("device", "name")}

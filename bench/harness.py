@@ -87,7 +87,7 @@ def time_interleaved(fns: dict[str, Callable[[], object]], *, warmup: int = 2, t
 
 
 def machine_description() -> dict:
-    from ... import _native
+    from .. import _native
 
     return {"machine": platform.machine(), "processor": platform.processor(),
             "python": platform.python_version(), "threads": _native.hardware_threads()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...crossovers import find_schedule
+from ...engine.crossovers import find_schedule
 from ..solver_timing import as_timing_curves
 from .analysis import (direct_rates, gpu_versus_cpu, scaling_exponents, series_from_rows,
                        winners)
@@ -152,7 +152,7 @@ class ReportWriter:
         self._add("## Benchmarks run")
         if not self.session.benchmarks:
             self._add("No benchmark modules are registered in this build besides the report "
-                      "itself (`orrery.engine.bench.BENCHMARKS`). The sections below hold what "
+                      "itself (`orrery.bench.BENCHMARKS`). The sections below hold what "
                       "the report measures on its own: solver timings, accuracy against cost "
                       "and the crossovers.")
             return

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import ics
-from ..recording import Player, Recorder, RecordingFile
-from ..solvers import make_solver, solver_specs
+from ..engine import ics
+from ..engine.recording import Player, Recorder, RecordingFile
+from ..engine.solvers import make_solver, solver_specs
+from ..engine.solvers._options import Option
+from ._options import BenchmarkSpec, several
 from .harness import format_table, time_trials
 
 HELP = "recording write and replay throughput vs simulation speed"
@@ -30,29 +32,29 @@ HELP = "recording write and replay throughput vs simulation speed"
 _SCALING = {"cpu-direct": "n^2", "cpu-tree": "n log n"}
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--n", type=int, default=1_000_000, help="particles (default: 1000000)")
-    parser.add_argument("--frames", type=int, default=300, help="frames (default: 300)")
-    parser.add_argument("--precisions", default="f16,f32",
-                        help="comma-separated recording precisions (default: f16,f32)")
-    parser.add_argument("--dir", default=None,
-                        help="folder for the temporary recording (default: the system temp folder; "
-                             "needs n*frames*12 bytes free for f32)")
-    parser.add_argument("--trials", type=int, default=5, help="timed read passes (default: 5)")
-    parser.add_argument("--sim-n", type=int, default=32768,
-                        help="particles for the timed force evaluation (default: 32768)")
-    parser.add_argument("--solvers", default="cpu-direct,cpu-tree",
-                        help="solvers to compare with, where available (default: cpu-direct,cpu-tree)")
+SPEC = BenchmarkSpec("playback", HELP, options=(
+    Option("n", int, 1_000_000, "particles", minimum=1),
+    Option("frames", int, 300, "frames", minimum=1),
+    several(Option("precision", str, None, "", choices=("f16", "f32")), ("f16", "f32"),
+            "recording precisions"),
+    Option("dir", str, None, "folder for the temporary recording (default: the system temp "
+                             "folder; needs n*frames*12 bytes free for f32)"),
+    Option("trials", int, 5, "timed read passes", minimum=1),
+    Option("sim_n", int, 32768, "particles for the timed force evaluation", minimum=2),
+    several(Option("solver", str, None, ""), ("cpu-direct", "cpu-tree"),
+            "solvers to compare with, where available"),
+))
 
 
-def run(args) -> list[dict]:
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
     rows = []
-    for precision in [p.strip() for p in args.precisions.split(",") if p.strip()]:
+    for precision in args.precision:
         with tempfile.TemporaryDirectory(prefix="orrery-playback-", dir=args.dir) as folder:
             path = Path(folder) / f"bench-{precision}.h5"
             rows.append(_write(path, args.n, args.frames, precision))
             rows += _read(path, args.trials)
-    rows += _simulate(args.n, args.sim_n, [s.strip() for s in args.solvers.split(",")])
+    rows += _simulate(args.n, args.sim_n, args.solver)
     columns = ["stage", "precision", "n", "frames", "frames_per_s", "mb_per_s", "iqr_rel",
                "note"]
     print(format_table(rows, columns))

@@ -9,16 +9,19 @@ relative errors over a random subset of target particles against exact float64 s
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import numpy as np
 
-from .. import ics, make_solver
-from ..accuracy import rms_relative_error
-from ..cpu_features import SIMD_LEVELS, simd_level
-from ..solvers import solver_specs
+from ..engine import ics, make_solver
+from ..engine.accuracy import rms_relative_error
+from ..engine.cpu_features import simd_level
+from ..engine.errors import InvalidInputError
+from ..engine.solvers import solver_specs
+from ..engine.solvers._options import (LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING,
+                                      THETA, THREADS, Option)
+from ._options import IC, SEED, BenchmarkSpec, restated, several
 from ._tree_peers import available_peers, plummer_exact
 from .harness import Timing, format_table, time_trials
 
@@ -28,49 +31,46 @@ ERROR_TARGETS = (1e-2, 1e-3, 1e-4)
 THETA_SEARCH_STEPS = 8
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n", type=int, nargs="+", default=[1024, 4096, 16384, 65536, 262144],
-                        help="particle counts (default: 1024 4096 16384 65536 262144)")
-    parser.add_argument("--solver", default="cpu-tree", help="a solver with a theta option (default: cpu-tree)")
-    parser.add_argument("--precision", default="f32", help="f32 or f64 (default: f32)")
-    parser.add_argument("--theta", type=float, default=None, help="opening angle (default: the solver's)")
-    parser.add_argument("--quadrupole", action=argparse.BooleanOptionalAction, default=None,
-                        help="quadrupole moments (default: the solver's)")
-    parser.add_argument("--leaf-capacity", type=int, default=None, help="leaf capacity (default: the solver's)")
-    parser.add_argument("--threads", type=int, default=None, help="threads for Orrery's solvers (default: all)")
-    parser.add_argument("--simd", choices=SIMD_LEVELS, default=None,
-                        help="SIMD level of cpu-tree and cpu-direct (default: ORRERY_SIMD, else the widest)")
-    parser.add_argument("--softening", type=float, default=0.01, help="softening length (default: 0.01)")
-    parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS), help="initial conditions")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the initial conditions")
-    parser.add_argument("--trials", type=int, default=5, help="timed trials per measurement (default: 5)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs (default: 1)")
-    parser.add_argument("--long-trial-s", type=float, default=3.0,
-                        help="a warm-up slower than this is the only trial (default: 3 s)")
-    parser.add_argument("--direct-max-n", type=int, default=32768,
-                        help="largest N at which cpu-direct is timed; above it its time is extrapolated "
-                             "as N^2 and marked so (default: 32768)")
-    parser.add_argument("--error-targets", type=int, default=1024,
-                        help="target particles sampled for RMS errors (default: 1024)")
-    parser.add_argument("--accuracy", action="store_true",
-                        help="accuracy-vs-cost table: monopole vs quadrupole at RMS errors 1e-2, 1e-3, 1e-4")
-    parser.add_argument("--accuracy-n", type=int, default=65536, help="N of the accuracy table (default: 65536)")
-    parser.add_argument("--leaf-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
-                        help="sweep these leaf capacities at --sweep-n")
-    parser.add_argument("--group-sweep", type=int, nargs="+", default=None, metavar="CAPACITY",
-                        help="with --leaf-sweep, also sweep the walk's group capacity (solvers with a "
-                             "group_capacity attribute, e.g. cpu-tree)")
-    parser.add_argument("--sweep-n", type=int, default=65536, help="N of the leaf sweep (default: 65536)")
-    parser.add_argument("--peers", action="store_true",
-                        help="pytreegrav and REBOUND trees at each N, against Orrery at equal or better error")
-    parser.add_argument("--peer-threads", type=int, default=2, help="threads for pytreegrav (default: 2)")
-    parser.add_argument("--peer-theta", type=float, default=0.5, help="peers' opening angle (default: 0.5)")
+SPEC = BenchmarkSpec("tree", HELP, options=(
+    several(Option("n", int, None, "particle counts", minimum=1),
+            (1024, 4096, 16384, 65536, 262144)),
+    Option("solver", str, "cpu-tree", "a solver with a theta option"),
+    PRECISION,
+    restated(THETA, default=None, doc="opening angle (default: the solver's)"),
+    restated(QUADRUPOLE, default=None, doc="quadrupole moments (default: the solver's)"),
+    restated(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
+    THREADS,
+    SIMD,
+    SOFTENING,
+    IC,
+    SEED,
+    Option("trials", int, 5, "timed trials per measurement", minimum=1),
+    Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
+    Option("long_trial_s", float, 3.0, "a warm-up slower than this (seconds) is the only trial",
+           minimum=0.0),
+    Option("direct_max_n", int, 32768, "largest N at which cpu-direct is timed; above it its "
+                                       "time is extrapolated as N^2 and marked so", minimum=0),
+    Option("error_targets", int, 1024, "target particles sampled for RMS errors", minimum=1),
+    Option("accuracy", bool, False, "accuracy-vs-cost table: monopole vs quadrupole at RMS "
+                                    "errors 1e-2, 1e-3, 1e-4"),
+    Option("accuracy_n", int, 65536, "N of the accuracy table", minimum=2),
+    several(restated(LEAF_CAPACITY, name="leaf_sweep"), None, "sweep these leaf capacities at --sweep-n"),
+    several(Option("group_sweep", int, None, "group capacity", minimum=1), None,
+            "with --leaf-sweep, also sweep the walk's group capacity (solvers with a "
+            "group_capacity attribute, e.g. cpu-tree)"),
+    Option("sweep_n", int, 65536, "N of the leaf sweep", minimum=2),
+    Option("peers", bool, False, "pytreegrav and REBOUND trees at each N, against Orrery at "
+                                 "equal or better error"),
+    Option("peer_threads", int, 2, "threads for pytreegrav", minimum=1),
+    restated(THETA, name="peer_theta", doc="peers' opening angle"),
+))
 
 
-def run(args) -> list[dict]:
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
     spec = solver_specs().get(args.solver)
     if spec is None or "theta" not in {option.name for option in spec.options}:
-        raise SystemExit(f"orrery bench tree: --solver must name a solver with a theta option, got {args.solver!r}")
+        raise InvalidInputError(f"solver must name a solver with a theta option, got {args.solver!r}")
     rows = scaling(args)
     if args.leaf_sweep:
         rows += leaf_sweep(args)
@@ -182,7 +182,7 @@ def _crossover(rows) -> tuple[float, str]:
 
 
 def _direct_kernel_description() -> str:
-    from ... import _native
+    from .. import _native
 
     info = getattr(_native, "build_info", None)
     if callable(info):
@@ -210,7 +210,7 @@ def leaf_sweep(args) -> list[dict]:
             solver = _solver(args, leaf_capacity=capacity)
             if group is not None:
                 if not hasattr(solver, "group_capacity"):
-                    raise SystemExit(f"orrery bench tree: {args.solver} has no group capacity to sweep")
+                    raise InvalidInputError(f"{args.solver} has no group capacity to sweep")
                 solver.group_capacity = group
             acc = solver.accelerations(particles.pos, particles.mass)  # also the warm-up
             configs.append((solver, rms_relative_error(acc[targets], exact), []))

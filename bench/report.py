@@ -8,8 +8,10 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..errors import InvalidInputError
+from ..engine.errors import InvalidInputError
+from ..engine.solvers._options import Option
 from . import BENCHMARKS
+from ._options import BenchmarkSpec, several
 from .reporting.markdown import ReportWriter
 from .reporting.plots import draw_plots, plotting_unavailable
 from .reporting.session import full_plan, quick_plan, run_session
@@ -18,20 +20,19 @@ from .solver_timing import as_timing_curves
 HELP = "run every benchmark and write the performance report (docs/report/index.md)"
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes (seconds): shows the report works, for tests and CI")
-    parser.add_argument("--out", default="docs/report",
-                        help="folder for index.md and the plots (default: docs/report)")
-    parser.add_argument("--benchmarks", nargs="*", metavar="KIND",
-                        help="run only these benchmarks (default: all; none: only the "
-                             "report's own solver timings)")
-    parser.add_argument("--cooldown", type=float,
-                        help="seconds to rest between configurations (default: 2, quick: 0)")
-    parser.add_argument("--trials", type=int,
-                        help="timed trials per configuration (default: 7, quick: 3)")
-    parser.add_argument("--n-max", type=int,
-                        help="largest N for the solver timings (default: 262144, quick: 512)")
+SPEC = BenchmarkSpec("report", HELP, options=(
+    Option("quick", bool, False, "tiny sizes (seconds): shows the report works, for tests and CI"),
+    Option("out", str, "docs/report", "folder for index.md and the plots"),
+    several(Option("benchmarks", str, None, ""), None,
+            "run only these benchmarks (default: all; none: only the report's own solver timings)",
+            allow_empty=True),
+    Option("cooldown", float, None, "seconds to rest between configurations (default: 2, "
+                                    "quick: 0)", minimum=0.0),
+    Option("trials", int, None, "timed trials per configuration (default: 7, quick: 3)",
+           minimum=1),
+    Option("n_max", int, None, "largest N for the solver timings (default: 262144, quick: 512)",
+           minimum=2),
+))
 
 
 def _plan(args):
@@ -56,12 +57,13 @@ def _command(args) -> str:
     parts = ["orrery bench report"]
     if args.quick:
         parts.append("--quick")
-    if args.out != "docs/report":
+    if args.out != SPEC.option("out").default:
         parts.append(f"--out {args.out}")
     return " ".join(parts)
 
 
-def run(args) -> list[dict]:
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
     session = run_session(_plan(args))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

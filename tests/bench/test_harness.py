@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from orrery import _native
-from orrery.engine.bench import ceilings
-from orrery.engine.bench.harness import Timing, time_interleaved, time_trials
+from orrery.bench import ceilings
+from orrery.bench.harness import Timing, time_interleaved, time_trials
 from orrery.engine.cpu_features import available_simd_levels
 
 

@@ -6,23 +6,22 @@ import types
 
 import pytest
 
-import orrery.engine.bench.reporting.session as session_module
+import orrery.bench.reporting.session as session_module
 from orrery.app.cli import main
-from orrery.engine.bench import BENCHMARKS
+from orrery.bench import BENCHMARKS, BenchmarkSpec
+from orrery.engine.solvers import Option
 
 
-def fake_benchmark(run, *, quick=True, peers=True):
-    module = types.ModuleType("fake")
-    module.HELP = "a stand-in"
+def fake_benchmark(run, *, quick=True, peers=True, name="fake"):
+    module = types.ModuleType(name)
+    options = ((Option("quick", bool, False, "tiny sizes"),) if quick else ()) + \
+        ((Option("peers", bool, False, "peer codes"),) if peers else ())
+    module.SPEC = BenchmarkSpec(name, "a stand-in", options)
 
-    def add_arguments(parser):
-        if quick:
-            parser.add_argument("--quick", action="store_true")
-        if peers:
-            parser.add_argument("--peers", action="store_true")
+    def checked_run(**given):
+        return run(vars(module.SPEC.resolve(given)))
 
-    module.add_arguments = add_arguments
-    module.run = run
+    module.run = checked_run
     return module
 
 
@@ -48,23 +47,24 @@ def test_quick_report_with_the_benchmarks_of_this_build(tmp_path, capsys):
         assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_report_runs_benchmarks_through_their_cli_and_survives_failures(tmp_path, monkeypatch):
+def test_report_calls_benchmarks_with_their_options_and_survives_failures(tmp_path, monkeypatch):
     seen = {}
 
     def tree_run(args):
-        seen["tree"] = vars(args)
+        seen["tree"] = args
         return [{"solver": "cpu-tree", "n": n, "median_s": 1e-6 * n ** 1.25}
                 for n in (1024, 4096, 16384)]
 
     def broken_run(args):
         raise RuntimeError("no device here")
 
-    fakes = {"ceilings": fake_benchmark(lambda args: [{"probe": "fma f32", "gflops": 117.0}]),
-             "tree": fake_benchmark(tree_run),
-             "slowpoke": fake_benchmark(lambda args: [], quick=False),
-             "broken": fake_benchmark(broken_run, peers=False)}
+    fakes = {"ceilings": fake_benchmark(lambda args: [{"probe": "fma f32", "gflops": 117.0}],
+                                        name="ceilings"),
+             "tree": fake_benchmark(tree_run, name="tree"),
+             "slowpoke": fake_benchmark(lambda args: [], quick=False, name="slowpoke"),
+             "broken": fake_benchmark(broken_run, peers=False, name="broken")}
     for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, f"orrery.engine.bench.{name}", module)
+        monkeypatch.setitem(sys.modules, f"orrery.bench.{name}", module)
     monkeypatch.setattr(session_module, "BENCHMARKS", ("report", *fakes))
     monkeypatch.setattr(session_module, "PEER_PACKAGES", ("json",))  # any importable name
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed

@@ -16,10 +16,10 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .. import ics
-from ..errors import InvalidInputError
-from ..particles import as_dtype
-from ..solvers import make_solver, solver_specs
+from ..engine import ics
+from ..engine.errors import InvalidInputError
+from ..engine.particles import as_dtype
+from ..engine.solvers import make_solver, solver_specs
 from .harness import Timing, time_trials
 
 # Never timed for crossovers: the slow yardstick, and the solver that consumes the crossovers.

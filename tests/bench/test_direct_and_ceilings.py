@@ -5,7 +5,7 @@ import json
 import pytest
 
 from orrery.app.cli import main
-from orrery.engine.bench import peers
+from orrery.bench import peers
 from orrery.engine.cpu_features import available_simd_levels
 
 
