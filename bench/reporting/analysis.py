@@ -66,11 +66,12 @@ def timing_grid(curves: dict[str, list[tuple[int, float]]]) -> tuple[list[int], 
     return sizes, {name: dict(points) for name, points in curves.items()}
 
 
-def gpu_versus_cpu(curves: dict[str, list[tuple[int, float]]]) -> list[dict]:
-    """For each GPU solver and N: its time, the fastest CPU solver's, and their ratio."""
+def gpu_versus_cpu(curves: dict[str, list[tuple[int, float]]], kinds: dict[str, str]) -> list[dict]:
+    """For each GPU solver and N: its time, the fastest CPU solver's, and their ratio
+    (``kinds``: each solver's ``SolverSpec.kind``)."""
     sizes, by_name = timing_grid(curves)
-    gpus = [n for n in curves if n.startswith("gpu-")]
-    cpus = [n for n in curves if not n.startswith("gpu-")]
+    gpus = [n for n in curves if kinds[n] == "gpu"]
+    cpus = [n for n in curves if kinds[n] != "gpu"]
     rows = []
     for gpu in gpus:
         for n in sizes:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from ...engine.crossovers import find_schedule
+from ...engine.solvers import solver_specs
 from ..solver_timing import as_timing_curves
 from .analysis import (direct_rates, gpu_versus_cpu, scaling_exponents, series_from_rows,
                        winners)
@@ -228,14 +229,15 @@ class ReportWriter:
 
     def _gpu(self) -> None:
         self._add("## GPU against CPU")
-        rows = gpu_versus_cpu(self.curves)
+        specs = solver_specs()
+        rows = gpu_versus_cpu(self.curves, {name: spec.kind for name, spec in specs.items()})
         if rows:
             self._add("Each GPU solver against the fastest CPU solver at the same N "
                       "(speed-up > 1: the GPU is faster). GPU times include the host "
                       "transfers of `accelerations`.", table(rows))
             self._own("the solver timings above")
             return
-        gpus = {n: r for n, r in self.session.unavailable.items() if n.startswith("gpu-")}
+        gpus = {n: r for n, r in self.session.unavailable.items() if specs[n].kind == "gpu"}
         if gpus:
             reasons = "; ".join(f"`{n}`: {r}" for n, r in gpus.items())
             self._add(f"No GPU solver could run in this session ({reasons}).")

@@ -93,4 +93,5 @@ SPEC = SolverSpec(
     options=(PRECISION, SOFTENING, DEVICE, TILE_SIZE, TARGETS),
     factory=GpuDirectSolver,
     unavailable_reason=unavailable_reason,
+    kind="gpu",
 )

@@ -144,4 +144,5 @@ SPEC = SolverSpec(
     options=(PRECISION, SOFTENING, DEVICE, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY, WALK),
     factory=GpuTreeSolver,
     unavailable_reason=unavailable_reason,
+    kind="gpu",
 )
