@@ -46,12 +46,6 @@ def several(option: Option, default: tuple | None, doc: str | None = None, *,
                    allow_empty=allow_empty)
 
 
-def restated(option: Option, **changes) -> Option:
-    """``option`` with another default or doc: the range and choices stay written once."""
-    values = {f.name: getattr(option, f.name) for f in fields(option)}
-    return type(option)(**{**values, **changes})
-
-
 def flag(name: str) -> str:
     """The command-line spelling of an option: ``leaf_capacity`` -> ``--leaf-capacity``."""
     return "--" + name.replace("_", "-")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,7 +24,7 @@ import numpy as np
 from .. import _native
 from ..engine.cpu_features import simd_level
 from ..engine.solvers._options import DEVICE, SIMD, THREADS, Option
-from ._options import BenchmarkSpec, restated
+from ._options import BenchmarkSpec
 from .harness import format_table, time_interleaved
 
 HELP = "measure this machine's ceilings: FMA, sqrt+divide, rsqrt and read bandwidth"
@@ -37,7 +37,7 @@ COLUMNS = ["probe", "precision", "simd", "threads", "rate_g", "unit", "median_s"
 SPEC = BenchmarkSpec("ceilings", HELP, options=(
     THREADS,
     SIMD,
-    restated(DEVICE, doc="measure a compute device instead, e.g. 'cuda:0' (needs the GPU "
+    replace(DEVICE, doc="measure a compute device instead, e.g. 'cuda:0' (needs the GPU "
                          "compute layer)"),
     Option("trial_seconds", float, 0.1, "length of one timed trial per probe",
            minimum=0.0, exclusive_minimum=True),

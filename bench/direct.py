@@ -12,9 +12,13 @@ estimates/s. ``x_<peer>`` is interactions/s over the peer's at the same N.
 
 from __future__ import annotations
 
+import itertools
+
 from ..engine.cpu_features import available_simd_levels
 from ..engine import ics
-from ..engine.solvers import make_solver
+from ..engine.cpu_features import hardware_threads
+from ..engine.errors import InvalidInputError, UnknownSolverError
+from ..engine.solvers import make_solver, solver_specs
 from ..engine.solvers._options import DEVICE, PRECISION, SIMD, SOFTENING, THREADS, Option
 from . import ceilings, peers
 from ._options import IC, SEED, BenchmarkSpec, several
@@ -40,6 +44,16 @@ SPEC = BenchmarkSpec("direct", HELP, options=(
     SEED,
     Option("trials", int, 7, "timed trials", minimum=1),
     Option("warmup", int, 2, "discarded trials", minimum=0),
+    several(Option("sweep", str, None, ""), None,
+            "solver options to sweep, NAME=V1,V2,... (repeat for a grid), e.g. "
+            "tile_size=64,128,256 targets=1,2,4"),
+    Option("resident", bool, False, "also time a device-resident state (bind(...)"
+                                    ".compute_accelerations, what a Simulation pays) beside "
+                                    "accelerations(pos, mass) with its host transfers"),
+    several(Option("versus", str, None, ""), (),
+            "other solvers timed in the same run at each N and precision, e.g. cpu-direct for "
+            "a GPU solver's crossover (x_<solver>: our interactions/s over theirs)",
+            allow_empty=True),
     Option("peers", bool, False, "time installed peer codes (pytreegrav, rebound) in the same run"),
     Option("ceilings", bool, True, "measure the ceilings (without them, no fractions)"),
     Option("ceiling_seconds", float, 0.1, "length of one ceiling-probe trial",
@@ -49,24 +63,37 @@ SPEC = BenchmarkSpec("direct", HELP, options=(
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
-    sizes, precisions = args.n, args.precision
+    specs = solver_specs()
+    for name in (args.solver, *args.versus):
+        if name not in specs:
+            raise UnknownSolverError(f"unknown solver {name!r}; choose one of {sorted(specs)}")
+    configs = _sweep_configs(args.solver, args.sweep)
+    modes = ("host", "resident") if args.resident else ("host",)
     device_limits = ceilings.measure_device(args.device) if args.ceilings and args.device else {}
     # CPU probes judge CPU solvers; a GPU solver's ceilings come from its --device.
-    on_cpu = not args.device and not args.solver.startswith("gpu")
+    on_cpu = not args.device and specs[args.solver].kind != "gpu"
     probes = _cpu_probes(args) if args.ceilings and on_cpu else []
 
     rows, peer_rows = [], []
-    for n in sizes:
+    for n in args.n:
         particles = ics.make(args.ic, n, seed=args.seed)
-        contenders, notes = {}, {}
-        for precision in precisions:
-            solver = make_solver(args.solver, **_solver_options(args, precision))
-            contenders[(args.solver, precision)] = _Evaluation(solver, particles, args.device)
+        contenders, labels, notes = {}, {}, {}
+        for precision, config, mode in itertools.product(args.precision, configs, modes):
+            solver = make_solver(args.solver, **_solver_options(args, args.solver, precision), **config)
+            key = ("ours", args.solver, precision, tuple(config.items()), mode)
+            contenders[key] = _Evaluation(solver, particles, args.device, resident=mode == "resident")
+            labels[key] = {**config, **({"mode": mode} if args.resident else {})}
+        for other, precision, mode in itertools.product(args.versus, args.precision, modes):
+            solver = make_solver(other, **_solver_options(args, other, precision))
+            key = ("versus", other, precision, (), mode)
+            contenders[key] = _Evaluation(solver, particles, args.device, resident=mode == "resident")
+            labels[key] = {"mode": mode} if args.resident else {}
         if args.peers:
             for peer in peers.make_peers(particles.pos, particles.mass, args.softening,
-                                         args.threads or ceilings.hardware_threads()):
-                contenders[(peer.name, peer.precision)] = peer.evaluate
-                notes[peer.name] = (peer.threads, peer.note)
+                                         args.threads or hardware_threads()):
+                key = ("peer", peer.name, peer.precision, (), "host")
+                contenders[key] = peer.evaluate
+                notes[key] = {"threads": peer.threads, "impl": peer.note}
         # The ceiling probes take turns with the solvers, so both see the same outside load.
         timings = time_interleaved({**contenders, **{p.key: p.run for p in probes}},
                                    warmup=args.warmup, trials=args.trials)
@@ -75,38 +102,74 @@ def run(**options) -> list[dict]:
             print(f"N = {n}: ceilings in this run (G/s): "
                   + ", ".join(f"{key} {rate / 1e9:.4g}" for key, rate in limits.items()))
 
-        at_this_n = []
-        for (name, precision), timing in timings.items():
+        ours, others, at_this_n_peers = [], [], []
+        for key, timing in timings.items():
+            role, name, precision, _, mode = key
             row = _rate_row(name, precision, n, timing, n * (n - 1), limits)
-            contender = contenders[(name, precision)]
-            if isinstance(contender, _Evaluation):
-                row.update(contender.stats(args.warmup))
-                at_this_n.append(row)
-            else:
-                row["threads"], row["impl"] = notes[name]
-                peer_rows.append(row)
-        for peer in peer_rows[len(peer_rows) - len(notes):]:
-            for ours in at_this_n:
-                ours[f"x_{peer['solver']}"] = ours["ginteractions_per_s"] / peer["ginteractions_per_s"]
-        rows.extend(at_this_n)
+            if role == "peer":
+                row.update(notes[key])
+                at_this_n_peers.append(row)
+                continue
+            row.update(labels[key], **contenders[key].stats(args.warmup))
+            (ours if role == "ours" else others).append(row)
+        for row in ours:
+            for peer in at_this_n_peers:
+                row[f"x_{peer['solver']}"] = row["ginteractions_per_s"] / peer["ginteractions_per_s"]
+            for other in others:
+                if (other["precision"], other.get("mode")) == (row["precision"], row.get("mode")):
+                    row[f"x_{other['solver']}"] = row["ginteractions_per_s"] / other["ginteractions_per_s"]
+        rows.extend(ours + others)
+        peer_rows.extend(at_this_n_peers)
     rows.extend(peer_rows)
-    print(format_table(rows, [c for c in COLUMNS if any(c in r for r in rows)]
-                       + (["kernel_s"] if any("kernel_s" in r for r in rows) else [])))
+    swept = [name for name in configs[0]]
+    extra = [*swept, *(["mode"] if args.resident else []),
+             *(f"x_{other}" for other in args.versus),
+             *(["kernel_s"] if any("kernel_s" in r for r in rows) else [])]
+    print(format_table(rows, [c for c in COLUMNS if any(c in r for r in rows)] + extra))
+    if configs != [{}]:
+        best = min((r for r in rows if r["solver"] == args.solver),
+                   key=lambda r: r.get("kernel_s", r["median_s"]))
+        print("fastest: " + ", ".join(f"{name} {best[name]}" for name in swept)
+              + f" at N = {best['n']}, {best['precision']}")
     return rows
 
 
-class _Evaluation:
-    """One solver evaluating one particle set; remembers what each call's stats said."""
+def _sweep_configs(solver: str, sweeps: tuple[str, ...] | None) -> list[dict]:
+    """``("tile_size=64,128", "targets=1,2")`` -> every combination as solver options, each
+    value checked by the solver's options table."""
+    if not sweeps:
+        return [{}]
+    known = {option.name: option for option in solver_specs()[solver].options}
+    axes = []
+    for sweep in sweeps:
+        name, equals, values = sweep.partition("=")
+        if not equals or not values:
+            raise InvalidInputError(f"a sweep is NAME=V1,V2,..., got {sweep!r}")
+        if name not in known:
+            raise InvalidInputError(f"solver {solver!r} has no option {name!r} to sweep; "
+                                    f"its options are {sorted(known)}")
+        axes.append([(name, known[name].coerce(value)) for value in values.split(",")])
+    return [dict(combination) for combination in itertools.product(*axes)]
 
-    def __init__(self, solver, particles, device):
+
+class _Evaluation:
+    """One solver evaluating one particle set, through the host API or resident on the
+    solver's device (``bind(...).compute_accelerations``, what a Simulation pays); remembers
+    what each call's stats said."""
+
+    def __init__(self, solver, particles, device, *, resident: bool = False):
         self.solver = solver
         self.device = device or ""
         self.pos = particles.pos.astype(solver.dtype)
         self.mass = particles.mass.astype(solver.dtype)
+        self.resident = solver.bind(particles).compute_accelerations if resident else None
         self.kernel_seconds: list[float | None] = []
 
     def __call__(self):
-        self.solver.accelerations(self.pos, self.mass)
+        if self.resident:
+            self.resident()
+        else:
+            self.solver.accelerations(self.pos, self.mass)
         self.kernel_seconds.append(self.solver.last_stats.get("kernel_seconds"))
 
     def stats(self, warmup: int) -> dict:
@@ -119,17 +182,21 @@ class _Evaluation:
         return stats
 
 
-def _solver_options(args, precision: str) -> dict:
+def _solver_options(args, name: str, precision: str) -> dict:
+    """The bench's solver options that solver ``name`` has (``--device`` is not cpu-direct's)."""
     options = {"precision": precision, "softening": args.softening}
-    for name in ("threads", "device", "simd"):
-        if getattr(args, name) is not None:
-            options[name] = getattr(args, name)
-    return options
+    for option in ("threads", "device", "simd"):
+        if getattr(args, option) is not None:
+            options[option] = getattr(args, option)
+    if name == args.solver:
+        return options
+    known = {o.name for o in solver_specs()[name].options}
+    return {key: value for key, value in options.items() if key in known}
 
 
 def _cpu_probes(args) -> list[ceilings.Probe]:
     """The machine's ceilings: probes at the widest SIMD level, whatever level --simd runs."""
-    threads = args.threads or ceilings.hardware_threads()
+    threads = args.threads or hardware_threads()
     return ceilings.make_probes(threads=threads, level=available_simd_levels()[-1],
                                 trial_seconds=args.ceiling_seconds, read=False)
 

@@ -9,25 +9,27 @@ relative errors over a random subset of target particles against exact float64 s
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from ..engine import ics, make_solver
-from ..engine.accuracy import rms_relative_error
+from ..engine.accuracy import rms_relative_error, sampled_exact
 from ..engine.cpu_features import simd_level
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
-from ..engine.solvers._options import (LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING,
-                                      THETA, THREADS, Option)
-from ._options import IC, SEED, BenchmarkSpec, restated, several
-from ._tree_peers import available_peers, plummer_exact
+from ..engine.solvers._options import (DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD,
+                                      SOFTENING, THETA, THREADS, Option)
+from ..engine.solvers.gpu_tree import WALK
+from ._options import IC, SEED, BenchmarkSpec, several
+from ._tree_peers import available_peers
 from .harness import Timing, format_table, time_trials
 
 HELP = "Barnes-Hut tree: scaling, breakdown, crossover vs cpu-direct, accuracy vs cost, peers"
 
-ERROR_TARGETS = (1e-2, 1e-3, 1e-4)
 THETA_SEARCH_STEPS = 8
 
 
@@ -36,11 +38,14 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
             (1024, 4096, 16384, 65536, 262144)),
     Option("solver", str, "cpu-tree", "a solver with a theta option"),
     PRECISION,
-    restated(THETA, default=None, doc="opening angle (default: the solver's)"),
-    restated(QUADRUPOLE, default=None, doc="quadrupole moments (default: the solver's)"),
-    restated(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
+    replace(THETA, default=None, doc="opening angle (default: the solver's)"),
+    replace(QUADRUPOLE, default=None, doc="quadrupole moments (default: the solver's)"),
+    replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
+    several(WALK, None, "walks of a solver that has several, e.g. gpu-tree's coherent "
+                        "independent group (default: the solver's)"),
     THREADS,
     SIMD,
+    DEVICE,
     SOFTENING,
     IC,
     SEED,
@@ -48,13 +53,21 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
     Option("long_trial_s", float, 3.0, "a warm-up slower than this (seconds) is the only trial",
            minimum=0.0),
-    Option("direct_max_n", int, 32768, "largest N at which cpu-direct is timed; above it its "
-                                       "time is extrapolated as N^2 and marked so", minimum=0),
-    Option("error_targets", int, 1024, "target particles sampled for RMS errors", minimum=1),
-    Option("accuracy", bool, False, "accuracy-vs-cost table: monopole vs quadrupole at RMS "
-                                    "errors 1e-2, 1e-3, 1e-4"),
+    Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations, "
+                                    "what a Simulation pays) instead of accelerations(pos, mass) "
+                                    "with its host transfers"),
+    Option("direct_solver", str, "cpu-direct", "the direct-summation solver the crossover is "
+                                               "measured against (it gets --device too)"),
+    Option("direct_max_n", int, 32768, "largest N at which the direct solver is timed; above it "
+                                       "its time is extrapolated as N^2 and marked so", minimum=0),
+    Option("error_targets", int, 1024, "target particles sampled for RMS errors (their exact "
+                                       "accelerations summed on --device when given)", minimum=1),
+    Option("accuracy", bool, False, "accuracy-vs-cost table: monopole vs quadrupole (per walk) "
+                                    "at the largest theta meeting each --error-goal"),
+    several(Option("error_goal", float, None, "", minimum=0.0, exclusive_minimum=True),
+            (1e-2, 1e-3, 1e-4), "RMS relative errors the accuracy table meets"),
     Option("accuracy_n", int, 65536, "N of the accuracy table", minimum=2),
-    several(restated(LEAF_CAPACITY, name="leaf_sweep"), None, "sweep these leaf capacities at --sweep-n"),
+    several(replace(LEAF_CAPACITY, name="leaf_sweep"), None, "sweep these leaf capacities at --sweep-n"),
     several(Option("group_sweep", int, None, "group capacity", minimum=1), None,
             "with --leaf-sweep, also sweep the walk's group capacity (solvers with a "
             "group_capacity attribute, e.g. cpu-tree)"),
@@ -62,7 +75,7 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
     Option("peers", bool, False, "pytreegrav and REBOUND trees at each N, against Orrery at "
                                  "equal or better error"),
     Option("peer_threads", int, 2, "threads for pytreegrav", minimum=1),
-    restated(THETA, name="peer_theta", doc="peers' opening angle"),
+    replace(THETA, name="peer_theta", doc="peers' opening angle"),
 ))
 
 
@@ -84,13 +97,31 @@ def run(**options) -> list[dict]:
 
 # --- helpers -----------------------------------------------------------------------------------
 
-def _solver(args, **overrides):
-    names = {option.name for option in solver_specs()[args.solver].options}
+def _solver(args, name=None, **overrides):
+    """``args.solver`` (or ``name``) with the options given here that it has."""
+    name = name or args.solver
+    names = {option.name for option in solver_specs()[name].options}
     options = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
                "theta": args.theta, "quadrupole": args.quadrupole, "leaf_capacity": args.leaf_capacity,
-               "simd": args.simd}
+               "simd": args.simd, "device": args.device}
     options.update(overrides)
-    return make_solver(args.solver, **{k: v for k, v in options.items() if v is not None and k in names})
+    return make_solver(name, **{k: v for k, v in options.items() if v is not None and k in names})
+
+
+def _evaluation(solver, particles, args):
+    """What is timed: one force evaluation, resident on the solver's device or through the
+    host API (upload, evaluate, download)."""
+    if args.resident:
+        return solver.bind(particles).compute_accelerations
+    return lambda: solver.accelerations(particles.pos, particles.mass)
+
+
+def _walks(args) -> tuple:
+    return args.walk or (None,)
+
+
+def _walk_columns(walk) -> dict:
+    return {} if walk is None else {"walk": walk}
 
 
 def _time(fn, args) -> Timing:
@@ -112,6 +143,11 @@ def _stage_columns(stats: dict) -> list[str]:
     return sorted(_breakdown(stats))
 
 
+def _exact(pos, mass, targets, args) -> np.ndarray:
+    """The error reference: float64 sums for the sampled targets, on --device when given."""
+    return sampled_exact(pos, mass, targets, args.softening, device=args.device)
+
+
 def _targets(n: int, count: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=min(n, count), replace=False))
 
@@ -124,21 +160,25 @@ def _fmt_table(title: str, rows: list[dict], columns: list[str]) -> None:
 # --- scaling, exponent, crossover -------------------------------------------------------------
 
 def scaling(args) -> list[dict]:
+    return [row for walk in _walks(args) for row in _scaling(args, walk)]
+
+
+def _scaling(args, walk) -> list[dict]:
     rows = []
     direct_measured: list[tuple[int, float]] = []
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
-        solver = _solver(args)
-        timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
+        solver = _solver(args, walk=walk)
+        timing = _time(_evaluation(solver, particles, args), args)
         stats = solver.last_stats
-        row = {"table": "scaling", "solver": args.solver, "n": n, **timing.summary(),
+        row = {"table": "scaling", "solver": args.solver, **_walk_columns(walk), "n": n,
+               **timing.summary(),
                "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
                **_breakdown(stats)}
         row.pop("seconds", None)
         if n <= args.direct_max_n:
-            direct = make_solver("cpu-direct", precision=args.precision, softening=args.softening,
-                                 threads=args.threads, simd=args.simd)
-            direct_timing = _time(lambda: direct.accelerations(particles.pos, particles.mass), args)
+            direct = _solver(args, args.direct_solver)
+            direct_timing = _time(_evaluation(direct, particles, args), args)
             row["direct_s"] = direct_timing.median
             row["direct_source"] = "measured"
             direct_measured.append((n, direct_timing.median))
@@ -151,9 +191,11 @@ def scaling(args) -> list[dict]:
         rows.append(row)
     columns = ["n", "median_s", "iqr_s", "interactions_per_particle", *_stage_columns(stats),
                "direct_s", "direct_source", "speedup_vs_direct"]
-    _fmt_table(f"{args.solver} ({args.precision}, {args.ic}) per evaluation", rows, columns)
+    walk_title = "" if walk is None else f", {walk} walk"
+    _fmt_table(f"{args.solver} ({args.precision}, {args.ic}{walk_title}) per evaluation"
+               f"{', resident' if args.resident else ''}; direct: {args.direct_solver}", rows, columns)
 
-    summary = {"table": "summary", "solver": args.solver}
+    summary = {"table": "summary", "solver": args.solver, **_walk_columns(walk)}
     if len(rows) >= 2:
         n = np.array([r["n"] for r in rows], float)
         t = np.array([r["median_s"] for r in rows])
@@ -203,7 +245,7 @@ def leaf_sweep(args) -> list[dict]:
 
     particles = ics.make(args.ic, args.sweep_n, seed=args.seed)
     targets = _targets(args.sweep_n, args.error_targets)
-    exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
+    exact = _exact(particles.pos, particles.mass, targets, args)
     configs = []
     for capacity in args.leaf_sweep:
         for group in args.group_sweep or [None]:
@@ -275,26 +317,26 @@ def accuracy_table(args) -> list[dict]:
     n = args.accuracy_n
     particles = ics.make(args.ic, n, seed=args.seed)
     targets = _targets(n, args.error_targets)
-    exact = plummer_exact(particles.pos, particles.mass, targets, args.softening)
+    exact = _exact(particles.pos, particles.mass, targets, args)
     theta_max = _theta_limit(args)
     rows = []
-    for target in ERROR_TARGETS:
-        for quadrupole in (False, True):
-            error_at = _error_function(args, particles, targets, exact, quadrupole=quadrupole)
-            theta = _largest_theta_within(error_at, target, theta_max)
-            row = {"table": "accuracy", "n": n, "target_error": target, "quadrupole": quadrupole}
-            if theta is None:
-                row.update(theta=float("nan"), note="not reachable (round-off floor)")
-            else:
-                solver = _solver(args, theta=theta, quadrupole=quadrupole)
-                timing = _time(lambda: solver.accelerations(particles.pos, particles.mass), args)
-                row.update(theta=theta, rms_error=error_at(theta), **timing.summary(),
-                           interactions_per_particle=solver.last_stats.get("interactions_per_particle"),
-                           note="largest legal theta" if theta == theta_max else "")
-            rows.append(row)
+    for walk, target, quadrupole in itertools.product(_walks(args), args.error_goal, (False, True)):
+        error_at = _error_function(args, particles, targets, exact, quadrupole=quadrupole, walk=walk)
+        theta = _largest_theta_within(error_at, target, theta_max)
+        row = {"table": "accuracy", **_walk_columns(walk), "n": n, "target_error": target,
+               "quadrupole": quadrupole}
+        if theta is None:
+            row.update(theta=float("nan"), note="not reachable (round-off floor)")
+        else:
+            solver = _solver(args, theta=theta, quadrupole=quadrupole, walk=walk)
+            timing = _time(_evaluation(solver, particles, args), args)
+            row.update(theta=theta, rms_error=error_at(theta), **timing.summary(),
+                       interactions_per_particle=solver.last_stats.get("interactions_per_particle"),
+                       note="largest legal theta" if theta == theta_max else "")
+        rows.append(row)
     _fmt_table(f"accuracy vs cost, N = {n} (largest theta meeting each RMS target)", rows,
-               ["target_error", "quadrupole", "theta", "rms_error", "median_s", "iqr_s",
-                "interactions_per_particle", "note"])
+               [*(["walk"] if args.walk else []), "target_error", "quadrupole", "theta",
+                "rms_error", "median_s", "iqr_s", "interactions_per_particle", "note"])
     return rows
 
 
@@ -311,7 +353,7 @@ def peers(args) -> list[dict]:
         particles = ics.make(args.ic, n, seed=args.seed)
         pos64, mass64 = particles.pos.astype(np.float64), particles.mass.astype(np.float64)
         targets = _targets(n, args.error_targets)
-        exact = plummer_exact(pos64, mass64, targets, args.softening)
+        exact = _exact(pos64, mass64, targets, args)
         ours_error_at = _error_function(args, particles, targets, exact)
         for peer in found:
             evaluate, read = peer.prepare(pos64, mass64)

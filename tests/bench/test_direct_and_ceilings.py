@@ -5,8 +5,9 @@ import json
 import pytest
 
 from orrery.app.cli import main
-from orrery.bench import peers
+from orrery.bench import direct, peers
 from orrery.engine.cpu_features import available_simd_levels
+from orrery.engine.errors import InvalidInputError
 
 
 def test_bench_ceilings_writes_every_probe(tmp_path, capsys):
@@ -74,3 +75,35 @@ def test_bench_kinds_have_help(kind, capsys):
         main(["bench", kind, "--help"])
     assert exit_info.value.code == 0
     assert "usage" in capsys.readouterr().out
+
+
+def test_bench_direct_sweeps_a_grid_of_solver_options_with_typed_values():
+    rows = direct.run(n=[64], precision=["f32"], sweep=["threads=1,2"], trials=1, warmup=0,
+                      ceilings=False, simd="scalar")
+    assert [row["threads"] for row in rows] == [1, 2]
+    with pytest.raises(InvalidInputError, match="no option 'tile_size'"):
+        direct.run(n=[64], sweep=["tile_size=64"], ceilings=False)
+    with pytest.raises(InvalidInputError, match="NAME=V1"):
+        direct.run(n=[64], sweep=["threads"], ceilings=False)
+
+
+def test_bench_direct_times_resident_states_and_another_solver_in_the_same_run():
+    rows = direct.run(n=[48], precision=["f64"], resident=True, versus=["reference"], trials=1,
+                      warmup=0, ceilings=False)
+    ours = {row["mode"]: row for row in rows if row["solver"] == "cpu-direct"}
+    theirs = {row["mode"]: row for row in rows if row["solver"] == "reference"}
+    assert set(ours) == set(theirs) == {"host", "resident"}
+    for mode, row in ours.items():
+        assert row["x_reference"] == pytest.approx(
+            row["ginteractions_per_s"] / theirs[mode]["ginteractions_per_s"])
+
+
+@pytest.mark.gpu
+def test_bench_direct_on_a_device_sweeps_the_launch_and_times_each_configuration(device):
+    rows = direct.run(solver="gpu-direct", device=device, n=[256], precision=["f32"],
+                      sweep=["tile_size=64,128"], resident=True, versus=["cpu-direct"],
+                      trials=1, warmup=1, ceilings=False)
+    ours = [row for row in rows if row["solver"] == "gpu-direct"]
+    assert [(row["tile_size"], row["mode"]) for row in ours] == [
+        (64, "host"), (64, "resident"), (128, "host"), (128, "resident")]
+    assert all(row["kernel_s"] > 0 and row["x_cpu-direct"] > 0 for row in ours)

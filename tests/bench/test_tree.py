@@ -58,3 +58,18 @@ def test_bench_tree_runs_as_a_function_and_checks_its_options():
         tree.run(n=[256], theta=5.0)
     with pytest.raises(InvalidInputError, match="no option"):
         tree.run(n=[256], theat=0.5)
+
+
+@pytest.mark.gpu
+def test_bench_tree_on_a_device_times_resident_walks_against_gpu_direct(device):
+    rows = tree.run(solver="gpu-tree", device=device, n=[256, 512], walk=["coherent", "group"],
+                    resident=True, direct_solver="gpu-direct", trials=1, warmup=1,
+                    accuracy=True, accuracy_n=512, error_goal=[1e-2], error_targets=32)
+    scaling = [(r["walk"], r["n"]) for r in rows if r["table"] == "scaling"]
+    assert scaling == [("coherent", 256), ("coherent", 512), ("group", 256), ("group", 512)]
+    for row in (r for r in rows if r["table"] == "scaling"):
+        assert row["direct_source"] == "measured" and row["walk_s"] > 0 and row["sort_s"] > 0
+    accuracy = [r for r in rows if r["table"] == "accuracy"]
+    assert [(r["walk"], r["quadrupole"]) for r in accuracy] == [
+        ("coherent", False), ("coherent", True), ("group", False), ("group", True)]
+    assert all(r["rms_error"] <= 1e-2 for r in accuracy)
