@@ -54,7 +54,7 @@ def sampled_exact(pos, mass, targets, softening: float, *, device: str | None = 
 
 
 def _sampled_exact_on_device(pos, mass, targets, softening, device) -> np.ndarray:
-    from .compute import open_device
+    from .compute import launch_size, open_device
 
     context = open_device(device)
     body = np.empty((len(pos), 4))
@@ -64,7 +64,7 @@ def _sampled_exact_on_device(pos, mass, targets, softening, device) -> np.ndarra
     partial = context.empty((len(targets) * _SAMPLE_CHUNKS, 4), np.float64)
     items = len(targets) * _SAMPLE_CHUNKS
     program.kernel("sampled_accelerations").launch(
-        -(-items // _SAMPLE_GROUP) * _SAMPLE_GROUP, _SAMPLE_GROUP, context.upload(body),
+        launch_size(items, _SAMPLE_GROUP), _SAMPLE_GROUP, context.upload(body),
         np.int32(len(pos)), context.upload(targets.astype(np.int32)), np.int32(len(targets)),
         np.float64(softening ** 2), partial)
     return partial.download().reshape(len(targets), _SAMPLE_CHUNKS, 4).sum(axis=1)[:, :3]

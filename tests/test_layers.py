@@ -52,3 +52,15 @@ def test_a_layer_never_imports_the_layers_above_it(folder, forbidden, allowed_fi
 def test_the_import_resolver_sees_relative_imports():
     bench_cli = ROOT / "app/cli/bench.py"
     assert any(name.startswith("orrery.bench") for name in imported_modules(bench_cli, "orrery.app.cli"))
+
+
+@pytest.mark.parametrize("folder", ["engine", "app", "bench"])
+def test_only_the_compute_layer_imports_a_gpu_api(folder):
+    offences = []
+    for path, package in modules_of(folder):
+        if package.startswith("orrery.engine.compute"):
+            continue
+        for name in imported_modules(path, package):
+            if name.split(".")[0] in ("cupy", "dpctl"):
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offences == []

@@ -5,11 +5,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError, OrreryError
+
+if TYPE_CHECKING:
+    from ._sort import KeySort
+
+
+def ceil_div(value: int, divisor: int) -> int:
+    """``value / divisor`` rounded up, for non-negative integers."""
+    return -(-value // divisor)
+
+
+def launch_size(count: int, group: int) -> int:
+    """The global size that covers ``count`` items in whole work-groups of ``group`` (at
+    least one group, so an empty launch is still a valid one)."""
+    return max(1, ceil_div(count, group)) * group
 
 
 class DeviceUnavailableError(OrreryError, RuntimeError):
@@ -170,10 +184,6 @@ class Context(ABC):
         array.upload(host)
         return array
 
-    @staticmethod
-    def download(array: DeviceArray) -> np.ndarray:
-        return array.download()
-
     # -- programs -----------------------------------------------------------------------------
     def build(self, sources: Sequence[str] = (), *, text: str = "",
               defines: Mapping[str, object] | None = None) -> Program:
@@ -203,6 +213,13 @@ class Context(ABC):
     @abstractmethod
     def _compile(self, source: str) -> Program:
         """Compile the assembled source."""
+
+    # -- primitives ---------------------------------------------------------------------------
+    def key_sort(self) -> KeySort:
+        """A sorter of (64-bit key, 32-bit order) pairs on this device (see ``_sort``)."""
+        from ._sort import RadixKeySort
+
+        return RadixKeySort(self)
 
     # -- ordering -----------------------------------------------------------------------------
     @abstractmethod

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..compute import DeviceArray, KernelEvent, unavailable_reason
+from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
 from ._device_tree import STAGES, DeviceTreeBuilder
 from ._gpu import GpuSolver
 from ._options import DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA, Option, SolverSpec
@@ -87,7 +87,7 @@ class GpuTreeSolver(GpuSolver):
         subgroup = self.context.info.subgroup_size
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": 64 if self.context.info.fp64 else 32,
                    "WALK": _WALK_CODES[self.walk], "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
-                   "GROUP_TARGETS": -(-GROUP_CAPACITY // subgroup),
+                   "GROUP_TARGETS": ceil_div(GROUP_CAPACITY, subgroup),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
         return program.kernel("tree_walk")
@@ -99,9 +99,9 @@ class GpuTreeSolver(GpuSolver):
             self._result = self.context.empty((count, 4), self.dtype)
         if self.walk == "group":
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
-            work_groups = max(1, -(-tree.group_count // per_work_group))
+            work_groups = max(1, ceil_div(tree.group_count, per_work_group))
         else:
-            work_groups = max(1, -(-count // WALK_GROUP_SIZE))
+            work_groups = max(1, ceil_div(count, WALK_GROUP_SIZE))
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
             self._tally = self.context.empty(2 * work_groups, np.uint64)
         self._tally_groups = work_groups

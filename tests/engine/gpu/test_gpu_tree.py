@@ -8,7 +8,6 @@ import pytest
 from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
-from orrery.engine.solvers._device_sort import DeviceKeySort
 from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
 from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
@@ -71,7 +70,7 @@ def test_device_key_sort_equals_numpy_stable_sort(context, kind):
         keys = (rng.integers(0, 50, n, dtype=np.uint64) << np.uint64(40)) | np.uint64(7)
     arrays = [context.upload(keys), context.upload(np.arange(n, dtype=np.uint32)),
               context.empty(n, np.uint64), context.empty(n, np.uint32)]
-    _, (sorted_keys, order) = DeviceKeySort(context).sort(*arrays, n)
+    _, (sorted_keys, order) = context.key_sort().sort(*arrays, n)
     expected = np.argsort(keys, kind="stable")
     assert np.array_equal(order.download(), expected)
     assert np.array_equal(sorted_keys.download(), keys[expected])

@@ -1,21 +1,17 @@
-"""Exclusive prefix sums of ``uint32`` counts on a compute device (``scan.cl``): the building
-block of the device radix sort and of the parallel tree build."""
+"""Exclusive prefix sums of ``uint32`` counts on a compute device (``scan.cl``): a primitive of
+the compute layer, the building block of the radix sort and of the parallel tree build."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..compute import Context, DeviceArray, KernelEvent
+from ._types import Context, DeviceArray, KernelEvent, ceil_div, launch_size
 
 # Entries each work-item sums serially, and the one work-group that scans the chunk totals.
 SCAN_CHUNK = 32
 SCAN_GROUP = 256
 # Work-group size of the per-chunk kernels.
 CHUNK_GROUP = 64
-
-
-def _round_up(value: int, multiple: int) -> int:
-    return max(1, -(-value // multiple)) * multiple
 
 
 class DeviceScan:
@@ -32,11 +28,11 @@ class DeviceScan:
         self._scratch: DeviceArray | None = None
 
     def scan(self, values: DeviceArray, count: int, out: DeviceArray) -> list[KernelEvent]:
-        chunks = max(1, -(-count // SCAN_CHUNK))
+        chunks = max(1, ceil_div(count, SCAN_CHUNK))
         if self._scratch is None or self._scratch.size < chunks + 1:
             self._scratch = self.context.empty(chunks + 1, np.uint32)
         totals = self._scratch
-        width = _round_up(chunks, CHUNK_GROUP)
+        width = launch_size(chunks, CHUNK_GROUP)
         return [
             self._chunk_totals.launch(width, CHUNK_GROUP, values, np.int32(count), totals,
                                       np.int32(chunks)),
