@@ -63,7 +63,7 @@ class TreeEngine {
   }
 
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, bool quadrupole,
-                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const IsaKernels& kernels,
+                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const SimdKernels& kernels,
                 T* acc, T* pot) {
     build(pos, mass, n, leaf_capacity, theta, quadrupole, threads);
     auto start = Clock::now();
@@ -198,7 +198,7 @@ void register_engine(py::module_& m, const char* name) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
-            const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+            const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);
             T* a = acc.mutable_data();

@@ -1,20 +1,20 @@
-// Builds the IsaKernels table an isa_*.cpp file exports from the kernel templates.
+// Builds the SimdKernels table an simd_*.cpp file exports from the kernel templates.
 #pragma once
 
 #include <cstddef>
 
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
-#include "isa_kernels.hpp"
+#include "simd_kernels.hpp"
 #include "tree_kernels.hpp"
 
 namespace orrery {
 
-// The table an isa_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
+// The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
 // targets per block in the direct kernel.
 template <template <typename> class Vec, std::size_t K32, std::size_t K64>
-constexpr IsaKernels make_isa_kernels(const char* name) {
-  return IsaKernels{name,
+constexpr SimdKernels make_simd_kernels(const char* name) {
+  return SimdKernels{name,
                     K32 * Vec<float>::lanes,
                     K64 * Vec<double>::lanes,
                     Vec<float>::refinement,

@@ -1,5 +1,5 @@
-// The kernels compiled once per instruction set. Each isa_*.cpp file includes the kernel
-// templates with its own traits and its own compiler flags and exports one IsaKernels table;
+// The kernels compiled once per instruction set. Each simd_*.cpp file includes the kernel
+// templates with its own traits and its own compiler flags and exports one SimdKernels table;
 // simd.cpp picks the table at run time. Only plain data and function pointers cross the
 // boundary, so no code built for a wider instruction set can leak into the baseline files.
 #pragma once
@@ -31,7 +31,7 @@ struct DirectOutput {
   T* pot;
 };
 
-// Computes the targets of blocks [first_block, end_block); a block is IsaKernels::block_* targets.
+// Computes the targets of blocks [first_block, end_block); a block is SimdKernels::block_* targets.
 template <typename T>
 using DirectBlocksFn = void (*)(const DirectInput<T>&, std::size_t first_block,
                                 std::size_t end_block, const DirectOutput<T>&);
@@ -54,7 +54,7 @@ using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* ou
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
 
-struct IsaKernels {
+struct SimdKernels {
   const char* name;
   std::size_t block_f32;  // targets per block
   std::size_t block_f64;
@@ -83,10 +83,10 @@ struct IsaKernels {
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
 };
 
-extern const IsaKernels kScalarKernels;
+extern const SimdKernels kScalarKernels;
 #ifdef ORRERY_X86_KERNELS
-extern const IsaKernels kAvx2Kernels;
-extern const IsaKernels kAvx512Kernels;
+extern const SimdKernels kAvx2Kernels;
+extern const SimdKernels kAvx512Kernels;
 #endif
 
 }  // namespace orrery
