@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from .. import _native
-from ..engine.cpu_features import simd_level
+from ..engine.cpu_features import hardware_threads, simd_level
 from ..engine.solvers._options import DEVICE, SIMD, THREADS, Option
 from ._options import BenchmarkSpec
 from .harness import format_table, time_interleaved
@@ -104,7 +104,7 @@ def measure_cpu(*, threads: int | None = None, simd: str | None = None, trial_se
     """Every probe on ``threads`` threads (default all) at SIMD level ``simd``, timed in turns;
     one row each, with ``rate`` in the probe's unit and the harness's timing summary."""
     level = simd_level(simd)["level"]
-    threads = threads or _native.hardware_threads()
+    threads = threads or hardware_threads()
     probes = make_probes(threads=threads, level=level, trial_seconds=trial_seconds,
                          read_mib=read_mib, read=read)
     timings = time_interleaved({p.key: p.run for p in probes}, warmup=1, trials=trials)
@@ -141,10 +141,6 @@ def measure_device(device: str) -> dict[str, float]:
 
     measured = device_ceilings.measure(device)
     return {key: rate for key, rate in measured.items() if key not in ("device", "name")}
-
-
-def hardware_threads() -> int:
-    return int(_native.hardware_threads())
 
 
 def default_read_mib() -> int:

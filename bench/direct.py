@@ -170,7 +170,7 @@ class _Evaluation:
             self.resident()
         else:
             self.solver.accelerations(self.pos, self.mass)
-        self.kernel_seconds.append(self.solver.last_stats.get("kernel_seconds"))
+        self.kernel_seconds.append(self.solver.last_stats.get("kernel_s"))
 
     def stats(self, warmup: int) -> dict:
         last = self.solver.last_stats

@@ -87,10 +87,10 @@ def time_interleaved(fns: dict[str, Callable[[], object]], *, warmup: int = 2, t
 
 
 def machine_description() -> dict:
-    from .. import _native
+    from ..engine.cpu_features import hardware_threads
 
     return {"machine": platform.machine(), "processor": platform.processor(),
-            "python": platform.python_version(), "threads": _native.hardware_threads()}
+            "python": platform.python_version(), "threads": hardware_threads()}
 
 
 def write_rows(rows: list[dict], path: str | Path, *, meta: dict | None = None) -> None:

@@ -20,17 +20,16 @@ from ..engine import ics
 from ..engine.errors import InvalidInputError
 from ..engine.particles import as_dtype
 from ..engine.solvers import make_solver, solver_specs
+from ..engine.solvers.auto import EXCLUDED
 from .harness import Timing, time_trials
-
-# Never timed for crossovers: the slow yardstick, and the solver that consumes the crossovers.
-NOT_TIMED = ("reference", "auto")
 
 
 def timed_solvers(requested: Iterable[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """(solvers that can run here, {solver: why not} for the others), ``reference`` and
     ``auto`` excluded; ``requested`` narrows the list (unknown names are an error)."""
     specs = solver_specs()
-    names = [n for n in specs if n not in NOT_TIMED]
+    # Never timed for crossovers: the solvers auto never picks (the yardstick, auto itself).
+    names = [n for n in specs if n not in EXCLUDED]
     if requested is not None:
         requested = list(requested)
         unknown = sorted(set(requested) - set(names))

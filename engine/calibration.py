@@ -29,14 +29,10 @@ class CalibrationCacheWarning(UserWarning):
 @functools.lru_cache(maxsize=1)
 def machine_key() -> dict:
     """The CPU this process runs on: model, hardware threads and the SIMD path the native
-    module dispatches to (when it reports one)."""
-    from .. import _native
+    module dispatches to."""
+    from .cpu_features import build_info, hardware_threads
 
-    key = {"cpu": _cpu_model(), "threads": int(_native.hardware_threads())}
-    build_info = getattr(_native, "build_info", None)
-    if callable(build_info):
-        key["simd"] = _simd_level(build_info())
-    return key
+    return {"cpu": _cpu_model(), "threads": hardware_threads(), "simd": _simd_level(build_info())}
 
 
 def _cpu_model() -> str:

@@ -28,6 +28,7 @@ from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
+from .solvers._options import THETA
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class RunSettings:
     solver: str | None = None
     dt: float | None = None
     softening: float | None = None
-    theta: float = 0.5
+    theta: float = THETA.default
 
 
 class SimulationRunner(FrameSource):

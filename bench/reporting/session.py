@@ -139,15 +139,11 @@ def run_session(plan: Plan) -> Session:
 
 
 def _machine() -> dict:
-    from ... import _native
     from ...engine.calibration import device_key, machine_key
+    from ...engine.cpu_features import build_info
 
-    description = {**machine_description(), **machine_key(), **device_key(),
-                   "system": f"{platform.system()} {platform.release()}"}
-    build_info = getattr(_native, "build_info", None)
-    if callable(build_info):
-        description["build"] = build_info()
-    return description
+    return {**machine_description(), **machine_key(), **device_key(),
+            "system": f"{platform.system()} {platform.release()}", "build": build_info()}
 
 
 def _canary() -> Timing:

@@ -37,8 +37,14 @@ class Solver(ABC):
         mass = np.ascontiguousarray(mass, dtype=self.dtype)
         start = time.perf_counter()
         acc, pot = self._compute(pos, mass, potential)
-        self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
+        self.store_stats(start)
         return (acc, pot) if potential else acc
+
+    def store_stats(self, start: float) -> None:
+        """``last_stats``: wall seconds since ``start`` (``wall_s``) and what the solver adds;
+        the wall time is read after the extra stats, which wait for a device's events."""
+        extra = self._extra_stats()
+        self.last_stats = {"wall_s": time.perf_counter() - start, **extra}
 
     @abstractmethod
     def _compute(self, pos, mass, potential):
@@ -62,7 +68,6 @@ class HostState:
 
     def __init__(self, solver: Solver, particles: Particles):
         self.solver = solver
-        self.template = particles
         self.pos = np.array(particles.pos, dtype=solver.dtype, order="C")
         self.vel = np.array(particles.vel, dtype=solver.dtype, order="C")
         self.mass = np.array(particles.mass, dtype=solver.dtype, order="C")

@@ -2,7 +2,6 @@
 compensated ``reference`` solver over every particle."""
 
 import numpy as np
-import pytest
 
 from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import rms_relative_error, sampled_exact
