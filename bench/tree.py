@@ -60,6 +60,8 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
                                                "measured against (it gets --device too)"),
     Option("direct_max_n", int, 32768, "largest N at which the direct solver is timed; above it "
                                        "its time is extrapolated as N^2 and marked so", minimum=0),
+    Option("scaling_error", bool, False, "also give each scaling row's RMS error over the "
+                                         "sampled targets (see --error-targets)"),
     Option("error_targets", int, 1024, "target particles sampled for RMS errors (their exact "
                                        "accelerations summed on --device when given)", minimum=1),
     Option("accuracy", bool, False, "accuracy-vs-cost table: monopole vs quadrupole (per walk) "
@@ -172,8 +174,9 @@ def _scaling(args, walk) -> list[dict]:
         solver = _solver(args, walk=walk)
         timing = _time(_evaluation(solver, particles, args), args)
         stats = solver.last_stats
+        errors = _scaling_error(solver, particles, args) if args.scaling_error else {}
         row = {"table": "scaling", "solver": args.solver, **_walk_columns(walk), "n": n,
-               **timing.summary(),
+               **timing.summary(), **errors,
                "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
                **_breakdown(stats)}
         if n <= args.direct_max_n:
@@ -189,7 +192,8 @@ def _scaling(args, walk) -> list[dict]:
         if "direct_s" in row:
             row["speedup_vs_direct"] = row["direct_s"] / row["median_s"]
         rows.append(row)
-    columns = ["n", "median_s", "iqr_s", "interactions_per_particle", *_stage_columns(stats),
+    columns = ["n", "median_s", "iqr_s", *(["rms_error"] if args.scaling_error else []),
+               "interactions_per_particle", *_stage_columns(stats),
                "direct_s", "direct_source", "speedup_vs_direct"]
     walk_title = "" if walk is None else f", {walk} walk"
     _fmt_table(f"{args.solver} ({args.precision}, {args.ic}{walk_title}) per evaluation"
@@ -207,6 +211,13 @@ def _scaling(args, walk) -> list[dict]:
     print("\n" + ", ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}"
                             for k, v in summary.items() if k != "table"))
     return rows + [summary]
+
+
+def _scaling_error(solver, particles, args) -> dict:
+    targets = _targets(particles.n, args.error_targets)
+    exact = _exact(particles.pos, particles.mass, targets, args)
+    acc = solver.accelerations(particles.pos, particles.mass)
+    return {"rms_error": rms_relative_error(acc[targets], exact)}
 
 
 def _crossover(rows) -> tuple[float, str]:

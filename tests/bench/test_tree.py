@@ -52,8 +52,11 @@ def test_bench_tree_rejects_solvers_without_theta(capsys):
 
 
 def test_bench_tree_runs_as_a_function_and_checks_its_options():
-    rows = tree.run(n=[256, 512], trials=1, warmup=0, direct_max_n=0)
-    assert [r["n"] for r in rows if r["table"] == "scaling"] == [256, 512]
+    rows = tree.run(n=[256, 512], trials=1, warmup=0, direct_max_n=0, scaling_error=True,
+                    error_targets=32)
+    scaling = [r for r in rows if r["table"] == "scaling"]
+    assert [r["n"] for r in scaling] == [256, 512]
+    assert all(0 < r["rms_error"] < 1e-2 for r in scaling)  # theta 0.5: about 5e-4
     with pytest.raises(InvalidInputError, match="theta"):
         tree.run(n=[256], theta=5.0)
     with pytest.raises(InvalidInputError, match="no option"):
