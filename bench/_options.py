@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from ..engine import ics
 from ..engine.errors import InvalidInputError
-from ..engine.solvers._options import Option
+from ..engine.solvers._options import DEVICE, SIMD, SOFTENING, THREADS, Option
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class Several(Option):
 # Options more than one benchmark takes.
 IC = Option("ic", str, "plummer", "initial conditions", choices=tuple(sorted(ics.GENERATORS)))
 SEED = Option("seed", int, 1, "seed of the initial conditions")
+# Where and on what a solver benchmark runs: the solvers' own records, then the particles.
+SOLVER_RUN = (THREADS, SIMD, DEVICE, SOFTENING, IC, SEED)
 
 
 def several(option: Option, default: tuple | None, doc: str | None = None, *,

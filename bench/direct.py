@@ -19,9 +19,9 @@ from ..engine import ics
 from ..engine.cpu_features import hardware_threads
 from ..engine.errors import InvalidInputError, UnknownSolverError
 from ..engine.solvers import make_solver, solver_specs
-from ..engine.solvers._options import DEVICE, PRECISION, SIMD, SOFTENING, THREADS, Option
+from ..engine.solvers._options import PRECISION, Option
 from . import ceilings, peers
-from ._options import IC, SEED, BenchmarkSpec, several
+from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .harness import FLOP_PER_INTERACTION, format_table, time_interleaved
 
 HELP = "time a direct-summation solver: interactions/s, Gflop/s, fractions of measured ceilings"
@@ -36,12 +36,7 @@ SPEC = BenchmarkSpec("direct", HELP, options=(
             "particle counts (an interaction needs two particles)"),
     several(PRECISION, ("f32", "f64")),
     Option("solver", str, "cpu-direct", "solver name"),
-    THREADS,
-    DEVICE,
-    SIMD,
-    SOFTENING,
-    IC,
-    SEED,
+    *SOLVER_RUN,
     Option("trials", int, 7, "timed trials", minimum=1),
     Option("warmup", int, 2, "discarded trials", minimum=0),
     several(Option("sweep", str, None, ""), None,

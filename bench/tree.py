@@ -21,10 +21,9 @@ from ..engine.accuracy import rms_relative_error, sampled_exact
 from ..engine.cpu_features import build_info, simd_level
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
-from ..engine.solvers._options import (DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD,
-                                      SOFTENING, THETA, THREADS, Option)
+from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, THETA, Option
 from ..engine.solvers.gpu_tree import WALK
-from ._options import IC, SEED, BenchmarkSpec, several
+from ._options import SOLVER_RUN, BenchmarkSpec, several
 from ._tree_peers import available_peers
 from .harness import Timing, format_table, time_trials
 
@@ -43,12 +42,7 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
     replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
     several(WALK, None, "walks of a solver that has several, e.g. gpu-tree's coherent "
                         "independent group (default: the solver's)"),
-    THREADS,
-    SIMD,
-    DEVICE,
-    SOFTENING,
-    IC,
-    SEED,
+    *SOLVER_RUN,
     Option("trials", int, 5, "timed trials per measurement", minimum=1),
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
     Option("long_trial_s", float, 3.0, "a warm-up slower than this (seconds) is the only trial",
