@@ -1,8 +1,7 @@
 """Type stub of ``orrery._native``, the C++ core (pybind11; sources in ``native/``).
 
 Installed next to the extension so editors and type checkers see its API. Precision is in the
-name (``_f32``/``_f64``, ``TreeF32``/``TreeF64``) or, for ``build_tree``, in the dtype of the
-arrays. ``threads=0`` means every hardware thread; ``simd=""`` means ``ORRERY_SIMD``, else the
+name: ``_f32``/``_f64`` for functions, ``TreeF32``/``TreeF64`` for the classes. ``threads=0`` means every hardware thread; ``simd=""`` means ``ORRERY_SIMD``, else the
 widest level this CPU has. Keep in step with the ``m.def`` calls of ``native/*.cpp``
 (``tests/engine/test_native_stub.py`` checks the names).
 """
@@ -81,10 +80,17 @@ def probe_read_bytes(buffer: npt.ArrayLike, threads: int = 0, simd: str = "") ->
     """Read a float64 buffer once across the threads; returns the bytes read."""
 
 
-def build_tree(pos: npt.ArrayLike, mass: npt.ArrayLike, leaf_capacity: int = 16,
-               quadrupole: bool = False, theta: float = 0.5, threads: int = 0) -> dict[str, Any]:
-    """Host octree build (float32 or float64 arrays): order, keys, nodes (ADR-0010 layout),
-    leaves, cell_level, quadrupoles ((nodes, 6) or None), cube_min, cube_side, depth."""
+def build_tree_f32(pos: npt.ArrayLike, mass: npt.ArrayLike, leaf_capacity: int = 16,
+                   quadrupole: bool = False, theta: float = 0.5,
+                   threads: int = 0) -> dict[str, Any]:
+    """Host octree build: order, keys, nodes (ADR-0010 layout), leaves, cell_level,
+    quadrupoles ((nodes, 6) or None), cube_min, cube_side, depth."""
+
+
+def build_tree_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, leaf_capacity: int = 16,
+                   quadrupole: bool = False, theta: float = 0.5,
+                   threads: int = 0) -> dict[str, Any]:
+    """As :func:`build_tree_f32`, in float64."""
 
 
 class TreeF32:

@@ -2,7 +2,7 @@
 // (morton.cpp), depth-first octree and moments (octree.cpp), group walk (tree_walk.cpp).
 // Cost about N log N; accuracy set by the opening angle theta (theta = 0 is direct summation).
 // The interaction kernels run on the SIMD level chosen at run time, as cpu-direct's (simd.hpp).
-// Also exposes the host tree build (build_tree) so the GPU tree can be compared node for node.
+// Also exposes the host tree build (build_tree_f32/_f64) so the GPU tree can be compared node for node.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -228,9 +228,10 @@ void register_tree(py::module_& m) {
   const char* doc =
       "Host octree build: dict of order (sorted -> caller index), keys, nodes (structured array, ADR-0010 "
       "layout), leaves, cell_level, quadrupoles ((nodes, 6) or None), cube_min, cube_side, depth.";
-  m.def("build_tree", &build_tree<float>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
+  // Precision is in the name, as for every other function of the module (_f32, _f64).
+  m.def("build_tree_f32", &build_tree<float>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
         py::arg("quadrupole") = false, py::arg("theta") = 0.5, py::arg("threads") = 0, doc);
-  m.def("build_tree", &build_tree<double>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
+  m.def("build_tree_f64", &build_tree<double>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
         py::arg("quadrupole") = false, py::arg("theta") = 0.5, py::arg("threads") = 0, doc);
 }
 

@@ -29,7 +29,7 @@ STAGES = ("box", "keys", "sort", "build", "moments")
 
 
 def node_dtype(real: np.dtype) -> np.dtype:
-    """The host view of a device node record (the layout of cpu-tree's ``build_tree`` nodes)."""
+    """The host view of a device node record (the layout of cpu-tree's ``build_tree_f32`` nodes)."""
     real = np.dtype(real)
     size = 4 * real.itemsize + real.itemsize + 12
     itemsize = 32 if real.itemsize == 4 else ceil_div(size, 8) * 8

@@ -44,7 +44,7 @@ def test_device_build_equals_host_build_node_for_node(device, layout, leaf_capac
                          quadrupole=True, walk="group")
     solver.accelerations(pos32, mass32)
     tree = solver.last_tree()
-    host = _native.build_tree(pos32, mass32, leaf_capacity=leaf_capacity, quadrupole=True, theta=0.6)
+    host = _native.build_tree_f32(pos32, mass32, leaf_capacity=leaf_capacity, quadrupole=True, theta=0.6)
     nodes, host_nodes = tree.node_records(np.float32), host["nodes"]
     assert tree.node_count == len(host_nodes) == solver.last_stats["nodes"]
     for field in ("skip", "first", "count"):
