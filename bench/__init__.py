@@ -17,7 +17,8 @@ from types import ModuleType
 from ..engine.errors import InvalidInputError
 from ._options import BenchmarkSpec, Several
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "render", "playback", "report")
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "render", "live", "playback",
+                               "report")
 
 
 def benchmark_module(name: str) -> ModuleType:

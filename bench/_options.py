@@ -8,6 +8,7 @@ Python or from ``orrery bench`` (whose flags ``app/cli/bench.py`` generates from
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, fields
 from types import SimpleNamespace
 
@@ -74,8 +75,13 @@ class BenchmarkSpec:
         if unknown:
             raise InvalidInputError(f"benchmark {self.name!r} has no option(s) {unknown}; "
                                     f"its options are {sorted(known)}")
-        return SimpleNamespace(**{name: option.coerce(kwargs.get(name, option.default))
-                                  for name, option in known.items()})
+        values = {}
+        for name, option in known.items():
+            try:
+                values[name] = option.coerce(kwargs.get(name, option.default))
+            except argparse.ArgumentTypeError as error:  # a converter shared with the CLI
+                raise InvalidInputError(f"{name}: {error}") from None
+        return SimpleNamespace(**values)
 
     def command(self, kwargs: dict) -> str:
         """The ``orrery bench`` command line that runs this benchmark with ``kwargs``."""

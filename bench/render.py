@@ -21,9 +21,20 @@ from .harness import format_table, time_trials
 HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless (EGL)"
 
 
+def window_size(value) -> tuple[int, int]:
+    """``"WxH"`` or ``(w, h)``, checked as the CLI's window sizes are
+    (``app/cli/_arg_types.window_size``: argparse's error type, so a flag's message is kept)."""
+    from ..app.cli._arg_types import window_size as parse
+
+    if isinstance(value, str):
+        return parse(value)
+    width, height = value
+    return parse(f"{int(width)}x{int(height)}")
+
+
 SPEC = BenchmarkSpec("render", HELP, options=(
     several(Option("n", int, None, "particle counts", minimum=1), (20000, 200000, 1000000)),
-    Option("size", str, "1280x720", "output size WxH"),
+    Option("size", window_size, "1280x720", "output size WxH"),
     Option("point_size", float, 2.0, "sprite diameter in pixels, same for the bare draw",
            minimum=0.0, exclusive_minimum=True),
     several(Option("target", str, None, "", choices=("rgba32f", "rgba16f")), ("rgba32f",),
@@ -43,7 +54,7 @@ def run(**options) -> list[dict]:
     from ..engine.frames import Frame
     from ..engine.ics import plummer
 
-    width, height = (int(part) for part in args.size.lower().split("x"))
+    width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     device = describe(ctx)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
@@ -114,3 +125,5 @@ def run(**options) -> list[dict]:
                                          "fps", "wait_ms", "upload_ms", "draw_ms", "render_ms",
                                          "bare_ms", "ratio_to_render", "new_frames", "drift"]))
     return rows + replay_rows
+
+

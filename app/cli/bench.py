@@ -9,6 +9,8 @@ import argparse
 from ...bench import BENCHMARKS, benchmark_module
 from ...bench._options import Several, flag
 from ...bench.harness import write_rows
+from ...engine.errors import InvalidInputError
+from ...engine.solvers._options import Option
 
 
 def add_parser(subparsers) -> None:
@@ -27,8 +29,8 @@ def add_parser(subparsers) -> None:
 
 
 def _add_option(parser: argparse.ArgumentParser, option) -> None:
-    """One flag per option; values are checked by the options table, not by argparse, so a
-    call from Python and one from the shell meet the same rules and messages."""
+    """One flag per option, each value checked by the option's record as it is parsed, so a
+    bad value is a usage error with the same rule and message as a call from Python."""
     shown = option.default if not isinstance(option.default, tuple) else \
         " ".join(map(str, option.default))
     help_text = option.doc if option.default is None else f"{option.doc} (default: {shown})"
@@ -39,13 +41,25 @@ def _add_option(parser: argparse.ArgumentParser, option) -> None:
                             action=argparse.BooleanOptionalAction, help=help_text)
     elif isinstance(option, Several):
         # Both ``--n 1 2`` and ``--n 1 --n 2`` give [1, 2].
-        parser.add_argument(flag(option.name), dest=option.name, default=None, type=option.type,
-                            nargs="*" if option.allow_empty else "+", action="extend",
+        parser.add_argument(flag(option.name), dest=option.name, default=None,
+                            type=_checked(option), nargs="*" if option.allow_empty else "+",
+                            action="extend",
                             metavar=metavar,
                             help=help_text)
     else:
-        parser.add_argument(flag(option.name), dest=option.name, default=None, type=option.type,
-                            metavar=metavar, help=help_text)
+        parser.add_argument(flag(option.name), dest=option.name, default=None,
+                            type=_checked(option), metavar=metavar, help=help_text)
+
+
+def _checked(option):
+    """argparse's ``type`` for ``option``: its record's conversion and checks, one value."""
+    def parse(text: str):
+        try:
+            return Option.coerce(option, text)
+        except InvalidInputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = getattr(option.type, "__name__", "value")
+    return parse
 
 
 def run(args) -> int:

@@ -15,15 +15,18 @@ Example (a device string, a kernel file, a define, a launch of global/local size
     event.seconds()                                     # device time of that launch
 """
 
+from ._cuda_gl import gl_buffer_view, registered_gl_buffers
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
 from ._scan import DeviceScan
 from ._sort import KeySort
-from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, Kernel,
-                     KernelBuildError, KernelEvent, Program, ceil_div, launch_size)
+from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, HostSnapshot,
+                     InteropUnavailableError, Kernel, KernelBuildError, KernelEvent, Program,
+                     Snapshot, ceil_div, launch_size)
 from .opencl_build_log import opencl_build_log
 
 __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan",
-           "DeviceUnavailableError", "Kernel", "KernelBuildError", "KernelEvent", "KeySort",
-           "Program", "ceil_div", "kernel_file", "launch_size", "list_devices", "open_device",
-           "opencl_build_log", "unavailable_reason"]
+           "DeviceUnavailableError", "HostSnapshot", "InteropUnavailableError", "Kernel",
+           "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "ceil_div",
+           "gl_buffer_view", "kernel_file", "launch_size", "list_devices", "open_device",
+           "opencl_build_log", "registered_gl_buffers", "unavailable_reason"]
