@@ -107,3 +107,12 @@ def test_bench_direct_on_a_device_sweeps_the_launch_and_times_each_configuration
     assert [(row["tile_size"], row["mode"]) for row in ours] == [
         (64, "host"), (64, "resident"), (128, "host"), (128, "resident")]
     assert all(row["kernel_s"] > 0 and row["x_cpu-direct"] > 0 for row in ours)
+
+
+def test_a_bad_bench_flag_is_a_usage_error_with_its_records_message(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "direct", "--n", "1"])
+    assert exit_info.value.code == 2
+    assert "argument --n: n must be >= 2, got 1" in capsys.readouterr().err
+    with pytest.raises(InvalidInputError, match="n must be >= 2"):
+        direct.run(n=[1])
