@@ -1,8 +1,9 @@
 """Type stub of ``orrery._native``, the C++ core (pybind11; sources in ``native/``).
 
 Installed next to the extension so editors and type checkers see its API. Precision is in the
-name: ``_f32``/``_f64`` for functions, ``TreeF32``/``TreeF64`` for the classes. ``threads=0`` means every hardware thread; ``simd=""`` means ``ORRERY_SIMD``, else the
-widest level this CPU has. Keep in step with the ``m.def`` calls of ``native/*.cpp``
+name: ``_f32``/``_f64`` for functions, ``TreeF32``/``TreeF64`` for the classes. ``threads=0``
+means every hardware thread; ``simd=""`` means ``ORRERY_SIMD``, else the widest level this CPU
+has. Keep in step with the ``m.def`` calls of ``native/*.cpp``
 (``tests/engine/test_native_stub.py`` checks the names).
 """
 
