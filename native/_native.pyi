@@ -38,15 +38,16 @@ def simd_level(simd: str = "") -> dict[str, Any]:
 
 
 def direct_accelerations_f32(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
-                             threads: int = 0, potential: bool = False,
-                             simd: str = "") -> tuple[F32, F32 | None]:
-    """Softened accelerations (n, 3) and, with ``potential``, potentials (n,) by direct
-    summation (G = 1)."""
+                             threads: int = 0, potential: bool = False, simd: str = "",
+                             first: int = 0, count: int = -1) -> tuple[F32, F32 | None]:
+    """Softened accelerations and, with ``potential``, potentials by direct summation (G = 1)
+    of the targets ``first .. first + count - 1`` (``count=-1``: to the end) from every source;
+    each target's bits are those of a call over all."""
 
 
 def direct_accelerations_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
-                             threads: int = 0, potential: bool = False,
-                             simd: str = "") -> tuple[F64, F64 | None]:
+                             threads: int = 0, potential: bool = False, simd: str = "",
+                             first: int = 0, count: int = -1) -> tuple[F64, F64 | None]:
     """As :func:`direct_accelerations_f32`, in float64."""
 
 
