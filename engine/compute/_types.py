@@ -54,13 +54,31 @@ class DeviceInfo:
                 f"fp64 {'yes' if self.fp64 else 'no'}, driver {self.driver})")
 
 
-class DeviceArray(ABC):
-    """A 1-D or 2-D array in device memory with a fixed shape and dtype."""
+@dataclass
+class Transfers:
+    """Bytes a context moved between host and device through :class:`DeviceArray` uploads and
+    downloads (tests use it to show that a path moves no particle arrays)."""
 
-    def __init__(self, shape: int | tuple[int, ...], dtype):
+    uploaded: int = 0
+    downloaded: int = 0
+
+
+class DeviceArray(ABC):
+    """A 1-D or 2-D array in device memory with a fixed shape and dtype.
+
+    Arrays a context allocates are C-contiguous; one wrapping another framework's array
+    (:meth:`Context.wrap`) has that array's ``strides`` (in elements, as kernels index) and
+    ``start``, the element of index (0, ...) counted from the pointer kernels receive.
+    """
+
+    def __init__(self, shape: int | tuple[int, ...], dtype, strides: tuple[int, ...] | None = None,
+                 start: int = 0):
         shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
+        self.strides = tuple(strides) if strides is not None else tuple(
+            int(np.prod(self.shape[axis + 1:], dtype=np.int64)) for axis in range(len(self.shape)))
+        self.start = int(start)
 
     @property
     def size(self) -> int:
@@ -151,6 +169,7 @@ class Context(ABC):
     def __init__(self, info: DeviceInfo):
         self.info = info
         self._programs: dict[str, Program] = {}
+        self.transfers = Transfers()
 
     # -- memory -------------------------------------------------------------------------------
     @abstractmethod
@@ -173,6 +192,23 @@ class Context(ABC):
     @staticmethod
     def download(array: DeviceArray) -> np.ndarray:
         return array.download()
+
+    # -- arrays of other frameworks (DLPack, CUDA and SYCL array interfaces) ------------------
+    def wrap(self, obj, what: str) -> DeviceArray | None:
+        """A view of ``obj``, a device array of another framework (CuPy, PyTorch, dpnp, ...) on
+        this device, without a copy; None when ``obj`` lives in host memory. A device array on
+        another device, or of another element type than float32/float64, raises
+        InvalidInputError naming ``what``."""
+        from ._interchange import wrap
+        return wrap(self, obj, what)
+
+    def export(self, array: DeviceArray, shape: tuple[int, ...] | None = None,
+               strides: tuple[int, ...] | None = None, offset: int = 0):
+        """``array`` (or the view of it with ``shape``, element ``strides`` and element
+        ``offset``) as an array of this backend's framework family, sharing its memory: a CuPy
+        array on CUDA, an object with ``__sycl_usm_array_interface__`` on SYCL."""
+        from ._interchange import export
+        return export(self, array, shape or array.shape, strides or array.strides, offset)
 
     # -- programs -----------------------------------------------------------------------------
     def build(self, sources: Sequence[str] = (), *, text: str = "",
