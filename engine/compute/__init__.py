@@ -5,6 +5,10 @@ Host types, after OpenMM's common platform: :class:`Context` (a device and its i
 arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
 :class:`Kernel` (launch with global and local sizes) and :class:`KernelEvent` (device-side time).
 
+Arrays of other frameworks (DLPack, the CUDA and SYCL array interfaces) come in through
+:meth:`Context.wrap` and go out through :meth:`Context.export` (``_interchange.py``); every
+upload and download is counted in ``Context.transfers``.
+
 Example (a device string, a kernel file, a define, a launch of global/local size)::
 
     context = open_device("sycl:cpu")                   # or "cuda:0", "sycl:gpu", None
@@ -13,6 +17,7 @@ Example (a device string, a kernel file, a define, a launch of global/local size
     event.seconds()                                     # device time of that launch
 """
 
+from ._interchange import UsmArray, host_array
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
 from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, Kernel,
@@ -20,5 +25,6 @@ from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, K
 from .opencl_build_log import opencl_build_log
 
 __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceUnavailableError",
-           "Kernel", "KernelBuildError", "KernelEvent", "Program", "kernel_file", "list_devices",
+           "Kernel", "KernelBuildError", "KernelEvent", "Program", "UsmArray", "host_array",
+           "kernel_file", "list_devices",
            "open_device", "opencl_build_log", "unavailable_reason"]

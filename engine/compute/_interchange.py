@@ -55,6 +55,14 @@ def locate(obj) -> str:
     return HOST
 
 
+def host_array(obj) -> np.ndarray:
+    """A host object as a NumPy array without a copy where it can be: through DLPack for an
+    object that speaks it (PyTorch CPU tensors, ...), else ``np.asarray``."""
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__"):
+        return np.from_dlpack(obj)
+    return np.asarray(obj)
+
+
 def wrap(context, obj, what: str):
     where = locate(obj)
     if where == HOST:

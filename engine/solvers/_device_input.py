@@ -83,6 +83,16 @@ class RowPacker:
         if checks[POSITIVE] == 0:
             raise InvalidInputError("total mass must be positive")
 
+    def check(self, rows: DeviceArray, count: int, what: str = "position") -> None:
+        """Refuse (InvalidInputError) non-finite values in the first three components of
+        ``count`` packed rows, as :meth:`pack` does; eight integers come to the host."""
+        program = self._program(self.dtype, self.dtype, False)
+        largest = self.dtype.type(np.finfo(self.dtype).max)
+        program.kernel("clear_checks").launch(GROUP, GROUP, self._checks)
+        program.kernel("check_rows").launch(padded_count(count, GROUP), GROUP, rows,
+                                            np.int32(count), largest, self._checks)
+        self._raise_for(self._checks.download(), what, float(largest), False)
+
     def unpack(self, rows: DeviceArray, count: int, columns: DeviceArray,
                fourth: DeviceArray | None = None) -> None:
         """Write the first three components of ``count`` rows to ``columns`` (count, 3) and the

@@ -7,10 +7,10 @@ and packed and checked on the device) and for device arrays of other frameworks 
 device (DLPack, the CUDA or SYCL array interfaces: read in place, results handed back as the
 backend's device arrays, nothing through the host; :mod:`._device_input`), and returns a
 device-resident :class:`DeviceState` from ``bind`` (host particles) or ``bind_device`` (device
-arrays) so a Simulation keeps its bodies on the device. That state is checked for NaN and infinity, as the CPU solvers check their input on
-every evaluation, whenever it comes to the host and at least every
-:data:`FINITE_CHECK_INTERVAL_S` seconds of evaluations (a copy of the positions then: checking
-every step would cost a transfer per step).
+arrays) so a Simulation keeps its bodies on the device. That state is checked for NaN and
+infinity, as the CPU solvers check their input on every evaluation, whenever it comes to the
+host and at least every :data:`FINITE_CHECK_INTERVAL_S` seconds of evaluations (then by a
+kernel, which brings eight integers to the host and no particle data).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from abc import abstractmethod
 
 import numpy as np
 
-from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, open_device
+from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, host_array, open_device
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import (SUPPORTED_DTYPES, Particles, check_finite, check_fits,
                          check_no_coincident, check_shapes)
@@ -29,7 +29,7 @@ from ._device_input import RowPacker
 from ._device_state import DeviceState, padded_count
 
 # Longest stretch of evaluations between two checks of a device-resident state for NaN and
-# infinity; one check copies the positions to the host, a fraction of a per-cent of a second.
+# infinity; one check is a kernel and a read of eight integers, far below a per-cent of a second.
 FINITE_CHECK_INTERVAL_S = 1.0
 
 
@@ -101,7 +101,7 @@ class GpuSolver(Solver):
                 f"positions and masses must be on one device: got positions on "
                 f"{'the host' if wrapped[0] is None else self.context.info.spec} and masses on "
                 f"{'the host' if wrapped[1] is None else self.context.info.spec}")
-        arrays = [np.asarray(pos), np.asarray(mass)]
+        arrays = [host_array(pos), host_array(mass)]
         check_shapes(arrays[0].shape, arrays[1].shape)
         for index, array in enumerate(arrays):
             if not np.issubdtype(array.dtype, np.floating):
@@ -177,7 +177,8 @@ class _CheckedDeviceState(DeviceState):
     def compute_accelerations(self) -> None:
         super().compute_accelerations()
         if time.perf_counter() >= self._next_check:
-            self.positions()
+            self.solver.packer.check(self.body, self.n)  # on the device: no particle data moves
+            self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
 
     def positions(self) -> np.ndarray:
         pos = super().positions()

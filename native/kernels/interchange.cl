@@ -8,7 +8,7 @@
  * begins past its allocation's first element), converts to `real` and writes (x, y, z, fourth or
  * 0); rows count..padded-1 become zero-mass padding at the origin. unpack_rows writes the first
  * three components of each row to `columns` (count x 3, C order) and, when HAS_FOURTH, the fourth
- * to `fourth`.
+ * to `fourth`. check_rows applies the column checks to rows already packed.
  *
  * Host defines: REAL_BITS (the solver's precision), COLUMN_BITS and FOURTH_BITS (the element types
  * of the arrays read, 32 or 64), HAS_FOURTH.
@@ -42,6 +42,15 @@ typedef float fourth_t;
 #define CHECKS 8
 #define NONE 0xffffffffu
 
+/* Whether x, y and z are finite and within +-largest; else the row into its check. */
+#define CHECK_COLUMNS(x, y, z, largest, i, checks)                                            \
+  if (!((x) - (x) == 0 && (y) - (y) == 0 && (z) - (z) == 0)) {                                \
+    ATOMIC_MIN(&(checks)[CHECK_COLUMN_NOT_FINITE], (uint)(i));                                \
+  } else if ((x) > (largest) || (x) < -(largest) || (y) > (largest) || (y) < -(largest) ||    \
+             (z) > (largest) || (z) < -(largest)) {                                           \
+    ATOMIC_MIN(&(checks)[CHECK_COLUMN_TOO_LARGE], (uint)(i));                                 \
+  }
+
 KERNEL void clear_checks(GLOBAL uint* RESTRICT checks) {
   const int i = GLOBAL_ID;
   if (i < CHECKS) checks[i] = i == CHECK_POSITIVE ? 0u : NONE;
@@ -62,12 +71,7 @@ KERNEL void pack_rows(GLOBAL real4* RESTRICT rows, GLOBAL const column_t* RESTRI
   const long row = column_start + (long)i * row_stride;
   const column_t x = columns[row], y = columns[row + column_stride],
                  z = columns[row + 2 * column_stride];
-  if (!(x - x == 0 && y - y == 0 && z - z == 0)) {
-    ATOMIC_MIN(&checks[CHECK_COLUMN_NOT_FINITE], (uint)i);
-  } else if (x > largest_column || x < -largest_column || y > largest_column ||
-             y < -largest_column || z > largest_column || z < -largest_column) {
-    ATOMIC_MIN(&checks[CHECK_COLUMN_TOO_LARGE], (uint)i);
-  }
+  CHECK_COLUMNS(x, y, z, largest_column, i, checks);
   real w = 0;
 #ifdef HAS_FOURTH
   const fourth_t m = fourth[fourth_start + (long)i * fourth_stride];
@@ -96,4 +100,14 @@ KERNEL void unpack_rows(GLOBAL const real4* RESTRICT rows, GLOBAL real* RESTRICT
 #ifdef HAS_FOURTH
   fourth[i] = r.w;
 #endif
+}
+
+/* check_rows: the column checks of pack_rows on rows already on the device (the state a
+ * Simulation keeps there between steps), so checking it moves no particle data. */
+KERNEL void check_rows(GLOBAL const real4* RESTRICT rows, const int count, const real largest,
+                       GLOBAL uint* RESTRICT checks) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  const real4 r = rows[i];
+  CHECK_COLUMNS(r.x, r.y, r.z, largest, i, checks);
 }
