@@ -79,28 +79,32 @@ class GpuSolver(Solver):
         float64, any strides) arrays on that device (CuPy on CUDA, :class:`UsmArray` on SYCL),
         with no transfer of particle data through the host."""
         start = time.perf_counter()
-        columns, masses, on_host = self._device_inputs(pos, mass)
-        acc, pot = self._compute(columns, masses, potential, on_host=on_host)
-        if on_host:
-            results = (acc.download(), pot.download() if potential else None)
+        wrapped = self._wrapped(pos, mass)
+        if wrapped is None:
+            acc, pot = self._compute(*self._host_inputs(pos, mass), potential)
         else:
-            results = (self.context.export(acc), self.context.export(pot) if potential else None)
+            acc, pot = self._evaluate(*wrapped, potential, on_host=False)
+            acc, pot = (self.context.export(acc), self.context.export(pot) if potential else None)
         self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
-        return results if potential else results[0]
+        return (acc, pot) if potential else acc
 
-    def _device_inputs(self, pos, mass) -> tuple[DeviceArray, DeviceArray, bool]:
-        """Positions and masses as device arrays, and whether they came from the host. Host
-        arrays are uploaded as they are (converted only from other floating types), device ones
-        viewed in place; only shapes are checked here, values on the device."""
+    def _wrapped(self, pos, mass) -> tuple[DeviceArray, DeviceArray] | None:
+        """Device arrays of this solver's device viewed in place (shapes checked; values are
+        checked on the device), or None for host arrays."""
         wrapped = [self.context.wrap(pos, "positions"), self.context.wrap(mass, "masses")]
-        if wrapped[0] is not None and wrapped[1] is not None:
-            check_shapes(wrapped[0].shape, wrapped[1].shape)
-            return wrapped[0], wrapped[1], False
-        if wrapped[0] is not None or wrapped[1] is not None:
+        if wrapped[0] is None and wrapped[1] is None:
+            return None
+        if wrapped[0] is None or wrapped[1] is None:
             raise InvalidInputError(
                 f"positions and masses must be on one device: got positions on "
                 f"{'the host' if wrapped[0] is None else self.context.info.spec} and masses on "
                 f"{'the host' if wrapped[1] is None else self.context.info.spec}")
+        check_shapes(wrapped[0].shape, wrapped[1].shape)
+        return wrapped[0], wrapped[1]
+
+    def _host_inputs(self, pos, mass) -> tuple[np.ndarray, np.ndarray]:
+        """Host arrays as they are (converted only from other floating types); only shapes
+        and coincident bodies are checked here, values on the device."""
         arrays = [host_array(pos), host_array(mass)]
         check_shapes(arrays[0].shape, arrays[1].shape)
         for index, array in enumerate(arrays):
@@ -110,17 +114,25 @@ class GpuSolver(Solver):
                 arrays[index] = array.astype(self.dtype)
         if self.softening == 0:
             check_no_coincident(arrays[0])
-        return self._upload("positions", arrays[0]), self._upload("masses", arrays[1]), True
+        return arrays[0], arrays[1]
+
+    def _compute(self, pos, mass, potential):
+        """NumPy results for host arrays of a supported float type: uploaded as they are into
+        buffers reused between calls (pinned staging on CUDA), evaluated, downloaded."""
+        acc, pot = self._evaluate(self._upload("positions", pos), self._upload("masses", mass),
+                                  potential, on_host=True)
+        return acc.download(), (pot.download() if potential else None)
 
     def _upload(self, role: str, host: np.ndarray) -> DeviceArray:
         """``host`` in this solver's reused device buffer for ``role``."""
+        host = np.ascontiguousarray(host)
         array = self._uploads.get(role)
         if array is None or array.shape != host.shape or array.dtype != host.dtype:
             array = self._uploads[role] = self.context.empty(host.shape, host.dtype)
         array.upload(host)
         return array
 
-    def _compute(self, pos: DeviceArray, mass: DeviceArray, potential: bool, *, on_host: bool):
+    def _evaluate(self, pos: DeviceArray, mass: DeviceArray, potential: bool, *, on_host: bool):
         """``(acc, pot or None)`` device arrays for device arrays ``pos`` and ``mass`` of any
         layout. ``on_host``: they came from host arrays, which were checked for coincident
         bodies there, and the results go to the host through buffers reused between calls."""
