@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError
+from ._types import c_strides
 
 HOST, CUDA, SYCL = "host", "cuda", "sycl"
 SUAI = "__sycl_usm_array_interface__"
@@ -164,7 +165,7 @@ def _wrap_sycl(context, obj, what: str):
     except (KeyError, TypeError, ValueError, IndexError) as error:
         raise InvalidInputError(f"{what}: malformed {SUAI} ({error!r})") from None
     if strides is None:
-        strides = tuple(int(np.prod(shape[axis + 1:], dtype=np.int64)) for axis in range(len(shape)))
+        strides = c_strides(shape)
     strides = tuple(int(stride) for stride in strides)
     if len(strides) != len(shape):
         raise InvalidInputError(f"{what}: {SUAI} has {len(strides)} strides for shape {shape}")

@@ -76,8 +76,7 @@ class DeviceArray(ABC):
         shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
-        self.strides = tuple(strides) if strides is not None else tuple(
-            int(np.prod(self.shape[axis + 1:], dtype=np.int64)) for axis in range(len(self.shape)))
+        self.strides = tuple(strides) if strides is not None else c_strides(self.shape)
         self.start = int(start)
 
     @property
@@ -102,6 +101,11 @@ class DeviceArray(ABC):
             raise InvalidInputError(f"cannot upload {host.dtype}{host.shape} into a device array "
                                     f"of {self.dtype}{self.shape}")
         return host
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of ``shape``."""
+    return tuple(int(np.prod(shape[axis + 1:], dtype=np.int64)) for axis in range(len(shape)))
 
 
 class KernelEvent(ABC):

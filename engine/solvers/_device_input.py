@@ -57,8 +57,8 @@ class RowPacker:
             padded_count(rows.shape[0], GROUP), GROUP, rows, columns, np.int64(columns.start),
             np.int64(columns.strides[0]), np.int64(columns.strides[1]), read,
             np.int64(read.start), np.int64(read.strides[0]), np.int32(count),
-            np.int32(rows.shape[0]), _bounded(largest, columns.dtype), _bounded(heaviest, read.dtype),
-            self._checks)
+            np.int32(rows.shape[0]), _bounded(largest, columns.dtype),
+            _bounded(heaviest, read.dtype), self._checks)
         self._raise_for(self._checks.download(), what, largest, fourth is not None)
 
     def _raise_for(self, checks: np.ndarray, what: str, largest: float, masses: bool) -> None:

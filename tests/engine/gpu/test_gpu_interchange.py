@@ -152,7 +152,8 @@ def test_a_dlpack_host_array_is_a_host_array(device, bodies):
     (lambda pos, mass: mass.__setitem__(3, -1.0), "mass of particle 3 is negative"),
     (lambda pos, mass: mass.__setitem__(4, np.nan), "mass of particle 4 is not finite"),
     (lambda pos, mass: mass.__setitem__(slice(None), 0.0), "total mass must be positive"),
-    (lambda pos, mass: pos.__setitem__((5, 0), 1e30), "position of particle 5 .*too large for float32"),
+    (lambda pos, mass: pos.__setitem__((5, 0), 1e30),
+     "position of particle 5 .*too large for float32"),
 ])
 def test_bad_values_on_the_device_are_refused_as_on_the_host(device, bodies, change, message):
     pos, mass = (values.astype(np.float64) for values in bodies)
