@@ -106,8 +106,7 @@ def _wrap_cuda(context, obj, what: str):
         else:
             try:
                 with context.stream:  # the producer orders its work before this (current) stream
-                    view = (cupy.from_dlpack(obj) if hasattr(obj, "__dlpack__")
-                            else cupy.asarray(obj))
+                    view = _import_cuda(cupy, obj)
             except (TypeError, ValueError, RuntimeError, BufferError) as error:
                 raise InvalidInputError(f"{what} could not be read as a CUDA array "
                                         f"({error})") from None
@@ -119,6 +118,18 @@ def _wrap_cuda(context, obj, what: str):
         raise InvalidInputError(f"{what}: strides {view.strides} are not whole elements")
     return CudaArray(context, view.shape, view.dtype, memory=view,
                      strides=tuple(stride // itemsize for stride in view.strides))
+
+
+def _import_cuda(cupy, obj):
+    """A CuPy view of ``obj``: through DLPack where it speaks it, else (or where DLPack refuses,
+    as CuPy does for read-only exports) through the CUDA array interface."""
+    if hasattr(obj, "__dlpack__"):
+        try:
+            return cupy.from_dlpack(obj)
+        except BufferError:
+            if getattr(obj, CAI, None) is None:
+                raise
+    return cupy.asarray(obj)
 
 
 def _order_after(later, earlier) -> None:

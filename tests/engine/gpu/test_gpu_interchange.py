@@ -280,3 +280,23 @@ def test_the_periodic_check_of_a_device_state_moves_no_particle_data(device, mon
     sim.step(5)
     assert transfers.uploaded == before[0]
     assert transfers.downloaded - before[1] == 6 * 32  # six checks of eight integers
+
+
+def test_cuda_arrays_through_the_array_interface_alone_and_on_a_stream_of_the_caller(device,
+                                                                                   bodies):
+    if not device.startswith("cuda"):
+        pytest.skip("the CUDA array interface")
+    import cupy
+
+    pos, mass = (values.astype(np.float32) for values in bodies)
+    gpu = make_solver("gpu-direct", device=device, softening=0.01)
+    expected = gpu.accelerations(pos, mass)
+    with cupy.cuda.Stream(non_blocking=True):  # the caller's own stream: its writes come first
+        device_pos = cupy.zeros((700, 4), cupy.float32)
+        device_pos[:, :3] = cupy.asarray(pos)
+        device_mass = cupy.asarray(mass) * 1  # queued on that stream just before the call
+        only_interface = ForeignInterface("__cuda_array_interface__",
+                                          device_pos[:, :3].__cuda_array_interface__)
+        acc = gpu.accelerations(only_interface, device_mass)
+        scaled = acc * 2  # on the caller's stream, which waits for the solver's
+        np.testing.assert_array_equal(cupy.asnumpy(scaled), expected * 2)
