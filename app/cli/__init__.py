@@ -9,7 +9,7 @@ import importlib
 from ._errors import REPORTED, report
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play")
+_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render")
 
 
 def build_parser() -> argparse.ArgumentParser:

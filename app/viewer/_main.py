@@ -36,12 +36,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--paused", action="store_true",
                         help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
+    parser.add_argument("--load", metavar="SNAPSHOT",
+                        help="another code's snapshot (GADGET, SWIFT, AREPO, Tipsy, RAMSES ... "
+                             "through pynbody): one file starts a run from it, paused; a glob "
+                             "pattern ('snap_*.hdf5') plays the sequence as a timeline")
+    parser.add_argument("--family", default=None,
+                        help="with --load: show only this family (dm, star, gas, ...)")
     parser.add_argument("--colour", choices=("population", "speed"), default="population",
                         help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--render", choices=("sprites", "density"), default="sprites",
+                        help="draw point sprites, or a density image through a colour map "
+                             "(default: sprites)")
+    parser.add_argument("--colour-map", default="magma",
+                        help="density colour map (viridis, magma, inferno, plasma, cividis)")
+    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
+                        help="glow around bright light (0: none; default 0)")
     parser.add_argument("--exposure", type=number(above=0), default=None,
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", type=window_size, default="1280x720",
                         help="window size WxH (default: 1280x720)")
+    parser.add_argument("--no-vsync", action="store_true",
+                        help="draw without waiting for the display's refresh")
     parser.add_argument("--max-fps", type=number(at_least=0), default=60.0,
                         help="cap on the render rate, leaving CPU to the solver "
                              "(0: none; default 60)")
@@ -62,6 +77,8 @@ def _display_problem() -> str | None:
 
 
 def _open_source(args):
+    if args.load:
+        return _open_snapshots(args)
     if args.play:
         from ...engine.recording import Player
 
@@ -74,6 +91,23 @@ def _open_source(args):
     settings = RunSettings(scenario=args.scenario or default_scenario(), n=args.n, seed=args.seed,
                            solver=args.solver, dt=args.dt)
     return SimulationRunner(settings, paused=args.paused)
+
+
+def _open_snapshots(args):
+    from ...engine import snapshots
+    from ...engine.recording import Player
+    from ...engine.runner import RunSettings, SimulationRunner
+    from ...engine.snapshot_series import SnapshotSeries
+
+    paths = snapshots.expand(args.load)
+    if len(paths) == 1:  # one snapshot: look at it first, space evolves it
+        settings = RunSettings(scenario=scenarios.SnapshotScenario(paths[0], args.family),
+                               n=args.n, seed=args.seed, solver=args.solver, dt=args.dt)
+        return SimulationRunner(settings, paused=True)
+    player = Player(SnapshotSeries(paths, family=args.family))
+    if not args.paused:
+        player.play()
+    return player
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,8 +135,14 @@ def _main(args) -> int:
     try:
         from ._window import ViewerWindow
 
-        window = ViewerWindow(source, size=args.size, max_fps=args.max_fps, stats_path=args.stats)
+        window = ViewerWindow(source, size=args.size, max_fps=args.max_fps,
+                              vsync=not args.no_vsync, stats_path=args.stats)
         window.point_style.colour_mode = args.colour
+        window.panel.mode = args.render
+        window.tone.bloom = args.bloom
+        window.tone.validate()
+        window.panel.density.colour_map = args.colour_map
+        window.panel.density.validate()
         if args.exposure is not None:
             window.tone.exposure = args.exposure
     except BaseException as error:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError
-from ._cuda_staging import PinnedStaging
+from ._cuda_pinned import PinnedStaging
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
 
@@ -14,7 +14,7 @@ MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
 # Transfers of at least this many bytes go through the context's pinned staging buffers
-# (_cuda_staging.py); smaller ones are not worth the pipeline.
+# (_cuda_pinned.py); smaller ones are not worth the pipeline.
 PINNED_THRESHOLD = 1 << 20
 
 
@@ -146,6 +146,15 @@ class CudaContext(Context):
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.pinned = PinnedStaging(self.device, self.stream)
+
+        self._staging = None
+
+    def snapshot(self, shape, dtype, write):
+        # Staged and downloaded on the copy engine: the compute stream never waits for a frame.
+        if self._staging is None:
+            from ._cuda_staging import StagingPool
+            self._staging = StagingPool(self)
+        return self._staging.snapshot(shape, dtype, write)
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)

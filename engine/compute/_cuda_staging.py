@@ -1,97 +1,119 @@
-"""Host-device copies of large arrays on the CUDA backend through reused pinned buffers.
+"""CUDA snapshots that never stop the compute stream: a device-to-device copy into a staging
+buffer on the compute stream, then an asynchronous download of that buffer into pinned host
+memory on a separate copy stream.
 
-A copy from pageable NumPy memory is staged by the driver through its own small pinned buffer,
-one piece at a time. Here the array is cut into :data:`CHUNK`-byte pieces that a few threads copy
-through :data:`SLOTS` pinned buffers of this context (allocated once, reused by every call): while
-one thread's piece moves over PCIe another's is being copied into or out of its buffer, and the
-copies between pageable and pinned memory (the slow part, a memcpy) run on several cores. The
-NumPy copy releases the GIL; the CUDA runtime is thread-safe; every DMA goes on the context's one
-stream, and an event per buffer says when its DMA has finished and it may be reused.
-
-An upload returns once the caller's array has been copied into the pinned buffers (the caller may
-then reuse its array); the last DMAs may still be in flight, ordered before later work on the
-stream. A download returns once the data is in the caller's array.
+Why each piece: the copy into a staging buffer is ordered on the compute stream, so it holds
+exactly one point of the queue (the next kernels may overwrite the source at once); the
+download runs on the copy engine while the compute stream goes on; pinned memory is what makes
+that download asynchronous. Staging buffers are pooled and a buffer is written again only
+once its snapshot has been dropped *and* (on the device, without the host waiting) every copy
+that read it has finished: the download and any GL interop copy (``_cuda_gl``) register their
+completion events as readers.
 """
 
 from __future__ import annotations
 
-import os
-import queue
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import weakref
 
 import numpy as np
 
-CHUNK = 2 << 20
-SLOTS = max(2, min(8, os.cpu_count() or 2))
+from ._types import DeviceArray, Snapshot
+
+# Staging buffers kept for reuse per context (a reader holding more frames than this gets
+# buffers that are freed with their snapshots).
+POOLED_BUFFERS = 4
 
 
-def _cupy():
-    import cupy
-    return cupy
+class _Staging:
+    def __init__(self, array: DeviceArray):
+        self.array = array
+        self.readers: list = []   # events of copies that read ``array``
 
 
-class PinnedStaging:
-    def __init__(self, device, stream):
-        self._device = device
-        self._stream = stream
-        self._free: queue.SimpleQueue | None = None
-        self._pool: ThreadPoolExecutor | None = None
+class CudaSnapshot(Snapshot):
+    def __init__(self, pool: "StagingPool", staging: _Staging, host: np.ndarray, written, done):
+        self.context = pool.context
+        self.device = staging.array
+        self.written = written    # recorded on the compute stream after the staging copy
+        self._pool = pool
+        self._staging = staging
+        self._host = host
+        self._done = done
+        weakref.finalize(self, pool.release, staging)
 
-    def _start(self) -> None:
-        import cupyx
+    def ready(self) -> bool:
+        return self._done.done
 
-        cupy = _cupy()
-        self._free = queue.SimpleQueue()
-        with self._device:
-            for _ in range(SLOTS):
-                buffer = cupyx.empty_pinned((CHUNK,), np.uint8)
-                done = cupy.cuda.Event(block=False, disable_timing=True)
-                self._free.put((buffer, done))
-        self._pool = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="orrery-pinned")
+    def host(self) -> np.ndarray:
+        self._done.synchronize()  # CuPy waits without the GIL
+        self._host.flags.writeable = False
+        return self._host
 
-    def _run(self, piece, count: int) -> None:
-        if self._pool is None:
-            self._start()
-        for _ in self._pool.map(piece, range(0, count, CHUNK)):
-            pass
+    def add_reader(self, event) -> None:
+        """Another copy reads the staging buffer until ``event`` (recorded after it)."""
+        self._pool.add_reader(self._staging, event)
 
-    def upload(self, host: np.ndarray, device_pointer: int) -> None:
-        """Copy the C-contiguous ``host`` to device memory at ``device_pointer``."""
-        source = host.reshape(-1).view(np.uint8)
-        runtime = _cupy().cuda.runtime
 
-        def piece(begin: int) -> None:
-            part = source[begin:begin + CHUNK]
-            buffer, done = self._free.get()
-            try:
-                done.synchronize()  # this buffer's previous DMA has finished
-                np.copyto(buffer[:part.size], part)
-                with self._device:
-                    runtime.memcpyAsync(device_pointer + begin, buffer.ctypes.data, part.size,
-                                        runtime.memcpyHostToDevice, self._stream.ptr)
-                    done.record(self._stream)
-            finally:
-                self._free.put((buffer, done))
+class StagingPool:
+    """Staging buffers and the copy stream of one :class:`CudaContext`."""
 
-        self._run(piece, source.size)
+    def __init__(self, context):
+        import cupy
 
-    def download(self, device_pointer: int, host: np.ndarray) -> None:
-        """Fill the C-contiguous ``host`` from device memory at ``device_pointer`` (after all
-        work queued on the stream)."""
-        target = host.reshape(-1).view(np.uint8)
-        runtime = _cupy().cuda.runtime
+        self._cupy = cupy
+        self.context = context
+        self._lock = threading.Lock()
+        self._free: list[_Staging] = []
+        with context.device:
+            self.copy_stream = cupy.cuda.Stream(non_blocking=True)
 
-        def piece(begin: int) -> None:
-            size = min(CHUNK, target.size - begin)
-            buffer, done = self._free.get()
-            try:
-                with self._device:
-                    runtime.memcpyAsync(buffer.ctypes.data, device_pointer + begin, size,
-                                        runtime.memcpyDeviceToHost, self._stream.ptr)
-                    done.record(self._stream)
-                done.synchronize()
-                np.copyto(target[begin:begin + size], buffer[:size])
-            finally:
-                self._free.put((buffer, done))
+    def _take(self, shape, dtype) -> _Staging:
+        with self._lock:
+            for staging in self._free:
+                if staging.array.shape == tuple(shape) and staging.array.dtype == np.dtype(dtype):
+                    self._free.remove(staging)
+                    readers, staging.readers = staging.readers, []
+                    break
+            else:
+                return _Staging(self.context.empty(shape, dtype))
+        with self.context.device:
+            for event in readers:  # the device waits; the host goes on
+                self.context.stream.wait_event(event)
+        return staging
 
-        self._run(piece, target.size)
+    def snapshot(self, shape, dtype, write) -> CudaSnapshot:
+        cupy, context = self._cupy, self.context
+        staging = self._take(shape, dtype)
+        write(staging.array)
+        with context.device:
+            written = cupy.cuda.Event(disable_timing=True)
+            written.record(context.stream)
+            self.copy_stream.wait_event(written)
+            host = _pinned(staging.array.shape, staging.array.dtype)
+            staging.array.memory.get(stream=self.copy_stream, out=host, blocking=False)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(self.copy_stream)
+        staging.readers.append(done)
+        return CudaSnapshot(self, staging, host, written, done)
+
+    def add_reader(self, staging: _Staging, event) -> None:
+        with self._lock:
+            staging.readers.append(event)
+
+    def release(self, staging: _Staging) -> None:
+        with self._lock:
+            if len(self._free) < POOLED_BUFFERS:
+                self._free.append(staging)
+                return
+            readers, staging.readers = staging.readers, []
+        for event in readers:  # freed memory may be reused at once: let its readers finish
+            event.synchronize()
+
+
+def _pinned(shape, dtype) -> np.ndarray:
+    # From CuPy's pinned-memory pool: the block returns to the pool when the array is freed,
+    # so a frame's host copy is never reused while anyone holds it.
+    import cupyx
+
+    return cupyx.empty_pinned(shape, dtype)
