@@ -300,3 +300,30 @@ def test_cuda_arrays_through_the_array_interface_alone_and_on_a_stream_of_the_ca
         acc = gpu.accelerations(only_interface, device_mass)
         scaled = acc * 2  # on the caller's stream, which waits for the solver's
         np.testing.assert_array_equal(cupy.asnumpy(scaled), expected * 2)
+
+
+class DLPackDevice:
+    """An object that says, through DLPack, where its memory is (and is never read)."""
+
+    def __init__(self, kind, ordinal):
+        self._device = (kind, ordinal)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("an array on the wrong device must not be imported")
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def test_dlpack_arrays_on_another_device_are_refused_before_they_are_read(device):
+    gpu = make_solver("gpu-direct", device=device)
+    if device.startswith("sycl"):
+        cases = [(DLPackDevice(2, 0), "CUDA device array but the solver runs on sycl"),
+                 (DLPackDevice(14, 0), "dpctl 0.22 imports no DLPack")]
+    else:
+        cases = [(DLPackDevice(2, 7), "on cuda:7 but the solver runs on cuda:0"),
+                 (DLPackDevice(14, 0), "SYCL USM array but the solver runs on cuda")]
+    cases.append((DLPackDevice(10, 0), "DLPack device type 10 are not supported"))
+    for array, message in cases:
+        with pytest.raises(InvalidInputError, match=message):
+            gpu.accelerations(array, array)
