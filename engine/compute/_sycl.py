@@ -111,6 +111,7 @@ class SyclArray(DeviceArray):
         self.memory.copy_from_host(host.reshape(-1).view(np.uint8))
 
     def download(self) -> np.ndarray:
+        self._check_plain()
         self._context.transfers.downloaded += self.nbytes
         self._context.queue.wait()
         host = np.empty(self.shape, self.dtype)

@@ -95,7 +95,14 @@ class DeviceArray(ABC):
     def download(self) -> np.ndarray:
         """A new host array with this array's contents (waits for queued work first)."""
 
+    def _check_plain(self) -> None:
+        """Refuse host transfers of a strided view (they copy whole, contiguous arrays)."""
+        if self.strides != c_strides(self.shape) or self.start:
+            raise InvalidInputError(f"a strided view {self.dtype}{self.shape} of another "
+                                    "framework's array has no host transfers")
+
     def _check_host(self, host: np.ndarray) -> np.ndarray:
+        self._check_plain()
         host = np.ascontiguousarray(host)
         if host.shape != self.shape or host.dtype != self.dtype:
             raise InvalidInputError(f"cannot upload {host.dtype}{host.shape} into a device array "
