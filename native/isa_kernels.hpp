@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fmm_m2l.hpp"
 #include "tree_lists.hpp"
 
 namespace orrery {
@@ -84,6 +85,7 @@ struct IsaKernels {
   TreeMonopoleFn<double> tree_monopole_f64;
   TreeQuadrupoleFn<float> tree_quadrupole_f32;
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
+  FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
 };
 
 extern const IsaKernels kScalarKernels;

@@ -5,6 +5,7 @@
 
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
+#include "fmm_kernels.hpp"
 #include "isa_kernels.hpp"
 #include "tree_kernels.hpp"
 
@@ -39,7 +40,8 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     &tree_monopole_dispatch<Vec<float>>,
                     &tree_monopole_dispatch<Vec<double>>,
                     &tree_quadrupole_dispatch<Vec<float>>,
-                    &tree_quadrupole_dispatch<Vec<double>>};
+                    &tree_quadrupole_dispatch<Vec<double>>,
+                    &fmm_m2l_kernel<Vec<double>>};
 }
 
 }  // namespace orrery
