@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import InvalidInputError
+from ._cuda_pinned import PinnedStaging
 from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
@@ -18,6 +19,9 @@ COMPILE_OPTIONS = ("-std=c++17",)
 # CUDA clamps a stream priority to the device's range (lower is higher; 0 to -5 on the H200),
 # and CuPy does not expose the range: asking for far more than any device has gives its highest.
 HIGHEST_PRIORITY = -(1 << 16)
+# Transfers of at least this many bytes go through the context's pinned staging buffers
+# (_cuda_pinned.py); smaller ones are not worth the pipeline.
+PINNED_THRESHOLD = 1 << 20
 
 
 def _cupy():
@@ -56,28 +60,33 @@ def describe(ordinal: int) -> DeviceInfo:
 
 
 class CudaArray(DeviceArray):
-    def __init__(self, context: "CudaContext", shape, dtype):
-        super().__init__(shape, dtype)
-        self._context = context
-        with context.device, context.stream:
-            self.memory = _cupy().empty(self.shape, self.dtype)
+    """``memory`` is the CuPy array; given, it is a view of another framework's array."""
 
-    @classmethod
-    def over(cls, context: "CudaContext", memory) -> "CudaArray":
-        """An array over existing CuPy memory (a mapped GL buffer, say), not a copy."""
-        array = cls.__new__(cls)
-        DeviceArray.__init__(array, memory.shape, memory.dtype)
-        array._context, array.memory = context, memory
-        return array
+    def __init__(self, context: "CudaContext", shape, dtype, memory=None, strides=None):
+        super().__init__(shape, dtype, strides)
+        self._context = context
+        if memory is None:
+            with context.device, context.stream:
+                memory = _cupy().empty(self.shape, self.dtype)
+        self.memory = memory
 
     def upload(self, host: np.ndarray) -> None:
         host = self._check_host(host)
+        self._context.transfers.uploaded += host.nbytes
         with self._context.device:
-            self.memory.set(host, stream=self._context.stream)
-            self._context.stream.synchronize()
+            if host.nbytes >= PINNED_THRESHOLD and self.memory.flags.c_contiguous:
+                self._context.pinned.upload(host, self.memory.data.ptr)
+            else:
+                self.memory.set(host, stream=self._context.stream)
+                self._context.stream.synchronize()
 
     def download(self) -> np.ndarray:
+        self._context.transfers.downloaded += self.nbytes
         with self._context.device:
+            if self.nbytes >= PINNED_THRESHOLD and self.memory.flags.c_contiguous:
+                host = np.empty(self.shape, self.dtype)
+                self._context.pinned.download(self.memory.data.ptr, host)
+                return host
             host = self.memory.get(stream=self._context.stream)
             self._context.stream.synchronize()
         return host
@@ -142,6 +151,8 @@ class CudaContext(Context):
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True, priority=priority)
+        self.pinned = PinnedStaging(self.device, self.stream)
+
         self._staging = None
 
     def snapshot(self, shape, dtype, write):

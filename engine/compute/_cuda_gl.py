@@ -126,7 +126,7 @@ class CudaGLBuffer:
                 if array.nbytes > self.nbytes:
                     raise InteropUnavailableError(f"{array.nbytes} bytes do not fit a "
                                                   f"{self.nbytes}-byte GL buffer")
-                yield CudaArray.over(self._context, array)
+                yield CudaArray(self._context, array.shape, array.dtype, memory=array)
             finally:
                 _check(runtime, runtime.cudaGraphicsUnmapResources(1, self._resource, stream.ptr),
                        "unmapping the GL buffer")

@@ -44,6 +44,7 @@ typedef unsigned int uint;
 #define SYNC_THREADS __syncthreads()
 #define MEM_FENCE __threadfence_block()
 #define ATOMIC_ADD(pointer, value) atomicAdd((pointer), (value))
+#define ATOMIC_MIN(pointer, value) atomicMin((pointer), (value))
 #define ATOMIC_ADD_ULONG(pointer, value) \
   atomicAdd((unsigned long long*)(pointer), (unsigned long long)(value))
 
@@ -126,6 +127,7 @@ typedef float4 real4;
 #define SYNC_THREADS barrier(CLK_LOCAL_MEM_FENCE)
 #define MEM_FENCE mem_fence(CLK_LOCAL_MEM_FENCE)
 #define ATOMIC_ADD(pointer, value) atomic_add((pointer), (value))
+#define ATOMIC_MIN(pointer, value) atomic_min((pointer), (value))
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define ATOMIC_ADD_ULONG(pointer, value) atom_add((volatile GLOBAL ulong*)(pointer), (ulong)(value))
 
