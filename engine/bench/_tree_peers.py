@@ -11,6 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..accuracy import exact_accelerations as plummer_exact
+
 
 @dataclass
 class Peer:
@@ -23,23 +25,6 @@ class Peer:
     prepare: Callable[[np.ndarray, np.ndarray], tuple[Callable[[], object], Callable[[], np.ndarray]]]
     exact: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
     kernel: str
-
-
-def plummer_exact(pos, mass, targets, softening, chunk_elements=4_000_000):
-    """Exact float64 Plummer-softened accelerations of ``pos[targets]`` (a subset) from every
-    particle; a particle's pull on itself is zero when softening > 0 and masked otherwise."""
-    pos = np.asarray(pos, np.float64)
-    mass = np.asarray(mass, np.float64)
-    out = np.empty((len(targets), 3))
-    step = max(1, chunk_elements // len(pos))
-    for start in range(0, len(targets), step):
-        idx = targets[start:start + step]
-        d = pos[None, :, :] - pos[idx][:, None, :]
-        r2 = np.einsum("ijk,ijk->ij", d, d) + softening * softening
-        with np.errstate(divide="ignore"):
-            w = np.where(r2 > 0, mass[None, :] / (r2 * np.sqrt(r2)), 0.0)
-        out[start:start + len(idx)] = np.einsum("ij,ijk->ik", w, d)
-    return out
 
 
 def available_peers(theta: float, softening: float, threads: int) -> tuple[list[Peer], list[str]]:
