@@ -52,6 +52,16 @@ MARGIN = 1.25
 TARGETS = 1024
 TABLE_FORMAT = 1
 DEFAULTS_FILE = "accuracy_defaults.json"
+# What ``orrery calibrate --accuracy`` measures by default: opening angles finer where errors
+# are small, and sizes up to where the galaxy models' errors stopped growing.
+DEFAULT_THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8,
+                  0.9, 1.0, 1.1, 1.2, 1.35, 1.5)
+DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+# What ``orrery calibrate --accuracy`` measures by default: opening angles finer where errors
+# are small, and sizes up to where the galaxy models' errors stopped growing.
+DEFAULT_THETAS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8,
+                  0.9, 1.0, 1.1, 1.2, 1.35, 1.5)
+DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 
 @dataclass(frozen=True)
@@ -178,11 +188,17 @@ def _parse(payload: dict) -> dict:
     return rows
 
 
+def _digits(value: float) -> float:
+    """Four significant digits: more than the errors' sampling noise, a third of the file."""
+    return float(f"{value:.4g}")
+
+
 def _to_payload(rows: dict, settings: dict) -> dict:
     nested: dict = {}
     for (solver, variant), scenarios in rows.items():
         nested.setdefault(solver, {})[variant] = {
-            scenario: {str(size): [[t, r, p, c] for t, r, p, c in points]
+            scenario: {str(size): [[t, _digits(r), _digits(p), round(c, 1)]
+                                   for t, r, p, c in points]
                        for size, points in sorted(by_n.items())}
             for scenario, by_n in scenarios.items()}
     return {"format": TABLE_FORMAT, "settings": settings, "rows": nested}
@@ -331,5 +347,6 @@ class ThetaSetting:
                 f"{c.source})")
 
 
-__all__ = ["AccuracyTable", "Choice", "DEFAULT_ACCURACY", "MARGIN", "ThetaSetting",
+__all__ = ["AccuracyTable", "Choice", "DEFAULT_ACCURACY", "DEFAULT_SIZES", "DEFAULT_THETAS",
+           "MARGIN", "ThetaSetting",
            "check_accuracy", "load_table", "measure", "save_table", "variant_key"]

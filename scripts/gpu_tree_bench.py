@@ -3,6 +3,8 @@ per-stage breakdown at large N, coherent against independent walk, leaf-capacity
 crossovers against gpu-direct and cpu-tree.
 
 Usage: python scripts/gpu_tree_bench.py --device cuda:0 --json out.json [--phases ...]
+A walk is named ``coherent``, ``independent`` or ``group``, with ``/body`` for the per-body
+opening test (``coherent/body``; default: the group box test, cpu-tree's, ADR-0071).
 The accuracy phase (N = 2^20) picks, per walk, the largest opening angle whose error stays within
 --target-error; the later phases run those configurations, fastest first.
 Errors are RMS relative errors against float64 direct sums for a random sample of targets
@@ -29,6 +31,12 @@ from orrery.engine.compute import open_device
 STAGES = ("box", "keys", "sort", "build", "moments", "walk", "reorder")
 SAMPLE = 4096
 CHUNKS = 128
+
+
+def walk_options(name: str) -> dict:
+    """``"coherent/body"`` -> ``{"walk": "coherent", "opening": "body"}``."""
+    walk, _, opening = name.partition("/")
+    return {"walk": walk, "opening": opening or "group"}
 
 
 def sampled_reference(context, particles, softening, sample):
@@ -79,7 +87,7 @@ def accuracy(device, n, thetas, walks, trials, softening):
     for walk, quadrupole in walks:
         for theta in thetas:
             solver = make_solver("gpu-tree", device=device, theta=theta, quadrupole=quadrupole,
-                                 walk=walk, softening=softening)
+                                 softening=softening, **walk_options(walk))
             row, acc = evaluate(solver, particles, trials)
             row = {"n": n, "walk": walk, "quadrupole": quadrupole, "theta": theta,
                    "rms_error": rms_relative_error(acc[sample], reference), **row}
@@ -99,7 +107,8 @@ def throughput(device, sizes, configs, trials, softening, leaf_capacity=16, chec
         reference = sampled_reference(context, particles, softening, sample) if check_error else None
         for walk, quadrupole, theta in configs:
             solver = make_solver("gpu-tree", device=device, theta=theta, quadrupole=quadrupole,
-                                 walk=walk, softening=softening, leaf_capacity=leaf_capacity)
+                                 softening=softening, leaf_capacity=leaf_capacity,
+                                 **walk_options(walk))
             try:
                 row, acc = evaluate(solver, particles, trials)
             except Exception as error:  # out of device memory is a result at the largest N
@@ -123,7 +132,7 @@ def crossover(device, sizes, config, trials, softening, cpu_tree_max):
         particles = ics.plummer(n, seed=3)
         row = {"n": n}
         tree = make_solver("gpu-tree", device=device, theta=theta, quadrupole=quadrupole,
-                           walk=walk, softening=softening)
+                           softening=softening, **walk_options(walk))
         row["gpu_tree_ms"] = evaluate(tree, particles, trials)[0]["wall_ms"]
         direct = make_solver("gpu-direct", device=device, softening=softening)
         state = direct.bind(particles)
@@ -157,7 +166,8 @@ def main(argv=None) -> int:
     parser.add_argument("--target-error", type=float, default=1e-3)
     parser.add_argument("--thetas", type=float, nargs="*",
                         default=[0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8])
-    parser.add_argument("--walks", nargs="*", default=["coherent:0", "coherent:1", "group:0"],
+    parser.add_argument("--walks", nargs="*",
+                        default=["coherent:0", "coherent/body:0", "coherent:1", "group:0"],
                         help="walk:quadrupole pairs for the accuracy phase")
     parser.add_argument("--sizes", type=int, nargs="*", default=[1 << 20, 10_000_000])
     parser.add_argument("--large-sizes", type=int, nargs="*", default=[100_000_000],

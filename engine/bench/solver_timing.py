@@ -3,8 +3,9 @@ under a time budget per solver: what ``orrery calibrate`` and ``orrery bench rep
 the crossovers from.
 
 An evaluation is ``solver.accelerations(pos, mass)`` on a Plummer sphere (by default) with the
-solver's default accuracy options, so a GPU solver's time includes its host transfers: the
-cost a caller outside a simulation pays, and an upper bound on the in-simulation cost.
+solver's default options (approximate solvers at ``auto``'s default accuracy), so a GPU
+solver's time includes its host transfers: the cost a caller outside a simulation pays, and an
+upper bound on the in-simulation cost.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .. import ics
+from ..accuracy_table import DEFAULT_ACCURACY
 from ..errors import InvalidInputError
 from ..particles import as_dtype
 from ..solvers import make_solver, solver_specs
@@ -58,9 +60,11 @@ def geometric_sizes(n_min: int, n_max: int, factor: float = 2.0) -> list[int]:
 
 
 def solver_kwargs(name: str, precision: str) -> dict:
-    """Options to make ``name`` with: the precision when it has one, defaults otherwise."""
+    """Options to make ``name`` with: the precision when it has one, an approximate solver at
+    ``auto``'s default accuracy, defaults otherwise."""
     options = {o.name for o in solver_specs()[name].options}
-    return {"precision": precision} if "precision" in options else {}
+    return {**({"precision": precision} if "precision" in options else {}),
+            **({"accuracy": DEFAULT_ACCURACY} if "accuracy" in options else {})}
 
 
 @dataclass(frozen=True)

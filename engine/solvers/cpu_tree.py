@@ -60,6 +60,9 @@ class CpuTreeSolver(Solver):
     """
 
     name = "cpu-tree"
+    # The options besides theta that the accuracy table measures apart (``orrery calibrate
+    # --accuracy``), in the order of the table's variant keys.
+    accuracy_variants = ({"quadrupole": False}, {"quadrupole": True})
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, quadrupole,
                  leaf_capacity, simd):

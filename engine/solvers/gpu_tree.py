@@ -11,7 +11,7 @@ wait until the sub-group leaves that subtree), ``independent`` (each work-item i
 and ``group`` (cpu-tree's group walk: one sub-group per walk group). Every walk decides, by
 default (``opening="group"``), for the bounding box of the body's walk group, cpu-tree's groups
 of up to 256 bodies, so it makes cpu-tree's decisions: the same interaction counts and the same
-accuracy at the same theta (ADR-0090). ``opening="body"`` lets the per-body walks decide for
+accuracy at the same theta (ADR-0071). ``opening="body"`` lets the per-body walks decide for
 the body itself: fewer interactions and a larger error at the same theta (``accuracy=`` picks a
 theta for it from its own rows of the accuracy table).
 """
@@ -45,7 +45,7 @@ OPENING = Option("opening", str, "group",
 # Same default as cpu-tree, so both solvers build the same tree unless told otherwise.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
 # Most bodies in a walk group: cpu-tree's, so that every walk finds cpu-tree's groups and makes
-# its opening decisions (ADR-0090).
+# its opening decisions (ADR-0071).
 GROUP_CAPACITY = _native.TREE_GROUP_CAPACITY
 WALK_GROUP_SIZE = 128
 _WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}
@@ -87,6 +87,10 @@ class GpuTreeSolver(GpuSolver):
     """
 
     name = "gpu-tree"
+    # The options besides theta that the accuracy table measures apart (``orrery calibrate
+    # --accuracy``), in the order of the table's variant keys; the walks differ in speed only.
+    accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
+                              for opening in ("group", "body") for quadrupole in (False, True))
 
     def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
                  leaf_capacity, walk, opening):

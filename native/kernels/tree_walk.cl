@@ -13,7 +13,7 @@
  * farther than sqrt(open2) from a box. The group walk and, under OPENING_GROUP, the per-body
  * walks use the box of the body's walk group (group_boxes below computes them), so every walk
  * makes cpu-tree's decisions and has its interaction counts and its accuracy at the same theta
- * (ADR-0090). Under OPENING_BODY a per-body walk uses the body itself (a box of zero size):
+ * (ADR-0071). Under OPENING_BODY a per-body walk uses the body itself (a box of zero size):
  * fewer interactions at the same theta, and a larger error.
  * A walk follows skip indices and keeps no stack. Results are written in key order: result[k] =
  * (ax, ay, az, potential); tally holds per work-group (particle-particle, particle-cell)

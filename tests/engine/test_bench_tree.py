@@ -21,13 +21,16 @@ def test_bench_tree_tables(tmp_path, capsys):
         assert row["direct_source"] == "measured" and row["direct_s"] > 0
         assert {"sort_s", "build_s", "moments_s", "walk_s"} <= set(row)
         assert row["interactions_per_particle"] > 0
+        # Errors of the default theta (0.5) against exact sums: RMS and 90th percentile.
+        assert 1e-5 < row["rms_error"] < 3e-3 and 1e-5 < row["p90_error"] < 5e-3
+    assert "p90_error" in printed
     summary = next(r for r in rows if r["table"] == "summary")
     assert "time_exponent" in summary and "crossover_n" in summary
     accuracy = [r for r in rows if r["table"] == "accuracy"]
     assert len(accuracy) == 6
     for row in accuracy:
         if row["theta"] == row["theta"]:  # reached: the error found meets the target
-            assert row["rms_error"] <= row["target_error"]
+            assert row["rms_error"] <= row["target_error"] and row["p90_error"] > 0
     sweep = [(r["leaf_capacity"], r["group_capacity"]) for r in rows if r["table"] == "leaf_sweep"]
     assert sweep == [(4, 32), (4, 64), (16, 32), (16, 64)]
 
