@@ -73,7 +73,7 @@ class CpuTreeSolver(Solver):
                          simd=self.simd)
         self.threads = threads or 0
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
-                                    default=THETA.default, variant={"quadrupole": quadrupole})
+                                    default=THETA.default, variants=[{"quadrupole": quadrupole}])
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an

@@ -102,7 +102,7 @@ class GpuTreeSolver(GpuSolver):
                          walk=walk, opening=opening)
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
                                     default=THETA.default,
-                                    variant={"opening": opening, "quadrupole": quadrupole})
+                                    variants=[{"opening": opening, "quadrupole": quadrupole}])
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         self.walk = walk

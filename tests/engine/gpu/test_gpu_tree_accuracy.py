@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from orrery.engine import ics, make_solver, scenarios
+from orrery.engine import accuracy_table, ics, make_solver, scenarios
 from orrery.engine.accuracy import error_percentiles, exact_accelerations
 from orrery.engine.errors import InvalidInputError
 
@@ -21,7 +21,7 @@ EQUAL_THETA_FACTOR = 1.02
 @pytest.fixture(scope="module")
 def shipped_scenarios():
     built = {}
-    for name in scenarios.names():
+    for name in accuracy_table.SCENARIOS:
         scenario = scenarios.load(name, n=N, seed=SEED)
         p = scenario.particles
         targets = np.sort(np.random.default_rng(1).choice(N, TARGETS, replace=False))
