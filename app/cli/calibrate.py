@@ -14,7 +14,7 @@ from tqdm import tqdm
 from ...engine import accuracy_table, ics
 from ...engine.bench.harness import format_table
 from ...engine.bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
-                                           solver_kwargs, timed_solvers)
+                                           timed_solvers, timing_kwargs)
 from ...engine.calibration import Calibration, save_calibration
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs
@@ -92,7 +92,7 @@ def run(args) -> int:
                                 seed=args.seed, warmup=args.warmup, trials=args.trials,
                                 budget_s=args.budget, max_eval_s=args.max_eval, on_point=advance)
     settings = {"ic": args.ic, "seed": args.seed, "trials": args.trials, "warmup": args.warmup,
-                "options": {name: solver_kwargs(name, args.precision) for name in solvers},
+                "options": {name: timing_kwargs(name, args.precision) for name in solvers},
                 "note": "approximate solvers at auto's default accuracy, the others at their defaults"}
     calibration = Calibration(precision=args.precision, curves=as_timing_curves(curves),
                               settings=settings)

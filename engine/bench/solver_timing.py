@@ -60,10 +60,16 @@ def geometric_sizes(n_min: int, n_max: int, factor: float = 2.0) -> list[int]:
 
 
 def solver_kwargs(name: str, precision: str) -> dict:
-    """Options to make ``name`` with: the precision when it has one, an approximate solver at
-    ``auto``'s default accuracy, defaults otherwise."""
+    """Options to make ``name`` with: the precision when it has one, defaults otherwise."""
     options = {o.name for o in solver_specs()[name].options}
-    return {**({"precision": precision} if "precision" in options else {}),
+    return {"precision": precision} if "precision" in options else {}
+
+
+def timing_kwargs(name: str, precision: str) -> dict:
+    """Options the crossovers are timed with: :func:`solver_kwargs`, and an approximate solver
+    at ``auto``'s default accuracy (the accuracy ``auto`` runs it at)."""
+    options = {o.name for o in solver_specs()[name].options}
+    return {**solver_kwargs(name, precision),
             **({"accuracy": DEFAULT_ACCURACY} if "accuracy" in options else {})}
 
 
@@ -93,7 +99,7 @@ def measure_curves(solvers: list[str], sizes: list[int], *, precision: str = "f3
     inputs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     curves: dict[str, list[CurvePoint]] = {}
     for name in solvers:
-        solver = make_solver(name, **solver_kwargs(name, precision))
+        solver = make_solver(name, **timing_kwargs(name, precision))
         spent = 0.0
         points: list[CurvePoint] = []
         for index, n in enumerate(sizes):
