@@ -20,3 +20,12 @@ class SolverUnavailableError(OrreryError, RuntimeError):
 class RecordingError(OrreryError):
     """A recording that cannot be written or read: not HDF5, truncated, damaged, from a newer
     Orrery, or declaring sizes its file cannot hold."""
+
+
+class NotARecordingError(RecordingError):
+    """A path that is no Orrery recording at all (missing, not a file, not HDF5, or HDF5 without
+    the recording's ``format`` mark), as opposed to a recording that is damaged."""
+
+
+class CalibrationCacheError(OrreryError, OSError):
+    """The calibration cache cannot be written (its folder is missing, read-only or full)."""

@@ -1,22 +1,35 @@
-"""``orrery info FILE``: what a recording holds, without opening a window."""
+"""``orrery info FILE``: what a recording (or another code's snapshot) holds, without opening a
+window."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...engine import snapshots
+from ...engine.errors import NotARecordingError
 from ...engine.recording import RecordingFile
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("info", help="print what a recording holds",
+    parser = subparsers.add_parser("info", help="print what a recording or snapshot holds",
                                    description="Print what a recording file holds: particles, "
-                                               "frames, times, precision and the run's settings.")
-    parser.add_argument("file", help="recording file (.h5)")
+                                               "frames, times, precision and the run's settings; "
+                                               "or, for another code's snapshot (read through "
+                                               "pynbody), its format, families and properties.")
+    parser.add_argument("file", help="recording file (.h5) or snapshot")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    with RecordingFile(args.file) as recording:
+    try:
+        recording = RecordingFile(args.file)
+    except NotARecordingError as not_a_recording:
+        # Another code's snapshot, when pynbody reads it (a damaged recording is not tried).
+        if not snapshots.looks_like_snapshot(args.file):
+            raise not_a_recording
+        print(snapshots.describe(args.file))
+        return 0
+    with recording:
         print(describe(recording))
     return 0
 
@@ -29,7 +42,7 @@ def describe(recording: RecordingFile) -> str:
         f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
         f"format:        {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
         f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
-        f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
+        f"state:         {_state(recording)}",
         f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
         "populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
@@ -51,8 +64,16 @@ def describe(recording: RecordingFile) -> str:
     return "\n".join(lines)
 
 
-_UNCLEAN = ("writer stopped without closing (killed?): holds the frames committed before that; "
-            "plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+_UNCLEAN = ("writer stopped without closing (killed, or a write failed): holds the frames "
+            "committed before that; plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+
+
+def _state(recording: RecordingFile) -> str:
+    if recording.closed_cleanly:
+        return "closed cleanly"
+    if recording.being_written:
+        return "being recorded now: shows the frames committed so far"
+    return _UNCLEAN
 
 
 def _text(value) -> str:

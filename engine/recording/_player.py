@@ -23,6 +23,9 @@ from ..errors import InvalidInputError, RecordingError
 from ..frames import Frame, FrameSource
 from ._reader import RecordingFile
 
+# More buffers than this buys no smoother playback (the ring only needs the frames just ahead).
+MAX_BUFFERS = 64
+
 
 class _Slot:
     __slots__ = ("array", "index", "ready")
@@ -39,7 +42,9 @@ class Player(FrameSource):
     Parameters
     ----------
     path
-        The recording (see ``docs/recording-format.md``).
+        The recording (see ``docs/recording-format.md``), or an object that reads like an open
+        one (``read_into``, ``times``, ``frame_count`` ...: a
+        :class:`~orrery.engine.snapshot_series.SnapshotSeries`).
     speed
         Play rate in frames of the recording per second of wall time (default 30). Negative plays
         backwards. When frames cannot be read that fast, the play head keeps to the clock and
@@ -47,7 +52,7 @@ class Player(FrameSource):
     loop
         Wrap around at either end instead of pausing there (default False).
     buffers
-        Frame buffers in the prefetch ring (default 8, at least 4): memory is
+        Frame buffers in the prefetch ring (default 8, 4 to 64): memory is
         ``buffers * n * 3 * itemsize``.
 
     Playback starts paused at frame 0. ``latest()`` never blocks: until the frame at the play
@@ -55,9 +60,11 @@ class Player(FrameSource):
     """
 
     def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8):
-        if buffers < 4:
-            raise InvalidInputError(f"buffers must be at least 4, got {buffers}")
-        self._file = RecordingFile(path)
+        if not isinstance(buffers, (int, np.integer)) or not 4 <= buffers <= MAX_BUFFERS:
+            raise InvalidInputError(f"buffers must be an integer from 4 to {MAX_BUFFERS}, got "
+                                    f"{buffers!r}")
+        # A path opens a recording; anything that reads like one (a SnapshotSeries) plays as it is.
+        self._file = path if hasattr(path, "read_into") else RecordingFile(path)
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False
