@@ -286,7 +286,7 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
     variant, scenario, size)`` is called after each (scenario, size) of a variant.
     """
     from . import scenarios
-    from .accuracy import error_percentiles, exact_accelerations
+    from .accuracy import error_percentiles, sampled_exact
     from .solvers import make_solver
 
     thetas = sorted(thetas)
@@ -297,7 +297,7 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
             particles = built.particles
             rng = np.random.default_rng(seed)
             targets = np.sort(rng.choice(size, size=min(size, TARGETS), replace=False))
-            exact = exact_accelerations(particles.pos, particles.mass, targets, built.softening)
+            exact = sampled_exact(particles.pos, particles.mass, targets, built.softening)
             for key, options in variants.items():
                 points = []
                 for theta in thetas:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ...bench.harness import format_table
+from ...bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
+                                    timed_solvers, timing_kwargs)
 from ...engine import accuracy_table, ics
-from ...engine.bench.harness import format_table
-from ...engine.bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
-                                           timed_solvers, timing_kwargs)
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs

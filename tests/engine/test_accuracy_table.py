@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from orrery.engine import accuracy_table, make_solver, scenarios
-from orrery.engine.accuracy import error_percentiles, exact_accelerations
+from orrery.engine.accuracy import error_percentiles, sampled_exact
 from orrery.engine.accuracy_table import AccuracyTable, load_table, save_table
 from orrery.engine.calibration import Calibration, save_calibration
 from orrery.engine.errors import InvalidInputError
@@ -28,7 +28,7 @@ def shipped_scenarios():
         p = scenario.particles
         targets = np.arange(N)  # every particle: the realisation's own RMS, no sampling
         built[name] = (scenario, targets,
-                       exact_accelerations(p.pos, p.mass, targets, scenario.softening))
+                       sampled_exact(p.pos, p.mass, targets, scenario.softening))
     return built
 
 
@@ -223,7 +223,7 @@ def test_calibrate_accuracy_measures_a_table_that_accuracy_then_uses(cache_dir, 
     scenario = scenarios.load("plummer", n=512, seed=0)
     p = scenario.particles
     acc = make_solver("cpu-tree", theta=0.6).accelerations(p.pos, p.mass)
-    exact = exact_accelerations(p.pos, p.mass, np.arange(512), scenario.softening)
+    exact = sampled_exact(p.pos, p.mass, np.arange(512), scenario.softening)
     assert error_percentiles(acc, exact)[0] == pytest.approx(errors[1], rel=1e-3)  # 4 digits kept
     solver = make_solver("cpu-tree", accuracy=errors[1] * accuracy_table.MARGIN * 1.01)
     solver.accelerations(p.pos, p.mass)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from orrery.engine import accuracy_table, ics, make_solver, scenarios
-from orrery.engine.accuracy import error_percentiles, exact_accelerations
+from orrery.engine.accuracy import error_percentiles, sampled_exact
 from orrery.engine.errors import InvalidInputError
 
 N = 3000  # not a size of the shipped table
@@ -25,7 +25,7 @@ def shipped_scenarios():
         p = scenario.particles
         targets = np.arange(N)  # every particle: the realisation's own RMS, no sampling
         built[name] = (scenario, targets,
-                       exact_accelerations(p.pos, p.mass, targets, scenario.softening))
+                       sampled_exact(p.pos, p.mass, targets, scenario.softening))
     return built
 
 
@@ -48,7 +48,7 @@ def test_gpu_tree_accuracy_holds_on_every_shipped_scenario(device, shipped_scena
 def test_equal_settings_give_cpu_trees_interactions_and_accuracy(device):
     particles = ics.plummer(4096, seed=2)
     targets = np.sort(np.random.default_rng(0).choice(4096, 1024, replace=False))
-    exact = exact_accelerations(particles.pos, particles.mass, targets, 0.01)
+    exact = sampled_exact(particles.pos, particles.mass, targets, 0.01)
     for setting in ({"theta": 0.5}, {"theta": 0.8, "quadrupole": True}, {"accuracy": 1e-3}):
         results = {}
         for walk in ("coherent", "independent", "group"):
