@@ -44,7 +44,8 @@ class RecordingFile:
     while a Recorder writes the file, or when its writer died or stopped on a write error),
     ``being_written`` (a live Recorder holds the file now), ``times``/``steps`` (arrays of length
     ``frame_count``), ``masses``, ``population``, ``population_names``, ``file_size`` (bytes),
-    ``frames_per_chunk``.
+    ``frames_per_chunk``; ``keyframe_count``, ``keyframe_steps``/``keyframe_times`` and
+    ``keyframe_dtype`` (None without keyframes: format version 1, or none recorded).
     """
 
     def __init__(self, path):
@@ -71,6 +72,7 @@ class RecordingFile:
         self._check_datasets()
         self._read_particles()
         self._read_series()
+        self._read_keyframes()
         self._layouts = {name: self._direct_layout(dataset)
                          for name, dataset in ((fmt.POSITIONS, self._positions),
                                                (fmt.VELOCITIES, self._velocities))
@@ -156,6 +158,41 @@ class RecordingFile:
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
         self.frame_count = count
         self.steps, self.times = steps, times
+
+    def _read_keyframes(self) -> None:
+        """The committed keyframes, by the same rules as frames; none in a version-1 file."""
+        h5, where = self._h5, str(self.path)
+        self.keyframe_count, self.keyframe_dtype = 0, None
+        self.keyframe_steps = np.zeros(0, np.int64)
+        self.keyframe_times = np.zeros(0, np.float64)
+        present = [name for name in fmt.KEYFRAME_DATASETS if _dataset(h5, name, where) is not None]
+        if not present or self.format_version < fmt.FIRST_VERSION_WITH_KEYFRAMES:
+            return
+        if len(present) != len(fmt.KEYFRAME_DATASETS):
+            missing = sorted(set(fmt.KEYFRAME_DATASETS) - set(present))
+            raise RecordingError(f"{where}: damaged recording, missing dataset(s) {missing}")
+        states = [h5[fmt.KEYFRAME_POSITIONS], h5[fmt.KEYFRAME_VELOCITIES]]
+        for state in states:
+            if state.ndim != 3 or state.shape[1:] != (self.n, 3) \
+                    or state.dtype.str not in ("<f4", "<f8") or state.dtype != states[0].dtype:
+                raise RecordingError(f"{where}: '{state.name}' must be little-endian float32 or "
+                                     f"float64 of shape (keyframes, {self.n}, 3), got "
+                                     f"{state.shape} {state.dtype}")
+            _check_chunks(state, f"{where}: '{state.name}'", state.dtype.itemsize,
+                          max(fmt.MAX_CHUNK_BYTES, self.n * 3 * state.dtype.itemsize))
+        length = min(states[0].shape[0], states[1].shape[0], h5[fmt.KEYFRAME_TIME].shape[0],
+                     h5[fmt.KEYFRAME_STEP].shape[0])
+        if length > fmt.MAX_FRAMES:
+            raise RecordingError(f"{where} declares {length} keyframes: damaged")
+        steps = self._small_array(fmt.KEYFRAME_STEP, None, "i", rows=length)
+        times = self._small_array(fmt.KEYFRAME_TIME, None, "f", rows=length)
+        uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
+        count = int(uncommitted[0]) if uncommitted.size else length
+        steps, times = steps[:count].astype(np.int64), times[:count].astype(np.float64)
+        with _rule_reported(self.path, "damaged keyframes"):
+            fmt.check_series(steps, times)
+        self.keyframe_count, self.keyframe_dtype = count, np.dtype(states[0].dtype)
+        self.keyframe_steps, self.keyframe_times = steps, times
 
     def _small_array(self, name, shape, kind, rows=None) -> np.ndarray:
         """Read a dataset that must be small, refusing before reading if its size is not
@@ -253,6 +290,39 @@ class RecordingFile:
     def read(self, index: int, *, velocities: bool = False) -> np.ndarray:
         """Frame ``index`` as a new (n, 3) array of the recording's dtype."""
         return self.read_into(index, np.empty((self.n, 3), self.dtype), velocities=velocities)
+
+    def read_keyframe(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keyframe ``index``'s (positions, velocities), (n, 3) arrays of ``keyframe_dtype``
+        exactly as the run held them; its time and step are ``keyframe_times[index]`` and
+        ``keyframe_steps[index]``."""
+        if not 0 <= index < self.keyframe_count:
+            raise IndexError(f"keyframe {index} outside 0..{self.keyframe_count - 1}"
+                             if self.keyframe_count else f"{self.path} holds no keyframes")
+        state = []
+        for name in (fmt.KEYFRAME_POSITIONS, fmt.KEYFRAME_VELOCITIES):
+            out = np.empty((self.n, 3), self.keyframe_dtype)
+            with _damage_reported(self.path, f"keyframe {index} cannot be read"):
+                self._h5[name].read_direct(out, source_sel=np.s_[index])
+            state.append(out)
+        return state[0], state[1]
+
+    def keyframe_before(self, frame: int | None = None) -> int:
+        """The index of the last keyframe at or before frame ``frame``'s step (default: the
+        last keyframe of the file)."""
+        if self.keyframe_count == 0:
+            version = "" if self.format_version >= fmt.FIRST_VERSION_WITH_KEYFRAMES else \
+                f" (it uses format version {self.format_version}, from before keyframes)"
+            raise RecordingError(f"{self.path} holds no keyframes{version}: a run cannot be "
+                                 "continued from it")
+        if frame is None:
+            return self.keyframe_count - 1
+        if not 0 <= frame < self.frame_count:
+            raise InvalidInputError(f"frame {frame} outside 0..{self.frame_count - 1}")
+        index = int(np.searchsorted(self.keyframe_steps, self.steps[frame], side="right")) - 1
+        if index < 0:
+            raise RecordingError(f"{self.path}: no keyframe at or before frame {frame} "
+                                 f"(step {self.steps[frame]})")
+        return index
 
     def close(self) -> None:
         if self._fd >= 0:
