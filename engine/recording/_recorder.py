@@ -383,6 +383,8 @@ class Recorder:
                     item = None
                 if item is _STOP:
                     self._commit(pending)
+                    if self.fsync_every:
+                        self._fsync()
                     break
                 if item is not None:
                     needed = _item_bytes(item, self) + self._reserve_bytes

@@ -49,7 +49,7 @@ def test_a_resumed_run_is_bit_identical_to_the_uninterrupted_one(tmp_path, solve
 
 def test_the_last_state_is_a_keyframe_and_resume_defaults_to_it(tmp_path):
     whole = _run(tmp_path, "whole.h5", "--solver", "cpu-direct", "--n", "32", "--steps", "37",
-                 "--every", "10", "--keyframe-every", "0")
+                 "--every", "10", "--keyframe-every", "0", "--record-fsync", "2")
     with RecordingFile(whole) as recording:
         assert recording.keyframe_steps.tolist() == [37]
     resumed = _run(tmp_path, "more.h5", "--resume", str(whole), "--steps", "3")

@@ -113,3 +113,24 @@ def test_resume_continues_the_run_bit_for_bit(tmp_path):
     resumed.step(100)
     assert whole.particles.pos.tobytes() == resumed.particles.pos.tobytes()
     assert whole.particles.vel.tobytes() == resumed.particles.vel.tobytes()
+
+
+def test_fsync_every_n_frames_syncs_what_was_committed(tmp_path, monkeypatch):
+    import orrery.engine.recording._recorder as recorder_module
+
+    synced = []
+    real_fsync = recorder_module.os.fsync
+
+    def counting_fsync(fd):
+        synced.append(recorder.frames_committed)
+        real_fsync(fd)
+
+    monkeypatch.setattr(recorder_module.os, "fsync", counting_fsync)
+    recorder = Recorder(tmp_path / "run.h5", masses=np.ones(8), fsync_every=3,
+                        flush_seconds=3600)
+    with recorder:
+        for step in range(10):
+            recorder.append(np.zeros((8, 3)), float(step), step)
+    assert synced == [3, 6, 9, 10]  # and at close
+    with pytest.raises(InvalidInputError, match="fsync_every"):
+        Recorder(tmp_path / "bad.h5", masses=np.ones(8), fsync_every=-2)
