@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError
+from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
 
@@ -161,3 +162,23 @@ class CudaContext(Context):
 
     def synchronize(self) -> None:
         self.stream.synchronize()
+
+    def key_sort(self) -> KeySort:
+        return CudaKeySort(self)
+
+
+class CudaKeySort(KeySort):
+    """CuPy's stable device sort (``cupy.argsort``) on the context's stream: faster on an
+    NVIDIA GPU than the portable radix passes."""
+
+    def sort(self, keys, order, spare_keys, spare_order, count):
+        cupy = _cupy()
+        context = self.context
+        with context.device, context.stream:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(context.stream)
+            permutation = cupy.argsort(keys.memory[:count])
+            cupy.take(keys.memory[:count], permutation, out=spare_keys.memory[:count])
+            spare_order.memory[:count] = permutation.astype(cupy.uint32)
+            end.record(context.stream)
+        return [CudaEvent(start, end)], (spare_keys, spare_order)

@@ -5,11 +5,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError, OrreryError
+
+if TYPE_CHECKING:
+    from ._sort import KeySort
+
+
+def ceil_div(value: int, divisor: int) -> int:
+    """``value / divisor`` rounded up, for non-negative integers."""
+    return -(-value // divisor)
+
+
+def launch_size(count: int, group: int) -> int:
+    """The global size that covers ``count`` items in whole work-groups of ``group`` (at
+    least one group, so an empty launch is still a valid one)."""
+    return max(1, ceil_div(count, group)) * group
 
 
 class DeviceUnavailableError(OrreryError, RuntimeError):
@@ -207,10 +221,6 @@ class Context(ABC):
         array.upload(host)
         return array
 
-    @staticmethod
-    def download(array: DeviceArray) -> np.ndarray:
-        return array.download()
-
     def snapshot(self, shape, dtype, write: Callable[[DeviceArray], object]) -> Snapshot:
         """A :class:`Snapshot` of what ``write(array)`` queues into a device array of ``shape``
         and ``dtype`` (a kernel launch, say). Here the copy is made at once, waiting for the
@@ -248,6 +258,13 @@ class Context(ABC):
     @abstractmethod
     def _compile(self, source: str) -> Program:
         """Compile the assembled source."""
+
+    # -- primitives ---------------------------------------------------------------------------
+    def key_sort(self) -> KeySort:
+        """A sorter of (64-bit key, 32-bit order) pairs on this device (see ``_sort``)."""
+        from ._sort import RadixKeySort
+
+        return RadixKeySort(self)
 
     # -- ordering -----------------------------------------------------------------------------
     @abstractmethod

@@ -42,7 +42,6 @@ class DeviceState:
 
     def __init__(self, solver, particles: Particles):
         self.solver = solver
-        self.template = particles
         context, dtype = solver.context, solver.dtype
         self._n = particles.n
         self.padded = padded_count(self._n, solver.padding_for(self._n))

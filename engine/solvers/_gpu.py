@@ -59,16 +59,10 @@ class GpuSolver(Solver):
 
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
         """Wall and device seconds of ``events`` (queued from ``start``) become ``last_stats``
-        when it is read; reading waits for the events, and ``seconds`` is wall time from
+        when it is read; reading waits for the events, and ``wall_s`` is wall time from
         ``start`` to that read (so read it right after the evaluation)."""
         launch = dict(self.last_launch)
-
-        def compute() -> dict:
-            kernel_seconds = sum(event.seconds() for event in events)
-            return {"seconds": time.perf_counter() - start, "kernel_seconds": kernel_seconds,
-                    "device": self.context.info.spec, **launch}
-
-        self._defer_stats(compute)
+        self._defer_stats(lambda: self.timed_stats(start, lambda: self._device_stats(events, launch)))
 
     def _compute(self, pos, mass, potential):
         n = pos.shape[0]
@@ -84,8 +78,12 @@ class GpuSolver(Solver):
         return acc, (np.ascontiguousarray(result[:n, 3]) if potential else None)
 
     def _extra_stats(self) -> dict:
-        return {"kernel_seconds": sum(event.seconds() for event in self._events),
-                "device": self.context.info.spec, **self.last_launch}
+        return self._device_stats(self._events, self.last_launch)
+
+    def _device_stats(self, events: list[KernelEvent], launch: dict) -> dict:
+        """Device seconds of ``events`` (waiting for them) and the launch configuration."""
+        return {"kernel_s": sum(event.seconds() for event in events),
+                "device": self.context.info.spec, **launch}
 
     def bind(self, particles: Particles) -> DeviceState:
         check_fits(particles, self.dtype)
