@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError
+from ._cuda_pinned import PinnedStaging
 from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
@@ -13,6 +14,9 @@ from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError,
 MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
+# Transfers of at least this many bytes go through the context's pinned staging buffers
+# (_cuda_pinned.py); smaller ones are not worth the pipeline.
+PINNED_THRESHOLD = 1 << 20
 
 
 def _cupy():
@@ -51,20 +55,33 @@ def describe(ordinal: int) -> DeviceInfo:
 
 
 class CudaArray(DeviceArray):
-    def __init__(self, context: "CudaContext", shape, dtype):
-        super().__init__(shape, dtype)
+    """``memory`` is the CuPy array; given, it is a view of another framework's array."""
+
+    def __init__(self, context: "CudaContext", shape, dtype, memory=None, strides=None):
+        super().__init__(shape, dtype, strides)
         self._context = context
-        with context.device, context.stream:
-            self.memory = _cupy().empty(self.shape, self.dtype)
+        if memory is None:
+            with context.device, context.stream:
+                memory = _cupy().empty(self.shape, self.dtype)
+        self.memory = memory
 
     def upload(self, host: np.ndarray) -> None:
         host = self._check_host(host)
+        self._context.transfers.uploaded += host.nbytes
         with self._context.device:
-            self.memory.set(host, stream=self._context.stream)
-            self._context.stream.synchronize()
+            if host.nbytes >= PINNED_THRESHOLD and self.memory.flags.c_contiguous:
+                self._context.pinned.upload(host, self.memory.data.ptr)
+            else:
+                self.memory.set(host, stream=self._context.stream)
+                self._context.stream.synchronize()
 
     def download(self) -> np.ndarray:
+        self._context.transfers.downloaded += self.nbytes
         with self._context.device:
+            if self.nbytes >= PINNED_THRESHOLD and self.memory.flags.c_contiguous:
+                host = np.empty(self.shape, self.dtype)
+                self._context.pinned.download(self.memory.data.ptr, host)
+                return host
             host = self.memory.get(stream=self._context.stream)
             self._context.stream.synchronize()
         return host
@@ -129,6 +146,8 @@ class CudaContext(Context):
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.pinned = PinnedStaging(self.device, self.stream)
+
         self._staging = None
 
     def snapshot(self, shape, dtype, write):
