@@ -13,8 +13,8 @@ from orrery.engine.frames import Frame
 # Odd sizes put the view's centre on a pixel centre.
 SIZE = (161, 97)
 
-# The tolerance of the comparison, measured on both GL drivers (Mesa here, NVIDIA on the H200). A rasteriser
-# snaps a point's centre to 1/256 pixel (GL_SUBPIXEL_BITS 8) and NVIDIA's gl_PointCoord follows
+# The tolerance of the comparison, measured on both GL drivers (Mesa here, NVIDIA on the
+# H200). A rasteriser snaps a point's centre to 1/256 pixel (GL_SUBPIXEL_BITS 8) and NVIDIA's gl_PointCoord follows
 # the snapped centre (per-sprite weights 0.2-0.7% off the exact ones, up to ~3% at the rim by the
 # size of the snap; Mesa's are within 2e-4). And a pixel at a sprite's rim (r2 within ~1e-2 of 1)
 # may be inside on one path and outside on the other: one rim weight, exp(-4) = 0.018, times the
