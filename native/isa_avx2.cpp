@@ -5,6 +5,6 @@
 
 namespace orrery {
 
-const IsaKernels kAvx2Kernels = make_isa_kernels<isa_avx2::Vec, 2, 2>("avx2");
+const IsaKernels kAvx2Kernels = make_isa_kernels<isa_avx2::Vec, 2, 2, isa_avx2::FlockLanes>("avx2");
 
 }  // namespace orrery

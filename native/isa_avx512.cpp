@@ -5,6 +5,6 @@
 
 namespace orrery {
 
-const IsaKernels kAvx512Kernels = make_isa_kernels<isa_avx512::Vec, 3, 3>("avx512");
+const IsaKernels kAvx512Kernels = make_isa_kernels<isa_avx512::Vec, 3, 3, isa_avx512::FlockLanes>("avx512");
 
 }  // namespace orrery

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "flock_rules.hpp"
 #include "tree_lists.hpp"
 
 namespace orrery {
@@ -54,6 +55,9 @@ using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* ou
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
 
+// The coherent boids search over sorted boids [begin, end) (flock_kernel.hpp).
+using FlockCoherentFn = void (*)(const FlockCoherentInput&, std::size_t begin, std::size_t end);
+
 struct IsaKernels {
   const char* name;
   std::size_t block_f32;  // targets per block
@@ -81,6 +85,7 @@ struct IsaKernels {
   TreeMonopoleFn<double> tree_monopole_f64;
   TreeQuadrupoleFn<float> tree_quadrupole_f32;
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
+  FlockCoherentFn flock_coherent;  // the boids' coherent-grid loop (flock_kernel.hpp)
 };
 
 extern const IsaKernels kScalarKernels;

@@ -6,6 +6,6 @@
 namespace orrery {
 
 // Four targets at a time give the out-of-order core independent chains to overlap.
-const IsaKernels kScalarKernels = make_isa_kernels<isa_scalar::Vec, 4, 4>("scalar");
+const IsaKernels kScalarKernels = make_isa_kernels<isa_scalar::Vec, 4, 4, isa_scalar::FlockLanes>("scalar");
 
 }  // namespace orrery

@@ -5,14 +5,16 @@
 
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
+#include "flock_kernel.hpp"
+#include "flock_lanes.hpp"
 #include "isa_kernels.hpp"
 #include "tree_kernels.hpp"
 
 namespace orrery {
 
 // The table an isa_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
-// targets per block in the direct kernel.
-template <template <typename> class Vec, std::size_t K32, std::size_t K64>
+// targets per block in the direct kernel, FlockLanes the boids kernel's lane traits.
+template <template <typename> class Vec, std::size_t K32, std::size_t K64, class FlockLanes>
 constexpr IsaKernels make_isa_kernels(const char* name) {
   return IsaKernels{name,
                     K32 * Vec<float>::lanes,
@@ -39,7 +41,8 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     &tree_monopole_dispatch<Vec<float>>,
                     &tree_monopole_dispatch<Vec<double>>,
                     &tree_quadrupole_dispatch<Vec<float>>,
-                    &tree_quadrupole_dispatch<Vec<double>>};
+                    &tree_quadrupole_dispatch<Vec<double>>,
+                    &flock_coherent_blocks<FlockLanes>};
 }
 
 }  // namespace orrery

@@ -11,6 +11,7 @@ void register_direct(py::module_& m);
 void register_tree(py::module_& m);
 void register_ceilings(py::module_& m);
 void register_simd(py::module_& m);
+void register_flock(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
@@ -22,4 +23,5 @@ PYBIND11_MODULE(_native, m) {
   orrery::register_tree(m);
   orrery::register_ceilings(m);
   orrery::register_simd(m);
+  orrery::register_flock(m);
 }

@@ -1,0 +1,102 @@
+// The coherent search's neighbour loop, written once over the lane traits of flock_lanes.hpp
+// and compiled per instruction set (isa_*.cpp). Lanes take consecutive neighbours of a cell run
+// (contiguous after the gather); masked lanes add zero.
+//
+// Exactness, hence the same bits on every level: the lanes keep float32 partial sums of
+// offsets and velocities, which are multiples of their quanta, and add them into the float64
+// sums (float64 lanes, reduced once per boid) every kFlushEvery terms per lane, before a partial sum could leave float32's 24 bits
+// (see _quantum in engine/flock/_parameters.py). The boid itself is visited like any neighbour
+// (its offset is 0) and its velocity and counts are taken back out afterwards, exactly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "flock_grid.hpp"
+#include "flock_rules.hpp"
+
+namespace orrery {
+
+constexpr int kFlushEvery = 16;
+
+template <class L>
+void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std::size_t end) {
+  using V = typename L::V;
+  using M = typename L::M;
+  const FlockConstants& c = in.constants;
+  const V world = L::set1(c.world), half = L::set1(c.half_world), low = L::set1(-c.half_world);
+  const V separation2 = L::set1(c.separation_radius2), alignment2 = L::set1(c.alignment_radius2),
+          cohesion2 = L::set1(c.cohesion_radius2);
+  CellRun runs[27];
+  for (std::size_t k = begin; k < end; ++k) {
+    const float p[3] = {in.x[k], in.y[k], in.z[k]};
+    const float v[3] = {in.vx[k], in.vy[k], in.vz[k]};
+    const V xi = L::set1(p[0]), yi = L::set1(p[1]), zi = L::set1(p[2]);
+    FlockSums s;
+    V sep[3], coh[3], ali[3];
+    typename L::W wide[9];
+    for (auto& w : wide) w = L::wide_zero();
+    auto clear = [&] {
+      for (int a = 0; a < 3; ++a) sep[a] = coh[a] = ali[a] = L::zero();
+    };
+    auto flush = [&] {
+      for (int a = 0; a < 3; ++a) {
+        wide[a] = L::widen_add(wide[a], sep[a]);
+        wide[3 + a] = L::widen_add(wide[3 + a], coh[a]);
+        wide[6 + a] = L::widen_add(wide[6 + a], ali[a]);
+      }
+      clear();
+    };
+    auto image = [&](V d) {
+      d = L::select(L::less(half, d), L::sub(d, world), d);
+      return L::select(L::less(d, low), L::add(d, world), d);
+    };
+    clear();
+    int terms = 0;
+    const int count = FlockGrid::visit_cells(c, in.cell_width, p[0], p[1], p[2], runs);
+    for (int r = 0; r < count; ++r) {
+      const std::size_t last = in.start[runs[r].end_cell];
+      for (std::size_t j = in.start[runs[r].first_cell]; j < last; j += L::lanes) {
+        const M live = L::first(last - j);
+        const V dx = image(L::sub(L::load(in.x + j), xi));
+        const V dy = image(L::sub(L::load(in.y + j), yi));
+        const V dz = image(L::sub(L::load(in.z + j), zi));
+        const V r2 = L::add(L::add(L::mul(dx, dx), L::mul(dy, dy)), L::mul(dz, dz));
+        const M ms = L::both(live, L::less(r2, separation2));
+        const M mc = L::both(live, L::less(r2, cohesion2));
+        const M ma = L::both(live, L::less(r2, alignment2));
+        sep[0] = L::add(sep[0], L::keep(ms, dx));
+        sep[1] = L::add(sep[1], L::keep(ms, dy));
+        sep[2] = L::add(sep[2], L::keep(ms, dz));
+        coh[0] = L::add(coh[0], L::keep(mc, dx));
+        coh[1] = L::add(coh[1], L::keep(mc, dy));
+        coh[2] = L::add(coh[2], L::keep(mc, dz));
+        ali[0] = L::add(ali[0], L::keep(ma, L::load(in.vx + j)));
+        ali[1] = L::add(ali[1], L::keep(ma, L::load(in.vy + j)));
+        ali[2] = L::add(ali[2], L::keep(ma, L::load(in.vz + j)));
+        s.cohesion_count += L::count(mc);
+        s.alignment_count += L::count(ma);
+        if (++terms == kFlushEvery) {
+          flush();
+          terms = 0;
+        }
+      }
+    }
+    flush();
+    for (int a = 0; a < 3; ++a) {
+      s.separation[a] = L::total(wide[a]);
+      s.cohesion[a] = L::total(wide[3 + a]);
+      s.alignment[a] = L::total(wide[6 + a]);
+    }
+    // Take the boid itself back out: it met every rule whose radius is positive (r2 = 0).
+    if (0.0f < c.alignment_radius2) {
+      for (int a = 0; a < 3; ++a) s.alignment[a] -= double(v[a]);
+      --s.alignment_count;
+    }
+    if (0.0f < c.cohesion_radius2) --s.cohesion_count;
+    const std::size_t i = in.order[k];
+    finish(s, c, p, v, in.pos_out + 3 * i, in.vel_out + 3 * i);
+  }
+}
+
+}  // namespace orrery
