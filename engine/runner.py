@@ -24,6 +24,7 @@ import numpy as np
 
 from . import scenarios
 from .errors import InvalidInputError
+from .flock import FlockSimulation
 from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
@@ -35,7 +36,8 @@ class RunSettings:
     """What the solver thread runs: the scenario and the parameters a user may change live.
 
     ``solver``/``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers
-    that have it.
+    that have it. For a flock scenario ``solver`` names where it runs ("cpu" or a device) and
+    ``flock`` changes its rules, live.
     """
 
     scenario: str
@@ -45,6 +47,7 @@ class RunSettings:
     dt: float | None = None
     softening: float | None = None
     theta: float = 0.5
+    flock: dict | None = None  # rule changes over a flock scenario's own (FlockParameters fields)
 
 
 class SimulationRunner(FrameSource):
@@ -170,6 +173,12 @@ class SimulationRunner(FrameSource):
         return self._settings.solver or self._scenario.solver
 
     @property
+    def flock(self):
+        """The flock's rules in use (:class:`~orrery.engine.flock.FlockParameters`), or None
+        for a gravity run."""
+        return self._sim.rules if self._scenario.model == "flock" else None
+
+    @property
     def softening(self) -> float:
         """The softening in use: the setting, else the scenario's."""
         chosen = self._settings.softening
@@ -271,6 +280,9 @@ class SimulationRunner(FrameSource):
                                                         self._settings.softening,
                                                         self._settings.theta):
             self._rebind(new)
+        elif new.flock != self._settings.flock:
+            self._finish_recording()  # the file's attributes name one set of rules
+            self._sim.rules = self._scenario.flock.with_changes(**(new.flock or {}))
         if new.dt is not None:
             self._sim.dt = float(new.dt)
         self._settings = new
@@ -304,9 +316,13 @@ class SimulationRunner(FrameSource):
         self._rate = _RateMeter()
 
     def _make_simulation(self, scenario, particles, settings: RunSettings):
+        dt = settings.dt if settings.dt is not None else scenario.dt
+        if scenario.model == "flock":
+            sim = FlockSimulation(particles, scenario.flock.with_changes(**(settings.flock or {})),
+                                  dt=dt, device=settings.solver or scenario.solver)
+            return sim, sim.describe()
         name = settings.solver or scenario.solver
         solver = self._solver_factory(name, **self._solver_options(name, scenario, settings))
-        dt = settings.dt if settings.dt is not None else scenario.dt
         sim = Simulation(particles, solver, dt=dt)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
         return sim, solver.describe()
@@ -328,7 +344,7 @@ class SimulationRunner(FrameSource):
         self._rate.tick(time.perf_counter() - start)
         if self._recorder is not None and self._sim.steps % self._record_every == 0:
             self._recorder.append_simulation(self._sim)
-        if self._sim.steps % self._energy_every == 0:
+        if self._sim.tracks_energy and self._sim.steps % self._energy_every == 0:
             error = self._sim.energy_error()
             with self._condition:
                 self._energy_history.append((self._sim.time, error))

@@ -1,6 +1,8 @@
 """Scenarios: initial conditions plus the run settings that suit them (time step, softening,
 solver). The plain generators of :mod:`orrery.engine.ics` are scenarios with default settings;
-presets with their own settings live as TOML files in ``assets/scenarios/``."""
+presets with their own settings live as TOML files in ``assets/scenarios/``. A preset with
+``model = "flock"`` is a flock: its ``[flock]`` table holds the rules
+(:class:`~orrery.engine.flock.FlockParameters`) and its generator receives them as ``rules``."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from importlib import resources
 
 from . import ics
 from .errors import InvalidInputError
+from .flock import FlockParameters
 from .particles import Particles
 
 
@@ -22,6 +25,8 @@ class Scenario:
     softening: float = 0.01
     solver: str = "auto"
     solver_options: dict = field(default_factory=dict)
+    model: str = "gravity"  # or "flock"
+    flock: FlockParameters | None = None  # the rules, for a flock
 
 
 def _preset_files() -> dict[str, object]:
@@ -57,6 +62,12 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
     arguments = dict(preset.get("parameters", {}))
     if n is not None:
         arguments["n"] = n
+    model = preset.get("model", "gravity")
+    if model not in ("gravity", "flock"):
+        raise InvalidInputError(f"preset {name!r}: model must be 'gravity' or 'flock', got {model!r}")
+    rules = FlockParameters.from_mapping(preset.get("flock", {})) if model == "flock" else None
+    if rules is not None:
+        arguments["rules"] = rules
     run = preset.get("run", {})
     return Scenario(
         name=name,
@@ -66,4 +77,6 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
         softening=float(run.get("softening", 0.01)),
         solver=run.get("solver", "auto"),
         solver_options=dict(run.get("solver_options", {})),
+        model=model,
+        flock=rules,
     )

@@ -17,6 +17,9 @@ INTEGRATORS = ("kdk", "dkd")
 
 
 class Simulation:
+    model = "gravity"
+    tracks_energy = True  # the runner samples the energy error (engine/flock has no energy)
+
     def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk"):
         if not dt > 0:
             raise InvalidInputError(f"time step dt must be positive, got {dt!r}")

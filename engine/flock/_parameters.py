@@ -10,7 +10,7 @@ around and the density stays uniform on average (docs/adr/0090-flock-periodic-bo
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -148,10 +148,3 @@ def _quantum(bound: float) -> float:
     differences, and sums of up to 16 of them below the bound are all float32 exactly
     (native/flock_kernel.hpp keeps float32 partial sums that long before adding them in float64)."""
     return math.ldexp(1.0, math.frexp(bound)[1] - QUANTUM_BITS)
-
-
-def option(name: str) -> Option:
-    return _BY_NAME[name]
-
-
-RULE_NAMES = tuple(f.name for f in fields(FlockParameters) if f.name in {o.name for o in RULE_OPTIONS})

@@ -21,6 +21,8 @@ STEP = "step"
 MASSES = "masses"
 POPULATION = "population"
 POPULATION_NAMES = "population_names"
+# Root attribute naming the model that made the recording: "gravity" or "flock".
+MODEL = "model"
 REQUIRED_DATASETS = (POSITIONS, TIME, STEP, MASSES, POPULATION, POPULATION_NAMES)
 
 # ``step`` is filled with this value where no frame was committed yet, so a reader of a file
