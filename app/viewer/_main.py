@@ -28,14 +28,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="particle count (default: the scenario's)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
     parser.add_argument("--solver", default=None,
-                        help="solver name or 'auto' (default: the scenario's choice)")
+                        help="solver name or 'auto'; for a flock, 'cpu' or a device such as "
+                             "'cuda:0' (default: the scenario's choice)")
     parser.add_argument("--dt", type=float, default=None,
                         help="time step (default: the scenario's)")
     parser.add_argument("--paused", action="store_true",
                         help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
-    parser.add_argument("--colour", choices=("population", "speed"), default="population",
-                        help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--colour", choices=("population", "speed", "heading"),
+                        default="population",
+                        help="colour particles by population, speed or heading (direction of "
+                             "travel) (default: population)")
     parser.add_argument("--exposure", type=float, default=None,
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")

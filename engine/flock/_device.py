@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute import Context, KernelEvent, open_device
+from ..errors import InvalidInputError, SolverUnavailableError
 from ..solvers._device_sort import DeviceKeySort
 
 # Work-group size of every flock kernel unless the caller picks one (the benchmark sweeps it).
@@ -33,7 +34,13 @@ class DeviceFlock:
 
     def __init__(self, pos: np.ndarray, vel: np.ndarray, *, device=None, group: int = DEFAULT_GROUP):
         self.context: Context = device if isinstance(device, Context) else open_device(device)
+        if not self.context.info.fp64:
+            raise SolverUnavailableError(f"{self.context.info.spec} has no float64 arithmetic, "
+                                         "which the flock kernels sum in")
         self.group = int(group)
+        if self.group < 1 or self.group > self.context.info.max_work_group_size:
+            raise InvalidInputError(f"work-group size must be 1 .. "
+                                    f"{self.context.info.max_work_group_size}, got {group}")
         n = self._n = len(pos)
         context = self.context
         self._pos = [context.upload(_rows(pos)), context.empty((n, 4), np.float32)]
@@ -54,7 +61,7 @@ class DeviceFlock:
 
     @property
     def device(self) -> str:
-        return self.context.info.describe()
+        return f"{self.context.info.spec} ({self.context.info.name})"
 
     def _program(self, cell_width: int):
         return self.context.build(["flock.cl"], defines={"REAL_BITS": 64,
