@@ -3,7 +3,8 @@
 // accumulate() and each boid to the same finish() (flock_rules.hpp), whose exact sums make the
 // result independent of visiting order, search and thread count.
 //
-//  naive           every boid visits every other boid: O(N^2), the yardstick
+//  naive           every boid visits every other boid: O(N^2), the yardstick (in SIMD lanes over
+//                  a structure-of-arrays copy, as the coherent search)
 //  scattered-grid  the grid's cell runs, neighbours read through the sorted index array
 //  coherent-grid   the same runs over positions and velocities gathered into cell order, so the
 //                  inner loop reads contiguous memory, in SIMD lanes (flock_kernel.hpp)
@@ -55,23 +56,6 @@ FlockConstants constants_from(const py::dict& d) {
 // Boids per chunk a thread takes: small enough to balance clustered flocks.
 constexpr std::size_t kChunk = 512;
 
-void step_naive(const float* pos, const float* vel, std::size_t n, const FlockConstants& c,
-                float* pos_out, float* vel_out, unsigned threads) {
-  ThreadPool::instance().parallel_for(n, kChunk / 8, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      FlockSums s;
-      const float* p = pos + 3 * i;
-      for (std::size_t j = 0; j < n; ++j) {
-        if (j == i) continue;
-        const float* q = pos + 3 * j;
-        const float* w = vel + 3 * j;
-        accumulate(s, c, p[0], p[1], p[2], q[0], q[1], q[2], w[0], w[1], w[2]);
-      }
-      finish(s, c, p, vel + 3 * i, pos_out + 3 * i, vel_out + 3 * i);
-    }
-  });
-}
-
 void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, int cell_width,
                     const FlockConstants& c, float* pos_out, float* vel_out, unsigned threads) {
   ThreadPool::instance().parallel_for(grid.n, kChunk, threads, [&](std::size_t begin, std::size_t end) {
@@ -94,14 +78,16 @@ void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, i
   });
 }
 
-void step_coherent(const FlockGrid& grid, int cell_width, const FlockConstants& c, float* pos_out,
-                   float* vel_out, const IsaKernels& kernels, unsigned threads) {
+// The coherent search, or with all_pairs the naive one (over the boids in index order).
+void step_gathered(const FlockGrid& grid, bool all_pairs, int cell_width, const FlockConstants& c,
+                   float* pos_out, float* vel_out, const IsaKernels& kernels, unsigned threads) {
   const float* x = grid.sorted.data();
   const std::size_t stride = grid.stride;
   const FlockCoherentInput in{x, x + stride, x + 2 * stride, x + 3 * stride, x + 4 * stride,
-                              x + 5 * stride, grid.start.data(), grid.order.data(), c, cell_width,
-                              pos_out, vel_out};
-  ThreadPool::instance().parallel_for(grid.n, kChunk, threads, [&](std::size_t begin, std::size_t end) {
+                              x + 5 * stride, grid.start.data(), grid.order.data(), grid.n, all_pairs,
+                              c, cell_width, pos_out, vel_out};
+  const std::size_t chunk = all_pairs ? kChunk / 8 : kChunk;
+  ThreadPool::instance().parallel_for(grid.n, chunk, threads, [&](std::size_t begin, std::size_t end) {
     kernels.flock_coherent(in, begin, end);
   });
 }
@@ -139,23 +125,23 @@ py::dict flock_step(const CArray<float>& pos, const CArray<float>& vel, CArray<f
     py::gil_scoped_release release;
     FlockGrid& grid = grid_for_thread();
     auto start = Clock::now();
-    if (search != "naive") {
+    if (search == "naive") {
+      grid.identity(n);
+    } else {
       grid.build(p, n, c, threads);
       grid_seconds = seconds_since(start);
       sort_seconds = grid.sort_seconds;
-      if (search == "coherent-grid") {
-        start = Clock::now();
-        grid.gather(p, v, threads);
-        gather_seconds = seconds_since(start);
-      }
+    }
+    if (search != "scattered-grid") {
+      start = Clock::now();
+      grid.gather(p, v, threads);
+      gather_seconds = seconds_since(start);
     }
     start = Clock::now();
-    if (search == "naive")
-      step_naive(p, v, n, c, po, vo, threads);
-    else if (search == "scattered-grid")
+    if (search == "scattered-grid")
       step_scattered(p, v, grid, cell_width, c, po, vo, threads);
     else
-      step_coherent(grid, cell_width, c, po, vo, kernels, threads);
+      step_gathered(grid, search == "naive", cell_width, c, po, vo, kernels, threads);
     rules_seconds = seconds_since(start);
   }
   py::dict timing;

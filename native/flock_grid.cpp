@@ -89,6 +89,12 @@ void FlockGrid::gather(const float* pos, const float* vel, unsigned threads) {
   });
 }
 
+void FlockGrid::identity(std::size_t count) {
+  n = count;
+  order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
+}
+
 int FlockGrid::visit_cells(const FlockConstants& c, int cell_width, float x, float y, float z,
                            CellRun* runs) {
   int xs[3], ys[3], zs[3];

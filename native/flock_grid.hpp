@@ -29,6 +29,8 @@ class FlockGrid {
  public:
   void build(const float* pos, std::size_t n, const FlockConstants& c, unsigned threads);
   void gather(const float* pos, const float* vel, unsigned threads);
+  // The naive search's layout: order = 0 .. n-1 (no keys, no cell table), then gather().
+  void identity(std::size_t count);
 
   // Writes at most 27 runs, returns how many.
   static int visit_cells(const FlockConstants& c, int cell_width, float x, float y, float z,

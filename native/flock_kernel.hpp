@@ -1,6 +1,7 @@
-// The coherent search's neighbour loop, written once over the lane traits of flock_lanes.hpp
-// and compiled per instruction set (isa_*.cpp). Lanes take consecutive neighbours of a cell run
-// (contiguous after the gather); masked lanes add zero.
+// The neighbour loop of the coherent and naive searches, written once over the lane traits of
+// flock_lanes.hpp and compiled per instruction set (isa_*.cpp). Lanes take consecutive
+// neighbours of a cell run (contiguous after the gather; the naive search has one run, every
+// boid); masked lanes add zero.
 //
 // Exactness, hence the same bits on every level: the lanes keep float32 partial sums of
 // offsets and velocities, which are multiples of their quanta, and add them into the float64
@@ -53,10 +54,12 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
     };
     clear();
     int terms = 0;
-    const int count = FlockGrid::visit_cells(c, in.cell_width, p[0], p[1], p[2], runs);
+    const int count =
+        in.all_pairs ? 1 : FlockGrid::visit_cells(c, in.cell_width, p[0], p[1], p[2], runs);
     for (int r = 0; r < count; ++r) {
-      const std::size_t last = in.start[runs[r].end_cell];
-      for (std::size_t j = in.start[runs[r].first_cell]; j < last; j += L::lanes) {
+      const std::size_t last = in.all_pairs ? in.n : in.start[runs[r].end_cell];
+      const std::size_t first = in.all_pairs ? 0 : in.start[runs[r].first_cell];
+      for (std::size_t j = first; j < last; j += L::lanes) {
         const M live = L::first(last - j);
         const V dx = image(L::sub(L::load(in.x + j), xi));
         const V dy = image(L::sub(L::load(in.y + j), yi));

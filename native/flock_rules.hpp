@@ -37,8 +37,10 @@ struct FlockSums {
 // What the coherent search's per-ISA loop (flock_kernel.hpp) reads and writes.
 struct FlockCoherentInput {
   const float *x, *y, *z, *vx, *vy, *vz;  // gathered in cell order, padded by 16 readable entries
-  const std::uint32_t* start;             // the grid's cell table
+  const std::uint32_t* start;             // the grid's cell table (unused when all_pairs)
   const std::uint32_t* order;             // sorted position -> boid index
+  std::size_t n;
+  bool all_pairs;                         // the naive search: one run over every boid
   FlockConstants constants;
   int cell_width;
   float* pos_out;  // (n, 3) in boid order

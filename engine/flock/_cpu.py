@@ -32,6 +32,9 @@ class CpuFlock:
         self._spare = (self._pos, self._vel)
         self._pos, self._vel = pos_out, vel_out
 
+    def synchronize(self) -> None:
+        """Nothing to wait for: a CPU step has finished when it returns."""
+
     def state(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the positions and velocities."""
         return self._pos.copy(), self._vel.copy()

@@ -97,6 +97,10 @@ class FlockSimulation:
             self.steps += 1
             self.time += self._dt
 
+    def synchronize(self) -> None:
+        """Wait until the steps queued so far have finished (devices run asynchronously)."""
+        self._backend.synchronize()
+
     @property
     def timing(self) -> dict:
         """Seconds of the last step's phases (grid, sort, gather, rules)."""
