@@ -283,6 +283,7 @@ class SimulationRunner(FrameSource):
         elif new.flock != self._settings.flock:
             self._finish_recording()  # the file's attributes name one set of rules
             self._sim.rules = self._scenario.flock.with_changes(**(new.flock or {}))
+            self._solver_description = self._sim.describe()
         if new.dt is not None:
             self._sim.dt = float(new.dt)
         self._settings = new
