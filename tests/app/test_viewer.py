@@ -274,3 +274,21 @@ def test_a_solver_failure_shows_in_the_window_and_does_not_close_it(display, tmp
     assert final["frames"] == 25, "the window stopped drawing after the solver failed"
     assert "forces became NaN on purpose" in final["error"]
     assert final["stats"]["paused"]
+
+
+def test_a_flock_runs_live_coloured_by_heading_with_its_panel_section(display, tmp_path):
+    shot, stats = tmp_path / "flock.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, ["--scenario", "flock", "--n", "3000", "--colour", "heading",
+                               "--frames", "12", "--screenshot", str(shot), "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["step"] > 0 and final["stats"]["solver"].startswith("flock, coherent-grid")
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    x, _, width, _ = (int(v) for v in final["panel"])
+    lit = image[:, x + width + 10:].reshape(-1, 3)
+    lit = lit[lit.max(axis=1) > 60]
+    assert len(lit) > 200, "no boids visible beside the panel"
+    # headings point every way, so no one channel dominates every boid's colour
+    dominant = np.bincount(lit.argmax(axis=1), minlength=3) / len(lit)
+    assert (dominant > 0.1).sum() >= 2, dominant

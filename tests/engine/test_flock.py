@@ -207,10 +207,10 @@ def test_the_runner_runs_a_flock_takes_rule_changes_and_records_it_as_a_flock(tm
         runner.update(flock={"cohesion_weight": 0.2, "search": "scattered-grid"})
         runner.start_recording(tmp_path / "school.h5", every=1)
         runner.step(4)
-        runner.stop_recording()
         deadline = time.monotonic() + 30
         while runner.latest().step < 7 and time.monotonic() < deadline:
             time.sleep(0.02)
+        runner.stop_recording()
         frame = runner.latest()
         assert runner.error is None and frame.step == 7
         assert runner.flock.cohesion_weight == 0.2 and runner.flock.search == "scattered-grid"
