@@ -63,7 +63,9 @@ void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, i
     for (std::size_t i = begin; i < end; ++i) {
       FlockSums s;
       const float* p = pos + 3 * i;
-      const int count = FlockGrid::visit_cells(c, cell_width, p[0], p[1], p[2], runs);
+      const int count = visit_cells(c, cell_width, axis_code(p[0], c, cell_width),
+                                    axis_code(p[1], c, cell_width), axis_code(p[2], c, cell_width),
+                                    runs);
       for (int r = 0; r < count; ++r) {
         for (std::uint32_t k = grid.start[runs[r].first_cell]; k < grid.start[runs[r].end_cell]; ++k) {
           const std::uint32_t j = grid.order[k];

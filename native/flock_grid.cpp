@@ -13,33 +13,7 @@ namespace {
 // The cell of coordinate x in [0, world): monotonic in x, so boids that are within a cell
 // width of each other land in the same or adjacent cells.
 inline int cell_of(float x, const FlockConstants& c) {
-  const int cell = static_cast<int>(x * c.inverse_cell_width);
-  return std::min(cell, c.grid - 1);
-}
-
-// The distinct cells on one axis a boid at x visits, lowest first; returns how many.
-inline int axis_cells(float x, const FlockConstants& c, int cell_width, int cells[3]) {
-  const int g = c.grid;
-  const float scaled = x * c.inverse_cell_width;
-  const int own = std::min(static_cast<int>(scaled), g - 1);
-  if (g == 1) {
-    cells[0] = own;
-    return 1;
-  }
-  if (cell_width == 2 || g == 2) {
-    int other = (cell_width == 2 && scaled - float(own) < 0.5f) ? own - 1 : own + 1;
-    if (g == 2) other = 1 - own;
-    other = (other + g) % g;
-    cells[0] = std::min(own, other);
-    cells[1] = std::max(own, other);
-    return 2;
-  }
-  int lo = (own + g - 1) % g, hi = (own + 1) % g;
-  cells[0] = lo;
-  cells[1] = own;
-  cells[2] = hi;
-  std::sort(cells, cells + 3);
-  return 3;
+  return axis_cell(x * c.inverse_cell_width, c.grid);
 }
 
 }  // namespace
@@ -93,30 +67,6 @@ void FlockGrid::identity(std::size_t count) {
   n = count;
   order.resize(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint32_t>(i);
-}
-
-int FlockGrid::visit_cells(const FlockConstants& c, int cell_width, float x, float y, float z,
-                           CellRun* runs) {
-  int xs[3], ys[3], zs[3];
-  const int nx = axis_cells(x, c, cell_width, xs);
-  const int ny = axis_cells(y, c, cell_width, ys);
-  const int nz = axis_cells(z, c, cell_width, zs);
-  const std::uint32_t g = static_cast<std::uint32_t>(c.grid);
-  int count = 0;
-  for (int iz = 0; iz < nz; ++iz) {
-    for (int iy = 0; iy < ny; ++iy) {
-      const std::uint32_t row = (std::uint32_t(zs[iz]) * g + std::uint32_t(ys[iy])) * g;
-      // Cells adjacent along x are adjacent in key order: one run instead of several.
-      int ix = 0;
-      while (ix < nx) {
-        int last = ix;
-        while (last + 1 < nx && xs[last + 1] == xs[last] + 1) ++last;
-        runs[count++] = CellRun{row + std::uint32_t(xs[ix]), row + std::uint32_t(xs[last]) + 1};
-        ix = last + 1;
-      }
-    }
-  }
-  return count;
 }
 
 }  // namespace orrery

@@ -6,9 +6,7 @@
 // entries; empty cells have start[c] == start[c + 1]). gather() then copies positions and
 // velocities into that order as structure-of-arrays for the coherent search.
 //
-// visit_cells(): the cells one boid visits, as runs of consecutive keys: with cell width 1 the
-// 3 x 3 x 3 block around its cell, with width 2 the 2 x 2 x 2 block towards its position in
-// the cell; periodic, and without repeats when the grid has fewer than 3 (or 2) cells a side.
+// visit_cells(): the cells one boid visits, as runs of consecutive keys.
 #pragma once
 
 #include <cstddef>
@@ -32,10 +30,6 @@ class FlockGrid {
   // The naive search's layout: order = 0 .. n-1 (no keys, no cell table), then gather().
   void identity(std::size_t count);
 
-  // Writes at most 27 runs, returns how many.
-  static int visit_cells(const FlockConstants& c, int cell_width, float x, float y, float z,
-                         CellRun* runs);
-
   std::vector<std::uint32_t> order;  // sorted position -> boid index
   std::vector<std::uint32_t> start;  // cell -> first sorted position
   // gathered (coherent search): x, y, z, vx, vy, vz, each `stride` values (n, then zeros up
@@ -49,5 +43,78 @@ class FlockGrid {
   std::vector<std::uint64_t> keys_, key_scratch_;
   std::vector<std::uint32_t> order_scratch_;
 };
+
+// Internal linkage, as in flock_rules.hpp: each instruction-set unit inlines its own copy.
+namespace {
+
+// The cell of a coordinate already scaled by 1 / cell width.
+inline int axis_cell(float scaled, int grid) {
+  const int cell = static_cast<int>(scaled);
+  return cell < grid ? cell : grid - 1;
+}
+
+// Which cells a boid at x visits on one axis, as a number: its own cell times 2, plus 1 when
+// the cell-width-2 layout takes the upper neighbour. Boids with equal codes on all three axes
+// visit the same cells (the coherent loop reuses the runs of the boid before).
+inline int axis_code(float x, const FlockConstants& c, int cell_width) {
+  const float scaled = x * c.inverse_cell_width;
+  const int own = axis_cell(scaled, c.grid);
+  return 2 * own + (cell_width == 2 && !(scaled - float(own) < 0.5f) ? 1 : 0);
+}
+
+// The distinct cells on one axis for a code, lowest first; returns how many.
+inline int axis_cells(int code, int grid, int cell_width, int cells[3]) {
+  const int own = code >> 1;
+  if (grid == 1) {
+    cells[0] = own;
+    return 1;
+  }
+  if (cell_width == 2 || grid == 2) {
+    int other = grid == 2 ? 1 - own : (code & 1) ? own + 1 : own - 1;
+    if (other < 0) other += grid;
+    if (other >= grid) other -= grid;
+    cells[0] = own < other ? own : other;
+    cells[1] = own < other ? other : own;
+    return 2;
+  }
+  if (own == 0) {
+    cells[0] = 0, cells[1] = 1, cells[2] = grid - 1;
+  } else if (own == grid - 1) {
+    cells[0] = 0, cells[1] = grid - 2, cells[2] = grid - 1;
+  } else {
+    cells[0] = own - 1, cells[1] = own, cells[2] = own + 1;
+  }
+  return 3;
+}
+
+// The cells a boid with axis codes (cx, cy, cz) visits, as runs of consecutive keys: with cell
+// width 1 the 3 x 3 x 3 block around its cell, with width 2 the 2 x 2 x 2 block towards its
+// position in the cell; periodic, and without repeats when the grid has fewer than 3 (or 2)
+// cells a side. Writes at most 27 runs, returns how many.
+inline int visit_cells(const FlockConstants& c, int cell_width, int cx, int cy, int cz,
+                       CellRun* runs) {
+  int xs[3], ys[3], zs[3];
+  const int nx = axis_cells(cx, c.grid, cell_width, xs);
+  const int ny = axis_cells(cy, c.grid, cell_width, ys);
+  const int nz = axis_cells(cz, c.grid, cell_width, zs);
+  const std::uint32_t g = static_cast<std::uint32_t>(c.grid);
+  int count = 0;
+  for (int iz = 0; iz < nz; ++iz) {
+    for (int iy = 0; iy < ny; ++iy) {
+      const std::uint32_t row = (std::uint32_t(zs[iz]) * g + std::uint32_t(ys[iy])) * g;
+      // Cells adjacent along x are adjacent in key order: one run instead of several.
+      int ix = 0;
+      while (ix < nx) {
+        int last = ix;
+        while (last + 1 < nx && xs[last + 1] == xs[last] + 1) ++last;
+        runs[count++] = CellRun{row + std::uint32_t(xs[ix]), row + std::uint32_t(xs[last]) + 1};
+        ix = last + 1;
+      }
+    }
+  }
+  return count;
+}
+
+}  // namespace
 
 }  // namespace orrery

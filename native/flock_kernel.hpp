@@ -29,6 +29,8 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
   const V separation2 = L::set1(c.separation_radius2), alignment2 = L::set1(c.alignment_radius2),
           cohesion2 = L::set1(c.cohesion_radius2);
   CellRun runs[27];
+  int count = in.all_pairs ? 1 : 0;
+  int codes[3] = {-1, -1, -1};  // the axis codes the runs were made for
   for (std::size_t k = begin; k < end; ++k) {
     const float p[3] = {in.x[k], in.y[k], in.z[k]};
     const float v[3] = {in.vx[k], in.vy[k], in.vz[k]};
@@ -54,8 +56,14 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
     };
     clear();
     int terms = 0;
-    const int count =
-        in.all_pairs ? 1 : FlockGrid::visit_cells(c, in.cell_width, p[0], p[1], p[2], runs);
+    if (!in.all_pairs) {
+      const int now[3] = {axis_code(p[0], c, in.cell_width), axis_code(p[1], c, in.cell_width),
+                          axis_code(p[2], c, in.cell_width)};
+      if (now[0] != codes[0] || now[1] != codes[1] || now[2] != codes[2]) {
+        count = visit_cells(c, in.cell_width, now[0], now[1], now[2], runs);
+        for (int a = 0; a < 3; ++a) codes[a] = now[a];
+      }
+    }
     for (int r = 0; r < count; ++r) {
       const std::size_t last = in.all_pairs ? in.n : in.start[runs[r].end_cell];
       const std::size_t first = in.all_pairs ? 0 : in.start[runs[r].first_cell];
