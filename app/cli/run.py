@@ -8,9 +8,11 @@ import time
 
 from tqdm import tqdm
 
-from ...engine import Simulation, ics, make_solver, scenarios
+from ...engine import Simulation, ics, make_solver, scenarios, snapshots
+from ...engine.errors import InvalidInputError
 from ...engine.flock import FlockSimulation
 from ...engine.solvers import solver_specs
+from ._arg_types import integer
 from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
@@ -30,10 +32,18 @@ def add_parser(subparsers) -> None:
                         help="a scenario preset (e.g. galaxy-collision; any of "
                              f"{', '.join(scenarios.names())}): its particle count, dt, softening "
                              "and solver apply unless given as flags")
-    parser.add_argument("--n", type=int, default=None,
+    source.add_argument("--load", metavar="SNAPSHOT",
+                        help="start from another code's snapshot (GADGET, SWIFT, AREPO, Tipsy, "
+                             "RAMSES ... through pynbody: pip install 'orrery[formats]'); "
+                             "softening and dt are estimated from it unless given")
+    parser.add_argument("--family", default=None,
+                        help="with --load: evolve only this family (dm, star, gas, ...)")
+    parser.add_argument("--n", type=integer(minimum=1), default=None,
                         help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
-    parser.add_argument("--steps", type=int, default=1000, help="steps to run (default: 1000)")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0,
+                        help="random seed of the initial conditions")
+    parser.add_argument("--steps", type=integer(minimum=0), default=1000,
+                        help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
                         help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
@@ -46,14 +56,14 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    scenario = scenarios.load(args.scenario, n=args.n, seed=args.seed) if args.scenario else None
+    particles, dt, solver_name, options, source, scenario = _setup(args)
     if scenario is not None and scenario.model == "flock":
-        sim = _flock(args, scenario)
+        sim = _flock(args, scenario, dt)
     else:
-        particles, dt, solver_name, options = _setup(args, scenario)
         sim = Simulation(particles, make_solver(solver_name, **options), dt=dt,
                          integrator=args.integrator)
-    recording = open_recorder(args, sim, scenario=args.scenario or args.ic or "plummer")
+    recording = open_recorder(args, sim, scenario=args.load or args.scenario or args.ic or "plummer",
+                              source=source)
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
@@ -72,33 +82,46 @@ def run(args) -> int:
             if recorder is not None and done % args.every == 0:
                 recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
+    rate = args.steps / elapsed if elapsed > 0 else 0.0
     if not sim.tracks_energy:
         print(f"{sim.n} boids, {args.steps} steps in {elapsed:.2f} s: "
-              f"{args.steps / elapsed:.1f} steps/s, t = {sim.time:g}, {sim.describe()}")
+              f"{rate:.1f} steps/s, t = {sim.time:g}, {sim.describe()}")
         return 0
     error = sim.energy_error()
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
-          f"{args.steps / elapsed:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
+          f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
           f"solver {sim.solver.describe()}")
     return 0
 
 
-def _flock(args, scenario) -> FlockSimulation:
+def _flock(args, scenario, dt) -> FlockSimulation:
     """A flock preset: --solver names where it runs ('cpu' or a device), --threads and --simd
     reach the CPU code."""
-    return FlockSimulation(scenario.particles, scenario.flock,
-                           dt=scenario.dt if args.dt is None else args.dt,
+    return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
                            device=args.solver or scenario.solver,
                            threads=getattr(args, "threads", None), simd=getattr(args, "simd", None))
 
 
-def _setup(args, scenario):
-    """Particles, time step, solver name and options: flags first, then the preset's settings."""
-    if scenario is None:
+def _setup(args):
+    """Particles, time step, solver name and options, where the particles came from, and the
+    scenario (None for --ic): flags first, then the preset's (or the snapshot's estimated)
+    settings."""
+    if args.family is not None and args.load is None:
+        raise InvalidInputError("--family selects particles of a --load snapshot")
+    if args.scenario is None and args.load is None:
         count = DEFAULT_COUNT if args.n is None else args.n
         particles = ics.make(args.ic or "plummer", count, seed=args.seed)
         dt = DEFAULT_DT if args.dt is None else args.dt
-        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args)
+        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None, None
+    chosen = args.scenario
+    if args.load is not None:
+        paths = snapshots.expand(args.load)
+        if len(paths) > 1:
+            raise InvalidInputError(
+                f"--load {args.load!r} names {len(paths)} files: `orrery run` evolves one "
+                "snapshot (a sequence plays in `orrery-viewer --load` and `orrery render`)")
+        chosen = scenarios.SnapshotScenario(paths[0], args.family)
+    scenario = scenarios.load(chosen, n=args.n, seed=args.seed)
     dt = scenario.dt if args.dt is None else args.dt
     # The preset's softening belongs to its initial conditions (they are built for it), so it
     # holds for any solver; its other solver options only for the solver it names.
@@ -109,4 +132,5 @@ def _setup(args, scenario):
     spec = solver_specs().get(name)
     known = {option.name for option in spec.options} if spec else set()
     preset_options = {key: value for key, value in preset_options.items() if key in known}
-    return scenario.particles, dt, name, {**preset_options, **solver_options(args)}
+    return (scenario.particles, dt, name, {**preset_options, **solver_options(args)},
+            scenario.metadata or None, scenario)
