@@ -47,10 +47,13 @@ class FlockGrid {
 // Internal linkage, as in flock_rules.hpp: each instruction-set unit inlines its own copy.
 namespace {
 
-// The cell of a coordinate already scaled by 1 / cell width.
+// The cell of a coordinate already scaled by 1 / cell width. Coordinates lie in [0, world)
+// (FlockSimulation wraps them); anything else, NaN included, is clamped to a valid cell so
+// that bad input can never index outside the cell table.
 inline int axis_cell(float scaled, int grid) {
-  const int cell = static_cast<int>(scaled);
-  return cell < grid ? cell : grid - 1;
+  if (!(scaled >= 0.0f)) return 0;
+  if (!(scaled < float(grid))) return grid - 1;
+  return static_cast<int>(scaled);
 }
 
 // Which cells a boid at x visits on one axis, as a number: its own cell times 2, plus 1 when

@@ -118,15 +118,23 @@ DEVICE void clear(FlockSums* s) {
   s->cohesion_count = s->alignment_count = 0;
 }
 
+/* The cell of a coordinate scaled by 1 / cell width, clamped into the grid (NaN included) so
+ * that bad input never indexes outside the cell table. */
+DEVICE int axis_cell(float scaled, int grid) {
+  if (!(scaled >= 0.0f)) return 0;
+  if (!(scaled < (float)grid)) return grid - 1;
+  return (int)scaled;
+}
+
 DEVICE int cell_of(float x, GLOBAL const double* RESTRICT c) {
-  return MIN((int)MUL_RN(x, (float)c[C_INVERSE_CELL_WIDTH]), (int)c[C_GRID] - 1);
+  return axis_cell(MUL_RN(x, (float)c[C_INVERSE_CELL_WIDTH]), (int)c[C_GRID]);
 }
 
 /* The distinct cells on one axis a boid at x visits, lowest first (native/flock_grid.cpp). */
 DEVICE int axis_cells(float x, GLOBAL const double* RESTRICT c, int cells[3]) {
   const int g = (int)c[C_GRID];
   const float scaled = MUL_RN(x, (float)c[C_INVERSE_CELL_WIDTH]);
-  const int own = MIN((int)scaled, g - 1);
+  const int own = axis_cell(scaled, g);
   if (g == 1) {
     cells[0] = own;
     return 1;

@@ -251,3 +251,14 @@ def test_bench_boids_rows_have_the_time_per_step_and_the_sort_share():
         assert row["ms_per_step"] > 0 and row["trials"] == 2
         assert row["rules_ms"] > 0 and 0 <= row["sort_share"] < 1
     assert rows[1]["sort_ms"] > 0 and rows[0]["sort_ms"] == 0
+
+
+def test_positions_outside_the_box_handed_to_the_native_step_stay_inside_the_cell_table():
+    constants = RULES.constants(50, DT)
+    pos = np.random.default_rng(1).uniform(-200, 200, (50, 3)).astype(np.float32)
+    pos[3] = np.nan
+    vel = np.zeros_like(pos)
+    for search in ("scattered-grid", "coherent-grid"):
+        out_pos, out_vel = np.empty_like(pos), np.empty_like(vel)
+        _native.flock_step(pos, vel, out_pos, out_vel, constants, search, 1)
+        assert np.isfinite(out_vel[np.isfinite(pos).all(axis=1)]).all()
