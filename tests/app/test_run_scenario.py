@@ -1,5 +1,6 @@
 """``orrery run --scenario``: a preset's settings apply unless a flag overrides them."""
 
+import numpy as np
 import pytest
 
 from orrery.app.cli import main
@@ -47,3 +48,5 @@ def test_a_flock_preset_runs_headless_and_records(capsys, tmp_path):
     assert "300 boids, 4 steps" in out and "flock, coherent-grid" in out and "t = 0.8," in out
     with RecordingFile(path) as recording:
         assert recording.attributes["model"] == "flock" and recording.frame_count == 3
+        first, last = recording.read(0), recording.read(2)
+        assert first.shape == (300, 3) and not np.array_equal(first, last)
