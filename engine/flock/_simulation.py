@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compute import HostSnapshot
 from ..errors import InvalidInputError
 from ..particles import Particles
 from ._cpu import CpuFlock
@@ -108,6 +109,11 @@ class FlockSimulation:
 
     def positions(self) -> np.ndarray:
         return self._backend.positions()
+
+    def stage_positions(self) -> HostSnapshot:
+        """The current positions as a float32 (n, 3) snapshot, a frame (a host copy: the next
+        steps reuse the backend's buffers)."""
+        return HostSnapshot(np.array(self._backend.positions(), np.float32, copy=True))
 
     def velocities(self) -> np.ndarray:
         return self._backend.state()[1]
