@@ -54,6 +54,7 @@ class DeviceFlock:
         self._constants = None
         self._constants_host = None
         self._events: dict[str, list[KernelEvent]] = {}
+        self._programs: dict = {}
 
     @property
     def n(self) -> int:
@@ -64,8 +65,11 @@ class DeviceFlock:
         return f"{self.context.info.spec} ({self.context.info.name})"
 
     def _program(self, cell_width: int):
-        return self.context.build(["flock.cl"], defines={"REAL_BITS": 64,
-                                                        "FLOCK_CELL_WIDTH": int(cell_width)})
+        # Kept per cell width: assembling and hashing the text costs more than a small step.
+        if cell_width not in self._programs:
+            self._programs[cell_width] = self.context.build(
+                ["flock.cl"], defines={"REAL_BITS": 64, "FLOCK_CELL_WIDTH": int(cell_width)})
+        return self._programs[cell_width]
 
     def _upload_constants(self, constants: dict) -> None:
         host = np.array([float(constants[name]) for name in CONSTANT_NAMES], np.float64)
