@@ -370,6 +370,8 @@ class SimulationRunner(FrameSource):
 
     def _change(self, changes: dict) -> None:
         new = replace(self._settings, **changes)
+        if new.scenario != self._settings.scenario and "flock" not in changes:
+            new = replace(new, flock=None)  # rule changes belong to the flock they were made on
         restart = (new.scenario, new.n, new.seed) != (self._settings.scenario, self._settings.n,
                                                      self._settings.seed)
         if restart or self._error is not None:  # after an error, any change starts afresh

@@ -262,3 +262,20 @@ def test_positions_outside_the_box_handed_to_the_native_step_stay_inside_the_cel
         out_pos, out_vel = np.empty_like(pos), np.empty_like(vel)
         _native.flock_step(pos, vel, out_pos, out_vel, constants, search, 1)
         assert np.isfinite(out_vel[np.isfinite(pos).all(axis=1)]).all()
+
+
+def test_rule_changes_stay_with_their_scenario():
+    from orrery.engine.runner import RunSettings, SimulationRunner
+
+    runner = SimulationRunner(RunSettings("school", n=300), paused=True)
+    try:
+        runner.update(flock={"world": 80.0})
+        runner.update(scenario="flock", n=300)
+        runner.step(1)
+        deadline = time.monotonic() + 30
+        while runner.latest().step < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert runner.error is None and runner.flock.world == 100.0  # the flock preset's own
+        assert runner.settings.flock is None
+    finally:
+        runner.close()
