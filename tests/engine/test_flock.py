@@ -270,9 +270,11 @@ def test_rule_changes_stay_with_their_scenario():
     runner = SimulationRunner(RunSettings("school", n=300), paused=True)
     try:
         runner.update(flock={"world": 80.0})
+        deadline = time.monotonic() + 30
+        while runner.flock.world != 80.0 and time.monotonic() < deadline:
+            time.sleep(0.02)
         runner.update(scenario="flock", n=300)
         runner.step(1)
-        deadline = time.monotonic() + 30
         while runner.latest().step < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert runner.error is None and runner.flock.world == 100.0  # the flock preset's own
