@@ -1,13 +1,14 @@
 // Boids on the CPU: one flocking step with one of three neighbour searches, on all requested
-// threads, the GIL released. Every search hands each (boid, neighbour) pair to the same
-// accumulate() and each boid to the same finish() (flock_rules.hpp), whose exact sums make the
-// result independent of visiting order, search and thread count.
+// threads, the GIL released. Every search runs the same per-ISA neighbour loop
+// (flock_kernel.hpp) and the same finish() (flock_rules.hpp), whose exact sums make the result
+// independent of visiting order, search, SIMD level and thread count.
 //
 //  naive           every boid visits every other boid: O(N^2), the yardstick (in SIMD lanes over
 //                  a structure-of-arrays copy, as the coherent search)
-//  scattered-grid  the grid's cell runs, neighbours read through the sorted index array
-//  coherent-grid   the same runs over positions and velocities gathered into cell order, so the
-//                  inner loop reads contiguous memory, in SIMD lanes (flock_kernel.hpp)
+//  scattered-grid  the grid's cell runs, neighbours gathered (SIMD gathers) from the boid-order
+//                  arrays through the sorted index array
+//  coherent-grid   the same runs over positions and velocities gathered into cell order first,
+//                  so the loop reads contiguous memory
 //
 // State stays in boid order: the step reads pos/vel and writes pos_out/vel_out (no aliasing).
 #include <chrono>
@@ -57,26 +58,13 @@ FlockConstants constants_from(const py::dict& d) {
 constexpr std::size_t kChunk = 512;
 
 void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, int cell_width,
-                    const FlockConstants& c, float* pos_out, float* vel_out, unsigned threads) {
+                    const FlockConstants& c, float* pos_out, float* vel_out,
+                    const IsaKernels& kernels, unsigned threads) {
+  const FlockLoopInput in{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, pos, vel,
+                          grid.start.data(), grid.order.data(), grid.n, false, c, cell_width,
+                          pos_out, vel_out};
   ThreadPool::instance().parallel_for(grid.n, kChunk, threads, [&](std::size_t begin, std::size_t end) {
-    CellRun runs[27];
-    for (std::size_t i = begin; i < end; ++i) {
-      FlockSums s;
-      const float* p = pos + 3 * i;
-      const int count = visit_cells(c, cell_width, axis_code(p[0], c, cell_width),
-                                    axis_code(p[1], c, cell_width), axis_code(p[2], c, cell_width),
-                                    runs);
-      for (int r = 0; r < count; ++r) {
-        for (std::uint32_t k = grid.start[runs[r].first_cell]; k < grid.start[runs[r].end_cell]; ++k) {
-          const std::uint32_t j = grid.order[k];
-          if (j == i) continue;
-          const float* q = pos + 3 * j;
-          const float* w = vel + 3 * j;
-          accumulate(s, c, p[0], p[1], p[2], q[0], q[1], q[2], w[0], w[1], w[2]);
-        }
-      }
-      finish(s, c, p, vel + 3 * i, pos_out + 3 * i, vel_out + 3 * i);
-    }
+    kernels.flock_scattered(in, begin, end);
   });
 }
 
@@ -85,12 +73,12 @@ void step_gathered(const FlockGrid& grid, bool all_pairs, int cell_width, const 
                    float* pos_out, float* vel_out, const IsaKernels& kernels, unsigned threads) {
   const float* x = grid.sorted.data();
   const std::size_t stride = grid.stride;
-  const FlockCoherentInput in{x, x + stride, x + 2 * stride, x + 3 * stride, x + 4 * stride,
-                              x + 5 * stride, grid.start.data(), grid.order.data(), grid.n, all_pairs,
-                              c, cell_width, pos_out, vel_out};
+  const FlockLoopInput in{x, x + stride, x + 2 * stride, x + 3 * stride, x + 4 * stride,
+                          x + 5 * stride, nullptr, nullptr, grid.start.data(), grid.order.data(),
+                          grid.n, all_pairs, c, cell_width, pos_out, vel_out};
   const std::size_t chunk = all_pairs ? kChunk / 8 : kChunk;
   ThreadPool::instance().parallel_for(grid.n, chunk, threads, [&](std::size_t begin, std::size_t end) {
-    kernels.flock_coherent(in, begin, end);
+    kernels.flock_gathered(in, begin, end);
   });
 }
 
@@ -141,7 +129,7 @@ py::dict flock_step(const CArray<float>& pos, const CArray<float>& vel, CArray<f
     }
     start = Clock::now();
     if (search == "scattered-grid")
-      step_scattered(p, v, grid, cell_width, c, po, vo, threads);
+      step_scattered(p, v, grid, cell_width, c, po, vo, kernels, threads);
     else
       step_gathered(grid, search == "naive", cell_width, c, po, vo, kernels, threads);
     rules_seconds = seconds_since(start);

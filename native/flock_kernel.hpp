@@ -1,7 +1,7 @@
-// The neighbour loop of the coherent and naive searches, written once over the lane traits of
+// The neighbour loop of all three searches, written once over the lane traits of
 // flock_lanes.hpp and compiled per instruction set (isa_*.cpp). Lanes take consecutive
-// neighbours of a cell run (contiguous after the gather; the naive search has one run, every
-// boid); masked lanes add zero.
+// neighbours of a cell run: contiguous after the gather (coherent; the naive search has one
+// run, every boid), or gathered through the index array (scattered); masked lanes add zero.
 //
 // Exactness, hence the same bits on every level: the lanes keep float32 partial sums of
 // offsets and velocities, which are multiples of their quanta, and add them into the float64
@@ -20,8 +20,11 @@ namespace orrery {
 
 constexpr int kFlushEvery = 16;
 
-template <class L>
-void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std::size_t end) {
+// Scattered: boids [begin, end) in index order, neighbours gathered from the (n, 3) arrays
+// through the sorted index array; otherwise sorted boids [begin, end), neighbours loaded from
+// the gathered copies.
+template <class L, bool Scattered>
+void flock_blocks(const FlockLoopInput& in, std::size_t begin, std::size_t end) {
   using V = typename L::V;
   using M = typename L::M;
   const FlockConstants& c = in.constants;
@@ -32,8 +35,10 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
   int count = in.all_pairs ? 1 : 0;
   int codes[3] = {-1, -1, -1};  // the axis codes the runs were made for
   for (std::size_t k = begin; k < end; ++k) {
-    const float p[3] = {in.x[k], in.y[k], in.z[k]};
-    const float v[3] = {in.vx[k], in.vy[k], in.vz[k]};
+    const float p[3] = {Scattered ? in.pos[3 * k] : in.x[k], Scattered ? in.pos[3 * k + 1] : in.y[k],
+                        Scattered ? in.pos[3 * k + 2] : in.z[k]};
+    const float v[3] = {Scattered ? in.vel[3 * k] : in.vx[k], Scattered ? in.vel[3 * k + 1] : in.vy[k],
+                        Scattered ? in.vel[3 * k + 2] : in.vz[k]};
     const V xi = L::set1(p[0]), yi = L::set1(p[1]), zi = L::set1(p[2]);
     FlockSums s;
     V sep[3], coh[3], ali[3];
@@ -69,9 +74,20 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
       const std::size_t first = in.all_pairs ? 0 : in.start[runs[r].first_cell];
       for (std::size_t j = first; j < last; j += L::lanes) {
         const M live = L::first(last - j);
-        const V dx = image(L::sub(L::load(in.x + j), xi));
-        const V dy = image(L::sub(L::load(in.y + j), yi));
-        const V dz = image(L::sub(L::load(in.z + j), zi));
+        V xj, yj, zj, vxj, vyj, vzj;
+        if constexpr (Scattered) {
+          const typename L::I rows = L::load_rows(in.order + j, live);
+          xj = L::gather(in.pos, rows, live), yj = L::gather(in.pos + 1, rows, live);
+          zj = L::gather(in.pos + 2, rows, live);
+          vxj = L::gather(in.vel, rows, live), vyj = L::gather(in.vel + 1, rows, live);
+          vzj = L::gather(in.vel + 2, rows, live);
+        } else {
+          xj = L::load(in.x + j), yj = L::load(in.y + j), zj = L::load(in.z + j);
+          vxj = L::load(in.vx + j), vyj = L::load(in.vy + j), vzj = L::load(in.vz + j);
+        }
+        const V dx = image(L::sub(xj, xi));
+        const V dy = image(L::sub(yj, yi));
+        const V dz = image(L::sub(zj, zi));
         const V r2 = L::add(L::add(L::mul(dx, dx), L::mul(dy, dy)), L::mul(dz, dz));
         const M ms = L::both(live, L::less(r2, separation2));
         const M mc = L::both(live, L::less(r2, cohesion2));
@@ -82,9 +98,9 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
         coh[0] = L::add(coh[0], L::keep(mc, dx));
         coh[1] = L::add(coh[1], L::keep(mc, dy));
         coh[2] = L::add(coh[2], L::keep(mc, dz));
-        ali[0] = L::add(ali[0], L::keep(ma, L::load(in.vx + j)));
-        ali[1] = L::add(ali[1], L::keep(ma, L::load(in.vy + j)));
-        ali[2] = L::add(ali[2], L::keep(ma, L::load(in.vz + j)));
+        ali[0] = L::add(ali[0], L::keep(ma, vxj));
+        ali[1] = L::add(ali[1], L::keep(ma, vyj));
+        ali[2] = L::add(ali[2], L::keep(ma, vzj));
         s.cohesion_count += L::count(mc);
         s.alignment_count += L::count(ma);
         if (++terms == kFlushEvery) {
@@ -105,7 +121,7 @@ void flock_coherent_blocks(const FlockCoherentInput& in, std::size_t begin, std:
       --s.alignment_count;
     }
     if (0.0f < c.cohesion_radius2) --s.cohesion_count;
-    const std::size_t i = in.order[k];
+    const std::size_t i = Scattered ? k : in.order[k];
     finish(s, c, p, v, in.pos_out + 3 * i, in.vel_out + 3 * i);
   }
 }

@@ -30,6 +30,9 @@ struct FlockLanes {
   static V keep(M m, V v) { return m ? v : 0.0f; }
   static M first(std::size_t count) { return count > 0; }
   static long count(M m) { return m ? 1 : 0; }
+  using I = std::uint32_t;  // offsets of (n, 3) rows: 3 * boid index
+  static I load_rows(const std::uint32_t* p, M live) { return live ? 3 * *p : 0; }
+  static V gather(const float* base, I rows, M live) { return live ? base[rows] : 0.0f; }
   using W = double;  // float64 accumulators for one V
   static W wide_zero() { return 0.0; }
   static W widen_add(W sum, V v) { return sum + double(v); }
@@ -59,6 +62,14 @@ struct FlockLanes {
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(limit), index));
   }
   static long count(M m) { return __builtin_popcount(unsigned(_mm256_movemask_ps(m))); }
+  using I = __m256i;
+  static I load_rows(const std::uint32_t* p, M live) {
+    const __m256i index = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), _mm256_castps_si256(live));
+    return _mm256_add_epi32(index, _mm256_add_epi32(index, index));
+  }
+  static V gather(const float* base, I rows, M live) {
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, rows, live, 4);
+  }
   struct W {
     __m256d low, high;
   };
@@ -96,6 +107,14 @@ struct FlockLanes {
     return count >= lanes ? M(0xffff) : M((1u << count) - 1u);
   }
   static long count(M m) { return __builtin_popcount(unsigned(m)); }
+  using I = __m512i;
+  static I load_rows(const std::uint32_t* p, M live) {
+    const __m512i index = _mm512_maskz_loadu_epi32(live, p);
+    return _mm512_add_epi32(index, _mm512_add_epi32(index, index));
+  }
+  static V gather(const float* base, I rows, M live) {
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, rows, base, 4);
+  }
   struct W {
     __m512d low, high;
   };

@@ -1,6 +1,7 @@
-// Boids (Reynolds flocking): the rule math every neighbour search shares, so that a search only
-// decides which boids are visited, never what a visit adds (the study's accumulateNeighbor /
-// finalizeVelocityChange split). The same steps, in the same words, are in
+// Boids (Reynolds flocking): the data every neighbour search shares and the per-boid finish
+// (steps 3-4), so that a search only decides which boids are visited, never what a visit adds
+// (the study's accumulateNeighbor / finalizeVelocityChange split; steps 1-2, the visit, are
+// the SIMD loop of flock_kernel.hpp). The same steps, in the same words, are in
 // engine/flock/reference.py and kernels/flock.cl.
 //
 // Determinism: positions lie on a fixed-point grid (FlockConstants::quantum) and velocities on
@@ -34,9 +35,12 @@ struct FlockSums {
   long alignment_count = 0;
 };
 
-// What the coherent search's per-ISA loop (flock_kernel.hpp) reads and writes.
-struct FlockCoherentInput {
+// What the per-ISA neighbour loop (flock_kernel.hpp) reads and writes.
+struct FlockLoopInput {
   const float *x, *y, *z, *vx, *vy, *vz;  // gathered in cell order, padded by 16 readable entries
+                                          // (coherent and naive searches)
+  const float* pos;                       // (n, 3) in boid order (scattered search)
+  const float* vel;
   const std::uint32_t* start;             // the grid's cell table (unused when all_pairs)
   const std::uint32_t* order;             // sorted position -> boid index
   std::size_t n;
@@ -50,39 +54,6 @@ struct FlockCoherentInput {
 // Internal linkage: every isa_*.cpp compiles its own copy with its own flags, so the linker can
 // never hand the baseline path a copy built for a wider instruction set.
 namespace {
-
-// Step 1: the nearest periodic image of p_j - p_i (one add or subtract of the world suffices
-// because both lie in [0, world)).
-inline float nearest_image(float d, const FlockConstants& c) {
-  if (d > c.half_world) return d - c.world;
-  if (d < -c.half_world) return d + c.world;
-  return d;
-}
-
-// Steps 1-2 for one neighbour j of the boid at (xi, yi, zi).
-inline void accumulate(FlockSums& s, const FlockConstants& c, float xi, float yi, float zi,
-                       float xj, float yj, float zj, float vxj, float vyj, float vzj) {
-  const float dx = nearest_image(xj - xi, c), dy = nearest_image(yj - yi, c),
-              dz = nearest_image(zj - zi, c);
-  const float r2 = dx * dx + dy * dy + dz * dz;
-  if (r2 < c.separation_radius2) {
-    s.separation[0] += dx;
-    s.separation[1] += dy;
-    s.separation[2] += dz;
-  }
-  if (r2 < c.cohesion_radius2) {
-    s.cohesion[0] += dx;
-    s.cohesion[1] += dy;
-    s.cohesion[2] += dz;
-    ++s.cohesion_count;
-  }
-  if (r2 < c.alignment_radius2) {
-    s.alignment[0] += vxj;
-    s.alignment[1] += vyj;
-    s.alignment[2] += vzj;
-    ++s.alignment_count;
-  }
-}
 
 inline double quantise(double x, double quantum) { return std::nearbyint(x * (1.0 / quantum)) * quantum; }
 

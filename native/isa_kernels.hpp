@@ -55,8 +55,9 @@ using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* ou
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
 
-// The coherent boids search over sorted boids [begin, end) (flock_kernel.hpp).
-using FlockCoherentFn = void (*)(const FlockCoherentInput&, std::size_t begin, std::size_t end);
+// A boids search over boids [begin, end): sorted positions for the coherent and naive searches,
+// boid indices for the scattered one (flock_kernel.hpp).
+using FlockLoopFn = void (*)(const FlockLoopInput&, std::size_t begin, std::size_t end);
 
 struct IsaKernels {
   const char* name;
@@ -85,7 +86,8 @@ struct IsaKernels {
   TreeMonopoleFn<double> tree_monopole_f64;
   TreeQuadrupoleFn<float> tree_quadrupole_f32;
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
-  FlockCoherentFn flock_coherent;  // the boids' coherent-grid loop (flock_kernel.hpp)
+  FlockLoopFn flock_gathered;  // the boids' coherent-grid and naive loop (flock_kernel.hpp)
+  FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
 };
 
 extern const IsaKernels kScalarKernels;

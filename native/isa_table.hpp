@@ -42,7 +42,8 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     &tree_monopole_dispatch<Vec<double>>,
                     &tree_quadrupole_dispatch<Vec<float>>,
                     &tree_quadrupole_dispatch<Vec<double>>,
-                    &flock_coherent_blocks<FlockLanes>};
+                    &flock_blocks<FlockLanes, false>,
+                    &flock_blocks<FlockLanes, true>};
 }
 
 }  // namespace orrery
