@@ -8,7 +8,7 @@ import time
 
 from tqdm import tqdm
 
-from ...engine import Simulation, ics, make_solver, scenarios, snapshots
+from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
 from ...engine.flock import FlockSimulation
 from ...engine.solvers import solver_specs
@@ -56,17 +56,34 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    mpi = distributed.world()
+    if mpi is None:
+        return _run(args, None)
+    with distributed.guard(mpi):  # one rank failing ends every rank, with its error
+        return _run(args, mpi)
+
+
+def _run(args, mpi) -> int:
+    """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
     particles, dt, solver_name, options, source, scenario = _setup(args)
     if scenario is not None and scenario.model == "flock":
-        sim = _flock(args, scenario, dt)
+        if mpi is not None:
+            raise InvalidInputError("a flock runs on one process: run it without mpiexec")
+        solver, sim = None, _flock(args, scenario, dt)
     else:
-        sim = Simulation(particles, make_solver(solver_name, **options), dt=dt,
-                         integrator=args.integrator)
-    recording = open_recorder(args, sim, scenario=args.load or args.scenario or args.ic or "plummer",
-                              source=source)
+        if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
+            options["device"] = distributed.rank_device(mpi)
+        solver = make_solver(solver_name, **options)
+        if mpi is None:
+            sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
+        else:
+            sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
+                                                    integrator=args.integrator)
+    root = mpi is None or mpi.rank == 0
+    recording = _open_recording(args, sim, root, source=source)
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
-            tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
+            tqdm(total=args.steps, unit="step", disable=args.quiet or not root, file=sys.stderr,
                  dynamic_ncols=True) as bar:
         if recorder is not None:
             recorder.append_simulation(sim)
@@ -83,14 +100,16 @@ def run(args) -> int:
                 recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
     rate = args.steps / elapsed if elapsed > 0 else 0.0
-    if not sim.tracks_energy:
+    if solver is None:  # a flock: no energy to report
         print(f"{sim.n} boids, {args.steps} steps in {elapsed:.2f} s: "
               f"{rate:.1f} steps/s, t = {sim.time:g}, {sim.describe()}")
         return 0
     error = sim.energy_error()
-    print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
-          f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
-          f"solver {sim.solver.describe()}")
+    if root:
+        ranks = f" on {mpi.size} ranks" if mpi is not None else ""
+        print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s{ranks}: "
+              f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
+              f"solver {solver.describe()}")
     return 0
 
 
@@ -100,6 +119,38 @@ def _flock(args, scenario, dt) -> FlockSimulation:
     return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
                            device=args.solver or scenario.solver,
                            threads=getattr(args, "threads", None), simd=getattr(args, "simd", None))
+
+
+def _open_recording(args, sim, root: bool, *, source):
+    """The recorder on the process that writes (rank 0 gathers every frame: h5py's wheels have
+    no parallel HDF5, and one writer keeps the file's SWMR commit order); the other ranks take
+    part in the gathers without writing."""
+    scenario = args.load or args.scenario or args.ic or "plummer"
+    if root:
+        return open_recorder(args, sim, scenario=scenario, source=source)
+    if not args.record:
+        return None
+    sim.particles  # noqa: B018 - the gather rank 0's recorder makes to learn the masses
+    return _GatherOnly(args.record_velocities)
+
+
+class _GatherOnly:
+    """What a rank other than 0 does for each recorded frame: its part of the gather."""
+
+    def __init__(self, velocities: bool):
+        self.velocities = velocities
+
+    def append_simulation(self, simulation) -> None:
+        if self.velocities:
+            simulation.particles  # noqa: B018 - a collective gather
+        else:
+            simulation.positions()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
 
 
 def _setup(args):
