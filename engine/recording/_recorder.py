@@ -298,7 +298,8 @@ def run_attributes(simulation, *, scenario: str) -> dict:
     if hasattr(simulation, "run_attributes"):
         return {"scenario": scenario, fmt.MODEL: simulation.model, **simulation.run_attributes()}
     solver = simulation.solver
-    return {"scenario": scenario, fmt.MODEL: simulation.model, "solver": solver.name, "solver_params": dict(solver.params),
+    return {"scenario": scenario, fmt.MODEL: "gravity", "solver": solver.name,
+            "solver_params": dict(solver.params),
             "integrator": simulation.integrator, "dt": simulation.dt,
             "softening": float(solver.softening), "G": 1.0,
             "units": "N-body units (G = 1; length, mass and time dimensionless)"}
