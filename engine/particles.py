@@ -94,7 +94,8 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
     largest = largest_coordinate(dtype)
     # Two reductions cover both tests (NaN propagates, infinity exceeds): the common case
     # costs no temporary arrays; only a failure looks for the particle to name.
-    if not max(-pos.min(), pos.max()) <= largest:
+    # (as Python floats: a float32 array's extremes against float64's largest would cast down)
+    if not max(-float(pos.min()), float(pos.max())) <= largest:
         check_finite(pos, "position")
         check_precision(pos, "position", largest, dtype)
     total = float(mass.sum())

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "flock_rules.hpp"
+#include "fmm_m2l.hpp"
 #include "tree_lists.hpp"
 
 namespace orrery {
@@ -91,6 +92,7 @@ struct IsaKernels {
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
   FlockLoopFn flock_gathered;  // the boids' coherent-grid and naive loop (flock_kernel.hpp)
   FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
+  FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
 };
 
 extern const IsaKernels kScalarKernels;

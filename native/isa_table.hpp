@@ -7,6 +7,7 @@
 #include "direct_kernel.hpp"
 #include "flock_kernel.hpp"
 #include "flock_lanes.hpp"
+#include "fmm_kernels.hpp"
 #include "isa_kernels.hpp"
 #include "tree_kernels.hpp"
 
@@ -43,7 +44,8 @@ constexpr IsaKernels make_isa_kernels(const char* name) {
                     &tree_quadrupole_dispatch<Vec<float>>,
                     &tree_quadrupole_dispatch<Vec<double>>,
                     &flock_blocks<FlockLanes, false>,
-                    &flock_blocks<FlockLanes, true>};
+                    &flock_blocks<FlockLanes, true>,
+                    &fmm_m2l_kernel<Vec<double>>};
 }
 
 }  // namespace orrery

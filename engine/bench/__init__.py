@@ -2,4 +2,5 @@
 ``add_arguments(parser)`` and ``run(args) -> list[dict]`` (rows, also printed as a table);
 ``BENCHMARKS`` lists them in the order ``orrery bench --help`` shows them."""
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "render", "live", "playback", "boids", "report")
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "render", "live", "playback",
+                              "boids", "report")

@@ -63,6 +63,8 @@ class DeviceTree:
     groups: DeviceArray
     group_count: int
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
+    # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
+    cube: DeviceArray | None = None
 
     def node_records(self, real) -> np.ndarray:
         """The nodes as a host structured array (copied from the device)."""
@@ -195,4 +197,4 @@ class DeviceTreeBuilder:
         return DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
                           order=order, nodes=self._nodes, levels=self._levels,
                           quadrupoles=self._quadrupoles, groups=self._groups,
-                          group_count=group_count, events=events)
+                          group_count=group_count, events=events, cube=self._cube)

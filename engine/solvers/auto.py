@@ -47,7 +47,8 @@ DEFAULT_THRESHOLDS: dict[str, int] = {
 # A solver left out of the defaults when the other one can run (see the module docstring).
 _OUTCLASSED_BY = {"cpu-tree": "gpu-direct"}
 # Solvers auto never picks: the slow accuracy yardstick, and itself.
-EXCLUDED = ("reference", "auto")
+# The FMM solvers join the choice once the calibration table has rows for them.
+EXCLUDED = ("reference", "auto", "cpu-fmm", "gpu-fmm")
 
 
 def default_schedule(candidates) -> Schedule:
