@@ -16,6 +16,10 @@ from . import ics
 from .errors import InvalidInputError
 from .flock import FlockParameters
 from .particles import Particles
+from .solvers._options import SOFTENING, Option
+
+# The time step of a run that names none (a scenario without [run] dt, ``orrery run --ic``).
+DT = Option("dt", float, 1e-3, "time step (N-body units)", minimum=0.0, exclusive_minimum=True)
 
 
 @dataclass
@@ -23,8 +27,8 @@ class Scenario:
     name: str
     description: str
     particles: Particles
-    dt: float = 1e-3
-    softening: float = 0.01
+    dt: float = DT.default
+    softening: float = SOFTENING.default
     solver: str = "auto"
     solver_options: dict = field(default_factory=dict)
     model: str = "gravity"  # or "flock"
@@ -88,12 +92,18 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
     if rules is not None:
         arguments["rules"] = rules
     run = preset.get("run", {})
+    # Initial conditions built for a softening (galaxies in equilibrium) state it once, as a
+    # generator parameter; the run uses the same.
+    if "softening" in arguments and "softening" in run:
+        raise InvalidInputError(f"scenario {name!r} states softening twice ([parameters] and "
+                                f"[run]); keep the one in [parameters]")
+    softening = arguments.get("softening", run.get("softening", SOFTENING.default))
     return Scenario(
         name=name,
         description=preset.get("description", name),
         particles=generator(seed=seed, **arguments),
-        dt=float(run.get("dt", 1e-3)),
-        softening=float(run.get("softening", 0.01)),
+        dt=DT.coerce(run.get("dt", DT.default)),
+        softening=SOFTENING.coerce(softening),
         solver=run.get("solver", "auto"),
         solver_options=dict(run.get("solver_options", {})),
         model=model,

@@ -59,7 +59,7 @@ constexpr std::size_t kChunk = 512;
 
 void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, int cell_width,
                     const FlockConstants& c, float* pos_out, float* vel_out,
-                    const IsaKernels& kernels, unsigned threads) {
+                    const SimdKernels& kernels, unsigned threads) {
   const FlockLoopInput in{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, pos, vel,
                           grid.start.data(), grid.order.data(), grid.n, false, c, cell_width,
                           pos_out, vel_out};
@@ -70,7 +70,7 @@ void step_scattered(const float* pos, const float* vel, const FlockGrid& grid, i
 
 // The coherent search, or with all_pairs the naive one (over the boids in index order).
 void step_gathered(const FlockGrid& grid, bool all_pairs, int cell_width, const FlockConstants& c,
-                   float* pos_out, float* vel_out, const IsaKernels& kernels, unsigned threads) {
+                   float* pos_out, float* vel_out, const SimdKernels& kernels, unsigned threads) {
   const float* x = grid.sorted.data();
   const std::size_t stride = grid.stride;
   const FlockLoopInput in{x, x + stride, x + 2 * stride, x + 3 * stride, x + 4 * stride,
@@ -104,7 +104,7 @@ py::dict flock_step(const CArray<float>& pos, const CArray<float>& vel, CArray<f
     throw std::invalid_argument("search must be naive, scattered-grid or coherent-grid, got '" + search + "'");
   if (cell_width != 1 && cell_width != 2) throw std::invalid_argument("cell_width must be 1 or 2");
   const FlockConstants c = constants_from(constants);
-  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
   if (threads == 0) threads = ThreadPool::hardware_threads();
   const float* p = pos.data();
   const float* v = vel.data();

@@ -1,5 +1,5 @@
 // The neighbour loop of all three searches, written once over the lane traits of
-// flock_lanes.hpp and compiled per instruction set (isa_*.cpp). Lanes take consecutive
+// flock_lanes.hpp and compiled per instruction set (simd_*.cpp). Lanes take consecutive
 // neighbours of a cell run: contiguous after the gather (coherent; the naive search has one
 // run, every boid), or gathered through the index array (scattered); masked lanes add zero.
 //

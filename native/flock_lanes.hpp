@@ -1,6 +1,6 @@
 // The few lane operations the boids kernel (flock_kernel.hpp) needs, per instruction set:
 // float lanes V, a lane mask M, float64 accumulators W, and exact arithmetic only (add, sub, mul, compare, select), so
-// every level computes the same bits as the scalar one. Each isa_*.cpp file compiles the
+// every level computes the same bits as the scalar one. Each simd_*.cpp file compiles the
 // variants its flags allow; the namespaces keep the variants apart.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace orrery {
 
-namespace isa_scalar {
+namespace simd_scalar {
 struct FlockLanes {
   using V = float;
   using M = bool;
@@ -38,10 +38,10 @@ struct FlockLanes {
   static W widen_add(W sum, V v) { return sum + double(v); }
   static double total(W sum) { return sum; }
 };
-}  // namespace isa_scalar
+}  // namespace simd_scalar
 
 #if defined(__AVX2__)
-namespace isa_avx2 {
+namespace simd_avx2 {
 struct FlockLanes {
   using V = __m256;
   using M = __m256;
@@ -84,11 +84,11 @@ struct FlockLanes {
     return (lane[0] + lane[1]) + (lane[2] + lane[3]);
   }
 };
-}  // namespace isa_avx2
+}  // namespace simd_avx2
 #endif
 
 #if defined(__AVX512F__)
-namespace isa_avx512 {
+namespace simd_avx512 {
 struct FlockLanes {
   using V = __m512;
   using M = __mmask16;
@@ -125,7 +125,7 @@ struct FlockLanes {
   }
   static double total(W sum) { return _mm512_reduce_add_pd(_mm512_add_pd(sum.low, sum.high)); }
 };
-}  // namespace isa_avx512
+}  // namespace simd_avx512
 #endif
 
 }  // namespace orrery

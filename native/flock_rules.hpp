@@ -51,7 +51,7 @@ struct FlockLoopInput {
   float* vel_out;
 };
 
-// Internal linkage: every isa_*.cpp compiles its own copy with its own flags, so the linker can
+// Internal linkage: every simd_*.cpp compiles its own copy with its own flags, so the linker can
 // never hand the baseline path a copy built for a wider instruction set.
 namespace {
 

@@ -46,8 +46,8 @@ struct FmmStageSeconds {
   double sort = 0, build = 0, walk = 0, upward = 0, m2l = 0, p2p = 0, downward = 0;
 };
 
-TreeMonopoleFn<float> monopole_for(const IsaKernels& k, float) { return k.tree_monopole_f32; }
-TreeMonopoleFn<double> monopole_for(const IsaKernels& k, double) { return k.tree_monopole_f64; }
+TreeMonopoleFn<float> monopole_for(const SimdKernels& k, float) { return k.tree_monopole_f32; }
+TreeMonopoleFn<double> monopole_for(const SimdKernels& k, double) { return k.tree_monopole_f64; }
 
 template <typename T>
 constexpr std::size_t padded(std::size_t size) {
@@ -60,7 +60,7 @@ template <typename T>
 class FmmEngine {
  public:
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
-                std::size_t leaf_capacity, unsigned threads, const IsaKernels& kernels, T* acc, T* pot) {
+                std::size_t leaf_capacity, unsigned threads, const SimdKernels& kernels, T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
     if (tables_.order != order) tables_ = fmm_tables(order);
     build(pos, mass, n, leaf_capacity, threads);
@@ -318,7 +318,7 @@ void register_engine(py::module_& m, const char* name) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_fmm_parameters(softening, theta, order, leaf_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
-            const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+            const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);
             T* a = acc.mutable_data();

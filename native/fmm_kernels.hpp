@@ -1,5 +1,5 @@
 // The FMM's M2L kernel, written once over a SIMD traits type S (simd_*.hpp) and compiled in each
-// isa_*.cpp file like the tree kernels. The S::lanes sources of a batch sit in the lanes: their
+// simd_*.cpp file like the tree kernels. The S::lanes sources of a batch sit in the lanes: their
 // derivative tensors come from the recurrence of fmm_expansions.hpp, one vector per term, and
 // the contraction L_k += D_{k+n} S_n runs on whole vectors, so one FMA serves S::lanes cell pairs.
 // A short last batch is padded with massless sources at distance 1 (finite tensors times zero

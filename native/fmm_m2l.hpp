@@ -1,5 +1,5 @@
 // What the M2L kernel reads and writes (fmm_kernels.hpp computes it; fmm.cpp calls it through
-// the IsaKernels table). Plain data and pointers only, so the table can carry it across the
+// the SimdKernels table). Plain data and pointers only, so the table can carry it across the
 // per-instruction-set files without any inline code crossing that boundary.
 #pragma once
 

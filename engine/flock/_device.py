@@ -1,6 +1,7 @@
 """Boids on a compute device (``flock.cl`` through the compute layer): positions and velocities
-stay in device memory between steps, the grid is sorted with the tree solvers' device sort
-(:mod:`..solvers._device_sort`), and the host sees positions only when it asks."""
+stay in device memory between steps, the grid is sorted with the compute layer's key sort
+(``Context.key_sort()``, the one the tree solvers use), and the host sees positions only when it
+asks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import numpy as np
 
 from ..compute import Context, KernelEvent, open_device
 from ..errors import InvalidInputError, SolverUnavailableError
-from ..solvers._device_sort import DeviceKeySort
 
 # Work-group size of every flock kernel unless the caller picks one (the benchmark sweeps it).
 DEFAULT_GROUP = 128
@@ -49,7 +49,7 @@ class DeviceFlock:
         self._sorted_vel = context.empty((n, 4), np.float32)
         self._keys = [context.empty(n, np.uint64), context.empty(n, np.uint64)]
         self._order = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
-        self._sort = DeviceKeySort(context)
+        self._sort = context.key_sort()
         self._start = None
         self._constants = None
         self._constants_host = None

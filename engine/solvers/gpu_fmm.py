@@ -74,7 +74,7 @@ class GpuFmmSolver(GpuSolver):
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
 
-    ``last_stats``: ``seconds`` (wall), ``kernel_seconds`` (device), per stage ``box_s`` ..
+    ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``moments_s`` (tree build), ``lists_s`` (host walk and transfers, wall), ``upward_s``,
     ``m2l_s``, ``downward_s``, ``p2p_s``, ``reorder_s``; ``m2l_interactions``, ``nodes``,
     ``leaves``, ``terms``, ``device``.
@@ -190,19 +190,17 @@ class GpuFmmSolver(GpuSolver):
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
                  for stage in (*STAGES, *FMM_STAGES)}
-        stats["kernel_seconds"] = sum(stats.values())
+        stats["kernel_s"] = sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
 
-    def record_stats(self, start: float, events: list[KernelEvent]) -> None:
-        # Deferred like gpu-tree's: a live run that never reads the breakdown never waits for it.
-        self._defer_stats(lambda: {**self._breakdown(), "seconds": time.perf_counter() - start})
-
-    def _extra_stats(self) -> dict:
+    def _device_stats(self, events, launch) -> dict:
+        # Waited for only when last_stats is read, like gpu-tree's (GpuSolver.record_stats).
         return self._breakdown()
 
 
 SPEC = SolverSpec(
     name="gpu-fmm",
+    kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
     options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY),
     factory=GpuFmmSolver,

@@ -2,7 +2,7 @@
  *
  * Algorithm (the study's, engine/flock/reference.py states the rule math step by step):
  *   flock_cell_keys    key[i] = boid i's cell, (cz * G + cy) * G + cx; order[i] = i
- *   (sort)             (key, order) pairs by key, stable: _device_sort.py (radix_sort.cl or
+ *   (sort)             (key, order) pairs by key, stable: Context.key_sort() (radix_sort.cl or
  *                      CuPy's sort on CUDA)
  *   flock_cell_starts  start[c] = first sorted position with key >= c, for c = 0 .. G^3, each
  *                      sorted position filling the cells after its predecessor's key

@@ -140,7 +140,7 @@ def test_lists_are_symmetric_and_cover_every_pair_once():
     solver = make_solver("cpu-fmm", theta=0.6, leaf_capacity=16)
     solver.accelerations(particles.pos, particles.mass)
     lists = solver.last_lists()
-    tree = _native.build_tree(particles.pos.astype(np.float32), particles.mass.astype(np.float32),
+    tree = _native.build_tree_f32(particles.pos.astype(np.float32), particles.mass.astype(np.float32),
                               leaf_capacity=16)
     nodes = tree["nodes"]
     count = len(nodes)

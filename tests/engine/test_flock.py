@@ -236,23 +236,6 @@ def test_a_gravity_recording_says_its_model_is_gravity(tmp_path):
         assert reading.attributes["model"] == "gravity"
 
 
-def test_bench_boids_rows_have_the_time_per_step_and_the_sort_share():
-    import argparse
-
-    from orrery.engine.bench import boids
-
-    parser = argparse.ArgumentParser()
-    boids.add_arguments(parser)
-    rows = boids.run(parser.parse_args(["--n", "3000", "--trials", "2", "--warmup", "0",
-                                        "--steps", "1", "--search", "naive", "coherent-grid"]))
-    assert [(row["search"], row["cell_width"]) for row in rows] == [
-        ("naive", 1), ("coherent-grid", 1), ("coherent-grid", 2)]
-    for row in rows:
-        assert row["ms_per_step"] > 0 and row["trials"] == 2
-        assert row["rules_ms"] > 0 and 0 <= row["sort_share"] < 1
-    assert rows[1]["sort_ms"] > 0 and rows[0]["sort_ms"] == 0
-
-
 def test_positions_outside_the_box_handed_to_the_native_step_stay_inside_the_cell_table():
     constants = RULES.constants(50, DT)
     pos = np.random.default_rng(1).uniform(-200, 200, (50, 3)).astype(np.float32)
