@@ -125,3 +125,11 @@ class TreeF64:
     @property
     def stats(self) -> dict[str, Any]:
         """Last evaluation: stage seconds, interaction counts, node/leaf counts, depth."""
+
+
+def flock_step(pos: npt.ArrayLike, vel: npt.ArrayLike, pos_out: F32, vel_out: F32,
+               constants: dict[str, Any], search: str, cell_width: int, threads: int = 0,
+               simd: str = "") -> dict[str, float]:
+    """One boids step (native/flock.cpp) from float32 (n, 3) positions and velocities into
+    ``pos_out``/``vel_out``, with ``constants`` from ``FlockParameters.constants()`` and search
+    naive, scattered-grid or coherent-grid; returns the seconds of grid, sort, gather, rules."""
