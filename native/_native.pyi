@@ -127,6 +127,55 @@ class TreeF64:
         """Last evaluation: stage seconds, interaction counts, node/leaf counts, depth."""
 
 
+FMM_MAX_ORDER: int
+"""Highest expansion order the FMM tables are built for."""
+
+
+class FmmF32:
+    """Fast multipole solver state (buffers reused across evaluations), float32."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F32, F32 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Last evaluation: stage seconds, interaction counts, node/leaf counts."""
+
+    @property
+    def lists(self) -> dict[str, np.ndarray]:
+        """Last evaluation's interaction lists, depth order and centres, as arrays."""
+
+
+class FmmF64:
+    """As :class:`FmmF32`, float64."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F64, F64 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]: ...
+
+    @property
+    def lists(self) -> dict[str, np.ndarray]: ...
+
+
+def fmm_tables(order: int) -> dict[str, np.ndarray]:
+    """The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays."""
+
+
+def fmm_lists(skip: npt.ArrayLike, leaf_box: npt.ArrayLike, cube_min: npt.ArrayLike,
+              cube_side: float, theta: float, threads: int = 0) -> dict[str, np.ndarray]:
+    """The FMM dual walk's interaction lists of a depth-first node array, as arrays."""
+
+
 def flock_step(pos: npt.ArrayLike, vel: npt.ArrayLike, pos_out: F32, vel_out: F32,
                constants: dict[str, Any], search: str, cell_width: int, threads: int = 0,
                simd: str = "") -> dict[str, float]:
