@@ -61,6 +61,14 @@ class SnapshotScenario:
         return self.path if self.family is None else f"{self.path} ({self.family})"
 
 
+def model(name: str) -> str:
+    """Which model scenario ``name`` runs, "gravity" or "flock", without building it."""
+    presets = _preset_files()
+    if name in presets:
+        return tomllib.loads(presets[name].read_text()).get("model", "gravity")
+    return "gravity"
+
+
 def load(name: str | SnapshotScenario, *, n: int | None = None, seed: int = 0) -> Scenario:
     """Build a scenario by name (or from a snapshot); ``n`` overrides the preset's particle
     count (for a snapshot: a random subset of ``n`` particles, scaled to the total mass)."""

@@ -264,3 +264,9 @@ def test_rule_changes_stay_with_their_scenario():
         assert runner.settings.flock is None
     finally:
         runner.close()
+
+
+def test_scenarios_name_their_model_without_being_built():
+    assert {name for name in scenarios.names() if scenarios.model(name) == "flock"} == {
+        "flock", "murmuration", "school"}
+    assert scenarios.model("plummer") == scenarios.model("galaxy-collision") == "gravity"
