@@ -56,6 +56,11 @@ def reference_accelerations(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: 
     """Double-precision compensated direct summation: (acc (n, 3), potential (n,) or None)."""
 
 
+def narrow_to_half(source: F32, out: npt.NDArray[np.float16], simd: str = "") -> None:
+    """float32 ``source`` into float16 ``out`` (same size, C-contiguous), round to nearest even:
+    numpy's ``astype(float16)`` bits, with F16C/AVX-512 where present; releases the GIL."""
+
+
 def kernel_inverse_sqrt_f32(x: npt.ArrayLike, simd: str = "") -> F32:
     """1/sqrt(x) exactly as the float32 direct kernel's potential gets it."""
 

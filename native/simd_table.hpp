@@ -14,9 +14,10 @@
 namespace orrery {
 
 // The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
-// targets per block in the direct kernel, FlockLanes the boids kernel's lane traits.
+// targets per block in the direct kernel, FlockLanes the boids kernel's lane traits;
+// narrow_to_half the file's own conversion loop (its instructions are not Vec operations).
 template <template <typename> class Vec, std::size_t K32, std::size_t K64, class FlockLanes>
-constexpr SimdKernels make_simd_kernels(const char* name) {
+constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_to_half) {
   return SimdKernels{name,
                     K32 * Vec<float>::lanes,
                     K64 * Vec<double>::lanes,
@@ -45,7 +46,8 @@ constexpr SimdKernels make_simd_kernels(const char* name) {
                     &tree_quadrupole_dispatch<Vec<double>>,
                     &flock_blocks<FlockLanes, false>,
                     &flock_blocks<FlockLanes, true>,
-                    &fmm_m2l_kernel<Vec<double>>};
+                    &fmm_m2l_kernel<Vec<double>>,
+                    narrow_to_half};
 }
 
 }  // namespace orrery
