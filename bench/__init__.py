@@ -28,7 +28,7 @@ from ..engine.errors import InvalidInputError
 from ._options import BenchmarkSpec, Several
 
 BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "live",
-                               "playback", "report")
+                               "playback", "boids", "report")
 
 
 def benchmark_module(name: str) -> ModuleType:

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import scenarios
 from .errors import InvalidInputError, OrreryError
+from .flock import FlockSimulation
 from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
@@ -56,7 +57,8 @@ class RunSettings:
     """What the solver thread runs: the scenario and the parameters a user may change live.
 
     ``solver``/``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers
-    that have it.
+    that have it. For a flock scenario ``solver`` names where it runs ("cpu" or a device) and
+    ``flock`` changes its rules, live.
     """
 
     scenario: str | scenarios.SnapshotScenario
@@ -66,6 +68,7 @@ class RunSettings:
     dt: float | None = None
     softening: float | None = None
     theta: float = THETA.default
+    flock: dict | None = None  # rule changes over a flock scenario's own (FlockParameters fields)
 
 
 class SimulationRunner(FrameSource):
@@ -221,6 +224,12 @@ class SimulationRunner(FrameSource):
         return self._settings.solver or self._scenario.solver
 
     @property
+    def flock(self):
+        """The flock's rules in use (:class:`~orrery.engine.flock.FlockParameters`), or None
+        for a gravity run."""
+        return self._sim.rules if self._scenario.model == "flock" else None
+
+    @property
     def softening(self) -> float:
         """The softening in use: the setting, else the scenario's."""
         chosen = self._settings.softening
@@ -362,6 +371,8 @@ class SimulationRunner(FrameSource):
 
     def _change(self, changes: dict) -> None:
         new = replace(self._settings, **changes)
+        if new.scenario != self._settings.scenario and "flock" not in changes:
+            new = replace(new, flock=None)  # rule changes belong to the flock they were made on
         restart = (new.scenario, new.n, new.seed) != (self._settings.scenario, self._settings.n,
                                                      self._settings.seed)
         if restart or self._error is not None:  # after an error, any change starts afresh
@@ -371,6 +382,10 @@ class SimulationRunner(FrameSource):
                                                         self._settings.softening,
                                                         self._settings.theta):
             self._rebind(new)
+        elif new.flock != self._settings.flock:
+            self._finish_recording()  # the file's attributes name one set of rules
+            self._sim.rules = self._scenario.flock.with_changes(**(new.flock or {}))
+            self._solver_description = self._sim.describe()
         if new.dt is not None:
             self._sim.dt = float(new.dt)
         self._settings = new
@@ -405,9 +420,13 @@ class SimulationRunner(FrameSource):
         self._rate = _RateMeter()
 
     def _make_simulation(self, scenario, particles, settings: RunSettings):
+        dt = settings.dt if settings.dt is not None else scenario.dt
+        if scenario.model == "flock":
+            sim = FlockSimulation(particles, scenario.flock.with_changes(**(settings.flock or {})),
+                                  dt=dt, device=settings.solver or scenario.solver)
+            return sim, sim.describe()
         name = settings.solver or scenario.solver
         solver = self._solver_factory(name, **solver_options(name, scenario, settings))
-        dt = settings.dt if settings.dt is not None else scenario.dt
         sim = Simulation(particles, solver, dt=dt)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
         return sim, solver.describe()
@@ -422,7 +441,7 @@ class SimulationRunner(FrameSource):
             self._steps_left -= 1
         if self._recorder is not None and sim.steps % self._record_every == 0:
             self._record()
-        if (sim.steps - self._energy_step >= self._energy_every
+        if (sim.tracks_energy and sim.steps - self._energy_step >= self._energy_every
                 and end - self._energy_at >= self._energy_interval):
             error = sim.energy_error()
             self._energy_step, self._energy_at = sim.steps, time.perf_counter()

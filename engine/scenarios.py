@@ -1,6 +1,8 @@
 """Scenarios: initial conditions plus the run settings that suit them (time step, softening,
 solver). The plain generators of :mod:`orrery.engine.ics` are scenarios with default settings;
-presets with their own settings live as TOML files in ``assets/scenarios/``."""
+presets with their own settings live as TOML files in ``assets/scenarios/``. A preset with
+``model = "flock"`` is a flock: its ``[flock]`` table holds the rules
+(:class:`~orrery.engine.flock.FlockParameters`) and its generator receives them as ``rules``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from . import ics
 from .errors import InvalidInputError
+from .flock import FlockParameters
 from .particles import Particles
 from .solvers._options import SOFTENING, Option
 
@@ -28,6 +31,8 @@ class Scenario:
     softening: float = SOFTENING.default
     solver: str = "auto"
     solver_options: dict = field(default_factory=dict)
+    model: str = "gravity"  # or "flock"
+    flock: FlockParameters | None = None  # the rules, for a flock
     # Where the particles came from, for recordings (a snapshot's file and unit conversion).
     metadata: dict = field(default_factory=dict)
 
@@ -56,6 +61,14 @@ class SnapshotScenario:
         return self.path if self.family is None else f"{self.path} ({self.family})"
 
 
+def model(name: str) -> str:
+    """Which model scenario ``name`` runs, "gravity" or "flock", without building it."""
+    presets = _preset_files()
+    if name in presets:
+        return tomllib.loads(presets[name].read_text()).get("model", "gravity")
+    return "gravity"
+
+
 def load(name: str | SnapshotScenario, *, n: int | None = None, seed: int = 0) -> Scenario:
     """Build a scenario by name (or from a snapshot); ``n`` overrides the preset's particle
     count (for a snapshot: a random subset of ``n`` particles, scaled to the total mass)."""
@@ -80,6 +93,12 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
     arguments = dict(preset.get("parameters", {}))
     if n is not None:
         arguments["n"] = n
+    model = preset.get("model", "gravity")
+    if model not in ("gravity", "flock"):
+        raise InvalidInputError(f"preset {name!r}: model must be 'gravity' or 'flock', got {model!r}")
+    rules = FlockParameters.from_mapping(preset.get("flock", {})) if model == "flock" else None
+    if rules is not None:
+        arguments["rules"] = rules
     run = preset.get("run", {})
     # Initial conditions built for a softening (galaxies in equilibrium) state it once, as a
     # generator parameter; the run uses the same.
@@ -95,6 +114,8 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
         softening=SOFTENING.coerce(softening),
         solver=run.get("solver", "auto"),
         solver_options=dict(run.get("solver_options", {})),
+        model=model,
+        flock=rules,
     )
 
 

@@ -32,6 +32,9 @@ class DeviceView(NamedTuple):
 
 
 class Simulation:
+    model = "gravity"
+    tracks_energy = True  # the runner samples the energy error (engine/flock has no energy)
+
     def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk"):
         self._start(solver, dt, integrator, lambda: solver.bind(particles),
                     particles.population.copy(), particles.population_names)

@@ -179,3 +179,11 @@ def fmm_tables(order: int) -> dict[str, np.ndarray]:
 def fmm_lists(skip: npt.ArrayLike, leaf_box: npt.ArrayLike, cube_min: npt.ArrayLike,
               cube_side: float, theta: float, threads: int = 0) -> dict[str, np.ndarray]:
     """The FMM dual walk's interaction lists of a depth-first node array, as arrays."""
+
+
+def flock_step(pos: npt.ArrayLike, vel: npt.ArrayLike, pos_out: F32, vel_out: F32,
+               constants: dict[str, Any], search: str, cell_width: int, threads: int = 0,
+               simd: str = "") -> dict[str, float]:
+    """One boids step (native/flock.cpp) from float32 (n, 3) positions and velocities into
+    ``pos_out``/``vel_out``, with ``constants`` from ``FlockParameters.constants()`` and search
+    naive, scattered-grid or coherent-grid; returns the seconds of grid, sort, gather, rules."""

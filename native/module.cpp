@@ -12,6 +12,7 @@ void register_tree(py::module_& m);
 void register_fmm(py::module_& m);
 void register_ceilings(py::module_& m);
 void register_simd(py::module_& m);
+void register_flock(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
@@ -24,4 +25,5 @@ PYBIND11_MODULE(_native, m) {
   orrery::register_fmm(m);
   orrery::register_ceilings(m);
   orrery::register_simd(m);
+  orrery::register_flock(m);
 }

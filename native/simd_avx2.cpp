@@ -21,7 +21,8 @@ void narrow_to_half_f16c(const float* source, std::uint16_t* out, std::size_t co
 
 }  // namespace
 
-const SimdKernels kAvx2Kernels = make_simd_kernels<simd_avx2::Vec, 2, 2>("avx2",
+const SimdKernels kAvx2Kernels = make_simd_kernels<simd_avx2::Vec, 2, 2,
+                                                        simd_avx2::FlockLanes>("avx2",
                                                                           &narrow_to_half_f16c);
 
 }  // namespace orrery

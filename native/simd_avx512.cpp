@@ -21,7 +21,8 @@ void narrow_to_half_avx512(const float* source, std::uint16_t* out, std::size_t 
 
 }  // namespace
 
-const SimdKernels kAvx512Kernels = make_simd_kernels<simd_avx512::Vec, 3, 3>(
+const SimdKernels kAvx512Kernels = make_simd_kernels<simd_avx512::Vec, 3, 3,
+                                                        simd_avx512::FlockLanes>(
     "avx512", &narrow_to_half_avx512);
 
 }  // namespace orrery

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "flock_rules.hpp"
 #include "fmm_m2l.hpp"
 #include "tree_lists.hpp"
 
@@ -61,6 +62,10 @@ using NarrowToHalfFn = void (*)(const float* source, std::uint16_t* out, std::si
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
 
+// A boids search over boids [begin, end): sorted positions for the coherent and naive searches,
+// boid indices for the scattered one (flock_kernel.hpp).
+using FlockLoopFn = void (*)(const FlockLoopInput&, std::size_t begin, std::size_t end);
+
 struct SimdKernels {
   const char* name;
   std::size_t block_f32;  // targets per block
@@ -88,6 +93,8 @@ struct SimdKernels {
   TreeMonopoleFn<double> tree_monopole_f64;
   TreeQuadrupoleFn<float> tree_quadrupole_f32;
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
+  FlockLoopFn flock_gathered;  // the boids' coherent-grid and naive loop (flock_kernel.hpp)
+  FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
   FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
   NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
 };

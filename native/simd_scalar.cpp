@@ -7,7 +7,8 @@
 namespace orrery {
 
 // Four targets at a time give the out-of-order core independent chains to overlap.
-const SimdKernels kScalarKernels = make_simd_kernels<simd_scalar::Vec, 4, 4>("scalar",
+const SimdKernels kScalarKernels = make_simd_kernels<simd_scalar::Vec, 4, 4,
+                                                        simd_scalar::FlockLanes>("scalar",
                                                                       &narrow_to_half_scalar);
 
 }  // namespace orrery

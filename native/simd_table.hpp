@@ -5,6 +5,8 @@
 
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
+#include "flock_kernel.hpp"
+#include "flock_lanes.hpp"
 #include "fmm_kernels.hpp"
 #include "simd_kernels.hpp"
 #include "tree_kernels.hpp"
@@ -12,9 +14,9 @@
 namespace orrery {
 
 // The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
-// targets per block in the direct kernel; narrow_to_half the file's own conversion loop (its
-// instructions are not Vec operations).
-template <template <typename> class Vec, std::size_t K32, std::size_t K64>
+// targets per block in the direct kernel, FlockLanes the boids kernel's lane traits;
+// narrow_to_half the file's own conversion loop (its instructions are not Vec operations).
+template <template <typename> class Vec, std::size_t K32, std::size_t K64, class FlockLanes>
 constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_to_half) {
   return SimdKernels{name,
                     K32 * Vec<float>::lanes,
@@ -42,6 +44,8 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &tree_monopole_dispatch<Vec<double>>,
                     &tree_quadrupole_dispatch<Vec<float>>,
                     &tree_quadrupole_dispatch<Vec<double>>,
+                    &flock_blocks<FlockLanes, false>,
+                    &flock_blocks<FlockLanes, true>,
                     &fmm_m2l_kernel<Vec<double>>,
                     narrow_to_half};
 }

@@ -1,10 +1,11 @@
 #version 330 core
 // Particles, vertex stage: one point sprite per particle. Colour comes from the particle's
-// population (palette lookup) or from its speed, estimated from the previous frame's position.
+// population (palette lookup), from its speed, or from its heading (direction of travel as a
+// colour: +x red, +y green, +z blue), both estimated from the previous frame's position.
 
 uniform mat4 view_projection;
 uniform float point_size;    // sprite diameter in framebuffer pixels
-uniform int colour_mode;     // 0: by population, 1: by speed
+uniform int colour_mode;     // 0: by population, 1: by speed, 2: by heading
 uniform vec4 palette[16];    // rgb colour and brightness weight per population label
 uniform float speed_scale;   // 1 / (frame interval * median speed)
 
@@ -33,6 +34,11 @@ void main() {
         float ratio = max(length(position - previous) * speed_scale, 1e-6);
         float s = clamp(0.5 + 0.25 * log2(ratio), 0.0, 1.0);
         sprite_colour = speed_colour(s) * entry.a;
+    } else if (colour_mode == 2) {
+        // a particle that did not move (first frame, paused) shows the palette colour
+        vec3 travel = position - previous;
+        float distance = length(travel);
+        sprite_colour = (distance > 0.0 ? 0.5 + 0.5 * travel / distance : entry.rgb) * entry.a;
     } else {
         sprite_colour = entry.rgb * entry.a;
     }

@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
+from ...engine.flock import FlockSimulation
 from ...engine.recording import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
@@ -76,21 +77,34 @@ def _run(args, mpi) -> int:
     """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
     if args.resume is not None or args.from_frame is not None:
         return _run_resumed(args, mpi)
-    particles, dt, solver_name, options, source = _setup(args)
+    particles, dt, solver_name, options, source, loaded = _setup(args)
     source = {**(source or {}), **_scenario_attributes(args)}
-    if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
-        options["device"] = distributed.rank_device(mpi)
-    solver = make_solver(solver_name, **options)
-    integrator = args.integrator or DEFAULT_INTEGRATOR
-    if mpi is None:
-        sim = Simulation(particles, solver, dt=dt, integrator=integrator)
+    if loaded is not None and loaded.model == "flock":
+        if mpi is not None:
+            raise InvalidInputError("a flock runs on one process: run it without mpiexec")
+        solver, sim = None, _flock(args, loaded, dt)
     else:
-        sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
-                                                integrator=integrator)
+        if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
+            options["device"] = distributed.rank_device(mpi)
+        solver = make_solver(solver_name, **options)
+        integrator = args.integrator or DEFAULT_INTEGRATOR
+        if mpi is None:
+            sim = Simulation(particles, solver, dt=dt, integrator=integrator)
+        else:
+            sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
+                                                    integrator=integrator)
     root = mpi is None or mpi.rank == 0
     scenario = args.load or args.scenario or args.ic or "plummer"
     recording = _open_recording(args, sim, root, scenario=scenario, source=source)
     return _advance(args, sim, solver, recording, mpi)
+
+
+def _flock(args, scenario, dt) -> FlockSimulation:
+    """A flock preset: --solver names where it runs ('cpu' or a device), --threads and --simd
+    reach the CPU code."""
+    return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
+                           device=args.solver or scenario.solver,
+                           threads=getattr(args, "threads", None), simd=getattr(args, "simd", None))
 
 
 def _run_resumed(args, mpi) -> int:
@@ -150,8 +164,12 @@ def _advance(args, sim, solver, recording, mpi) -> int:
         if recorder is not None:
             recorder.append_last_keyframe(sim)
     elapsed = time.perf_counter() - start
-    error = sim.energy_error()
     rate = args.steps / elapsed if elapsed > 0 else 0.0
+    if solver is None:  # a flock: no energy to report
+        print(f"{sim.n} boids, {args.steps} steps in {elapsed:.2f} s: "
+              f"{rate:.1f} steps/s, t = {sim.time:g}, {sim.describe()}")
+        return 0
+    error = sim.energy_error()
     if root:
         ranks = f" on {mpi.size} ranks" if mpi is not None else ""
         print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s{ranks}: "
@@ -174,15 +192,16 @@ def _open_recording(args, sim, root: bool, *, scenario: str, source):
 
 
 def _setup(args):
-    """Particles, time step, solver name and options, and where the particles came from: flags
-    first, then the preset's (or the snapshot's estimated) settings."""
+    """Particles, time step, solver name and options, where the particles came from, and the
+    scenario (None for --ic): flags first, then the preset's (or the snapshot's estimated)
+    settings."""
     if args.family is not None and args.load is None:
         raise InvalidInputError("--family selects particles of a --load snapshot")
     if args.scenario is None and args.load is None:
         count = DEFAULT_COUNT if args.n is None else args.n
         particles = ics.make(args.ic or "plummer", count, seed=args.seed)
         dt = scenarios.DT.default if args.dt is None else args.dt
-        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None
+        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None, None
     chosen = args.scenario
     if args.load is not None:
         paths = snapshots.expand(args.load)
@@ -203,4 +222,4 @@ def _setup(args):
     known = {option.name for option in spec.options} if spec else set()
     preset_options = {key: value for key, value in preset_options.items() if key in known}
     return (scenario.particles, dt, name, {**preset_options, **solver_options(args)},
-            scenario.metadata or None)
+            scenario.metadata or None, scenario)

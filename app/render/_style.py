@@ -8,7 +8,7 @@ import numpy as np
 
 from ...engine.errors import InvalidInputError
 
-COLOUR_MODES = ("population", "speed")
+COLOUR_MODES = ("population", "speed", "heading")
 
 # Colours for population labels 0..15: distinct hues that stay apart after tone mapping.
 PALETTE = np.array([
@@ -40,7 +40,7 @@ class PointStyle:
 
     point_size : sprite diameter in window pixels (scaled by the display's pixel ratio), > 0.
     intensity : light one particle adds at its sprite centre, > 0.
-    colour_mode : "population" or "speed".
+    colour_mode : "population", "speed" or "heading" (direction of travel).
     weights : brightness per population label (16 values, >= 0).
     """
 

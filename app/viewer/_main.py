@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=integer(minimum=0), default=0,
                         help="random seed of the initial conditions")
     parser.add_argument("--solver", default=None,
-                        help="solver name or 'auto' (default: the scenario's choice)")
+                        help="solver name or 'auto'; for a flock, 'cpu' or a device such as "
+                             "'cuda:0' (default: the scenario's choice)")
     parser.add_argument("--dt", type=float, default=None,
                         help="time step (default: the scenario's)")
     parser.add_argument("--paused", action="store_true",
@@ -42,8 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "pattern ('snap_*.hdf5') plays the sequence as a timeline")
     parser.add_argument("--family", default=None,
                         help="with --load: show only this family (dm, star, gas, ...)")
-    parser.add_argument("--colour", choices=("population", "speed"), default="population",
-                        help="colour particles by population or by speed (default: population)")
+    parser.add_argument("--colour", choices=("population", "speed", "heading"),
+                        default="population",
+                        help="colour particles by population, speed or heading (direction of "
+                             "travel) (default: population)")
     parser.add_argument("--render", choices=("sprites", "density"), default="sprites",
                         help="draw point sprites, or a density image through a colour map "
                              "(default: sprites)")

@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 from imgui_bundle import imgui, implot
 
-from ...engine import scenarios
+from ...engine import flock, scenarios
+from ...engine.compute import list_devices
+from ...engine.errors import InvalidInputError
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
 from ...engine.solvers._options import THETA
@@ -68,6 +70,8 @@ class ControlPanel:
         self._solver_labels = [
             name if specs[name].unavailable_reason() is None else f"{name} (unavailable here)"
             for name in self._solver_names]
+        self._flock_devices: list[str] | None = None  # listed when a flock is first shown
+        self._flock_problem: str | None = None
         if self.runner is not None:
             settings = self.runner.settings
             self._scenario_index = self._index(self._scenarios, settings.scenario)
@@ -152,6 +156,9 @@ class ControlPanel:
         if imgui.button("Load scenario"):
             runner.update(scenario=self._scenarios[self._scenario_index], n=self._n)
 
+        if runner.flock is not None:
+            self._flock_controls(frame)
+            return
         imgui.separator_text("Solver")
         settings = runner.settings
         current = self._index(self._solver_names, runner.solver_name)
@@ -183,6 +190,56 @@ class ControlPanel:
 
     def active_style(self) -> PointStyle | DensityStyle:
         return self.density if self.mode == "density" else self.style
+
+    def _flock_controls(self, frame) -> None:
+        """Where the flock runs, its time step, its neighbour search and its rules (the
+        FlockParameters options table); a change applies from the next step."""
+        runner, rules = self.runner, self.runner.flock
+        if self._flock_devices is None:  # the kernels compute in float64
+            self._flock_devices = ["cpu", *(info.spec for info in list_devices().devices
+                                            if info.fp64)]
+        imgui.separator_text("Flock")
+        current = self._index(self._flock_devices, runner.solver_name)
+        changed, chosen = imgui.combo("runs on", current, self._flock_devices)
+        if changed:
+            runner.update(solver=self._flock_devices[chosen])
+        imgui.push_text_wrap_pos(0.0)
+        imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
+        imgui.pop_text_wrap_pos()
+        dt = frame.stats.get("dt", 0.2) if frame else 0.2
+        _, new_dt = imgui.slider_float("dt", float(dt), 0.01, 1.0, "%.3f",
+                                       imgui.SliderFlags_.logarithmic)
+        if imgui.is_item_deactivated_after_edit():
+            runner.update(dt=new_dt)
+        changes = dict(runner.settings.flock or {})
+        for option in flock.SEARCH_OPTIONS:
+            choices = list(option.choices)
+            changed, index = imgui.combo(option.name.replace("_", " "),
+                                         choices.index(getattr(rules, option.name)),
+                                         [str(choice) for choice in choices])
+            if changed:
+                changes[option.name] = choices[index]
+                runner.update(flock=changes)
+        for option in flock.RULE_OPTIONS:
+            value = float(getattr(rules, option.name))
+            _, new_value = imgui.slider_float(option.name.replace("_", " "), value,
+                                              value / 4 if value > 0 else 0.0,
+                                              value * 4 if value > 0 else 1.0, "%.3f")
+            if imgui.is_item_deactivated_after_edit():
+                changes[option.name] = new_value
+                try:
+                    rules.with_changes(**changes)
+                except InvalidInputError as error:
+                    self._flock_problem = str(error)
+                else:
+                    self._flock_problem = None
+                    runner.update(flock=changes)
+            if imgui.is_item_hovered():
+                imgui.set_tooltip(option.doc)
+        if self._flock_problem:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_RED, self._flock_problem)
+            imgui.pop_text_wrap_pos()
 
     def _view_controls(self) -> None:
         imgui.separator_text("View")

@@ -25,6 +25,8 @@ STEP = "step"
 MASSES = "masses"
 POPULATION = "population"
 POPULATION_NAMES = "population_names"
+# Root attribute naming the model that made the recording: "gravity" or "flock".
+MODEL = "model"
 REQUIRED_DATASETS = (POSITIONS, TIME, STEP, MASSES, POPULATION, POPULATION_NAMES)
 
 # Keyframes: the whole state (positions, velocities in the run's own precision, time, step)

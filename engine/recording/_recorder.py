@@ -602,9 +602,12 @@ def _checked_population(population, names, n):
 
 
 def run_attributes(simulation, *, scenario: str) -> dict:
-    """The attributes that describe a :class:`~orrery.engine.Simulation` run."""
+    """The attributes that describe a :class:`~orrery.engine.Simulation` run, or the model's
+    own where it has them (``run_attributes()``: a flock's rules)."""
+    if hasattr(simulation, "run_attributes"):
+        return {"scenario": scenario, fmt.MODEL: simulation.model, **simulation.run_attributes()}
     solver = simulation.solver
-    return {"scenario": scenario, "solver": solver.name, "solver_params": dict(solver.params),
+    return {"scenario": scenario, fmt.MODEL: "gravity", "solver": solver.name, "solver_params": dict(solver.params),
             "n": simulation.n,
             "integrator": simulation.integrator, "dt": simulation.dt,
             "softening": float(solver.softening), "G": 1.0,

@@ -8,6 +8,7 @@
  *   REQD_SUBGROUP    (OpenCL only) defined when KERNEL must pin the sub-group size
  *   MAX_THREADS_PER_UNIT (CUDA only) most threads resident on one multiprocessor; use it only
  *                    inside LAUNCH_BOUNDS, which OpenCL drops
+ * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
  * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
@@ -81,6 +82,11 @@ __device__ __forceinline__ float orrery_rsqrt(float x) {
 __device__ __forceinline__ double orrery_rsqrt(double x) { return rsqrt(x); }
 #define SQRT(x) sqrt(x)
 #define RSQRT(x) orrery_rsqrt(x)
+/* MUL_RN: a product NVRTC may not fuse into a following add (it contracts a*b + c by default),
+ * for kernels whose results must match the host's separately rounded arithmetic bit for bit. */
+__device__ __forceinline__ float orrery_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double orrery_mul_rn(double a, double b) { return __dmul_rn(a, b); }
+#define MUL_RN(a, b) orrery_mul_rn((a), (b))
 #define FMA(a, b, c) fma((a), (b), (c))
 #define MIN(a, b) min((a), (b))
 #define MAX(a, b) max((a), (b))
@@ -150,6 +156,12 @@ typedef float4 real4;
 
 #define SQRT(x) sqrt(x)
 #define RSQRT(x) rsqrt(x)
+/* OpenCL C contracts only within one expression, and a call's result is not a product there. */
+static inline __attribute__((overloadable)) float orrery_mul_rn(float a, float b) { return a * b; }
+#if REAL_BITS == 64
+static inline __attribute__((overloadable)) double orrery_mul_rn(double a, double b) { return a * b; }
+#endif
+#define MUL_RN(a, b) orrery_mul_rn((a), (b))
 #define FMA(a, b, c) fma((a), (b), (c))
 #define MIN(a, b) min((a), (b))
 #define MAX(a, b) max((a), (b))

@@ -1,5 +1,6 @@
 """``orrery run --scenario``: a preset's settings apply unless a flag overrides them."""
 
+import numpy as np
 import pytest
 
 from orrery.app.cli import main
@@ -35,3 +36,17 @@ def test_ic_and_scenario_are_alternatives(capsys):
 def test_unknown_scenario_is_an_error(capsys):
     assert main(["run", "--scenario", "andromeda-in-a-teacup", "--steps", "1", "--quiet"]) == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_a_flock_preset_runs_headless_and_records(capsys, tmp_path):
+    from orrery.engine.recording import RecordingFile
+
+    path = tmp_path / "school.h5"
+    assert main(["run", "--scenario", "school", "--n", "300", "--steps", "4", "--quiet",
+                 "--record", str(path), "--every", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "300 boids, 4 steps" in out and "flock, coherent-grid" in out and "t = 0.8," in out
+    with RecordingFile(path) as recording:
+        assert recording.attributes["model"] == "flock" and recording.frame_count == 3
+        first, last = recording.read(0), recording.read(2)
+        assert first.shape == (300, 3) and not np.array_equal(first, last)

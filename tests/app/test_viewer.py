@@ -335,3 +335,21 @@ def test_capture_keys_save_camera_keys_a_video_and_screenshots_with_their_settin
     (shot,) = tmp_path.glob("orrery-*.png")
     settings = png_settings(shot)
     assert settings["camera"]["fov"] == pytest.approx(45.0) and settings["frame"]["step"] > 0
+
+
+def test_a_flock_runs_live_coloured_by_heading_with_its_panel_section(display, tmp_path):
+    shot, stats = tmp_path / "flock.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, ["--scenario", "flock", "--n", "3000", "--colour", "heading",
+                               "--frames", "12", "--screenshot", str(shot), "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["step"] > 0 and final["stats"]["solver"].startswith("flock, coherent-grid")
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    x, _, width, _ = (int(v) for v in final["panel"])
+    lit = image[:, x + width + 10:].reshape(-1, 3)
+    lit = lit[lit.max(axis=1) > 60]
+    assert len(lit) > 200, "no boids visible beside the panel"
+    # headings point every way, so no one channel dominates every boid's colour
+    dominant = np.bincount(lit.argmax(axis=1), minlength=3) / len(lit)
+    assert (dominant > 0.1).sum() >= 2, dominant

@@ -1,0 +1,138 @@
+"""Boids on a compute device (``flock.cl`` through the compute layer): positions and velocities
+stay in device memory between steps, the grid is sorted with the compute layer's key sort
+(``Context.key_sort()``, the one the tree solvers use), and the host sees positions only when it
+asks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..compute import Context, KernelEvent, open_device
+from ..errors import InvalidInputError, SolverUnavailableError
+
+# Work-group size of every flock kernel unless the caller picks one (the benchmark sweeps it).
+DEFAULT_GROUP = 128
+
+# Index of each constant in the kernel's double array (flock.cl C_*).
+CONSTANT_NAMES = ("world", "half_world", "separation_radius2", "alignment_radius2",
+                  "cohesion_radius2", "separation_weight", "alignment_weight", "cohesion_weight",
+                  "max_speed", "dt", "quantum", "velocity_quantum", "grid", "inverse_cell_width")
+
+
+def _rows(columns: np.ndarray) -> np.ndarray:
+    rows = np.zeros((len(columns), 4), np.float32)
+    rows[:, :3] = columns
+    return rows
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return max(1, -(-value // multiple)) * multiple
+
+
+class DeviceFlock:
+    """Float32 boid state on ``device`` (a device string or an open :class:`Context`)."""
+
+    def __init__(self, pos: np.ndarray, vel: np.ndarray, *, device=None, group: int = DEFAULT_GROUP):
+        self.context: Context = device if isinstance(device, Context) else open_device(device)
+        if not self.context.info.fp64:
+            raise SolverUnavailableError(f"{self.context.info.spec} has no float64 arithmetic, "
+                                         "which the flock kernels sum in")
+        self.group = int(group)
+        if self.group < 1 or self.group > self.context.info.max_work_group_size:
+            raise InvalidInputError(f"work-group size must be 1 .. "
+                                    f"{self.context.info.max_work_group_size}, got {group}")
+        n = self._n = len(pos)
+        context = self.context
+        self._pos = [context.upload(_rows(pos)), context.empty((n, 4), np.float32)]
+        self._vel = [context.upload(_rows(vel)), context.empty((n, 4), np.float32)]
+        self._sorted_pos = context.empty((n, 4), np.float32)
+        self._sorted_vel = context.empty((n, 4), np.float32)
+        self._keys = [context.empty(n, np.uint64), context.empty(n, np.uint64)]
+        self._order = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
+        self._sort = context.key_sort()
+        self._start = None
+        self._constants = None
+        self._constants_host = None
+        self._events: dict[str, list[KernelEvent]] = {}
+        self._programs: dict = {}
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def device(self) -> str:
+        return f"{self.context.info.spec} ({self.context.info.name})"
+
+    def _program(self, cell_width: int):
+        # Kept per cell width: assembling and hashing the text costs more than a small step.
+        if cell_width not in self._programs:
+            self._programs[cell_width] = self.context.build(
+                ["flock.cl"], defines={"REAL_BITS": 64, "FLOCK_CELL_WIDTH": int(cell_width)})
+        return self._programs[cell_width]
+
+    def _upload_constants(self, constants: dict) -> None:
+        host = np.array([float(constants[name]) for name in CONSTANT_NAMES], np.float64)
+        if self._constants_host is None or not np.array_equal(host, self._constants_host):
+            self._constants = self.context.upload(host)
+            self._constants_host = host
+        cells = int(constants["grid"]) ** 3
+        if self._start is None or self._start.size != cells + 1:
+            self._start = self.context.empty(cells + 1, np.uint32)
+
+    def step(self, constants: dict, search: str, cell_width: int) -> None:
+        self._upload_constants(constants)
+        program = self._program(cell_width)
+        n, group, c = self._n, self.group, self._constants
+        width = _round_up(n, group)
+        pos, vel = self._pos[0], self._vel[0]
+        pos_out, vel_out = self._pos[1], self._vel[1]
+        events: dict[str, list[KernelEvent]] = {"grid": [], "sort": [], "gather": [], "rules": []}
+        if search == "naive":
+            events["rules"].append(program.kernel("flock_naive").launch(
+                width, group, pos, vel, np.int32(n), c, pos_out, vel_out))
+        else:
+            keys, order = self._keys[0], self._order[0]
+            events["grid"].append(program.kernel("flock_cell_keys").launch(
+                width, group, pos, np.int32(n), c, keys, order))
+            sort_events, (keys, order) = self._sort.sort(keys, order, self._keys[1],
+                                                         self._order[1], n)
+            events["sort"] += sort_events
+            cells = self._start.size - 1
+            events["grid"].append(program.kernel("flock_cell_starts").launch(
+                _round_up(n + 1, group), group, keys, np.int32(n), np.int32(cells), self._start))
+            if search == "scattered-grid":
+                events["rules"].append(program.kernel("flock_scattered").launch(
+                    width, group, pos, vel, order, self._start, np.int32(n), c, pos_out, vel_out))
+            else:
+                events["gather"].append(program.kernel("flock_gather").launch(
+                    width, group, order, pos, vel, np.int32(n), self._sorted_pos,
+                    self._sorted_vel))
+                events["rules"].append(program.kernel("flock_coherent").launch(
+                    width, group, self._sorted_pos, self._sorted_vel, order, self._start,
+                    np.int32(n), c, pos_out, vel_out))
+        self._pos.reverse()
+        self._vel.reverse()
+        self._events = events
+
+    @property
+    def timing(self) -> dict:
+        """Device seconds of the last step's phases: grid (keys and cell table, sort included),
+        sort, gather, rules. Waits for the step to finish."""
+        seconds = {name: sum(event.seconds() for event in events)
+                   for name, events in self._events.items()}
+        seconds["grid"] += seconds["sort"]
+        return seconds
+
+    def synchronize(self) -> None:
+        self.context.synchronize()
+
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        return (np.ascontiguousarray(self._pos[0].download()[:, :3]),
+                np.ascontiguousarray(self._vel[0].download()[:, :3]))
+
+    def positions(self) -> np.ndarray:
+        return np.ascontiguousarray(self._pos[0].download()[:, :3])
+
+    def describe(self) -> str:
+        return f"{self.device}, work-group {self.group}"
