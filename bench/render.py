@@ -42,6 +42,11 @@ SPEC = BenchmarkSpec("render", HELP, options=(
     several(Option("target", str, None, "", choices=("rgba32f", "rgba16f")), ("rgba32f",),
             "accumulation formats to time"),
     Option("splat", str, None, "draw with the compute splat on this device (e.g. cuda:0)"),
+    Option("mode", str, "sprites", "what a frame draws: point sprites, or a density image "
+                                   "(mass splatted with a kernel, log scale, colour map)",
+           choices=("sprites", "density")),
+    Option("neighbours", int, 0, "density: adaptive smoothing from this many neighbours, "
+                                 "found once before timing (0: one length for all)", minimum=0),
     Option("trials", int, 15, "timed frames", minimum=1),
     Option("warmup", int, 3, "untimed frames first", minimum=0),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
@@ -52,8 +57,8 @@ SPEC = BenchmarkSpec("render", HELP, options=(
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
-    from ..app.render import (BarePointPass, Camera, ParticleScene, PointStyle, Renderer,
-                               ToneMap, describe, headless_context)
+    from ..app.render import (BarePointPass, Camera, DensityStyle, ParticleScene, PointStyle,
+                               Renderer, ToneMap, describe, headless_context)
     from ..engine.compute import open_device
     from ..engine.frames import Frame
     from ..engine.ics import plummer
@@ -62,7 +67,9 @@ def run(**options) -> list[dict]:
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     device = describe(ctx)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
-    style, tone = PointStyle(point_size=args.point_size), ToneMap()
+    style = (DensityStyle(neighbours=args.neighbours) if args.mode == "density"
+             else PointStyle(point_size=args.point_size))
+    tone = ToneMap()
     rows, replay_rows = [], []
     splat_device = open_device(args.splat) if args.splat else None
     for n in args.n:
@@ -99,7 +106,7 @@ def run(**options) -> list[dict]:
                                         ("upload", upload_and_frame))}
             frame = timings["frame"]
             static = {
-                "n": n, "target": target, "size": f"{width}x{height}",
+                "n": n, "target": target, "size": f"{width}x{height}", "mode": args.mode,
                 "point_size": args.point_size,
                 "frame_ms": 1e3 * frame.median, "frame_iqr_ms": 1e3 * frame.iqr,
                 "fps": 1.0 / frame.median,
@@ -124,7 +131,7 @@ def run(**options) -> list[dict]:
             renderer.release()
         scene.release()
     print(f"renderer: {device}")
-    print(format_table(rows, ["n", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
+    print(format_table(rows, ["n", "mode", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
                               "ratio_to_bare", "with_upload_ms", "drift", "particles"]))
     if replay_rows:
         print(format_table(replay_rows, ["n", "target", "source", "frame_ms", "frame_iqr_ms",

@@ -22,6 +22,12 @@ def test_render_benchmark_reports_frame_and_bare_times(capsys):
     assert "ratio_to_bare" in capsys.readouterr().out
 
 
+def test_render_benchmark_times_density_images():
+    rows = render.run(n=[500], size="64x48", trials=2, warmup=1, mode="density", neighbours=8)
+    assert rows[0]["mode"] == "density" and rows[0]["frame_ms"] > 0
+    assert rows[0]["particles"] is not None
+
+
 def test_render_benchmark_replays_a_new_recording_frame_every_frame(tmp_path, capsys):
     rows = render.run(n=[300], size="64x48", trials=2, warmup=1, replay=True, frames=4,
                       dir=str(tmp_path))
