@@ -2,7 +2,7 @@
 drawn), joined by :class:`Renderer`. Needs moderngl; nothing here opens a window."""
 
 from ._camera import Camera, gl_bytes
-from ._context import describe, headless_context
+from ._context import GLContextError, describe, headless_context
 from ._particle_pass import BarePointPass, ParticlePass
 from ._renderer import DEFAULT_TARGET_FORMAT, TARGET_FORMATS, Renderer
 from ._scene import ParticleScene
@@ -10,7 +10,7 @@ from ._style import COLOUR_MODES, PALETTE_SIZE, PointStyle, ToneMap, population_
 from ._tonemap_pass import ToneMapPass
 
 __all__ = [
-    "BarePointPass", "COLOUR_MODES", "Camera", "DEFAULT_TARGET_FORMAT", "PALETTE_SIZE",
+    "BarePointPass", "COLOUR_MODES", "Camera", "DEFAULT_TARGET_FORMAT", "GLContextError", "PALETTE_SIZE",
     "ParticlePass",
     "ParticleScene", "PointStyle", "Renderer", "TARGET_FORMATS", "ToneMap", "ToneMapPass",
     "describe", "gl_bytes", "headless_context", "population_weights",

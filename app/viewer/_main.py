@@ -7,10 +7,14 @@ import os
 import sys
 
 from ...engine import scenarios
+from ...engine._optional import missing
 from ...engine.errors import OrreryError
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
               "`orrery run` (simulate), `orrery bench` (benchmarks)")
+# What the window, renderer, panel and screenshots import: checked before anything starts, so a
+# broken install is one line up front rather than a traceback (or, for Pillow, one at the end).
+VIEWER_PACKAGES = ("pyglet", "moderngl", "imgui_bundle", "OpenGL", "PIL")
 
 
 def default_scenario() -> str:
@@ -84,12 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"orrery-viewer: error: --size must look like 1280x720, got {args.size!r}",
               file=sys.stderr)
         return 2
+    # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
+    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
+    if why := missing(*VIEWER_PACKAGES):
+        print(f"orrery-viewer: error: {why}", file=sys.stderr)
+        return 2
     problem = _display_problem()
     if problem:
         print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
         return 2
-    # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
-    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
     try:
         source = _open_source(args)
     except (OrreryError, OSError) as error:

@@ -11,6 +11,8 @@ from typing import Callable
 
 import numpy as np
 
+from .._optional import missing
+
 
 @dataclass
 class Peer:
@@ -44,16 +46,14 @@ def plummer_exact(pos, mass, targets, softening, chunk_elements=4_000_000):
 
 def available_peers(theta: float, softening: float, threads: int) -> tuple[list[Peer], list[str]]:
     """The peers installed here, and one message per missing peer."""
-    peers, missing = [], []
-    try:
-        peers.append(_pytreegrav_peer(theta, softening, threads))
-    except ImportError:
-        missing.append("pytreegrav not installed (pip install 'orrery[bench]'): peer skipped")
-    try:
-        peers.append(_rebound_peer(theta, softening))
-    except ImportError:
-        missing.append("rebound not installed (pip install 'orrery[bench]'): peer skipped")
-    return peers, missing
+    peers, skipped = [], []
+    for packages, make in ((("pytreegrav", "numba"), lambda: _pytreegrav_peer(theta, softening, threads)),
+                           (("rebound",), lambda: _rebound_peer(theta, softening))):
+        if why := missing(*packages):
+            skipped.append(f"peer {packages[0]} skipped: {why}")
+        else:
+            peers.append(make())
+    return peers, skipped
 
 
 def _pytreegrav_peer(theta, softening, threads) -> Peer:

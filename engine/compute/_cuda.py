@@ -5,26 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._optional import MissingPackageError, require
 from ..errors import InvalidInputError
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
 
-MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
 
 
 def _cupy():
-    import cupy
-    return cupy
+    return require("cupy")
 
 
 def usable_devices() -> tuple[list[int], str | None]:
     """CUDA device ordinals, and why the list is empty (if so)."""
     try:
         cupy = _cupy()
-    except ImportError:
-        return [], MISSING
+    except MissingPackageError as error:
+        return [], str(error)
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # no driver, no device: say so instead of failing discovery
