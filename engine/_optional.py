@@ -58,6 +58,7 @@ def _explain(package: str, error: ImportError) -> str:
     if not absent:  # installed, but it fails to load (a shared library, a dependency of its own)
         return f"{pip_name} is installed but cannot be imported ({error})"
     if extra is None:
-        return (f"{pip_name} is not installed, though orrery depends on it: reinstall orrery "
-                f"(pip install --force-reinstall orrery, or bash scripts/setup.sh in a checkout)")
+        # Not `pip install orrery`: that name on PyPI is another project's.
+        return (f"{pip_name} is not installed, though orrery depends on it: reinstall orrery from "
+                f"its checkout (bash scripts/setup.sh, or pip install .)")
     return f"{pip_name} is not installed (pip install 'orrery[{extra}]')"

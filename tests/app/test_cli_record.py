@@ -132,9 +132,8 @@ def test_play_with_a_viewer_package_missing_says_so_in_one_line(tmp_path, monkey
     monkeypatch.setitem(sys.modules, "moderngl", None)
     assert main(["play", str(path)]) == 2
     assert capsys.readouterr().err == ("orrery-viewer: error: moderngl is not installed, though "
-                                       "orrery depends on it: reinstall orrery (pip install "
-                                       "--force-reinstall orrery, or bash scripts/setup.sh in a "
-                                       "checkout)\n")
+                                       "orrery depends on it: reinstall orrery from its checkout "
+                                       "(bash scripts/setup.sh, or pip install .)\n")
 
 
 @pytest.mark.parametrize("command", ["info", "play"])

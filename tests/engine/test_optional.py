@@ -20,8 +20,7 @@ def test_an_installed_package_is_returned():
     ("cupy", "CuPy is not installed (pip install 'orrery[cuda]')"),
     ("matplotlib", "matplotlib is not installed (pip install 'orrery[bench]')"),
     ("imgui_bundle", "imgui-bundle is not installed, though orrery depends on it: reinstall "
-                     "orrery (pip install --force-reinstall orrery, or bash scripts/setup.sh in "
-                     "a checkout)"),
+                     "orrery from its checkout (bash scripts/setup.sh, or pip install .)"),
 ])
 def test_a_missing_package_names_its_extra(monkeypatch, package, line):
     monkeypatch.setitem(sys.modules, package, None)
