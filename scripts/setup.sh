@@ -12,8 +12,13 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
 fi
 
 system_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth xdotool imagemagick)
-# Debian's python3 makes virtual environments only with python3-venv installed.
+# What Debian's python3 lacks until asked: virtual environments, and the headers and compiler
+# the native module builds with.
 in_active_venv || python3 -c 'import ensurepip' 2>/dev/null || system_packages+=(python3-venv)
+python3 -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+  system_packages+=(python3-dev)
+command -v c++ >/dev/null || system_packages+=(g++)
 missing=()
 for package in "${system_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -29,8 +34,12 @@ if ! in_active_venv && [ ! -x "$PROJECT_VENV/bin/python" ]; then
   python3 -m venv "$PROJECT_VENV"
 fi
 use_orrery_env
-python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test,sycl]'
+# The build requirements live in the environment rather than in a fresh isolated one per run, so
+# the native module builds in place (build/) and a second run recompiles only what changed.
+read -r -a build_requires < <(python -c 'import tomllib
+print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+python -m pip install -q --upgrade pip "${build_requires[@]}" cmake ninja
+python -m pip install -q --no-build-isolation -e '.[test,sycl]'
 if [ "$VIRTUAL_ENV" = "$PROJECT_VENV" ]; then
   echo "Installed into .venv; 'source .venv/bin/activate' puts orrery, orrery-viewer and its python on PATH."
 fi
