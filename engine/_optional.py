@@ -16,6 +16,8 @@ from .errors import OrreryError
 PACKAGES = {
     "cupy": ("CuPy", "cuda"),
     "dpctl": ("dpctl", "sycl"),
+    "pynbody": ("pynbody", "formats"),
+    "av": ("PyAV", "video"),
     "matplotlib": ("matplotlib", "bench"),
     "numba": ("numba", "bench"),
     "pytreegrav": ("pytreegrav", "bench"),

@@ -5,17 +5,21 @@ device, kept between sessions for the ``auto`` solver. How curves become crossov
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import math
 import os
 import platform
+import tempfile
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable
 
 from .crossovers import DEFAULT_TOLERANCE, Schedule, find_schedule
+from .errors import CalibrationCacheError
 
 # Bumped whenever the cache file's layout changes; older files are ignored with a warning.
 CACHE_FORMAT = 1
@@ -28,15 +32,11 @@ class CalibrationCacheWarning(UserWarning):
 
 @functools.lru_cache(maxsize=1)
 def machine_key() -> dict:
-    """The CPU this process runs on: model, hardware threads and the SIMD path the native
-    module dispatches to (when it reports one)."""
-    from .. import _native
+    """The CPU this process runs on: model, hardware threads and its SIMD level (what the CPU
+    offers, not what the native module was compiled for nor what ``ORRERY_SIMD`` asks)."""
+    from .cpu_features import build_info, hardware_threads
 
-    key = {"cpu": _cpu_model(), "threads": int(_native.hardware_threads())}
-    build_info = getattr(_native, "build_info", None)
-    if callable(build_info):
-        key["simd"] = _simd_level(build_info())
-    return key
+    return {"cpu": _cpu_model(), "threads": hardware_threads(), "simd": build_info()["simd_cpu"]}
 
 
 def _cpu_model() -> str:
@@ -46,15 +46,6 @@ def _cpu_model() -> str:
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
-
-
-def _simd_level(info) -> str:
-    if isinstance(info, Mapping):
-        for name, value in info.items():
-            if "simd" in str(name).lower():
-                return str(value)
-        return json.dumps(info, sort_keys=True, default=str)
-    return str(info)
 
 
 @functools.lru_cache(maxsize=1)
@@ -116,11 +107,25 @@ class Calibration:
 
     @classmethod
     def from_json(cls, entry: dict) -> Calibration:
-        curves = {str(name): [(int(n), float(s)) for n, s in points]
+        """The calibration an entry of the cache holds; ValueError (or KeyError, TypeError)
+        for one that is damaged, including any timing point that is not a positive particle
+        count with a positive, finite time."""
+        curves = {str(name): [_timing_point(point) for point in points]
                   for name, points in entry["curves"].items()}
         return cls(precision=str(entry["precision"]), curves=curves, created=str(entry["created"]),
                    settings=dict(entry.get("settings", {})), machine=dict(entry["machine"]),
                    device=dict(entry["device"]))
+
+
+def _timing_point(point) -> tuple[int, float]:
+    n, seconds = point
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not isinstance(seconds, (int, float)):
+        raise ValueError(f"timing point {point!r} is not two numbers")
+    if not (math.isfinite(n) and n >= 1 and n == int(n)):
+        raise ValueError(f"timing point {point!r}: the particle count is not a positive integer")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"timing point {point!r}: the time is not positive and finite")
+    return int(n), float(seconds)
 
 
 def _read_entries(path: Path) -> list[dict] | None:
@@ -195,12 +200,35 @@ def save_calibration(calibration: Calibration, *, path: Path | None = None) -> P
             if not same:
                 kept.append(entry)
     payload = {"format": CACHE_FORMAT, "entries": kept + [calibration.to_json()]}
-    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(payload, indent=1))
-    os.replace(temporary, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(json.dumps(payload, indent=1))
+        os.replace(temporary, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise CalibrationCacheError(f"cannot write the calibration cache {path}: {error}") from None
     return path
 
 
-__all__ = ["CACHE_FORMAT", "Calibration", "CalibrationCacheWarning", "cache_path", "device_key",
-           "load_calibration", "machine_key", "save_calibration"]
+def check_cache_writable(*, path: Path | None = None) -> Path:
+    """Raise :class:`CalibrationCacheError` now, not after measuring, when the cache cannot be
+    written: its folder cannot be made or written, or the file's place is taken by a folder."""
+    path = path or cache_path()
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as error:
+        raise CalibrationCacheError(f"cannot write the calibration cache {path}: {error}; set "
+                                    "ORRERY_CACHE_DIR to a folder you can write, or use "
+                                    "--dry-run") from None
+    return path
+
+
+__all__ = ["CACHE_FORMAT", "Calibration", "CalibrationCacheWarning", "cache_path",
+           "check_cache_writable", "device_key", "load_calibration", "machine_key",
+           "save_calibration"]

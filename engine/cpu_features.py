@@ -4,6 +4,8 @@ explicit request), and how the module was built."""
 
 from __future__ import annotations
 
+import os
+
 from .. import _native
 from .errors import InvalidInputError, SolverUnavailableError
 
@@ -22,6 +24,7 @@ def simd_level(requested: str | None = None) -> dict:
     Raises :class:`InvalidInputError` for an unknown name and :class:`SolverUnavailableError` for
     a level this CPU or build lacks.
     """
+    check_simd_environment()
     try:
         return dict(_native.simd_level(requested or ""))
     except ValueError as error:
@@ -32,7 +35,20 @@ def simd_level(requested: str | None = None) -> dict:
 
 def build_info() -> dict:
     """Compiler, flags, SIMD levels compiled and the CPU's own level (``_native.build_info``)."""
+    check_simd_environment()
     return dict(_native.build_info())
+
+
+def check_simd_environment() -> None:
+    """Refuse an ``ORRERY_SIMD`` that is not text (the native module reads it as UTF-8), with
+    :class:`InvalidInputError` naming it; the native module checks the name itself."""
+    value = os.environb.get(b"ORRERY_SIMD") if os.supports_bytes_environ else None
+    if value is not None:
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"ORRERY_SIMD must be scalar, avx2 or avx512, got {value!r}") \
+                from None
 
 
 def hardware_threads() -> int:

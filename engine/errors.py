@@ -20,3 +20,7 @@ class SolverUnavailableError(OrreryError, RuntimeError):
 class RecordingError(OrreryError):
     """A recording that cannot be written or read: not HDF5, truncated, damaged, from a newer
     Orrery, or declaring sizes its file cannot hold."""
+
+
+class CalibrationCacheError(OrreryError, OSError):
+    """The calibration cache cannot be written (its folder is missing, read-only or full)."""

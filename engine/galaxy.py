@@ -30,7 +30,7 @@ from scipy.special import gammainc
 from .errors import InvalidInputError
 from .galaxy_model import GalaxyModel
 from .orbits import parabolic_orbit
-from .particles import Particles, as_dtype
+from .particles import Particles, as_dtype, check_count
 
 __all__ = ["GalaxyModel", "disk_galaxy", "disk_rotation", "galaxy_collision"]
 
@@ -98,7 +98,7 @@ def _mirrored(drawn, count):
 
 
 def _split_counts(n, shares, model) -> list[int]:
-    if int(n) != n or n < 3:
+    if check_count(n) < 3:
         raise InvalidInputError(f"particle count must be an integer >= 3, got {n!r}")
     shares = np.asarray(shares, dtype=float)
     if shares.shape != (3,) or (shares < 0).any() or not shares[0] > 0:
@@ -209,7 +209,7 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
     if not size_ratio > 0:
         raise InvalidInputError(f"size_ratio must be positive, got {size_ratio!r}")
     model = replace(model or GalaxyModel(), **parameters)
-    if int(n) != n or n < 6:
+    if check_count(n) < 6:
         raise InvalidInputError(f"particle count must be an integer >= 6, got {n!r}")
     count_b = int(round(int(n) * mass_ratio / (1.0 + mass_ratio)))
     mass_a, mass_b = model.total_mass, model.total_mass * mass_ratio

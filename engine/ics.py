@@ -10,19 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InvalidInputError
-from .particles import Particles, as_dtype
+from .particles import Particles, as_dtype, check_count
 
 # Hénon units for the Plummer sphere: total energy -1/4 puts the scale length at 3*pi/16.
 PLUMMER_SCALE = 3.0 * np.pi / 16.0
 # Share of the cumulative mass profile that is sampled; the rest lies at very large radii
 # where a few stragglers would set the bounding box of every tree for no physical gain.
 MASS_CUTOFF = 0.999
-
-
-def _check_n(n: int) -> int:
-    if int(n) != n or n < 1:
-        raise InvalidInputError(f"particle count must be a positive integer, got {n!r}")
-    return int(n)
 
 
 def _isotropic(rng: np.random.Generator, magnitude: np.ndarray) -> np.ndarray:
@@ -45,7 +39,7 @@ def _finish(pos, vel, precision) -> Particles:
 
 def plummer(n: int, *, seed: int = 0, precision: str = "f64") -> Particles:
     """Plummer sphere in virial equilibrium, Hénon units (M = 1, E = -1/4)."""
-    n = _check_n(n)
+    n = check_count(n)
     rng = np.random.default_rng(seed)
     a = PLUMMER_SCALE
     x = rng.uniform(0.0, MASS_CUTOFF, n)
@@ -72,7 +66,7 @@ def _hernquist_df(energy: np.ndarray) -> np.ndarray:
 
 def hernquist(n: int, *, seed: int = 0, scale: float = 1.0, precision: str = "f64") -> Particles:
     """Hernquist sphere (M = 1, scale length ``scale``) with velocities from its isotropic DF."""
-    n = _check_n(n)
+    n = check_count(n)
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.0, MASS_CUTOFF, n)
     s = np.sqrt(x)
@@ -102,7 +96,7 @@ def hernquist(n: int, *, seed: int = 0, scale: float = 1.0, precision: str = "f6
 def uniform_cube(n: int, *, seed: int = 0, side: float = 2.0, virial_ratio: float = 0.0,
                  precision: str = "f64") -> Particles:
     """Uniform-density cube of the given side; ``virial_ratio`` K/|W| (0 = cold collapse)."""
-    n = _check_n(n)
+    n = check_count(n)
     rng = np.random.default_rng(seed)
     pos = rng.uniform(-0.5 * side, 0.5 * side, (n, 3))
     # Self-energy of a uniform cube: W = -0.9411 G M^2 / L.
@@ -114,7 +108,7 @@ def gaussian_blob(n: int, *, seed: int = 0, sigma: float = 1.0, virial_ratio: fl
                   precision: str = "f64") -> Particles:
     """Gaussian density (standard deviation ``sigma`` per axis) with isotropic Gaussian
     velocities sized for the virial ratio K/|W| (0.5 = equilibrium on average)."""
-    n = _check_n(n)
+    n = check_count(n)
     rng = np.random.default_rng(seed)
     pos = rng.normal(0.0, sigma, (n, 3))
     # Self-energy of a Gaussian sphere: W = -G M^2 / (2 sqrt(pi) sigma).

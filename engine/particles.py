@@ -7,6 +7,8 @@ N-body units throughout: G = 1.
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +16,11 @@ import numpy as np
 from .errors import InvalidInputError
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Population labels are uint8 on the host, on the device and in recordings.
+MAX_POPULATIONS = 256
+# What one particle costs on the host in float64 (position, velocity, mass, population label):
+# the least any run of n particles needs before a solver allocates anything.
+BYTES_PER_PARTICLE = 3 * 8 + 3 * 8 + 8 + 1
 
 
 def as_dtype(precision) -> np.dtype:
@@ -25,11 +32,50 @@ def as_dtype(precision) -> np.dtype:
     return dtype
 
 
-def check_positions_and_masses(pos, mass) -> tuple[np.ndarray, np.ndarray]:
+def check_count(n) -> int:
+    """A particle count as an int: a positive integer whose float64 particles alone
+    (:data:`BYTES_PER_PARTICLE` each) fit in this machine's memory; else
+    :class:`InvalidInputError` saying what it would need."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) or int(n) != n or n < 1:
+        raise InvalidInputError(f"particle count must be a positive integer, got {n!r}")
+    n = int(n)
+    needed, memory = n * BYTES_PER_PARTICLE, physical_memory()
+    if memory is not None and needed > memory:
+        raise InvalidInputError(
+            f"{n:,} particles need at least {format_bytes(needed)} ({BYTES_PER_PARTICLE} bytes "
+            f"each for float64 positions, velocities, masses and labels); this machine has "
+            f"{format_bytes(memory)}")
+    return n
+
+
+def physical_memory() -> int | None:
+    """Bytes of RAM this machine has, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def format_bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if count < 1024 or unit == "PiB":
+            return f"{count:.3g} {unit}"
+        count /= 1024
+
+
+def largest_coordinate(dtype) -> float:
+    """The largest coordinate magnitude a solver of ``dtype`` accepts: twice it, squared, is
+    still finite, so no squared distance overflows to infinity (which would silently give a
+    zero force)."""
+    return float(np.sqrt(np.finfo(dtype).max)) / 2
+
+
+def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np.ndarray]:
     """Validate a force-evaluation input and return it as numpy arrays (no dtype change).
 
     Raises :class:`InvalidInputError` naming the problem: wrong shapes, no particles, non-finite
-    values, negative masses or a total mass that is not positive.
+    values, negative masses, a total mass that is not positive, or (for a solver computing in
+    ``dtype``, default: the arrays' own) values too large for that precision.
     """
     pos = np.asarray(pos)
     mass = np.asarray(mass)
@@ -44,18 +90,56 @@ def check_positions_and_masses(pos, mass) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidInputError("no particles (N = 0)")
     if not np.issubdtype(pos.dtype, np.floating) or not np.issubdtype(mass.dtype, np.floating):
         raise InvalidInputError("positions and masses must be floating-point arrays")
-    if not np.isfinite(pos).all():
-        bad = int(np.flatnonzero(~np.isfinite(pos).all(axis=1))[0])
-        raise InvalidInputError(f"position of particle {bad} is not finite: {pos[bad].tolist()}")
-    if not np.isfinite(mass).all():
-        bad = int(np.flatnonzero(~np.isfinite(mass))[0])
-        raise InvalidInputError(f"mass of particle {bad} is not finite")
-    if (mass < 0).any():
-        bad = int(np.flatnonzero(mass < 0)[0])
-        raise InvalidInputError(f"mass of particle {bad} is negative ({mass[bad]})")
-    if not mass.sum() > 0:
+    dtype = np.dtype(dtype or pos.dtype)
+    largest = largest_coordinate(dtype)
+    # Two reductions cover both tests (NaN propagates, infinity exceeds): the common case
+    # costs no temporary arrays; only a failure looks for the particle to name.
+    if not max(-pos.min(), pos.max()) <= largest:
+        check_finite(pos, "position")
+        check_precision(pos, "position", largest, dtype)
+    total = float(mass.sum())
+    if not math.isfinite(total) or mass.min() < 0:
+        check_finite(mass, "mass")
+        if (mass < 0).any():
+            bad = int(np.flatnonzero(mass < 0)[0])
+            raise InvalidInputError(f"mass of particle {bad} is negative ({mass[bad]})")
+    if not total > 0:
         raise InvalidInputError("total mass must be positive")
+    if total > np.finfo(dtype).max:
+        raise InvalidInputError(f"the total mass ({total:g}) is too large for {dtype.name} "
+                                "arithmetic; use precision='f64' or smaller units")
     return pos, mass
+
+
+def check_finite(values: np.ndarray, what: str) -> None:
+    """Refuse NaN or infinity in ``values`` (rows of particles), naming the first particle."""
+    finite = np.isfinite(values)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite.reshape(len(values), -1).all(axis=1))[0])
+        shown = values[bad].tolist() if values.ndim > 1 else ""
+        raise InvalidInputError(f"{what} of particle {bad} is not finite{': ' if shown else ''}"
+                                f"{shown}")
+
+
+def check_precision(values: np.ndarray, what: str, largest: float, dtype) -> None:
+    """Refuse magnitudes above ``largest`` in ``values`` for a solver computing in ``dtype``."""
+    magnitude = np.abs(values)
+    if magnitude.size and magnitude.max() > largest:
+        bad = int(np.flatnonzero((magnitude > largest).reshape(len(values), -1).any(axis=1))[0])
+        raise InvalidInputError(
+            f"{what} of particle {bad} ({values[bad].tolist()}) is too large for "
+            f"{np.dtype(dtype).name} arithmetic (at most {largest:.3g} in magnitude); use "
+            "precision='f64' or smaller units")
+
+
+def check_fits(particles: Particles, dtype) -> None:
+    """Refuse to bind ``particles`` to a solver computing in ``dtype`` when a position,
+    velocity or mass would overflow there (float64 values beyond the float32 range)."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize >= particles.dtype.itemsize:
+        return
+    check_positions_and_masses(particles.pos, particles.mass, dtype=dtype)
+    check_precision(particles.vel, "velocity", float(np.finfo(dtype).max), dtype)
 
 
 def check_no_coincident(pos: np.ndarray) -> None:
@@ -86,19 +170,15 @@ class Particles:
         dtype = np.result_type(np.asarray(self.pos).dtype, np.float32)
         dtype = dtype if dtype in SUPPORTED_DTYPES else np.dtype(np.float64)
         self.pos = np.ascontiguousarray(self.pos, dtype=dtype)
-        self.vel = np.ascontiguousarray(self.vel, dtype=dtype)
-        self.mass = np.ascontiguousarray(self.mass, dtype=dtype)
+        self.vel = _cast(self.vel, dtype, "velocity")
+        self.mass = _cast(self.mass, dtype, "mass")
         check_positions_and_masses(self.pos, self.mass)
         if self.vel.shape != self.pos.shape:
             raise InvalidInputError(
                 f"velocities have shape {self.vel.shape} but positions {self.pos.shape}")
-        if not np.isfinite(self.vel).all():
-            raise InvalidInputError("velocities must be finite")
-        if self.population is None:
-            self.population = np.zeros(self.n, dtype=np.uint8)
-        self.population = np.ascontiguousarray(self.population, dtype=np.uint8)
-        if self.population.shape != (self.n,):
-            raise InvalidInputError("population labels must have shape (n,)")
+        check_finite(self.vel, "velocity")
+        self.population, self.population_names = _checked_population(
+            self.population, self.population_names, self.n)
 
     @property
     def n(self) -> int:
@@ -125,9 +205,43 @@ class Particles:
         for part in parts:
             labels.append(part.population.astype(np.int64) + len(names))
             names.extend(part.population_names)
-        if len(names) > 255:
-            raise InvalidInputError("at most 255 populations")
+        if len(names) > MAX_POPULATIONS:
+            raise InvalidInputError(f"{len(names)} populations: at most {MAX_POPULATIONS}")
         return Particles(np.concatenate([p.pos for p in parts]),
                          np.concatenate([p.vel for p in parts]),
                          np.concatenate([p.mass for p in parts]),
                          np.concatenate(labels).astype(np.uint8), tuple(names))
+
+
+def _cast(values, dtype: np.dtype, what: str) -> np.ndarray:
+    """``values`` as a contiguous ``dtype`` array, refusing magnitudes that would overflow."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f" and values.dtype.itemsize > dtype.itemsize \
+            and values.ndim and values.size:
+        check_precision(values.reshape(len(values), -1), what, float(np.finfo(dtype).max), dtype)
+    return np.ascontiguousarray(values, dtype=dtype)
+
+
+def _checked_population(population, names, n) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Labels as uint8 and names as a tuple, or :class:`InvalidInputError`: every label an
+    integer naming one of the 1 to :data:`MAX_POPULATIONS` names (never wrapped to fit)."""
+    if isinstance(names, str) or not all(isinstance(name, str) for name in names):
+        raise InvalidInputError(f"population_names must be a sequence of strings, got {names!r}")
+    names = tuple(names)
+    if not 1 <= len(names) <= MAX_POPULATIONS:
+        raise InvalidInputError(
+            f"{len(names)} population names: there must be 1 to {MAX_POPULATIONS}")
+    if population is None:
+        return np.zeros(n, dtype=np.uint8), names
+    labels = np.asarray(population)
+    if labels.shape != (n,):
+        raise InvalidInputError(f"population labels must have shape ({n},), got {labels.shape}")
+    if labels.dtype.kind not in "biuf" or (labels.dtype.kind == "f"
+                                            and not np.array_equal(labels, np.round(labels))):
+        raise InvalidInputError(f"population labels must be integers, got {labels.dtype} values")
+    if n and (labels.min() < 0 or labels.max() >= len(names)):
+        bad = int(np.flatnonzero((labels < 0) | (labels >= len(names)))[0])
+        raise InvalidInputError(
+            f"population label {labels[bad]} of particle {bad} is outside 0..{len(names) - 1}: "
+            f"it must index one of the {len(names)} population names")
+    return np.ascontiguousarray(labels, dtype=np.uint8), names

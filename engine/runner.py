@@ -38,7 +38,7 @@ class RunSettings:
     that have it.
     """
 
-    scenario: str
+    scenario: str | scenarios.SnapshotScenario
     n: int | None = None
     seed: int = 0
     solver: str | None = None
@@ -95,6 +95,11 @@ class SimulationRunner(FrameSource):
     @property
     def population_names(self) -> tuple[str, ...]:
         return self._population_names
+
+    @property
+    def masses(self) -> np.ndarray:
+        """The run's particle masses (for density images); they change only with the scenario."""
+        return self._scenario.particles.mass
 
     def latest(self) -> Frame | None:
         with self._condition:
@@ -245,8 +250,9 @@ class SimulationRunner(FrameSource):
 
     def _begin_recording(self, path: str, every: int, precision: str) -> None:
         dtype = "float16" if precision == "f16" else "float32"
-        self._recorder = Recorder.for_simulation(path, self._sim, scenario=self._settings.scenario,
-                                                 dtype=dtype)
+        self._recorder = Recorder.for_simulation(path, self._sim,
+                                                 scenario=str(self._settings.scenario),
+                                                 source=self._scenario.metadata, dtype=dtype)
         self._record_every = every
         self._recorder.append_simulation(self._sim)
 

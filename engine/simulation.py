@@ -8,6 +8,9 @@ to the host only when asked for.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
 from .particles import Particles
@@ -18,8 +21,8 @@ INTEGRATORS = ("kdk", "dkd")
 
 class Simulation:
     def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk"):
-        if not dt > 0:
-            raise InvalidInputError(f"time step dt must be positive, got {dt!r}")
+        if not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
+            raise InvalidInputError(f"time step dt must be a positive finite number, got {dt!r}")
         if integrator not in INTEGRATORS:
             raise InvalidInputError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
         self.solver = solver
@@ -77,6 +80,8 @@ class Simulation:
         return self.diagnostics().total
 
     def energy_error(self, diagnostics: Diagnostics | None = None) -> float:
-        """Relative energy error since the start, (E - E0) / |E0|."""
+        """Relative energy error since the start, (E - E0) / |E0|; where E0 = 0 (one particle
+        at rest, say) there is no relative error and this is the absolute one, E - E0."""
         now = diagnostics or self.diagnostics()
-        return (now.total - self.initial.total) / abs(self.initial.total)
+        change = now.total - self.initial.total
+        return change / abs(self.initial.total) if self.initial.total != 0 else change

@@ -5,25 +5,37 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 
-from ...engine.errors import OrreryError
+from ._errors import REPORTED, report
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play")
+_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ... import __version__
-
     parser = argparse.ArgumentParser(
         prog="orrery", description="N-body simulation, benchmarks and recordings (headless).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=_version_text(__version__))
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: asks the native module only when given, so an environment it refuses
+    (a bad ``ORRERY_SIMD``) stops only the commands that use it."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the version and how the native module was built, then exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ... import __version__
+
+        print(_version_text(__version__))
+        parser.exit()
 
 
 def _version_text(version: str) -> str:
@@ -35,12 +47,10 @@ def _version_text(version: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    prog = "orrery"
     try:
+        args = build_parser().parse_args(argv)
+        prog = f"orrery {args.command}"
         return int(args.handler(args) or 0)
-    except OrreryError as error:
-        print(f"orrery {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"orrery {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except REPORTED as error:
+        return report(prog, error)

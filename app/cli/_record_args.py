@@ -25,13 +25,14 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
                             "keeps every frame committed (default: 2)")
 
 
-def open_recorder(args: argparse.Namespace, simulation, *, scenario: str) -> Recorder | None:
+def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
+                  source: dict | None = None) -> Recorder | None:
     """The recorder ``args`` ask for (None without ``--record``)."""
     if not args.record:
         return None
     if args.every < 1:
         raise InvalidInputError(f"--every must be at least 1, got {args.every}")
-    return Recorder.for_simulation(args.record, simulation, scenario=scenario,
+    return Recorder.for_simulation(args.record, simulation, scenario=scenario, source=source,
                                    dtype=args.record_precision, velocities=args.record_velocities,
                                    flush_seconds=args.record_flush)
 

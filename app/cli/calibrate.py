@@ -11,7 +11,8 @@ from ...engine import ics
 from ...engine.bench.harness import format_table
 from ...engine.bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
                                            solver_kwargs, timed_solvers)
-from ...engine.calibration import Calibration, save_calibration
+from ...engine.calibration import Calibration, check_cache_writable, save_calibration
+from ._arg_types import integer, number
 
 
 def add_parser(subparsers) -> None:
@@ -20,25 +21,28 @@ def add_parser(subparsers) -> None:
         description="Time each available solver (at its default accuracy) over a geometric "
                     "range of particle counts, find which is fastest where, and store the "
                     "crossovers in the cache directory for the `auto` solver.")
-    parser.add_argument("--n-min", type=int, default=256, help="smallest N (default: 256)")
-    parser.add_argument("--n-max", type=int, default=262_144,
+    parser.add_argument("--n-min", type=integer(minimum=2), default=256, help="smallest N (default: 256)")
+    parser.add_argument("--n-max", type=integer(minimum=2), default=262_144,
                         help="largest N, if the budget allows (default: 262144)")
-    parser.add_argument("--factor", type=float, default=2.0,
+    parser.add_argument("--factor", type=number(above=1), default=2.0,
                         help="ratio between consecutive sizes (default: 2)")
-    parser.add_argument("--budget", type=float, default=60.0,
+    parser.add_argument("--budget", type=number(at_least=0), default=60.0,
                         help="seconds each solver may spend in total (default: 60)")
-    parser.add_argument("--max-eval", type=float, default=1.0,
+    parser.add_argument("--max-eval", type=number(at_least=0), default=1.0,
                         help="stop growing N for a solver once one evaluation takes longer "
                              "(seconds, default: 1)")
-    parser.add_argument("--trials", type=int, default=5, help="timed trials per size (default: 5)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed trials first (default: 1)")
+    parser.add_argument("--trials", type=integer(minimum=1), default=5,
+                        help="timed trials per size (default: 5)")
+    parser.add_argument("--warmup", type=integer(minimum=0), default=1,
+                        help="untimed trials first (default: 1)")
     parser.add_argument("--precision", default="f32", choices=("f32", "f64"),
                         help="precision to calibrate (default: f32; `auto` uses the one it runs at)")
     parser.add_argument("--solvers", nargs="+", metavar="NAME",
                         help="time only these solvers (default: every available one)")
     parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS),
                         help="initial conditions timed (default: plummer)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0,
+                        help="random seed of the initial conditions")
     parser.add_argument("--dry-run", action="store_true",
                         help="measure and print, but do not store the result")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -46,6 +50,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    if not args.dry_run:
+        check_cache_writable()  # before measuring for the whole budget
     solvers, unavailable = timed_solvers(args.solvers)
     for name, reason in unavailable.items():
         print(f"skipping {name}: {reason}", file=sys.stderr)

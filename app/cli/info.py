@@ -1,22 +1,35 @@
-"""``orrery info FILE``: what a recording holds, without opening a window."""
+"""``orrery info FILE``: what a recording (or another code's snapshot) holds, without opening a
+window."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...engine import snapshots
+from ...engine.errors import RecordingError
 from ...engine.recording import RecordingFile
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("info", help="print what a recording holds",
+    parser = subparsers.add_parser("info", help="print what a recording or snapshot holds",
                                    description="Print what a recording file holds: particles, "
-                                               "frames, times, precision and the run's settings.")
-    parser.add_argument("file", help="recording file (.h5)")
+                                               "frames, times, precision and the run's settings; "
+                                               "or, for another code's snapshot (read through "
+                                               "pynbody), its format, families and properties.")
+    parser.add_argument("file", help="recording file (.h5) or snapshot")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    with RecordingFile(args.file) as recording:
+    try:
+        recording = RecordingFile(args.file)
+    except RecordingError as not_a_recording:
+        # Not an Orrery recording: another code's snapshot, when pynbody reads it.
+        if not snapshots.looks_like_snapshot(args.file):
+            raise not_a_recording
+        print(snapshots.describe(args.file))
+        return 0
+    with recording:
         print(describe(recording))
     return 0
 

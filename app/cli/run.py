@@ -8,8 +8,10 @@ import time
 
 from tqdm import tqdm
 
-from ...engine import Simulation, ics, make_solver, scenarios
+from ...engine import Simulation, ics, make_solver, scenarios, snapshots
+from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs
+from ._arg_types import integer
 from ._record_args import add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
@@ -29,10 +31,18 @@ def add_parser(subparsers) -> None:
                         help="a scenario preset (e.g. galaxy-collision; any of "
                              f"{', '.join(scenarios.names())}): its particle count, dt, softening "
                              "and solver apply unless given as flags")
-    parser.add_argument("--n", type=int, default=None,
+    source.add_argument("--load", metavar="SNAPSHOT",
+                        help="start from another code's snapshot (GADGET, SWIFT, AREPO, Tipsy, "
+                             "RAMSES ... through pynbody: pip install 'orrery[formats]'); "
+                             "softening and dt are estimated from it unless given")
+    parser.add_argument("--family", default=None,
+                        help="with --load: evolve only this family (dm, star, gas, ...)")
+    parser.add_argument("--n", type=integer(minimum=1), default=None,
                         help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
-    parser.add_argument("--steps", type=int, default=1000, help="steps to run (default: 1000)")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0,
+                        help="random seed of the initial conditions")
+    parser.add_argument("--steps", type=integer(minimum=0), default=1000,
+                        help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
                         help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
@@ -45,10 +55,11 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    particles, dt, solver_name, options = _setup(args)
+    particles, dt, solver_name, options, source = _setup(args)
     solver = make_solver(solver_name, **options)
     sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
-    recording = open_recorder(args, sim, scenario=args.scenario or args.ic or "plummer")
+    recording = open_recorder(args, sim, scenario=args.load or args.scenario or args.ic or "plummer",
+                              source=source)
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
@@ -68,20 +79,32 @@ def run(args) -> int:
                 recorder.append_simulation(sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
+    rate = args.steps / elapsed if elapsed > 0 else 0.0
     print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
-          f"{args.steps / elapsed:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
+          f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
           f"solver {solver.describe()}")
     return 0
 
 
 def _setup(args):
-    """Particles, time step, solver name and options: flags first, then the preset's settings."""
-    if args.scenario is None:
+    """Particles, time step, solver name and options, and where the particles came from: flags
+    first, then the preset's (or the snapshot's estimated) settings."""
+    if args.family is not None and args.load is None:
+        raise InvalidInputError("--family selects particles of a --load snapshot")
+    if args.scenario is None and args.load is None:
         count = DEFAULT_COUNT if args.n is None else args.n
         particles = ics.make(args.ic or "plummer", count, seed=args.seed)
         dt = DEFAULT_DT if args.dt is None else args.dt
-        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args)
-    scenario = scenarios.load(args.scenario, n=args.n, seed=args.seed)
+        return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None
+    chosen = args.scenario
+    if args.load is not None:
+        paths = snapshots.expand(args.load)
+        if len(paths) > 1:
+            raise InvalidInputError(
+                f"--load {args.load!r} names {len(paths)} files: `orrery run` evolves one "
+                "snapshot (a sequence plays in `orrery-viewer --load` and `orrery render`)")
+        chosen = scenarios.SnapshotScenario(paths[0], args.family)
+    scenario = scenarios.load(chosen, n=args.n, seed=args.seed)
     dt = scenario.dt if args.dt is None else args.dt
     # The preset's softening belongs to its initial conditions (they are built for it), so it
     # holds for any solver; its other solver options only for the solver it names.
@@ -92,4 +115,5 @@ def _setup(args):
     spec = solver_specs().get(name)
     known = {option.name for option in spec.options} if spec else set()
     preset_options = {key: value for key, value in preset_options.items() if key in known}
-    return scenario.particles, dt, name, {**preset_options, **solver_options(args)}
+    return (scenario.particles, dt, name, {**preset_options, **solver_options(args)},
+            scenario.metadata or None)

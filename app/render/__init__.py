@@ -2,15 +2,21 @@
 drawn), joined by :class:`Renderer`. Needs moderngl; nothing here opens a window."""
 
 from ._camera import Camera, gl_bytes
+from ._camera_path import CameraKey, CameraPath
+from ._colormaps import colour_map, colour_maps
+from ._density_pass import DensityPass, default_smoothing
 from ._context import GLContextError, describe, headless_context
 from ._particle_pass import BarePointPass, ParticlePass
 from ._renderer import DEFAULT_TARGET_FORMAT, TARGET_FORMATS, Renderer
 from ._scene import ParticleScene
-from ._style import COLOUR_MODES, PALETTE_SIZE, PointStyle, ToneMap, population_weights
+from ._style import (COLOUR_MODES, DENSITY_QUANTITIES, PALETTE_SIZE, DensityStyle, PointStyle,
+                     ToneMap, population_weights)
 from ._tonemap_pass import ToneMapPass
 
 __all__ = [
-    "BarePointPass", "COLOUR_MODES", "Camera", "DEFAULT_TARGET_FORMAT", "GLContextError", "PALETTE_SIZE",
+    "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_TARGET_FORMAT",
+    "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "GLContextError", "PALETTE_SIZE", "colour_map",
+    "colour_maps", "default_smoothing",
     "ParticlePass",
     "ParticleScene", "PointStyle", "Renderer", "TARGET_FORMATS", "ToneMap", "ToneMapPass",
     "describe", "gl_bytes", "headless_context", "population_weights",

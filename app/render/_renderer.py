@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.errors import InvalidInputError
+from ._density_pass import DensityPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
-from ._style import PointStyle, ToneMap
+from ._style import DensityStyle, PointStyle, ToneMap
 from ._tonemap_pass import ToneMapPass
 
 # Accumulation formats. A half float holds integers exactly only up to 2048, so an additive
@@ -19,7 +20,9 @@ DEFAULT_TARGET_FORMAT = "rgba32f"
 
 
 class Renderer:
-    """Draw a :class:`ParticleScene` with a :class:`PointStyle` and a :class:`ToneMap`.
+    """Draw a :class:`ParticleScene` with a :class:`PointStyle` (light of point sprites, tone
+    mapped with a :class:`ToneMap`) or a :class:`DensityStyle` (a kernel-splatted density image
+    through a colour map).
 
     Parameters
     ----------
@@ -34,7 +37,9 @@ class Renderer:
         self.ctx = ctx
         self.target_format = target_format
         self.particles = ParticlePass(ctx)
+        self.density = DensityPass(ctx)
         self.tone_map = ToneMapPass(ctx)
+        self._style = None  # the style of the last accumulation: how to present it
         self.size = (0, 0)
         self.accumulation = None
         self._accumulation_fbo = None
@@ -62,21 +67,34 @@ class Renderer:
         ctx.blend_func = ctx.ONE, ctx.ONE
         ctx.blend_equation = ctx.FUNC_ADD
 
-    def accumulate(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-                   *, pixel_ratio: float = 1.0) -> None:
+    def accumulate(self, scene: ParticleScene, view_projection: np.ndarray,
+                   style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0) -> None:
         """Clear the accumulation target and add every particle into it."""
         self.begin_accumulation()
-        self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
+        if isinstance(style, DensityStyle):
+            # pixels per world unit at clip w = 1: the projection's y scale (the view's rows are
+            # orthonormal) times half the target's height
+            scale = float(np.linalg.norm(np.asarray(view_projection)[1, :3]))
+            self.density.draw(scene, view_projection, style,
+                              pixels_per_unit=scale * self.size[1] / 2.0)
+        else:
+            self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
         self.ctx.disable(self.ctx.BLEND)
+        self._style = style
 
     def present(self, output, tone: ToneMap) -> None:
-        """Tone-map the accumulation target into ``output`` (a framebuffer of the same size)."""
+        """Show the accumulation target in ``output`` (a framebuffer of the same size): tone
+        mapped light, or the density image through its colour map."""
         output.use()
         output.viewport = (0, 0, *self.size)
         self.ctx.disable(self.ctx.BLEND | self.ctx.DEPTH_TEST)
-        self.tone_map.draw(self.accumulation, tone)
+        if isinstance(self._style, DensityStyle):
+            self.density.present(self.accumulation, self._style, self.size)
+        else:
+            self.tone_map.draw(self.accumulation, tone)
 
-    def render(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+    def render(self, scene: ParticleScene, view_projection: np.ndarray,
+               style: PointStyle | DensityStyle,
                tone: ToneMap, output, *, pixel_ratio: float = 1.0) -> None:
         """One frame: accumulate, then tone-map into ``output``."""
         self.resize(*output.size)
@@ -89,6 +107,7 @@ class Renderer:
         return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
 
     def release(self) -> None:
+        self.tone_map.release()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...engine.errors import InvalidInputError
 from ...engine.frames import Frame
 
 # Particles sampled to estimate the typical speed the speed colour map is scaled to.
@@ -32,11 +33,17 @@ class ParticleScene:
         self.population_buffer = None
         self.parity = 0
         self.speed_scale = 0.0
+        self.interval = 0.0  # time between the previous and the current frame (0: none)
         self._host_current: np.ndarray | None = None
         self._time = None
         self._sequence = None
         self._population_labels: np.ndarray | None = None
         self._population_source = None  # the array last compared, to skip comparing it again
+        # Per-particle masses and values for the density pass, uploaded only when asked for.
+        self.mass_buffer = None
+        self.value_buffer = None
+        self.support_buffer = None
+        self._extras: dict[str, object] = {}
 
     @property
     def sequence(self):
@@ -77,14 +84,45 @@ class ParticleScene:
             self.parity = 1 - self.parity
             self.current.write(positions)
             self.speed_scale = self._speed_scale(positions, self._host_current, interval)
+            self.interval = interval
         else:
             # first frame, a restart or a step backwards: no meaningful speed, show it as zero
             self.current.write(positions)
             self.previous.write(positions)
+            self.interval = 0.0
         self._host_current = positions
         self._time = frame.time
         self._sequence = frame.sequence
         return True
+
+    def set_masses(self, masses) -> None:
+        """Masses for the density pass (None: equal masses, the total 1)."""
+        if masses is None:
+            masses = np.full(max(self.count, 1), 1.0 / max(self.count, 1), np.float32)
+        self.mass_buffer = self._extra("mass", masses)
+
+    def set_supports(self, supports) -> None:
+        """Each particle's kernel support for adaptive density smoothing."""
+        self.support_buffer = self._extra("support", supports)
+
+    def set_values(self, values) -> None:
+        """A per-particle quantity for the density pass to colour by."""
+        self.value_buffer = self._extra("value", values)
+
+    def _extra(self, name: str, array):
+        """A float32 buffer of ``array`` (one value a particle), re-uploaded only when the array
+        or the buffers' layout changed."""
+        source, version, buffer = self._extras.get(name, (None, None, None))
+        if source is array and version == self.layout_version and buffer is not None:
+            return buffer
+        data = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+        if len(data) != max(self.count, 1) and self.count:
+            raise InvalidInputError(f"{len(data)} {name}s for {self.count} particles")
+        if buffer is not None:
+            buffer.release()
+        buffer = self.ctx.buffer(data.tobytes())
+        self._extras[name] = (array, self.layout_version, buffer)
+        return buffer
 
     def _allocate(self, count: int, dtype: np.dtype) -> None:
         for buffer in (*self._buffers, self.population_buffer):
@@ -111,7 +149,10 @@ class ParticleScene:
         return 1.0 / (interval * reference) if reference > 0 else 0.0
 
     def release(self) -> None:
-        for buffer in (*self._buffers, self.population_buffer):
+        for buffer in (*self._buffers, self.population_buffer,
+                       *(extra[2] for extra in self._extras.values())):
             if buffer is not None:
                 buffer.release()
         self._buffers, self.population_buffer, self.count = [], None, 0
+        self._extras = {}
+        self.mass_buffer = self.value_buffer = self.support_buffer = None

@@ -7,8 +7,9 @@ import os
 import sys
 
 from ...engine import scenarios
-from ...engine._optional import missing
-from ...engine.errors import OrreryError
+from ...engine._optional import require
+from ..cli._arg_types import integer, number, output_file, window_size
+from ..cli._errors import REPORTED, report
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
               "`orrery run` (simulate), `orrery bench` (benchmarks)")
@@ -28,9 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scenario", default=None,
                         help=f"scenario to run (default: {default_scenario()}); one of "
                              f"{', '.join(scenarios.names())}")
-    parser.add_argument("--n", type=int, default=None,
+    parser.add_argument("--n", type=integer(minimum=1), default=None,
                         help="particle count (default: the scenario's)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the initial conditions")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0,
+                        help="random seed of the initial conditions")
     parser.add_argument("--solver", default=None,
                         help="solver name or 'auto' (default: the scenario's choice)")
     parser.add_argument("--dt", type=float, default=None,
@@ -38,19 +40,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--paused", action="store_true",
                         help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
+    parser.add_argument("--load", metavar="SNAPSHOT",
+                        help="another code's snapshot (GADGET, SWIFT, AREPO, Tipsy, RAMSES ... "
+                             "through pynbody): one file starts a run from it, paused; a glob "
+                             "pattern ('snap_*.hdf5') plays the sequence as a timeline")
+    parser.add_argument("--family", default=None,
+                        help="with --load: show only this family (dm, star, gas, ...)")
     parser.add_argument("--colour", choices=("population", "speed"), default="population",
                         help="colour particles by population or by speed (default: population)")
-    parser.add_argument("--exposure", type=float, default=None,
+    parser.add_argument("--render", choices=("sprites", "density"), default="sprites",
+                        help="draw point sprites, or a density image through a colour map "
+                             "(default: sprites)")
+    parser.add_argument("--colour-map", default="magma",
+                        help="density colour map (viridis, magma, inferno, plasma, cividis)")
+    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
+                        help="glow around bright light (0: none; default 0)")
+    parser.add_argument("--exposure", type=number(above=0), default=None,
                         help="tone-mapping exposure (default: 0.6)")
-    parser.add_argument("--size", default="1280x720", help="window size WxH (default: 1280x720)")
-    parser.add_argument("--max-fps", type=float, default=60.0,
+    parser.add_argument("--size", type=window_size, default="1280x720",
+                        help="window size WxH (default: 1280x720)")
+    parser.add_argument("--max-fps", type=number(at_least=0), default=60.0,
                         help="cap on the render rate, leaving CPU to the solver "
                              "(0: none; default 60)")
-    parser.add_argument("--frames", type=int, default=None,
+    parser.add_argument("--frames", type=integer(minimum=1), default=None,
                         help="render this many frames, then exit (for scripts and tests)")
-    parser.add_argument("--screenshot", metavar="FILE",
+    parser.add_argument("--screenshot", metavar="FILE", type=output_file,
                         help="with --frames: save the last frame (with the UI) as PNG")
-    parser.add_argument("--stats", metavar="FILE",
+    parser.add_argument("--stats", metavar="FILE", type=output_file,
                         help="append live statistics as JSON lines every half second")
     return parser
 
@@ -63,6 +79,8 @@ def _display_problem() -> str | None:
 
 
 def _open_source(args):
+    if args.load:
+        return _open_snapshots(args)
     if args.play:
         from ...engine.recording import Player
 
@@ -77,37 +95,57 @@ def _open_source(args):
     return SimulationRunner(settings, paused=args.paused)
 
 
+def _open_snapshots(args):
+    from ...engine import snapshots
+    from ...engine.recording import Player
+    from ...engine.runner import RunSettings, SimulationRunner
+    from ...engine.snapshot_series import SnapshotSeries
+
+    paths = snapshots.expand(args.load)
+    if len(paths) == 1:  # one snapshot: look at it first, space evolves it
+        settings = RunSettings(scenario=scenarios.SnapshotScenario(paths[0], args.family),
+                               n=args.n, seed=args.seed, solver=args.solver, dt=args.dt)
+        return SimulationRunner(settings, paused=True)
+    player = Player(SnapshotSeries(paths, family=args.family))
+    if not args.paused:
+        player.play()
+    return player
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        return _main(build_parser().parse_args(argv))
+    except REPORTED as error:
+        return report("orrery-viewer", error)
+
+
+def _main(args) -> int:
     if args.screenshot and args.frames is None:
         print("orrery-viewer: error: --screenshot needs --frames", file=sys.stderr)
         return 2
-    try:
-        width, height = (int(part) for part in args.size.lower().split("x"))
-    except ValueError:
-        print(f"orrery-viewer: error: --size must look like 1280x720, got {args.size!r}",
-              file=sys.stderr)
-        return 2
     # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
     os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
-    if why := missing(*VIEWER_PACKAGES):
-        print(f"orrery-viewer: error: {why}", file=sys.stderr)
-        return 2
+    for package in VIEWER_PACKAGES:
+        require(package)  # a MissingPackageError, reported in one line by main()
     problem = _display_problem()
     if problem:
         print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
         return 2
     try:
         source = _open_source(args)
-    except (OrreryError, OSError) as error:
+    except OSError as error:
         print(f"orrery-viewer: error: {error}", file=sys.stderr)
         return 2
     try:
         from ._window import ViewerWindow
 
-        window = ViewerWindow(source, size=(width, height), max_fps=args.max_fps,
-                              stats_path=args.stats)
+        window = ViewerWindow(source, size=args.size, max_fps=args.max_fps, stats_path=args.stats)
         window.point_style.colour_mode = args.colour
+        window.panel.mode = args.render
+        window.tone.bloom = args.bloom
+        window.tone.validate()
+        window.panel.density.colour_map = args.colour_map
+        window.panel.density.validate()
         if args.exposure is not None:
             window.tone.exposure = args.exposure
     except BaseException as error:

@@ -4,6 +4,8 @@ the energy-error plot. Records where its main widgets are, so scripts can click 
 from __future__ import annotations
 
 import datetime
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,11 @@ from imgui_bundle import imgui, implot
 from ...engine import scenarios
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
-from ..render import COLOUR_MODES, PointStyle, ToneMap
+from ..render import (COLOUR_MODES, DENSITY_QUANTITIES, DensityStyle, PointStyle, ToneMap,
+                      colour_maps)
+
+# How particles can be drawn: light of point sprites, or a kernel-splatted density image.
+RENDER_MODES = ("sprites", "density")
 
 PANEL_WIDTH = 330
 _RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
@@ -21,23 +27,33 @@ _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 RECORDINGS_FOLDER = Path("recordings")
 
 
-def new_recording_path(scenario: str) -> Path:
-    """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording."""
+def new_recording_path(scenario) -> Path:
+    """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording (a
+    snapshot scenario is named by its file)."""
+    scenario = re.sub(r"[^\w.-]+", "_", Path(str(scenario)).name).strip("_")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     return RECORDINGS_FOLDER / f"{scenario}-{stamp}.h5"
 
 
 class ControlPanel:
-    def __init__(self, source, style: PointStyle, tone: ToneMap, *, bottom_margin: float = 0.0):
+    def __init__(self, source, style: PointStyle, tone: ToneMap, *, bottom_margin: float = 0.0,
+                 density: DensityStyle | None = None, mode: str = "sprites"):
         self.source = source
         self.style = style
         self.tone = tone
+        self.density = density or DensityStyle(weights=style.weights)
+        self.mode = mode
+        self.density_pass = None  # the renderer's, for showing its smoothing and ranges
         self.runner = source if isinstance(source, SimulationRunner) else None
         self._record_every = 5
         self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
-        self._scenario_names = scenarios.names()
+        # a run started from a snapshot (--load) keeps it as the first choice
+        self._scenarios = list(scenarios.names())
+        if self.runner is not None and not isinstance(self.runner.settings.scenario, str):
+            self._scenarios.insert(0, self.runner.settings.scenario)
+        self._scenario_names = [str(scenario) for scenario in self._scenarios]
         specs = solver_specs()
         self._solver_names = ["auto", *sorted(name for name in specs if name != "auto")]
         self._solver_labels = [
@@ -45,7 +61,7 @@ class ControlPanel:
             for name in self._solver_names]
         if self.runner is not None:
             settings = self.runner.settings
-            self._scenario_index = self._index(self._scenario_names, settings.scenario)
+            self._scenario_index = self._index(self._scenarios, settings.scenario)
             self._n = settings.n or self.runner.latest().stats["n"]
 
     @staticmethod
@@ -120,7 +136,7 @@ class ControlPanel:
         _, self._n = imgui.input_int("N", int(self._n), 1000, 10000)
         self._n = max(int(self._n), 2)
         if imgui.button("Load scenario"):
-            runner.update(scenario=self._scenario_names[self._scenario_index], n=self._n)
+            runner.update(scenario=self._scenarios[self._scenario_index], n=self._n)
 
         imgui.separator_text("Solver")
         settings = runner.settings
@@ -149,16 +165,18 @@ class ControlPanel:
             runner.update(theta=new_theta)
         imgui.end_disabled()
 
+    def active_style(self) -> PointStyle | DensityStyle:
+        return self.density if self.mode == "density" else self.style
+
     def _view_controls(self) -> None:
         imgui.separator_text("View")
-        _, self.tone.exposure = imgui.slider_float("exposure", self.tone.exposure, 0.01, 50.0,
-                                                   "%.3f", imgui.SliderFlags_.logarithmic)
-        _, self.style.point_size = imgui.slider_float("point size", self.style.point_size, 1.0,
-                                                      16.0, "%.1f px")
-        mode = COLOUR_MODES.index(self.style.colour_mode)
-        changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
+        changed, index = imgui.combo("render", RENDER_MODES.index(self.mode), list(RENDER_MODES))
         if changed:
-            self.style.colour_mode = COLOUR_MODES[mode]
+            self.mode = RENDER_MODES[index]
+        if self.mode == "density":
+            self._density_controls()
+        else:
+            self._sprite_controls()
         names = self.source.population_names
         if len(names) > 1 and imgui.tree_node("populations"):
             weights = self.style.weights
@@ -173,6 +191,49 @@ class ControlPanel:
                                      "H: hide")
             imgui.pop_text_wrap_pos()
             imgui.tree_pop()
+
+    def _sprite_controls(self) -> None:
+        _, self.tone.exposure = imgui.slider_float("exposure", self.tone.exposure, 0.01, 50.0,
+                                                   "%.3f", imgui.SliderFlags_.logarithmic)
+        _, self.style.point_size = imgui.slider_float("point size", self.style.point_size, 1.0,
+                                                      16.0, "%.1f px")
+        _, self.tone.bloom = imgui.slider_float("bloom", self.tone.bloom, 0.0, 3.0, "%.2f")
+        mode = COLOUR_MODES.index(self.style.colour_mode)
+        changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
+        if changed:
+            self.style.colour_mode = COLOUR_MODES[mode]
+
+    def _density_controls(self) -> None:
+        density, estimated = self.density, self.density_pass
+        maps = list(colour_maps())
+        changed, index = imgui.combo("colour map", maps.index(density.colour_map), maps)
+        if changed:
+            density.colour_map = maps[index]
+        changed, index = imgui.combo("quantity", DENSITY_QUANTITIES.index(density.quantity),
+                                     ["density", "speed"])
+        if changed:
+            density.quantity = DENSITY_QUANTITIES[index]
+            density.quantity_range = None
+            if estimated is not None:
+                estimated.quantity_range = None
+        smoothing = density.smoothing or (estimated.smoothing if estimated else None) or 0.05
+        changed, smoothing = imgui.slider_float("smoothing", float(smoothing), 1e-4, 10.0, "%.4f",
+                                                imgui.SliderFlags_.logarithmic)
+        if changed:
+            density.smoothing = smoothing
+        if estimated is not None and estimated.density_range is not None:
+            low, high = estimated.density_range
+            changed, span = imgui.drag_float2("log density", [low, high], 0.02, -30.0, 30.0,
+                                              "%.2f")
+            if changed and span[1] > span[0]:
+                density.density_range = (span[0], span[1])
+            if imgui.button("auto range"):
+                density.density_range = density.quantity_range = None
+                estimated.density_range = estimated.quantity_range = None
+            imgui.same_line()
+            imgui.text_colored(_DIM, f"bar: 10^{low:.1f} .. 10^{high:.1f} mass/px"
+                               if math.isfinite(low) else "")
+        _, density.colour_bar = imgui.checkbox("colour bar", density.colour_bar)
 
     def _statistics(self, frame, render_fps: float) -> None:
         imgui.separator_text("Statistics")

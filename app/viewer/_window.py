@@ -19,7 +19,7 @@ from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ...engine.runner import SimulationRunner
 from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
-from ._capture import default_screenshot_name, read_screen, save_png
+from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
 from ._panel import ControlPanel
 from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
@@ -53,6 +53,9 @@ class ViewerWindow(pyglet.window.Window):
         self._stats_path = Path(stats_path) if stats_path else None
         self._stats_due = 0.0
         self._screenshot_request: str | None = None
+        self.camera_keys = CameraKeys()
+        self.video = WindowVideo()
+        self.capture_message: str | None = None  # what the last capture key did, for the panel
         self._frame = None
         self._accumulated_inputs = None
         self.source_error: str | None = None
@@ -64,6 +67,7 @@ class ViewerWindow(pyglet.window.Window):
         self.timeline = TimelinePanel(source) if has_playback(source) else None
         self.panel = ControlPanel(source, self.point_style, self.tone,
                                   bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
+        self.panel.density_pass = self.renderer.density
 
     # Frame ---------------------------------------------------------------------------------
 
@@ -84,8 +88,12 @@ class ViewerWindow(pyglet.window.Window):
         if self.source.population_names != self._population_names:  # a new scenario was loaded
             self._population_names = self.source.population_names
             self.point_style.weights = population_weights(self._population_names)
+            self.panel.density.weights = self.point_style.weights
+            self.renderer.density.reset()
         if frame is not None:
             self.scene.show(frame, self.source.population)
+            if self.panel.mode == "density":
+                self.scene.set_masses(getattr(self.source, "masses", None))
             run = (len(frame.positions), self._population_names)
             if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
                 self.camera.fit(frame.positions)
@@ -95,13 +103,16 @@ class ViewerWindow(pyglet.window.Window):
         view_projection = self._view_projection(width, height)
         # The particle pass is most of a frame; while nothing it depends on has changed (a paused
         # or slow simulation, a still camera) the accumulated light of the last frame is reused.
+        style = self.panel.active_style()
         inputs = (self.scene.sequence, self.scene.layout_version, self.renderer.size,
-                  view_projection.tobytes(), self.point_style.key(), self.pixel_ratio())
+                  view_projection.tobytes(), style.key(), self.pixel_ratio())
         if inputs != self._accumulated_inputs:
-            self.renderer.accumulate(self.scene, view_projection, self.point_style,
+            self.renderer.accumulate(self.scene, view_projection, style,
                                      pixel_ratio=self.pixel_ratio())
             self._accumulated_inputs = inputs
         self.renderer.present(self.ctx.screen, self.tone)
+        if self.video.recording and not self.video.add(read_screen(self.ctx, (width, height))):
+            self.capture_message = "video stopped: the window changed size"
         self._draw_ui()
         if self._screenshot_request:
             self.save_screenshot(self._screenshot_request)
@@ -122,12 +133,51 @@ class ViewerWindow(pyglet.window.Window):
                             self.source_error)
             if self.timeline is not None:
                 self.timeline.draw((self.width, self.height))
+            if self.capture_message:
+                self._draw_capture_message()
         imgui.render()
         self._imgui.render(imgui.get_draw_data())
 
+    def _draw_capture_message(self) -> None:
+        imgui.set_next_window_pos(imgui.ImVec2(self.width - 10, 10), imgui.Cond_.always,
+                                  imgui.ImVec2(1.0, 0.0))
+        flags = (imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.always_auto_resize
+                 | imgui.WindowFlags_.no_inputs)
+        imgui.begin("Capture", None, flags)
+        imgui.text(self.capture_message)
+        imgui.end()
+
     def save_screenshot(self, path: str) -> Path:
-        """Save the framebuffer as drawn so far this frame (particles and UI)."""
-        return save_png(read_screen(self.ctx, self.get_framebuffer_size()), path)
+        """Save the framebuffer as drawn so far this frame (particles and UI), with the settings
+        that made it in the PNG's text chunk."""
+        return save_png(read_screen(self.ctx, self.get_framebuffer_size()), path,
+                        settings=self.settings())
+
+    def settings(self) -> dict:
+        """What made the picture: camera, style, tone map and the frame shown."""
+        camera, style, frame = self.camera, self.point_style, self._frame
+        return {"camera": {"position": camera.eye.tolist(), "target": list(camera.target),
+                           "fov": float(camera.fov_y) * 180.0 / 3.141592653589793},
+                "style": {"point_size": style.point_size, "intensity": style.intensity,
+                          "colour_mode": style.colour_mode,
+                          "weights": None if style.weights is None else list(style.weights)},
+                "tone": {"exposure": self.tone.exposure, "gamma": self.tone.gamma},
+                "frame": None if frame is None else {"time": frame.time, "step": frame.step},
+                "populations": list(self._population_names),
+                "source": type(self.source).__name__}
+
+    def _toggle_video(self) -> None:
+        if self.video.recording:
+            writer = self.video.stop()
+            self.capture_message = f"saved {writer.path} ({writer.frames} frames)"
+            return
+        path = default_screenshot_name(".mp4")
+        try:
+            self.video.start(path, self.get_framebuffer_size(), self.clock.max_fps or 60.0,
+                             self.settings())
+            self.capture_message = f"recording {path} (V stops)"
+        except OrreryError as error:
+            self.capture_message = f"video: {error}"
 
     def run(self, *, frames: int | None = None, screenshot: str | None = None) -> int:
         """The event loop: until the window closes, or for ``frames`` frames. ``screenshot``
@@ -144,6 +194,8 @@ class ViewerWindow(pyglet.window.Window):
                 self._report_stats(final=False)
             self._report_stats(final=True)
         finally:
+            if self.video.recording:
+                self.video.stop()
             self._imgui.shutdown()
             self.close()
             self._close_source()
@@ -209,6 +261,11 @@ class ViewerWindow(pyglet.window.Window):
             self.ui_visible = not self.ui_visible
         elif symbol == key.S:
             self._screenshot_request = default_screenshot_name()
+        elif symbol == key.C:
+            self.capture_message = f"camera key {len(self.camera_keys.keys) + 1} saved in " \
+                                   f"{self.camera_keys.add(self.camera)}"
+        elif symbol == key.V:
+            self._toggle_video()
 
     def _toggle_pause(self) -> None:
         if self.timeline is not None:

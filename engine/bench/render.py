@@ -20,9 +20,12 @@ HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless 
 
 
 def add_arguments(parser) -> None:
+    from ...app.cli._arg_types import window_size
+
     parser.add_argument("--n", type=int, nargs="+", default=[20000, 200000, 1000000],
                         help="particle counts (default: 20000 200000 1000000)")
-    parser.add_argument("--size", default="1280x720", help="output size WxH (default: 1280x720)")
+    parser.add_argument("--size", type=window_size, default="1280x720",
+                        help="output size WxH (default: 1280x720)")
     parser.add_argument("--point-size", type=float, default=2.0,
                         help="sprite diameter in pixels, same for the bare draw (default: 2)")
     parser.add_argument("--target", choices=("rgba32f", "rgba16f"), nargs="+", default=["rgba32f"],
@@ -40,7 +43,7 @@ def run(args) -> list[dict]:
     from ..frames import Frame
     from ..ics import plummer
 
-    width, height = (int(part) for part in args.size.lower().split("x"))
+    width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     device = describe(ctx)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])

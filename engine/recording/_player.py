@@ -39,7 +39,9 @@ class Player(FrameSource):
     Parameters
     ----------
     path
-        The recording (see ``docs/recording-format.md``).
+        The recording (see ``docs/recording-format.md``), or an object that reads like an open
+        one (``read_into``, ``times``, ``frame_count`` ...: a
+        :class:`~orrery.engine.snapshot_series.SnapshotSeries`).
     speed
         Play rate in frames of the recording per second of wall time (default 30). Negative plays
         backwards. When frames cannot be read that fast, the play head keeps to the clock and
@@ -57,7 +59,8 @@ class Player(FrameSource):
     def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8):
         if buffers < 4:
             raise InvalidInputError(f"buffers must be at least 4, got {buffers}")
-        self._file = RecordingFile(path)
+        # A path opens a recording; anything that reads like one (a SnapshotSeries) plays as it is.
+        self._file = path if hasattr(path, "read_into") else RecordingFile(path)
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False

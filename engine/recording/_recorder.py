@@ -101,14 +101,16 @@ class Recorder:
         atexit.register(self.close)
 
     @classmethod
-    def for_simulation(cls, path, simulation, *, scenario: str, **options) -> Recorder:
+    def for_simulation(cls, path, simulation, *, scenario: str, source: dict | None = None,
+                       **options) -> Recorder:
         """A recorder for ``simulation`` (a :class:`~orrery.engine.Simulation`): its masses,
-        populations and run settings (:func:`run_attributes`); ``options`` as for the
+        populations and run settings (:func:`run_attributes`; ``source`` adds where the
+        particles came from, e.g. a snapshot's file and unit conversion); ``options`` as for the
         constructor (dtype, velocities, flush_seconds, ...)."""
         particles = simulation.particles
+        attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
         return cls(path, masses=particles.mass, population=particles.population,
-                   population_names=particles.population_names,
-                   attributes=run_attributes(simulation, scenario=scenario), **options)
+                   population_names=particles.population_names, attributes=attributes, **options)
 
     # -- file layout ---------------------------------------------------------------------------
 

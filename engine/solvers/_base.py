@@ -7,7 +7,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from ..particles import Particles, as_dtype, check_no_coincident, check_positions_and_masses
+from ..particles import (Particles, as_dtype, check_fits, check_no_coincident,
+                         check_positions_and_masses)
 
 
 class Solver(ABC):
@@ -30,7 +31,7 @@ class Solver(ABC):
     def accelerations(self, pos, mass, *, potential: bool = False):
         """Accelerations ``(n, 3)`` (and potentials ``(n,)`` when ``potential``) in this
         solver's precision."""
-        pos, mass = check_positions_and_masses(pos, mass)
+        pos, mass = check_positions_and_masses(pos, mass, dtype=self.dtype)
         if self.softening == 0:
             check_no_coincident(pos)
         pos = np.ascontiguousarray(pos, dtype=self.dtype)
@@ -50,6 +51,7 @@ class Solver(ABC):
     def bind(self, particles: Particles) -> HostState:
         """The state a :class:`Simulation` advances with this solver (host memory here; GPU
         solvers return a device-resident state)."""
+        check_fits(particles, self.dtype)
         return HostState(self, particles)
 
     def describe(self) -> str:

@@ -4,7 +4,10 @@ A subclass implements ``launch_accelerations`` on device arrays (and ``padding_f
 kernels need padded arrays); this base
 opens the device, provides the host-array API (``accelerations``: upload, launch, download) and
 returns a device-resident :class:`DeviceState` from ``bind`` so a Simulation keeps its bodies on
-the device.
+the device. That state is checked for NaN and infinity, as the CPU solvers check their input on
+every evaluation, whenever it comes to the host and at least every
+:data:`FINITE_CHECK_INTERVAL_S` seconds of evaluations (a copy of the positions then: checking
+every step would cost a transfer per step).
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ import numpy as np
 
 from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, open_device
 from ..errors import SolverUnavailableError
-from ..particles import Particles
+from ..particles import Particles, check_finite, check_fits
 from ._base import Solver
 from ._device_state import DeviceState, pack, padded_count
+
+# Longest stretch of evaluations between two checks of a device-resident state for NaN and
+# infinity; one check copies the positions to the host, a fraction of a per-cent of a second.
+FINITE_CHECK_INTERVAL_S = 1.0
 
 
 class GpuSolver(Solver):
@@ -74,4 +81,36 @@ class GpuSolver(Solver):
                 "device": self.context.info.spec, **self.last_launch}
 
     def bind(self, particles: Particles) -> DeviceState:
-        return DeviceState(self, particles)
+        check_fits(particles, self.dtype)
+        return _CheckedDeviceState(self, particles)
+
+
+class _CheckedDeviceState(DeviceState):
+    """A :class:`DeviceState` that refuses to go on from, or hand out, a non-finite state
+    (:class:`InvalidInputError`, as the CPU solvers raise)."""
+
+    def __init__(self, solver, particles):
+        super().__init__(solver, particles)
+        self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
+
+    def compute_accelerations(self) -> None:
+        super().compute_accelerations()
+        if time.perf_counter() >= self._next_check:
+            self.positions()
+
+    def positions(self) -> np.ndarray:
+        pos = super().positions()
+        check_finite(pos, "position")
+        self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
+        return pos
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos, vel, mass = super().snapshot()
+        check_finite(pos, "position")
+        check_finite(vel, "velocity")
+        return pos, vel, mass
+
+    def potentials(self) -> np.ndarray:
+        pot = super().potentials()
+        check_finite(pot, "potential")
+        return pot

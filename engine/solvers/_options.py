@@ -6,6 +6,9 @@ controls, and is written into recordings, so an option is declared once.
 
 from __future__ import annotations
 
+import math
+import numbers
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -33,12 +36,17 @@ class Option:
             if not isinstance(value, (bool, int)):
                 raise InvalidInputError(f"{self.name} must be true or false, got {value!r}")
             value = bool(value)
+        elif self.type is int:
+            value = self._as_int(value)
         else:
             try:
                 value = self.type(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise InvalidInputError(
                     f"{self.name} must be {self.type.__name__}, got {value!r}") from None
+        # NaN passes every comparison below and infinity is no setting: refuse both first.
+        if self.type is float and not math.isfinite(value):
+            raise InvalidInputError(f"{self.name} must be a finite number, got {value!r}")
         if self.choices is not None and value not in self.choices:
             raise InvalidInputError(f"{self.name} must be one of {list(self.choices)}, got {value!r}")
         if self.minimum is not None:
@@ -46,13 +54,37 @@ class Option:
                 relation = ">" if self.exclusive_minimum else ">="
                 raise InvalidInputError(f"{self.name} must be {relation} {self.minimum}, got {value!r}")
         if self.maximum is not None and value > self.maximum:
-            raise InvalidInputError(f"{self.name} must be <= {self.maximum}, got {value!r}")
+            raise InvalidInputError(f"{self.name} must be <= {self.maximum:g}, got {value!r}")
         return value
+
+    def _as_int(self, value) -> int:
+        """Integers, integral numbers (2.0) and integer text ("2"); not 2.5, inf or True."""
+        if not isinstance(value, bool):
+            try:
+                return operator.index(value)
+            except TypeError:
+                pass
+            if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+                return int(value)
+            if isinstance(value, str):
+                try:
+                    return int(value)
+                except ValueError:
+                    pass
+        raise InvalidInputError(f"{self.name} must be an integer, got {value!r}")
 
 
 PRECISION = Option("precision", str, "f32", "arithmetic precision", choices=("f32", "f64"))
-SOFTENING = Option("softening", float, 0.01, "Plummer softening length (N-body units)", minimum=0.0)
-THREADS = Option("threads", int, None, "CPU threads (default: all cores)", minimum=1)
+# Far above any softening of a system in N-body units (of size ~1), and far enough below the
+# float32 range that softening^2 and softening^3 stay finite inside the kernels.
+MAX_SOFTENING = 1e6
+SOFTENING = Option("softening", float, 0.01, "Plummer softening length (N-body units)", minimum=0.0,
+                   maximum=MAX_SOFTENING)
+# Threads are OS threads the native pool keeps alive, and the tree's radix sort holds one
+# histogram per thread: more than this only costs memory, never time, on any machine we know.
+MAX_THREADS = 1024
+THREADS = Option("threads", int, None, "CPU threads (default: all cores)", minimum=1,
+                 maximum=MAX_THREADS)
 THETA = Option("theta", float, 0.5, "opening angle: smaller is more accurate and slower",
                minimum=0.0, maximum=2.0)
 QUADRUPOLE = Option("quadrupole", bool, False, "add traceless quadrupole moments of cells")

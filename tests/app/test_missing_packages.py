@@ -37,3 +37,14 @@ def test_a_gl_library_that_does_not_load_is_one_line(monkeypatch, capsys, tmp_pa
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"={bogus} (--libgl/--libegl or ORRERY_LIBGL/ORRERY_LIBEGL)" in err
     assert err.startswith("orrery bench: error: no headless OpenGL 3.3 context through EGL")
+
+
+def test_a_movie_without_pyav_names_the_video_extra(monkeypatch, tmp_path):
+    from orrery.app.export import VideoWriter
+    from orrery.engine._optional import MissingPackageError
+
+    monkeypatch.setitem(sys.modules, "av", None)
+    with pytest.raises(MissingPackageError) as caught:
+        VideoWriter(tmp_path / "movie.mp4", size=(16, 16), fps=10)
+    assert str(caught.value) == "PyAV is not installed (pip install 'orrery[video]')"
+    assert not (tmp_path / "movie.mp4").exists()

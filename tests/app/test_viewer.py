@@ -270,3 +270,46 @@ def test_a_solver_failure_shows_in_the_window_and_does_not_close_it(display, tmp
     assert final["frames"] == 25, "the window stopped drawing after the solver failed"
     assert "forces became NaN on purpose" in final["error"]
     assert final["stats"]["paused"]
+
+
+def _keys(display, *names):
+    env = dict(os.environ, DISPLAY=display)
+    window = subprocess.run(["xdotool", "search", "--sync", "--name", "^Orrery$"], env=env,
+                            capture_output=True, text=True, timeout=20).stdout.split()[0]
+    for name in names:
+        subprocess.run(["xdotool", "key", "--window", window, name], env=env, check=True,
+                       timeout=20)
+        time.sleep(0.6)
+
+
+@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+def test_capture_keys_save_camera_keys_a_video_and_screenshots_with_their_settings(display,
+                                                                                    tmp_path):
+    pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
+    from orrery.app.export import read_video
+    from orrery.app.render._camera_path import CameraPath
+    from orrery.app.viewer._capture import png_settings
+
+    stats = tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "100000", "--stats", str(stats)],
+                     cwd=tmp_path)
+    try:
+        _wait_for_record(stats, viewer, lambda r: r["step"] > 2, "a running simulation")
+        _keys(display, "c", "c", "v")
+        time.sleep(1.0)
+        _keys(display, "v", "s")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not list(tmp_path.glob("orrery-*.png")):
+            time.sleep(0.2)
+    finally:
+        viewer.terminate()
+        viewer.communicate(timeout=30)
+    path = CameraPath.load(tmp_path / "camera-path.toml")
+    assert len(path.keys) == 2 and path.keys[1].time > path.keys[0].time
+    (movie,) = tmp_path.glob("orrery-*.mp4")
+    frames, _, metadata = read_video(movie)
+    assert len(frames) > 3 and frames[0].shape == (720, 1280, 3)
+    assert metadata["orrery_viewer"]["style"]["colour_mode"] == "population"
+    (shot,) = tmp_path.glob("orrery-*.png")
+    settings = png_settings(shot)
+    assert settings["camera"]["fov"] == pytest.approx(45.0) and settings["frame"]["step"] > 0

@@ -197,14 +197,41 @@ def test_saving_replaces_this_machines_entry_and_keeps_the_others(cache_dir):
     assert math.isclose(entries[0]["machine"]["threads"], 8)
 
 
-def test_the_machine_key_includes_the_simd_level_the_native_module_reports(monkeypatch):
+def test_the_machine_key_records_the_cpus_simd_level_not_the_compiled_ones(monkeypatch):
     from orrery import _native
 
-    monkeypatch.setattr(_native, "build_info", lambda: {"compiler": "gcc", "simd": "avx512"},
-                        raising=False)
+    info = {**_native.build_info(), "simd_compiled": ["scalar", "avx2", "avx512"],
+            "simd_cpu": "avx2", "simd_env": "scalar"}
+    monkeypatch.setattr(_native, "build_info", lambda: info)
     calibration.machine_key.cache_clear()
     try:
         key = machine_key()
-        assert key["simd"] == "avx512" and key["threads"] == _native.hardware_threads()
+        assert key["simd"] == "avx2" and key["threads"] == _native.hardware_threads()
     finally:
         calibration.machine_key.cache_clear()
+
+
+@pytest.mark.parametrize("point", ["[1e999, 0.001]", "[64, 1e999]", "[64, 0]", "[64, -0.5]",
+                                   "[0, 0.001]", "[2.5, 0.001]", "[64, NaN]", "[true, 0.001]",
+                                   "[64]", "\"64\""])
+def test_an_entry_with_an_unusable_timing_point_is_ignored_with_a_warning(cache_dir, point):
+    path = save_calibration(sample())
+    payload = json.loads(path.read_text())
+    payload["entries"][0]["curves"]["cpu-direct"][0] = "@point@"
+    path.write_text(json.dumps(payload).replace('"@point@"', point))
+    with pytest.warns(CalibrationCacheWarning, match="damaged entry"):
+        assert load_calibration("f32") is None
+
+
+def test_a_cache_that_cannot_be_written_is_a_calibration_cache_error(tmp_path):
+    from orrery.engine.calibration import check_cache_writable
+    from orrery.engine.errors import CalibrationCacheError, OrreryError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for path in (blocker / "calibration.json", tmp_path):
+        with pytest.raises(CalibrationCacheError, match="cannot write the calibration cache"):
+            check_cache_writable(path=path)
+        with pytest.raises(OrreryError):
+            save_calibration(sample(), path=path)
+    assert check_cache_writable(path=tmp_path / "new" / "calibration.json").parent.is_dir()

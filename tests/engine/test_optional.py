@@ -19,6 +19,8 @@ def test_an_installed_package_is_returned():
     ("dpctl", "dpctl is not installed (pip install 'orrery[sycl]')"),
     ("cupy", "CuPy is not installed (pip install 'orrery[cuda]')"),
     ("matplotlib", "matplotlib is not installed (pip install 'orrery[bench]')"),
+    ("pynbody", "pynbody is not installed (pip install 'orrery[formats]')"),
+    ("av", "PyAV is not installed (pip install 'orrery[video]')"),
     ("imgui_bundle", "imgui-bundle is not installed, though orrery depends on it: reinstall "
                      "orrery from its checkout (bash scripts/setup.sh, or pip install .)"),
 ])
@@ -46,3 +48,14 @@ def test_every_extra_named_exists_in_the_package_metadata():
 
     extras = set(metadata("orrery").get_all("Provides-Extra"))
     assert {extra for _, extra in PACKAGES.values() if extra} <= extras
+
+
+def test_without_pynbody_nothing_looks_like_a_snapshot(monkeypatch, tmp_path):
+    from orrery.engine import snapshots
+
+    path = tmp_path / "run.hdf5"
+    path.write_bytes(b"\x89HDF\r\n\x1a\n")
+    monkeypatch.setitem(sys.modules, "pynbody", None)
+    assert not snapshots.looks_like_snapshot(str(path))
+    with pytest.raises(MissingPackageError, match=r"pip install 'orrery\[formats\]'"):
+        snapshots.open_raw(str(path))

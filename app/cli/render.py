@@ -1,0 +1,120 @@
+"""``orrery render SOURCE --out movie.mp4``: a movie of a recording, a snapshot sequence or a live
+run, rendered off screen (EGL where there is no display) along an optional camera path."""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+from ...engine import Simulation, make_solver, scenarios, snapshots
+from ...engine.errors import RecordingError
+from ...engine.recording import RecordingFile
+from ._arg_types import integer, number, output_file
+
+
+def add_parser(subparsers) -> None:
+    from ..export._video import DEFAULT_CRF, DEFAULT_PRESET
+
+    parser = subparsers.add_parser(
+        "render", help="render a movie (mp4) headless",
+        description="Render a movie of a recording (.h5), another code's snapshot sequence "
+                    "('snap_*.hdf5', read through pynbody) or a live run of a scenario, off "
+                    "screen, along a camera path. The same inputs give the same frames.")
+    parser.add_argument("source", help="a recording, a snapshot file or glob pattern, or a "
+                                       f"scenario name ({', '.join(scenarios.names())})")
+    parser.add_argument("--out", required=True, metavar="MOVIE", type=output_file, help="the video to write (.mp4)")
+    parser.add_argument("--camera", metavar="PATH", help="camera path (TOML keyframes; the "
+                        "viewer's C key saves one); default: a fixed camera framing the data")
+    parser.add_argument("--size", default="1920x1080", help="WxH pixels (default 1920x1080)")
+    parser.add_argument("--fps", type=number(above=0), default=60.0, help="frames per second (default 60)")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--frames", type=integer(minimum=1), default=None,
+                        help="movie frames (default: one per source frame; the camera path's "
+                             "length; 300 for a live run)")
+    length.add_argument("--duration", type=number(above=0), default=None, help="movie length in seconds")
+    parser.add_argument("--family", default=None, help="snapshots: only this family")
+    parser.add_argument("--n", type=integer(minimum=1), default=None, help="live run: particle count")
+    parser.add_argument("--seed", type=integer(minimum=0), default=0, help="live run: random seed")
+    parser.add_argument("--solver", default=None, help="live run: solver (default: the "
+                                                       "scenario's)")
+    parser.add_argument("--steps-per-frame", type=integer(minimum=1), default=1,
+                        help="live run: simulation steps between movie frames (default 1)")
+    parser.add_argument("--mode", choices=("sprites", "density"), default="sprites",
+                        help="point sprites (light) or a kernel-splatted density image through a "
+                             "colour map (default: sprites)")
+    parser.add_argument("--colour-map", default="magma", help="density mode: colour map "
+                        "(viridis, magma, inferno, plasma, cividis; default magma)")
+    parser.add_argument("--smoothing", type=number(above=0), default=None,
+                        help="density mode: kernel smoothing length (default: from the data)")
+    parser.add_argument("--colour", choices=("population", "speed"), default="population",
+                        help="sprites: colour by population or speed; density: 'speed' colours "
+                             "by the mass-weighted mean speed")
+    parser.add_argument("--exposure", type=number(above=0), default=None, help="tone-map exposure")
+    parser.add_argument("--point-size", type=number(above=0), default=None, help="sprite size, pixels")
+    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
+                        help="sprites: glow around bright light (0: none; default 0)")
+    parser.add_argument("--crf", type=integer(minimum=0), default=DEFAULT_CRF,
+                        help=f"H.264 quality, 0 (lossless) .. 51 (default {DEFAULT_CRF})")
+    parser.add_argument("--preset", default=DEFAULT_PRESET,
+                        help=f"x264 speed preset (default {DEFAULT_PRESET})")
+    parser.add_argument("--encoder-threads", type=integer(minimum=0), default=1,
+                        help="x264 threads (default 1: the same inputs give the same file; 0: "
+                             "all cores, faster, but x264's threaded output varies run to run)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from ..export import FileFrames, LiveFrames, MovieSettings, parse_size, render_movie
+    from ..render import DensityStyle, PointStyle, ToneMap
+    from ..render._camera_path import CameraPath
+
+    tone = ToneMap(bloom=args.bloom)
+    if args.mode == "density":
+        style = DensityStyle(smoothing=args.smoothing, colour_map=args.colour_map,
+                             quantity="speed" if args.colour == "speed" else "density")
+    else:
+        style = PointStyle(colour_mode=args.colour)
+        if args.point_size is not None:
+            style.point_size = args.point_size
+    if args.exposure is not None:
+        tone.exposure = args.exposure
+    settings = MovieSettings(size=parse_size(args.size), fps=args.fps, frames=args.frames,
+                             duration=args.duration, style=style, tone=tone,
+                             camera=CameraPath.load(args.camera) if args.camera else None)
+    source = _open(args, FileFrames, LiveFrames, settings)
+    with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
+              file=sys.stderr, dynamic_ncols=True) as bar:
+        written = render_movie(source, args.out, settings, crf=args.crf, preset=args.preset,
+                               threads=args.encoder_threads,
+                               progress=lambda done, total: bar.update(1))
+    print(f"{args.out}: {written} frames, {settings.size[0]}x{settings.size[1]} at "
+          f"{settings.fps:g} fps ({written / settings.fps:.2f} s)")
+    return 0
+
+
+def _open(args, file_frames, live_frames, settings):
+    """The frames ``args.source`` names: a recording, snapshots, or a scenario run live."""
+    if args.source in scenarios.names():
+        scenario = scenarios.load(args.source, n=args.n, seed=args.seed)
+        name = args.solver or scenario.solver
+        solver = make_solver(name, softening=scenario.softening, **(
+            scenario.solver_options if args.solver is None else {}))
+        frames = settings.frames or (round(settings.duration * settings.fps) if settings.duration
+                                     else None)
+        from ..export._movie import DEFAULT_LIVE_FRAMES
+
+        return live_frames(Simulation(scenario.particles, solver, dt=scenario.dt),
+                           count=frames or DEFAULT_LIVE_FRAMES,
+                           steps_per_frame=args.steps_per_frame)
+    paths = snapshots.expand(args.source)
+    if len(paths) == 1:
+        try:
+            return file_frames(RecordingFile(paths[0]))
+        except RecordingError as not_a_recording:
+            if not snapshots.looks_like_snapshot(paths[0]):
+                raise not_a_recording
+    from ...engine.snapshot_series import SnapshotSeries
+
+    return file_frames(SnapshotSeries(paths, family=args.family))
