@@ -11,8 +11,8 @@ from types import ModuleType
 
 from .errors import OrreryError
 
-# Top-level import name -> (name on PyPI, the extra that installs it; None: a core dependency,
-# missing only from a broken or partial install).
+# Top-level import name -> (the name users know it by, the extra that installs it; None: a core
+# dependency, missing only from a broken or partial install).
 PACKAGES = {
     "cupy": ("CuPy", "cuda"),
     "dpctl": ("dpctl", "sycl"),
