@@ -1,13 +1,21 @@
 """The solver thread: a :class:`Simulation` advanced on its own thread, published as frames.
 
-``SimulationRunner`` is the live :class:`~orrery.engine.frames.FrameSource`. The solver thread
-steps the simulation; after each step it copies the positions into a fresh float32 array (the
-back buffer, filled outside any lock) and swaps it in as the front frame under a lock. A published
-frame is never written again, so a reader holding it never sees a later step.
+``SimulationRunner`` is the live :class:`~orrery.engine.frames.FrameSource`. Frames are made at
+the rate they are read, not the rate steps are made: ``latest()`` hands over the newest frame
+and asks for another, and the solver thread takes one (a snapshot of the positions, see
+``Simulation.stage_positions``) only after a step that follows such a request, after a control
+was applied, or before it goes idle. A GPU state takes that snapshot in queue order on the
+device (a staging copy, then an asynchronous download on the copy engine), so the solver never
+waits for it; the frame waits for its host copy only when a reader asks for the host array. A
+published frame is never written again, so a reader holding it never sees a later step.
 
 Every control (pause, single step, parameter change, solver switch, reset) is queued and applied
-by the solver thread between two steps, never during one. An exception raised while stepping is
-caught, stops the simulation and is kept in ``error`` for the viewer to show; ``reset`` clears it.
+by the solver thread between two steps, never during one; a run of steps checks the controls
+after every step, so pause and close act at once. Controls of the same kind queued one after the
+other merge (the newest value, or the sum of steps), and the queue is bounded. An exception
+raised while stepping is caught, stops the simulation and is kept in ``error`` for the viewer to
+show; ``reset`` clears it. A recording that fails (an existing file, an unwritable folder, a full
+disk) ends with a message in ``recording_error`` and the simulation goes on.
 No GUI package is imported here.
 """
 
@@ -23,11 +31,23 @@ from typing import Callable
 import numpy as np
 
 from . import scenarios
-from .errors import InvalidInputError
+from .errors import InvalidInputError, OrreryError
 from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
+
+# Most controls waiting for the solver thread; a caller finding the queue full waits up to
+# QUEUE_WAIT seconds for room (same-kind controls merge, so only a flood of mixed ones fills it).
+MAX_QUEUED_CONTROLS = 64
+QUEUE_WAIT = 5.0
+# Fewest seconds between two energy samples: each costs a potential evaluation and a download
+# of the state, which at a million particles every 25 steps would cost a tenth of the GPU's rate.
+ENERGY_INTERVAL = 0.5
+
+
+class ControlQueueFullError(OrreryError, RuntimeError):
+    """The solver thread has not taken the queued controls within ``QUEUE_WAIT`` seconds."""
 
 
 @dataclass(frozen=True)
@@ -55,27 +75,38 @@ class SimulationRunner(FrameSource):
     settings : RunSettings
         Scenario and parameters to start with.
     energy_every : int, default 25
-        Sample the relative energy error every this many steps (each sample costs about one
-        force evaluation).
+        Sample the relative energy error at most every this many steps (each sample costs about
+        one force evaluation) ...
+    energy_interval : float, default ENERGY_INTERVAL
+        ... and at most once in this many seconds.
     paused : bool, default False
         Start paused (the first frame is still published).
     solver_factory : callable, default :func:`make_solver`
         ``factory(name, **options) -> Solver``; tests pass fakes here.
     """
 
-    def __init__(self, settings: RunSettings, *, energy_every: int = 25, paused: bool = False,
+    def __init__(self, settings: RunSettings, *, energy_every: int = 25,
+                 energy_interval: float = ENERGY_INTERVAL, paused: bool = False,
                  solver_factory: Callable[..., Solver] = make_solver):
         if energy_every < 1:
             raise InvalidInputError(f"energy_every must be >= 1, got {energy_every}")
+        if not energy_interval >= 0:
+            raise InvalidInputError(f"energy_interval must be >= 0, got {energy_interval}")
         self._energy_every = int(energy_every)
+        self._energy_interval = float(energy_interval)
         self._solver_factory = solver_factory
         self._condition = threading.Condition()
-        self._commands: deque[tuple[str, object]] = deque()
+        self._commands: deque[list] = deque()
         self._paused = paused
+        self._steps_left = 0
         self._stop = False
+        self._wanted = False  # a reader has taken the newest frame and wants the next
         self._front: Frame | None = None
         self._sequence = 0
+        self._published = 0
+        self._published_step = -1
         self._error: str | None = None
+        self._recording_error: str | None = None
         self._energy_history: list[tuple[float, float]] = []
         self._sim: Simulation | None = None
         self._recorder: Recorder | None = None
@@ -102,12 +133,15 @@ class SimulationRunner(FrameSource):
         return self._scenario.particles.mass
 
     def latest(self) -> Frame | None:
+        """The newest frame; the solver thread makes the next one after its next step."""
         with self._condition:
+            self._wanted = True
             return self._front
 
     def close(self, timeout: float | None = None) -> bool:
-        """Stop the solver thread and wait for it (it finishes the step in progress first), at
-        most ``timeout`` seconds if given. Returns whether the thread has ended."""
+        """Stop the solver thread and wait for it (it finishes the step in progress first, not
+        the steps queued after it), at most ``timeout`` seconds if given. Returns whether the
+        thread has ended."""
         with self._condition:
             self._stop = True
             self._condition.notify_all()
@@ -117,14 +151,14 @@ class SimulationRunner(FrameSource):
     # Controls (any thread) -----------------------------------------------------------------
 
     def pause(self) -> None:
+        """Stop stepping after the step in progress (also ends a run of ``step(count)``)."""
         self._submit("pause", True)
 
     def resume(self) -> None:
         self._submit("pause", False)
 
     def step(self, count: int = 1) -> None:
-        """Advance ``count`` steps, then stay paused."""
-        self._submit("pause", True)
+        """Pause and advance ``count`` steps (added to steps still queued), then stay paused."""
         self._submit("step", int(count))
 
     def update(self, **changes) -> None:
@@ -136,7 +170,7 @@ class SimulationRunner(FrameSource):
             raise InvalidInputError(f"unknown run settings {sorted(unknown)}")
         if changes.get("dt") is not None and not changes["dt"] > 0:
             raise InvalidInputError(f"time step dt must be positive, got {changes['dt']}")
-        self._submit("update", changes)
+        self._submit("update", dict(changes))
 
     def reset(self) -> None:
         """Restart the current scenario from its initial conditions (clears an error)."""
@@ -145,7 +179,8 @@ class SimulationRunner(FrameSource):
     def start_recording(self, path, *, every: int = 1, precision: str = "f16") -> None:
         """Record the run from the current step into ``path``, one frame every ``every`` steps,
         positions in ``precision`` ('f16' or 'f32'). The recording stops by itself when the run
-        restarts or changes solver (the file describes one run with one solver)."""
+        restarts or changes solver (the file describes one run with one solver). A recording
+        that cannot be written stops with a message in ``recording_error``; the run goes on."""
         if int(every) < 1:
             raise InvalidInputError(f"every must be >= 1, got {every}")
         if precision not in ("f16", "f32"):
@@ -164,6 +199,16 @@ class SimulationRunner(FrameSource):
     def error(self) -> str | None:
         """The last exception raised on the solver thread (with traceback), or None."""
         return self._error
+
+    @property
+    def recording_error(self) -> str | None:
+        """Why the last recording stopped early (None if it did not, or none was started)."""
+        return self._recording_error
+
+    @property
+    def frames_published(self) -> int:
+        """Frames published since the runner started (for measuring what publishing costs)."""
+        return self._published
 
     @property
     def settings(self) -> RunSettings:
@@ -199,44 +244,75 @@ class SimulationRunner(FrameSource):
 
     def _submit(self, kind: str, value) -> None:
         with self._condition:
-            self._commands.append((kind, value))
+            last = self._commands[-1] if self._commands else None
+            if last is not None and last[0] == kind and kind in _MERGE:
+                last[1] = _MERGE[kind](last[1], value)
+                self._condition.notify_all()
+                return
+            deadline = time.monotonic() + QUEUE_WAIT
+            while len(self._commands) >= MAX_QUEUED_CONTROLS and not self._stop:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._thread.is_alive():
+                    raise ControlQueueFullError(
+                        f"{len(self._commands)} controls are waiting for the solver thread "
+                        f"(its step may be taking long); {kind!r} was not queued")
+                self._condition.wait(remaining)
+            self._commands.append([kind, value])
             self._condition.notify_all()
 
     # Solver thread -------------------------------------------------------------------------
 
+    def _wants_steps(self) -> bool:
+        return self._error is None and (not self._paused or self._steps_left > 0)
+
+    def _front_is_stale(self) -> bool:
+        return self._published_step != self._sim.steps
+
     def _loop(self) -> None:
         while True:
             with self._condition:
-                while not self._stop and not self._commands and (self._paused or self._error):
+                while (not self._stop and not self._commands and not self._wants_steps()
+                       and not self._front_is_stale()):
                     self._condition.wait()
                 if self._stop:
                     break
                 commands = list(self._commands)
                 self._commands.clear()
+                self._condition.notify_all()  # callers waiting for room in the queue
             try:
-                steps_requested = self._apply(commands)
-                if commands:
+                self._apply(commands)
+                stepped = self._wants_steps()
+                if stepped:
+                    self._advance()
+                if commands or (stepped and self._wanted) or not self._wants_steps():
                     self._publish()
-                if self._error is None:
-                    for _ in range(steps_requested if self._paused else 1):
-                        self._advance()
             except Exception:  # noqa: BLE001 - any failure must reach the UI, not kill the app
-                with self._condition:
-                    self._error = traceback.format_exc()
-                    self._paused = True
-                self._finish_recording(after_error=True)
-                self._publish()
+                self._fail(traceback.format_exc())
         self._finish_recording()
 
-    def _apply(self, commands) -> int:
-        steps = 0
+    def _fail(self, message: str) -> None:
+        with self._condition:
+            self._error = message
+            self._paused = True
+            self._steps_left = 0
+        self._finish_recording()
+        try:
+            self._publish()
+        except Exception:  # noqa: BLE001 - the state cannot even be read; the error is kept
+            pass
+
+    def _apply(self, commands) -> None:
         for kind, value in commands:
             if kind == "pause":
                 if bool(value) != self._paused:
                     self._rate = _RateMeter()  # a pause must not count as slow steps
                 self._paused = bool(value)
+                self._steps_left = 0
             elif kind == "step":
-                steps += int(value)
+                if not self._paused:
+                    self._rate = _RateMeter()
+                self._paused = True
+                self._steps_left += int(value)
             elif kind == "reset":
                 self._error = None
                 self._build(self._settings)
@@ -246,25 +322,42 @@ class SimulationRunner(FrameSource):
                 self._finish_recording()
                 if value is not None:
                     self._begin_recording(*value)
-        return steps
 
     def _begin_recording(self, path: str, every: int, precision: str) -> None:
+        self._recording_error = None
         dtype = "float16" if precision == "f16" else "float32"
-        self._recorder = Recorder.for_simulation(path, self._sim,
-                                                 scenario=str(self._settings.scenario),
-                                                 source=self._scenario.metadata, dtype=dtype)
-        self._record_every = every
-        self._recorder.append_simulation(self._sim)
+        try:
+            self._recorder = Recorder.for_simulation(path, self._sim,
+                                                     scenario=str(self._settings.scenario),
+                                                     source=self._scenario.metadata, dtype=dtype)
+            self._record_every = every
+            self._recorder.append_simulation(self._sim)
+        except Exception as error:  # noqa: BLE001 - a recording must not stop the run
+            self._recording_failed(error)
 
-    def _finish_recording(self, *, after_error: bool = False) -> None:
+    def _record(self) -> None:
+        try:
+            self._recorder.append_simulation(self._sim)
+        except Exception as error:  # noqa: BLE001 - a full disk must not stop the run
+            self._recording_failed(error)
+
+    def _recording_failed(self, error: Exception) -> None:
+        recorder, self._recorder = self._recorder, None
+        self._recording_error = f"recording stopped: {_describe(error)}"
+        if recorder is not None:
+            try:
+                recorder.close()
+            except Exception:  # noqa: BLE001 - the first error is the one to show
+                pass
+
+    def _finish_recording(self) -> None:
         recorder, self._recorder = self._recorder, None
         if recorder is None:
             return
         try:
             recorder.close()
-        except Exception:  # noqa: BLE001 - the first error is already shown; keep that one
-            if not after_error:
-                raise
+        except Exception as error:  # noqa: BLE001 - the last frames failed: say so, run on
+            self._recording_error = f"recording ended with an error: {_describe(error)}"
 
     def _change(self, changes: dict) -> None:
         new = replace(self._settings, **changes)
@@ -307,43 +400,42 @@ class SimulationRunner(FrameSource):
         self._solver_description = description
         self._settings = settings
         self._energy_history = [(sim.time, 0.0)]
+        self._energy_step, self._energy_at = sim.steps, time.perf_counter()
         self._rate = _RateMeter()
 
     def _make_simulation(self, scenario, particles, settings: RunSettings):
         name = settings.solver or scenario.solver
-        solver = self._solver_factory(name, **self._solver_options(name, scenario, settings))
+        solver = self._solver_factory(name, **solver_options(name, scenario, settings))
         dt = settings.dt if settings.dt is not None else scenario.dt
         sim = Simulation(particles, solver, dt=dt)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
         return sim, solver.describe()
 
-    @staticmethod
-    def _solver_options(name: str, scenario, settings: RunSettings) -> dict:
-        spec = solver_specs().get(name)
-        known = {option.name for option in spec.options} if spec else {"softening"}
-        options = dict(scenario.solver_options)
-        options["softening"] = (settings.softening if settings.softening is not None
-                                else scenario.softening)
-        if "theta" in known:
-            options["theta"] = settings.theta
-        return {key: value for key, value in options.items() if key in known}
-
     def _advance(self) -> None:
+        sim = self._sim
         start = time.perf_counter()
-        self._sim.step(1)
-        self._rate.tick(time.perf_counter() - start)
-        if self._recorder is not None and self._sim.steps % self._record_every == 0:
-            self._recorder.append_simulation(self._sim)
-        if self._sim.steps % self._energy_every == 0:
-            error = self._sim.energy_error()
+        sim.step(1)
+        end = time.perf_counter()
+        self._rate.tick(end - start)
+        if self._paused:
+            self._steps_left -= 1
+        if self._recorder is not None and sim.steps % self._record_every == 0:
+            self._record()
+        if (sim.steps - self._energy_step >= self._energy_every
+                and end - self._energy_at >= self._energy_interval):
+            error = sim.energy_error()
+            self._energy_step, self._energy_at = sim.steps, time.perf_counter()
             with self._condition:
-                self._energy_history.append((self._sim.time, error))
-        self._publish()
+                self._energy_history.append((sim.time, error))
 
     def _publish(self) -> None:
         sim = self._sim
-        back = np.array(sim.positions(), dtype=np.float32, copy=True)
-        back.flags.writeable = False
+        try:
+            snapshot = sim.stage_positions()
+        except Exception:
+            if self._error is None:
+                raise  # reported by the loop, which then publishes the last frame again
+            snapshot = None
         with self._condition:
             history = self._energy_history
             stats = {
@@ -358,9 +450,46 @@ class SimulationRunner(FrameSource):
                 "error": self._error,
                 "recording": (None if self._recorder is None else
                               (str(self._recorder.path), self._recorder.frames_appended)),
+                "recording_error": self._recording_error,
             }
             self._sequence += 1
-            self._front = Frame(back, sim.time, sim.steps, self._sequence, stats)
+            self._published += 1
+            if snapshot is not None:
+                self._front = Frame(None, sim.time, sim.steps, self._sequence, stats,
+                                    snapshot=snapshot)
+            elif self._front is not None:  # after an error that left no readable state
+                self._front = self._front.relabelled(sequence=self._sequence, stats=stats)
+            else:
+                self._front = Frame(np.zeros((sim.n, 3), np.float32), sim.time, sim.steps,
+                                    self._sequence, stats)
+            self._published_step = sim.steps
+            self._wanted = False
+
+
+def solver_options(name: str, scenario, settings: RunSettings) -> dict:
+    """The options solver ``name`` gets for ``scenario`` under ``settings`` (those it knows)."""
+    spec = solver_specs().get(name)
+    known = {option.name for option in spec.options} if spec else {"softening"}
+    options = dict(scenario.solver_options)
+    options["softening"] = (settings.softening if settings.softening is not None
+                            else scenario.softening)
+    if "theta" in known:
+        options["theta"] = settings.theta
+    return {key: value for key, value in options.items() if key in known}
+
+
+# How a queued control merges into the same kind queued just before it.
+_MERGE = {
+    "pause": lambda old, new: new,
+    "step": lambda old, new: old + new,
+    "update": lambda old, new: {**old, **new},
+    "reset": lambda old, new: None,
+}
+
+
+def _describe(error: Exception) -> str:
+    return str(error) if isinstance(error, (OrreryError, OSError)) and str(error) else \
+        f"{type(error).__name__}: {error}"
 
 
 class _RateMeter:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
+from .compute import HostSnapshot
 from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
 from .particles import Particles
@@ -64,6 +67,14 @@ class Simulation:
         """Current positions as a host array (the only transfer a frame needs)."""
         return self._state.positions()
 
+    def stage_positions(self):
+        """Current positions as a float32 (n, 3) :class:`~orrery.engine.compute.Snapshot` taken
+        without waiting for the device (what a frame is made of)."""
+        stage = getattr(self._state, "stage_positions", None)
+        if stage is None:  # a state without snapshots: a synchronous host copy
+            return HostSnapshot(np.asarray(self._state.positions(), dtype=np.float32).copy())
+        return stage()
+
     @property
     def particles(self) -> Particles:
         """The current state as host :class:`Particles` (synchronised copy)."""
@@ -76,12 +87,17 @@ class Simulation:
         return measure(pos, vel, mass, self._state.potentials())
 
     def energy(self) -> float:
-        """Total energy now."""
-        return self.diagnostics().total
+        """Total energy now, summed where the state lives (one potential evaluation; a device
+        state downloads only partial sums)."""
+        energies = getattr(self._state, "energies", None)
+        if energies is None:  # a state that cannot sum its own energy
+            return self.diagnostics().total
+        kinetic, potential = energies()
+        return kinetic + potential
 
     def energy_error(self, diagnostics: Diagnostics | None = None) -> float:
         """Relative energy error since the start, (E - E0) / |E0|; where E0 = 0 (one particle
         at rest, say) there is no relative error and this is the absolute one, E - E0."""
-        now = diagnostics or self.diagnostics()
-        change = now.total - self.initial.total
+        now = diagnostics.total if diagnostics is not None else self.energy()
+        change = now - self.initial.total
         return change / abs(self.initial.total) if self.initial.total != 0 else change

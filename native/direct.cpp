@@ -5,6 +5,8 @@
 // every target's sum independent of the block and thread it runs on, so the result is the same
 // bits for any thread count. The GIL is released from layout to write-back.
 #include <algorithm>
+#include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,17 +40,22 @@ struct KernelFor<double> {
 
 template <typename T>
 py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, double softening,
-                               unsigned threads, bool want_potential, const std::string& simd) {
+                               unsigned threads, bool want_potential, const std::string& simd,
+                               std::size_t first, std::ptrdiff_t count) {
   const std::size_t n = check_positions_and_masses(pos, mass);
+  // The targets are the sources first .. first + count - 1 (default: all of them).
+  if (first > n || (count >= 0 && first + std::size_t(count) > n))
+    throw std::invalid_argument("targets first .. first + count must lie within the sources");
+  const std::size_t nt = count < 0 ? n - first : std::size_t(count);
   const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
   const DirectBlocksFn<T> kernel = KernelFor<T>::fn(kernels);
   const std::size_t block = KernelFor<T>::block(kernels);
-  const std::size_t blocks = (n + block - 1) / block;
+  const std::size_t blocks = (nt + block - 1) / block;
   const std::size_t padded = blocks * block;
   if (threads == 0) threads = ThreadPool::hardware_threads();
 
-  CArray<T> acc({n, std::size_t(3)});
-  CArray<T> pot(want_potential ? n : 0);
+  CArray<T> acc({nt, std::size_t(3)});
+  CArray<T> pot(want_potential ? nt : 0);
   const T* p = pos.data();
   const T* m = mass.data();
   T* a = acc.mutable_data();
@@ -59,10 +66,11 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
     std::vector<T> sources(KernelFor<T>::stride(kernels) * n), targets(3 * padded, T(0)),
         out((want_potential ? 4 : 3) * padded);
     KernelFor<T>::pack(kernels)(p, m, n, sources.data());
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t d = 0; d < 3; ++d) targets[d * padded + i] = p[3 * i + d];
+    for (std::size_t i = 0; i < nt; ++i)
+      for (std::size_t d = 0; d < 3; ++d) targets[d * padded + i] = p[3 * (first + i) + d];
     const DirectInput<T> in{sources.data(), targets.data(), targets.data() + padded,
-                            targets.data() + 2 * padded, n, static_cast<T>(softening * softening)};
+                            targets.data() + 2 * padded, n, static_cast<T>(softening * softening),
+                            first};
     const DirectOutput<T> result{out.data(), out.data() + padded, out.data() + 2 * padded,
                                  want_potential ? out.data() + 3 * padded : nullptr};
     // Chunks of about 2^18 interactions (a block when n is in the thousands, ~60 us on one
@@ -73,7 +81,7 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
     ThreadPool::instance().parallel_for(blocks, chunk, threads, [&](std::size_t b0, std::size_t b1) {
       kernel(in, b0, b1, result);
     });
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < nt; ++i) {
       for (std::size_t d = 0; d < 3; ++d) a[3 * i + d] = out[d * padded + i];
       if (phi) phi[i] = result.pot[i];
     }
@@ -104,13 +112,14 @@ void register_direct(py::module_& m) {
   const char* doc =
       "Softened accelerations (n, 3) and, with potential=True, potentials (n,) by direct "
       "summation (G = 1). threads=0 uses all cores; simd='' picks ORRERY_SIMD or the widest "
-      "level this CPU has. Returns (acc, pot or None).";
+      "level this CPU has. first/count evaluate only the sources first .. first + count - 1 as "
+      "targets (each the same bits as in a call over all). Returns (acc, pot or None).";
   m.def("direct_accelerations_f32", &direct_accelerations<float>, py::arg("pos"), py::arg("mass"),
         py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
-        py::arg("simd") = "", doc);
+        py::arg("simd") = "", py::arg("first") = 0, py::arg("count") = -1, doc);
   m.def("direct_accelerations_f64", &direct_accelerations<double>, py::arg("pos"), py::arg("mass"),
         py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
-        py::arg("simd") = "", doc);
+        py::arg("simd") = "", py::arg("first") = 0, py::arg("count") = -1, doc);
   m.def("kernel_inverse_sqrt_f32", &kernel_inverse_power<float, false>, py::arg("x"),
         py::arg("simd") = "",
         "1/sqrt(x) exactly as the float32 direct kernel's potential gets it (to measure its error).");

@@ -6,7 +6,8 @@
 // thread that computes it: any thread count gives the same bits. The target itself (j == i) is
 // removed by zeroing its lane in the one block of sources that holds it (the j range is split
 // around it, so no other source pays for the test), so zero softening and coincident points
-// never reach a sum.
+// never reach a sum. Targets may be a contiguous range of the sources starting at `first`:
+// target i is then source first + i, and its sum is the same bits as in a call over all.
 //
 // Per interaction: r2 = dx^2 + dy^2 + dz^2 + eps^2, w = m/r^3 (SourceLaw), a += w * d, and
 // for the potential a multiple of m/r, scaled once at the end.
@@ -91,6 +92,7 @@ void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_
 
   for (std::size_t block = first_block; block < end_block; ++block) {
     const std::size_t i0 = block * B;
+    const std::size_t s0 = in.first + i0;  // the source index of this block's first target
     V xi[K], yi[K], zi[K], ax[K], ay[K], az[K], pot[K];
     for (std::size_t k = 0; k < K; ++k) {
       xi[k] = S::load(in.x + i0 + k * L);
@@ -111,7 +113,7 @@ void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_
         V phi;
         if constexpr (Potential) phi = Law::scaled_mass_over_r(r2, source + 3);
         if constexpr (decltype(self_block)::value) {
-          const std::size_t lane = j - i0 - k * L;  // wraps to a huge value below this register
+          const std::size_t lane = j - s0 - k * L;  // wraps to a huge value below this register
           if (lane < L) {
             w = S::zero_lane(w, lane);
             if constexpr (Potential) phi = S::zero_lane(phi, lane);
@@ -123,9 +125,10 @@ void direct_blocks(const DirectInput<typename S::Scalar>& in, std::size_t first_
         if constexpr (Potential) pot[k] = S::add(pot[k], phi);
       }
     };
-    const std::size_t self_end = i0 + B < n ? i0 + B : n;
-    for (std::size_t j = 0; j < i0; ++j) interact(j, std::false_type{});
-    for (std::size_t j = i0; j < self_end; ++j) interact(j, std::true_type{});
+    const std::size_t self_start = s0 < n ? s0 : n;
+    const std::size_t self_end = s0 + B < n ? s0 + B : n;
+    for (std::size_t j = 0; j < self_start; ++j) interact(j, std::false_type{});
+    for (std::size_t j = self_start; j < self_end; ++j) interact(j, std::true_type{});
     for (std::size_t j = self_end; j < n; ++j) interact(j, std::false_type{});
 
     const V scale = S::set1(Law::potential_scale);

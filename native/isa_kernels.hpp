@@ -20,6 +20,9 @@ struct DirectInput {
   const T* z;
   std::size_t n;
   T eps2;
+  // Target i is source first + i (its own lane is left out of its sum): a call may evaluate a
+  // contiguous range of the sources, e.g. one rank's share of a distributed run.
+  std::size_t first = 0;
 };
 
 // Where it writes: structure of arrays padded like the targets; pot is null when not wanted.

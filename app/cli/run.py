@@ -8,7 +8,7 @@ import time
 
 from tqdm import tqdm
 
-from ...engine import Simulation, ics, make_solver, scenarios, snapshots
+from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs
 from ._arg_types import integer
@@ -55,14 +55,29 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    mpi = distributed.world()
+    if mpi is None:
+        return _run(args, None)
+    with distributed.guard(mpi):  # one rank failing ends every rank, with its error
+        return _run(args, mpi)
+
+
+def _run(args, mpi) -> int:
+    """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
     particles, dt, solver_name, options, source = _setup(args)
+    if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
+        options["device"] = distributed.rank_device(mpi)
     solver = make_solver(solver_name, **options)
-    sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
-    recording = open_recorder(args, sim, scenario=args.load or args.scenario or args.ic or "plummer",
-                              source=source)
+    if mpi is None:
+        sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
+    else:
+        sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
+                                                integrator=args.integrator)
+    root = mpi is None or mpi.rank == 0
+    recording = _open_recording(args, sim, root, source=source)
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
-            tqdm(total=args.steps, unit="step", disable=args.quiet, file=sys.stderr,
+            tqdm(total=args.steps, unit="step", disable=args.quiet or not root, file=sys.stderr,
                  dynamic_ncols=True) as bar:
         if recorder is not None:
             recorder.append_simulation(sim)
@@ -80,10 +95,44 @@ def run(args) -> int:
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
     rate = args.steps / elapsed if elapsed > 0 else 0.0
-    print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s: "
-          f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
-          f"solver {solver.describe()}")
+    if root:
+        ranks = f" on {mpi.size} ranks" if mpi is not None else ""
+        print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s{ranks}: "
+              f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
+              f"solver {solver.describe()}")
     return 0
+
+
+def _open_recording(args, sim, root: bool, *, source):
+    """The recorder on the process that writes (rank 0 gathers every frame: h5py's wheels have
+    no parallel HDF5, and one writer keeps the file's SWMR commit order); the other ranks take
+    part in the gathers without writing."""
+    scenario = args.load or args.scenario or args.ic or "plummer"
+    if root:
+        return open_recorder(args, sim, scenario=scenario, source=source)
+    if not args.record:
+        return None
+    sim.particles  # noqa: B018 - the gather rank 0's recorder makes to learn the masses
+    return _GatherOnly(args.record_velocities)
+
+
+class _GatherOnly:
+    """What a rank other than 0 does for each recorded frame: its part of the gather."""
+
+    def __init__(self, velocities: bool):
+        self.velocities = velocities
+
+    def append_simulation(self, simulation) -> None:
+        if self.velocities:
+            simulation.particles  # noqa: B018 - a collective gather
+        else:
+            simulation.positions()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
 
 
 def _setup(args):

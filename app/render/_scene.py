@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...engine.compute import InteropUnavailableError, gl_buffer_view
 from ...engine.errors import InvalidInputError
 from ...engine.frames import Frame
+from . import _gl_calls
+
+# How a frame's positions reach the vertex buffer (shown in the viewer's panel).
+INTEROP = "device (CUDA-GL interop)"
+HOST = "host upload"
 
 # Particles sampled to estimate the typical speed the speed colour map is scaled to.
 _SPEED_SAMPLE = 4096
@@ -22,10 +28,18 @@ class ParticleScene:
 
     Positions stay in the frame's precision when it is float16 or float32 (``position_format``
     says which; the buffers are reallocated when it changes); other dtypes become float32.
+
+    A frame that carries a device snapshot (a live GPU run) is copied device to device into the
+    vertex buffer where the compute layer can view that buffer (CUDA-GL interop), else through
+    the host; ``upload_path`` says which, ``interop_unavailable`` why not. ``interop=False``
+    keeps every frame on the host path.
     """
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, *, interop: bool = True):
         self.ctx = ctx
+        self.upload_path = HOST
+        self.interop_unavailable: str | None = None if interop else "turned off"
+        self._views: list = []  # device views of the two position buffers, when interop works
         self.count = 0
         self.position_format = _POSITION_FORMATS[np.dtype(np.float32)]
         self.layout_version = 0  # changes whenever buffers are reallocated
@@ -34,7 +48,8 @@ class ParticleScene:
         self.parity = 0
         self.speed_scale = 0.0
         self.interval = 0.0  # time between the previous and the current frame (0: none)
-        self._host_current: np.ndarray | None = None
+        self._host_current: np.ndarray | None = None  # the last frame's host copy, if any
+        self._host_time = None
         self._time = None
         self._sequence = None
         self._population_labels: np.ndarray | None = None
@@ -60,40 +75,93 @@ class ParticleScene:
 
     def show(self, frame: Frame, population: np.ndarray) -> bool:
         """Upload ``frame`` unless it is already shown; returns whether anything changed."""
-        if frame.sequence == self._sequence and self._host_current is not None:
+        if frame.sequence == self._sequence and self._time is not None:
             return False
+        snapshot = frame.snapshot
+        if snapshot is not None and snapshot.device is not None and \
+                self.interop_unavailable is None:
+            if self._show_on_device(frame, population):
+                return True
+        self.upload_path = HOST
         positions = np.asarray(frame.positions)
         if positions.dtype not in _POSITION_FORMATS:
             positions = positions.astype(np.float32)
         positions = np.ascontiguousarray(positions)
-        if len(population) != len(positions):
-            # a source switching runs may pair a new label array with a last old frame: draw
-            # that one frame in the first population's colour rather than fail
-            population = np.zeros(len(positions), np.uint8)
         if len(positions) != self.count or \
                 _POSITION_FORMATS[positions.dtype] != self.position_format:
             self._allocate(len(positions), positions.dtype)
+        self._show_population(population, len(positions))
+        interval = None if self._time is None else frame.time - self._time
+        if interval is not None and interval > 0 and self._host_current is not None:
+            self.parity = 1 - self.parity
+            _gl_calls.write(self.current, positions)
+            self.speed_scale = self._speed_scale(positions, self._host_current,
+                                                 frame.time - self._host_time)
+            self.interval = interval
+        else:
+            # first frame, a restart or a step backwards: no meaningful speed, show it as zero
+            _gl_calls.write(self.current, positions)
+            _gl_calls.write(self.previous, positions)
+            self.interval = 0.0
+        self._host_current, self._host_time = positions, frame.time
+        self._time = frame.time
+        self._sequence = frame.sequence
+        return True
+
+    def _show_on_device(self, frame: Frame, population: np.ndarray) -> bool:
+        snapshot = frame.snapshot
+        count = snapshot.device.shape[0]
+        if count != self.count or self.position_format != _POSITION_FORMATS[np.dtype(np.float32)]:
+            self._allocate(count, np.dtype(np.float32))
+        if not self._views:
+            try:
+                self._views = [gl_buffer_view(snapshot, buffer.glo, buffer.size)
+                               for buffer in self._buffers]
+            except InteropUnavailableError as error:
+                self._release_views()
+                self.interop_unavailable = str(error)
+                return False
+        self._show_population(population, count)
+        interval = None if self._time is None else frame.time - self._time
+        moving = interval is not None and interval > 0
+        if moving:
+            self.parity = 1 - self.parity
+            self._views[self.parity].write(snapshot)
+            self.interval = interval
+        else:
+            for view in self._views:
+                view.write(snapshot)
+            self._host_current = None
+            self.interval = 0.0
+        # The speed scale comes from a host sample; the host copy is taken only once it has
+        # arrived (it is downloaded beside the step), otherwise the last scale stays.
+        if snapshot.ready():
+            positions = frame.positions
+            if moving and self._host_current is not None:
+                self.speed_scale = self._speed_scale(positions, self._host_current,
+                                                     frame.time - self._host_time)
+            self._host_current, self._host_time = positions, frame.time
+        self._time = frame.time
+        self._sequence = frame.sequence
+        self.upload_path = INTEROP
+        return True
+
+    def _show_population(self, population: np.ndarray, count: int) -> None:
+        if len(population) != count:
+            # a source switching runs may pair a new label array with a last old frame: draw
+            # that one frame in the first population's colour rather than fail
+            population = np.zeros(count, np.uint8)
         if population is not self._population_source:
             if self._population_labels is None or not np.array_equal(self._population_labels,
                                                                      population):
                 self._population_labels = np.array(population, copy=True)
                 self.population_buffer.write(np.asarray(population, dtype=np.float32))
             self._population_source = population
-        interval = None if self._time is None else frame.time - self._time
-        if interval is not None and interval > 0 and self._host_current is not None:
-            self.parity = 1 - self.parity
-            self.current.write(positions)
-            self.speed_scale = self._speed_scale(positions, self._host_current, interval)
-            self.interval = interval
-        else:
-            # first frame, a restart or a step backwards: no meaningful speed, show it as zero
-            self.current.write(positions)
-            self.previous.write(positions)
-            self.interval = 0.0
-        self._host_current = positions
-        self._time = frame.time
-        self._sequence = frame.sequence
-        return True
+
+    def _release_views(self) -> None:
+        views, self._views = self._views, []
+        for view in views:
+            view.release()
 
     def set_masses(self, masses) -> None:
         """Masses for the density pass (None: equal masses, the total 1)."""
@@ -125,6 +193,7 @@ class ParticleScene:
         return buffer
 
     def _allocate(self, count: int, dtype: np.dtype) -> None:
+        self._release_views()  # CUDA lets go of a buffer before GL deletes it
         for buffer in (*self._buffers, self.population_buffer):
             if buffer is not None:
                 buffer.release()
@@ -149,6 +218,7 @@ class ParticleScene:
         return 1.0 / (interval * reference) if reference > 0 else 0.0
 
     def release(self) -> None:
+        self._release_views()
         for buffer in (*self._buffers, self.population_buffer,
                        *(extra[2] for extra in self._extras.values())):
             if buffer is not None:

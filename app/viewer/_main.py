@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tone-mapping exposure (default: 0.6)")
     parser.add_argument("--size", type=window_size, default="1280x720",
                         help="window size WxH (default: 1280x720)")
+    parser.add_argument("--no-vsync", action="store_true",
+                        help="draw without waiting for the display's refresh")
     parser.add_argument("--max-fps", type=number(at_least=0), default=60.0,
                         help="cap on the render rate, leaving CPU to the solver "
                              "(0: none; default 60)")
@@ -139,7 +141,8 @@ def _main(args) -> int:
     try:
         from ._window import ViewerWindow
 
-        window = ViewerWindow(source, size=args.size, max_fps=args.max_fps, stats_path=args.stats)
+        window = ViewerWindow(source, size=args.size, max_fps=args.max_fps,
+                              vsync=not args.no_vsync, stats_path=args.stats)
         window.point_style.colour_mode = args.colour
         window.panel.mode = args.render
         window.tone.bloom = args.bloom

@@ -27,6 +27,14 @@ _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 RECORDINGS_FOLDER = Path("recordings")
 
 
+def live_ratio(stats: dict) -> float | None:
+    """Steps per second over the rate the solver's own step time allows (1 / seconds per step):
+    the share of the solver's speed the live run keeps; None while unknown or paused."""
+    seconds = stats.get("solver_seconds_per_step") or 0.0
+    rate = stats.get("steps_per_second") or 0.0
+    return rate * seconds if seconds > 0 and rate > 0 else None
+
+
 def new_recording_path(scenario) -> Path:
     """``recordings/<scenario>-<UTC date and time>.h5``: a fresh name for every recording (a
     snapshot scenario is named by its file)."""
@@ -73,8 +81,9 @@ class ControlPanel:
         self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
 
     def draw(self, window_size: tuple[int, int], render_fps: float, frame,
-             source_error: str | None = None) -> None:
-        """Draw the panel for ``frame`` (the frame on screen, or None)."""
+             source_error: str | None = None, upload_path: str | None = None) -> None:
+        """Draw the panel for ``frame`` (the frame on screen, or None); ``upload_path`` says
+        how frames reach the GPU's vertex buffer."""
         height = window_size[1]
         imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
         imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH,
@@ -91,7 +100,7 @@ class ControlPanel:
         if self.runner is not None:
             self._simulation_controls(frame)
         self._view_controls()
-        self._statistics(frame, render_fps)
+        self._statistics(frame, render_fps, upload_path)
         imgui.end()
 
     def _recording_controls(self, frame) -> None:
@@ -126,6 +135,10 @@ class ControlPanel:
         if imgui.button("Restart", imgui.ImVec2(90, 0)):
             runner.reset()
         self._recording_controls(frame)
+        if runner.recording_error:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_RED, runner.recording_error)
+            imgui.pop_text_wrap_pos()
         if runner.error:
             imgui.text_colored(_RED, "Solver stopped with an error:")
             imgui.text_wrapped(runner.error.strip().splitlines()[-1])
@@ -235,17 +248,23 @@ class ControlPanel:
                                if math.isfinite(low) else "")
         _, density.colour_bar = imgui.checkbox("colour bar", density.colour_bar)
 
-    def _statistics(self, frame, render_fps: float) -> None:
+    def _statistics(self, frame, render_fps: float, upload_path: str | None = None) -> None:
         imgui.separator_text("Statistics")
         stats = frame.stats if frame else {}
         imgui.text(f"render        {render_fps:8.1f} fps")
         if "steps_per_second" in stats:
             imgui.text(f"simulation    {stats['steps_per_second']:8.1f} steps/s")
             imgui.text(f"solver        {1e3 * stats['solver_seconds_per_step']:8.2f} ms/step")
+            ratio = live_ratio(stats)
+            if ratio is not None:
+                # what the solver thread keeps of the rate its own step time allows
+                imgui.text(f"live/solver   {100 * ratio:8.1f} %")
             error = stats.get("energy_error")
             imgui.text(f"energy error  {error:+.2e}" if error is not None else
                        "energy error  (not sampled yet)")
-        count = len(frame.positions) if frame else 0
+        if upload_path:
+            imgui.text_colored(_DIM, f"frames: {upload_path}")
+        count = frame.count if frame else 0
         imgui.text(f"N {count}   step {frame.step if frame else 0}"
                    f"   t = {frame.time if frame else 0.0:.4g}")
         if self.runner is None:

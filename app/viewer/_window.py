@@ -21,7 +21,7 @@ from ...engine.runner import SimulationRunner
 from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
-from ._panel import ControlPanel
+from ._panel import ControlPanel, live_ratio
 from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
 # Seconds between two lines of the --stats report.
@@ -32,13 +32,14 @@ SHUTDOWN_WAIT = 1.0
 
 class ViewerWindow(pyglet.window.Window):
     """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
-    cap), ``stats_path`` (append a JSON line of live statistics every half second)."""
+    cap), ``vsync`` (wait for the display's refresh in ``flip``, outside the GIL: the default),
+    ``stats_path`` (append a JSON line of live statistics every half second)."""
 
     def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
-                 stats_path: str | None = None, title: str = "Orrery"):
+                 vsync: bool = True, stats_path: str | None = None, title: str = "Orrery"):
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
                                   double_buffer=True, depth_size=0)
-        super().__init__(*size, caption=title, resizable=True, config=config, vsync=False)
+        super().__init__(*size, caption=title, resizable=True, config=config, vsync=vsync)
         self.source = source
         self.ctx = moderngl.create_context()
         self.renderer = Renderer(self.ctx)
@@ -94,7 +95,7 @@ class ViewerWindow(pyglet.window.Window):
             self.scene.show(frame, self.source.population)
             if self.panel.mode == "density":
                 self.scene.set_masses(getattr(self.source, "masses", None))
-            run = (len(frame.positions), self._population_names)
+            run = (frame.count, self._population_names)
             if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
                 self.camera.fit(frame.positions)
                 self._camera_fitted_to = run
@@ -130,7 +131,7 @@ class ViewerWindow(pyglet.window.Window):
         imgui.new_frame()
         if self.ui_visible:
             self.panel.draw((self.width, self.height), self.clock.fps, self._frame,
-                            self.source_error)
+                            self.source_error, self.scene.upload_path)
             if self.timeline is not None:
                 self.timeline.draw((self.width, self.height))
             if self.capture_message:
@@ -219,6 +220,7 @@ class ViewerWindow(pyglet.window.Window):
         stats = dict(frame.stats) if frame else {}
         stats.pop("error", None)
         record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
+                  "upload": self.scene.upload_path, "live_ratio": live_ratio(stats),
                   "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
                   "stats": stats,
                   "error": getattr(self.source, "error", None) or self.source_error,

@@ -2,4 +2,4 @@
 ``add_arguments(parser)`` and ``run(args) -> list[dict]`` (rows, also printed as a table);
 ``BENCHMARKS`` lists them in the order ``orrery bench --help`` shows them."""
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "render", "playback", "report")
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "render", "live", "playback", "report")

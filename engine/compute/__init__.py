@@ -13,12 +13,15 @@ Example (a device string, a kernel file, a define, a launch of global/local size
     event.seconds()                                     # device time of that launch
 """
 
+from ._cuda_gl import gl_buffer_view, registered_gl_buffers
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
-from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, Kernel,
-                     KernelBuildError, KernelEvent, Program)
+from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, HostSnapshot,
+                     InteropUnavailableError, Kernel, KernelBuildError, KernelEvent, Program,
+                     Snapshot)
 from .opencl_build_log import opencl_build_log
 
 __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceUnavailableError",
-           "Kernel", "KernelBuildError", "KernelEvent", "Program", "kernel_file", "list_devices",
-           "open_device", "opencl_build_log", "unavailable_reason"]
+           "HostSnapshot", "InteropUnavailableError", "Kernel", "KernelBuildError", "KernelEvent",
+           "Program", "Snapshot", "gl_buffer_view", "kernel_file", "list_devices", "open_device",
+           "opencl_build_log", "registered_gl_buffers", "unavailable_reason"]

@@ -127,6 +127,14 @@ class CudaContext(Context):
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._staging = None
+
+    def snapshot(self, shape, dtype, write):
+        # Staged and downloaded on the copy engine: the compute stream never waits for a frame.
+        if self._staging is None:
+            from ._cuda_staging import StagingPool
+            self._staging = StagingPool(self)
+        return self._staging.snapshot(shape, dtype, write)
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -84,6 +84,43 @@ class DeviceArray(ABC):
             raise InvalidInputError(f"cannot upload {host.dtype}{host.shape} into a device array "
                                     f"of {self.dtype}{self.shape}")
         return host
+
+
+class InteropUnavailableError(DeviceUnavailableError):
+    """This device cannot write into a GL buffer directly (a SYCL device, no ``cuda.bindings``,
+    or the GL driver refused the registration): frames go through the host instead."""
+
+
+class Snapshot(ABC):
+    """A copy of a device array taken at one point of the device's queue, while the queue goes
+    on. ``host()`` gives it as a read-only host array (waiting for the copy where it is still in
+    flight); ``device`` is the device copy where the backend keeps one (CUDA: a staging buffer
+    held until this snapshot is dropped), else None. Nothing ever writes into a snapshot after
+    it is taken, so any thread may read it for as long as it holds it."""
+
+    device: "DeviceArray | None" = None
+
+    @abstractmethod
+    def ready(self) -> bool:
+        """Whether ``host()`` would return without waiting."""
+
+    @abstractmethod
+    def host(self) -> np.ndarray:
+        """The copy as a read-only host array."""
+
+
+class HostSnapshot(Snapshot):
+    """A snapshot already on the host (CPU solvers, and backends that copy synchronously)."""
+
+    def __init__(self, array: np.ndarray):
+        array.flags.writeable = False
+        self._array = array
+
+    def ready(self) -> bool:
+        return True
+
+    def host(self) -> np.ndarray:
+        return self._array
 
 
 class KernelEvent(ABC):
@@ -173,6 +210,14 @@ class Context(ABC):
     @staticmethod
     def download(array: DeviceArray) -> np.ndarray:
         return array.download()
+
+    def snapshot(self, shape, dtype, write: Callable[[DeviceArray], object]) -> Snapshot:
+        """A :class:`Snapshot` of what ``write(array)`` queues into a device array of ``shape``
+        and ``dtype`` (a kernel launch, say). Here the copy is made at once, waiting for the
+        queue; a backend with copy engines overrides this so the queue never waits."""
+        array = self.empty(shape, dtype)
+        write(array)
+        return HostSnapshot(array.download())
 
     # -- programs -----------------------------------------------------------------------------
     def build(self, sources: Sequence[str] = (), *, text: str = "",

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from ..compute import HostSnapshot
 from ..particles import (Particles, as_dtype, check_fits, check_no_coincident,
                          check_positions_and_masses)
 
@@ -17,6 +18,8 @@ class Solver(ABC):
     Subclasses implement ``_compute(pos, mass, potential) -> (acc, pot | None)`` on validated
     contiguous arrays of ``self.dtype``; ``accelerations`` does the checking and conversion.
     ``last_stats`` holds what the last evaluation measured (seconds, interaction counts, ...).
+    A device-resident evaluation defers it (``_defer_stats``): the device is asked, and waited
+    for, only when ``last_stats`` is read, so a live run that never reads it never waits.
     """
 
     name = "solver"
@@ -26,7 +29,23 @@ class Solver(ABC):
         self.dtype = as_dtype(precision)
         self.softening = softening
         self.params = dict(params, precision=precision, softening=softening)
-        self.last_stats: dict = {}
+        self.last_stats = {}
+
+    @property
+    def last_stats(self) -> dict:
+        if self._stats_pending is not None:
+            pending, self._stats_pending = self._stats_pending, None
+            self._last_stats = pending()
+        return self._last_stats
+
+    @last_stats.setter
+    def last_stats(self, stats: dict) -> None:
+        self._last_stats, self._stats_pending = stats, None
+
+    def _defer_stats(self, compute) -> None:
+        """``last_stats`` becomes ``compute()`` when next read (read it before the next
+        evaluation: the device buffers it reads are rewritten by that one)."""
+        self._stats_pending = compute
 
     def accelerations(self, pos, mass, *, potential: bool = False):
         """Accelerations ``(n, 3)`` (and potentials ``(n,)`` when ``potential``) in this
@@ -87,6 +106,10 @@ class HostState:
         """Current positions on the host (a copy the caller may keep)."""
         return self.pos.copy()
 
+    def stage_positions(self) -> HostSnapshot:
+        """The current positions as a float32 (n, 3) snapshot (a frame)."""
+        return HostSnapshot(self.pos.astype(np.float32))
+
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Host copies of (pos, vel, mass)."""
         return self.pos.copy(), self.vel.copy(), self.mass.copy()
@@ -94,3 +117,10 @@ class HostState:
     def potentials(self) -> np.ndarray:
         _, pot = self.solver.accelerations(self.pos, self.mass, potential=True)
         return pot
+
+    def energies(self) -> tuple[float, float]:
+        """(kinetic, potential) energy, summed in float64 (one potential evaluation)."""
+        mass = self.mass.astype(np.float64)
+        vel = self.vel.astype(np.float64)
+        kinetic = 0.5 * float(np.sum(mass * np.einsum("ij,ij->i", vel, vel)))
+        return kinetic, 0.5 * float(np.sum(mass * self.potentials().astype(np.float64)))

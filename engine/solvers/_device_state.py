@@ -13,10 +13,14 @@ import time
 
 import numpy as np
 
+from ..compute import Snapshot
 from ..particles import Particles
 
 # Work-group size of the kick and drift kernels (a multiple of every sub-group size in use).
 INTEGRATE_GROUP = 64
+# The energy reduction: work-group size and most work-groups (partial sums downloaded).
+ENERGY_GROUP = 256
+ENERGY_GROUPS = 256
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -48,7 +52,15 @@ class DeviceState:
         program = context.build(["integrate.cl"], defines={"REAL_BITS": dtype.itemsize * 8})
         self._kick = program.kernel("kick")
         self._drift = program.kernel("drift")
+        self._positions_xyz = program.kernel("positions_xyz")
         self._global = padded_count(self._n, INTEGRATE_GROUP)
+        accum = np.dtype(np.float64 if context.info.fp64 else np.float32)
+        self._energy_partials = context.build(["energy.cl"], defines={
+            "REAL_BITS": dtype.itemsize * 8, "ACCUM_BITS": accum.itemsize * 8,
+            "ENERGY_GROUP": ENERGY_GROUP}).kernel("energy_partials")
+        self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))
+        self._partials = context.empty(2 * self._energy_groups, accum)
+        self._scratch = None
 
     @property
     def n(self) -> int:
@@ -71,15 +83,39 @@ class DeviceState:
         """Current positions, copied to the host (the one transfer a frame needs)."""
         return np.ascontiguousarray(self.body.download()[:self._n, :3])
 
+    def stage_positions(self) -> Snapshot:
+        """The current positions as float32 (n, 3), taken in queue order without waiting: the
+        device copy is there for GL interop, the host copy arrives on its own (a frame)."""
+        return self.solver.context.snapshot((self._n, 3), np.float32, self._write_positions)
+
+    def _write_positions(self, out) -> None:
+        self._positions_xyz.launch(self._global, INTEGRATE_GROUP, self.body, np.int32(self._n),
+                                   out)
+
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Host copies of (pos, vel, mass)."""
         body, vel = self.body.download(), self.vel.download()
         return (np.ascontiguousarray(body[:self._n, :3]), np.ascontiguousarray(vel[:self._n, :3]),
                 np.ascontiguousarray(body[:self._n, 3]))
 
-    def potentials(self) -> np.ndarray:
-        scratch = self.solver.context.empty((self.padded, 4), self.solver.dtype)
+    def _potential_rows(self):
+        """Accelerations with potentials of the current state, in a scratch device array."""
+        if self._scratch is None:
+            self._scratch = self.solver.context.empty((self.padded, 4), self.solver.dtype)
         start = time.perf_counter()
-        events = self.solver.launch_accelerations(self.body, scratch, self._n, potential=True)
+        events = self.solver.launch_accelerations(self.body, self._scratch, self._n,
+                                                  potential=True)
         self.solver.record_stats(start, events)
-        return np.ascontiguousarray(scratch.download()[:self._n, 3])
+        return self._scratch
+
+    def potentials(self) -> np.ndarray:
+        return np.ascontiguousarray(self._potential_rows().download()[:self._n, 3])
+
+    def energies(self) -> tuple[float, float]:
+        """(kinetic, potential) energy, summed on the device (one potential evaluation)."""
+        rows = self._potential_rows()
+        self._energy_partials.launch(self._energy_groups * ENERGY_GROUP, ENERGY_GROUP, self.body,
+                                     self.vel, rows, np.int32(self._n), self._partials)
+        kinetic, potential = self._partials.download().reshape(-1, 2).sum(axis=0,
+                                                                          dtype=np.float64)
+        return float(kinetic), float(potential)

@@ -18,7 +18,7 @@ from abc import abstractmethod
 import numpy as np
 
 from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, open_device
-from ..errors import SolverUnavailableError
+from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_finite, check_fits
 from ._base import Solver
 from ._device_state import DeviceState, pack, padded_count
@@ -58,10 +58,17 @@ class GpuSolver(Solver):
         chose (tile sizes, ...) goes into ``self.last_launch``, which joins ``last_stats``."""
 
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
-        """Wait for ``events`` and store wall and device seconds in ``last_stats``."""
-        kernel_seconds = sum(event.seconds() for event in events)
-        self.last_stats = {"seconds": time.perf_counter() - start, "kernel_seconds": kernel_seconds,
-                           "device": self.context.info.spec, **self.last_launch}
+        """Wall and device seconds of ``events`` (queued from ``start``) become ``last_stats``
+        when it is read; reading waits for the events, and ``seconds`` is wall time from
+        ``start`` to that read (so read it right after the evaluation)."""
+        launch = dict(self.last_launch)
+
+        def compute() -> dict:
+            kernel_seconds = sum(event.seconds() for event in events)
+            return {"seconds": time.perf_counter() - start, "kernel_seconds": kernel_seconds,
+                    "device": self.context.info.spec, **launch}
+
+        self._defer_stats(compute)
 
     def _compute(self, pos, mass, potential):
         n = pos.shape[0]
@@ -114,3 +121,13 @@ class _CheckedDeviceState(DeviceState):
         pot = super().potentials()
         check_finite(pot, "potential")
         return pot
+
+    def energies(self) -> tuple[float, float]:
+        kinetic, potential = super().energies()
+        if not (np.isfinite(kinetic) and np.isfinite(potential)):
+            self.snapshot()  # names the first non-finite particle
+            self.potentials()
+            raise InvalidInputError(f"the state's energy is not finite (kinetic {kinetic}, "
+                                    f"potential {potential}): a position, velocity or "
+                                    "potential is NaN or infinite")
+        return kinetic, potential

@@ -3,7 +3,8 @@
  * body = real4 (x, y, z, mass), velocity = real4 (vx, vy, vz, unused), acceleration = real4
  * (ax, ay, az, potential). Arrays are padded; `count` real bodies are updated and the padding
  * (zero mass) is left where it is. Launched with a global size that is a multiple of the
- * work-group size, so work-items past `count` return at once. */
+ * work-group size, so work-items past `count` return at once. `positions_xyz` writes the
+ * float32 (x, y, z) rows a frame is made of (what the renderer reads). */
 
 KERNEL void kick(GLOBAL real4* RESTRICT velocity, GLOBAL const real4* RESTRICT acceleration,
                  const int count, const real dt) {
@@ -27,4 +28,14 @@ KERNEL void drift(GLOBAL real4* RESTRICT body, GLOBAL const real4* RESTRICT velo
   p.y = FMA(v.y, dt, p.y);
   p.z = FMA(v.z, dt, p.z);
   body[i] = p;
+}
+
+KERNEL void positions_xyz(GLOBAL const real4* RESTRICT body, const int count,
+                          GLOBAL float* RESTRICT out) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  const real4 p = body[i];
+  out[3 * i] = (float)p.x;
+  out[3 * i + 1] = (float)p.y;
+  out[3 * i + 2] = (float)p.z;
 }

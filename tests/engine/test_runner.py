@@ -182,3 +182,256 @@ def test_recording_from_the_runner_holds_every_kth_step_and_ends_with_a_restart(
         assert recording.n == 64
     with pytest.raises(InvalidInputError, match="every"):
         runner.start_recording(path, every=0)
+
+
+# Publishing at the rate frames are read ------------------------------------------------------
+
+class _CountingState(HostState):
+    """Counts the snapshots taken of it; each evaluation sleeps ``step_seconds``; with ``fail``
+    set, taking a snapshot raises."""
+
+    def __init__(self, solver, particles):
+        super().__init__(solver, particles)
+        self.snapshots = 0
+        self.fail = False
+
+    def stage_positions(self):
+        self.snapshots += 1
+        if self.fail:
+            raise RuntimeError("positions could not be read on purpose")
+        return super().stage_positions()
+
+
+class _SleepingSolver(Solver):
+    name = "sleeping"
+
+    def __init__(self, step_seconds=0.0, **_options):
+        super().__init__(precision="f64", softening=0.01)
+        self.step_seconds = step_seconds
+        self.states = []
+
+    def _compute(self, pos, mass, potential):
+        if self.step_seconds:
+            time.sleep(self.step_seconds)
+        return np.zeros_like(pos), (np.zeros(len(mass)) if potential else None)
+
+    def bind(self, particles):
+        state = _CountingState(self, particles)
+        self.states.append(state)
+        return state
+
+
+def _sleeping_runner(step_seconds=0.0, **options):
+    solver = _SleepingSolver(step_seconds)
+    runner = SimulationRunner(SMALL, energy_every=10**9,
+                              solver_factory=lambda name, **_: solver, **options)
+    return runner, solver
+
+
+def test_publishing_costs_nothing_when_nobody_reads():
+    runner, solver = _sleeping_runner()
+    try:
+        state = solver.states[-1]
+        assert _wait_until(lambda: state.snapshots >= 1)
+        time.sleep(0.3)
+        unread_steps, unread_snapshots = runner.latest().step, state.snapshots
+        assert _wait_until(lambda: runner.latest().step > unread_steps + 50)
+        # nobody read between the first frame and the one just taken: one snapshot for each
+        assert unread_snapshots <= 2 and runner.frames_published <= unread_snapshots + 2
+        # a reader gets a new frame for every read (after the next step), in order, whole
+        sequences, steps = [], []
+        for _ in range(20):
+            frame = runner.latest()
+            sequences.append(frame.sequence)
+            steps.append(frame.step)
+            time.sleep(0.005)
+        assert sequences == sorted(sequences) and steps == sorted(steps)
+        assert len(set(sequences)) >= 10
+    finally:
+        runner.close()
+
+
+def test_runner_keeps_the_solver_rate_with_a_reader_at_60_hz():
+    step = 0.002
+    runner, _ = _sleeping_runner(step)
+    try:
+        assert _wait_until(lambda: runner.latest().step >= 5)
+        first, start = runner.latest(), time.perf_counter()
+        while time.perf_counter() - start < 0.6:
+            runner.latest()
+            time.sleep(1 / 60)
+        last = runner.latest()
+        rate = (last.step - first.step) / (time.perf_counter() - start)
+    finally:
+        runner.close()
+    # a step sleeps 2 ms (one evaluation each): the solver alone allows < 500 steps/s
+    assert rate > 0.8 / (step + 0.0003), f"{rate:.0f} steps/s behind the runner"
+
+
+# Runner controls (issue 18, item 6) ----------------------------------------------------------
+
+def test_close_returns_promptly_with_a_huge_run_of_steps_queued():
+    runner, _ = _sleeping_runner(0.001, paused=True)
+    runner.step(10**7)
+    assert _wait_until(lambda: runner.latest().step >= 3)
+    start = time.perf_counter()
+    assert runner.close(timeout=5)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_pause_stops_a_run_of_steps():
+    runner, _ = _sleeping_runner(0.001, paused=True)
+    try:
+        runner.step(10**7)
+        assert _wait_until(lambda: runner.latest().step >= 5)
+        runner.pause()
+        assert _wait_until(lambda: runner.latest().stats["paused"])
+        time.sleep(0.05)
+        frozen = runner.latest().step
+        time.sleep(0.1)
+        assert runner.latest().step == frozen < 10**6
+        runner.step(3)  # a new run of steps starts from where the pause left it
+        assert _wait_until(lambda: runner.latest().step == frozen + 3)
+    finally:
+        runner.close()
+
+
+def test_a_failure_reading_positions_is_reported_and_the_thread_survives():
+    runner, solver = _sleeping_runner()
+    try:
+        assert _wait_until(lambda: runner.latest().step >= 3)
+        solver.states[-1].fail = True
+        runner.latest()  # ask for a frame: the next snapshot raises
+        assert _wait_until(lambda: runner.error is not None)
+        assert "positions could not be read on purpose" in runner.error
+        assert _wait_until(lambda: runner.latest().stats["error"] is not None)
+        assert runner.is_alive and runner.paused
+        runner.reset()  # a fresh state reads fine again
+        assert _wait_until(lambda: runner.error is None and runner.latest().stats["error"] is None)
+        runner.resume()
+        assert _wait_until(lambda: runner.latest().step >= 3)
+    finally:
+        assert runner.close(timeout=5)
+
+
+def test_controls_of_one_kind_merge_and_the_queue_stays_bounded(monkeypatch):
+    import orrery.engine.runner as runner_module
+
+    runner, _ = _sleeping_runner(0.002, paused=True)
+    try:
+        for index in range(20000):  # a slider dragged for a long time
+            runner.update(dt=1e-3 + index * 1e-9)
+        assert len(runner._commands) <= 1
+        longest = 0
+        for index in range(1000):  # mixed controls cannot merge
+            runner.update(dt=2e-3)
+            runner.step(1)
+            longest = max(longest, len(runner._commands))
+        assert longest <= runner_module.MAX_QUEUED_CONTROLS
+        assert _wait_until(lambda: runner.latest().stats["dt"] == 2e-3)
+        start = time.perf_counter()
+        assert runner.close(timeout=5)
+        assert time.perf_counter() - start < 1.0
+    finally:
+        runner.close()
+
+
+def test_a_full_queue_behind_a_stuck_step_is_refused_with_a_clear_error(monkeypatch):
+    import threading
+
+    import orrery.engine.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "QUEUE_WAIT", 0.2)
+    release = threading.Event()
+
+    class _StuckSolver(_SleepingSolver):
+        armed = False
+
+        def _compute(self, pos, mass, potential):
+            if self.armed:
+                release.wait(10)
+            return super()._compute(pos, mass, potential)
+
+    stuck = _StuckSolver()
+    runner = SimulationRunner(SMALL, energy_every=10**9, paused=True,
+                              solver_factory=lambda name, **_: stuck)
+    try:
+        stuck.armed = True
+        runner.step(1)
+        time.sleep(0.05)  # the solver thread is inside that step now
+        with pytest.raises(runner_module.ControlQueueFullError, match="controls are waiting"):
+            for _ in range(runner_module.MAX_QUEUED_CONTROLS + 1):
+                runner.update(dt=2e-3)
+                runner.step(1)
+    finally:
+        release.set()
+        assert runner.close(timeout=5)
+
+
+# A failed recording leaves the run going (issue 18, item 5) ----------------------------------
+
+def test_recording_to_an_existing_file_fails_with_a_message_and_the_run_goes_on(tmp_path):
+    taken = tmp_path / "taken.h5"
+    taken.write_bytes(b"someone else's file")
+    runner = SimulationRunner(SMALL)
+    try:
+        assert _wait_until(lambda: runner.latest().step >= 3)
+        runner.start_recording(taken)
+        assert _wait_until(lambda: runner.recording_error is not None)
+        assert "exists" in runner.recording_error
+        assert runner.error is None and not runner.paused
+        reached = runner.latest().step
+        assert _wait_until(lambda: runner.latest().step > reached + 10)
+        assert runner.latest().stats["recording"] is None
+        assert runner.latest().stats["recording_error"] == runner.recording_error
+        runner.start_recording(tmp_path / "fresh.h5")  # a new recording clears the message
+        assert _wait_until(lambda: runner.latest().stats["recording"] is not None)
+        assert runner.recording_error is None
+    finally:
+        assert runner.close(timeout=10)
+    assert taken.read_bytes() == b"someone else's file"
+
+
+def test_recording_into_a_folder_that_cannot_exist_leaves_the_run_going(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a regular file, not a folder")
+    runner = SimulationRunner(SMALL, paused=True)
+    try:
+        runner.start_recording(blocker / "run.h5")
+        assert _wait_until(lambda: runner.recording_error is not None)
+        runner.resume()  # the run was never stopped: resume simply runs it
+        assert _wait_until(lambda: runner.latest().step >= 5)
+        assert runner.error is None
+    finally:
+        assert runner.close(timeout=10)
+
+
+def test_a_disk_filling_up_mid_recording_stops_the_recording_not_the_run(tmp_path, monkeypatch):
+    import errno
+
+    from orrery.engine.recording import Recorder
+
+    appended = []
+    original = Recorder.append_simulation
+
+    def append_until_full(self, simulation):
+        if len(appended) >= 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        appended.append(simulation.steps)
+        original(self, simulation)
+
+    monkeypatch.setattr(Recorder, "append_simulation", append_until_full)
+    runner = SimulationRunner(SMALL, paused=True)
+    try:
+        runner.start_recording(tmp_path / "full.h5", every=1, precision="f32")
+        runner.step(10)
+        assert _wait_until(lambda: runner.latest().step == 10)
+        assert "No space left on device" in runner.recording_error
+        assert runner.error is None and runner.latest().stats["recording"] is None
+        runner.resume()
+        assert _wait_until(lambda: runner.latest().step > 20)
+    finally:
+        assert runner.close(timeout=10)
+    from orrery.engine.recording import RecordingFile
+    with RecordingFile(tmp_path / "full.h5") as recording:  # every frame before the failure
+        assert recording.steps.tolist() == appended

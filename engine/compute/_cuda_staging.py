@@ -1,0 +1,119 @@
+"""CUDA snapshots that never stop the compute stream: a device-to-device copy into a staging
+buffer on the compute stream, then an asynchronous download of that buffer into pinned host
+memory on a separate copy stream.
+
+Why each piece: the copy into a staging buffer is ordered on the compute stream, so it holds
+exactly one point of the queue (the next kernels may overwrite the source at once); the
+download runs on the copy engine while the compute stream goes on; pinned memory is what makes
+that download asynchronous. Staging buffers are pooled and a buffer is written again only
+once its snapshot has been dropped *and* (on the device, without the host waiting) every copy
+that read it has finished: the download and any GL interop copy (``_cuda_gl``) register their
+completion events as readers.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from ._types import DeviceArray, Snapshot
+
+# Staging buffers kept for reuse per context (a reader holding more frames than this gets
+# buffers that are freed with their snapshots).
+POOLED_BUFFERS = 4
+
+
+class _Staging:
+    def __init__(self, array: DeviceArray):
+        self.array = array
+        self.readers: list = []   # events of copies that read ``array``
+
+
+class CudaSnapshot(Snapshot):
+    def __init__(self, pool: "StagingPool", staging: _Staging, host: np.ndarray, written, done):
+        self.context = pool.context
+        self.device = staging.array
+        self.written = written    # recorded on the compute stream after the staging copy
+        self._pool = pool
+        self._staging = staging
+        self._host = host
+        self._done = done
+        weakref.finalize(self, pool.release, staging)
+
+    def ready(self) -> bool:
+        return self._done.done
+
+    def host(self) -> np.ndarray:
+        self._done.synchronize()  # CuPy waits without the GIL
+        self._host.flags.writeable = False
+        return self._host
+
+    def add_reader(self, event) -> None:
+        """Another copy reads the staging buffer until ``event`` (recorded after it)."""
+        self._pool.add_reader(self._staging, event)
+
+
+class StagingPool:
+    """Staging buffers and the copy stream of one :class:`CudaContext`."""
+
+    def __init__(self, context):
+        import cupy
+
+        self._cupy = cupy
+        self.context = context
+        self._lock = threading.Lock()
+        self._free: list[_Staging] = []
+        with context.device:
+            self.copy_stream = cupy.cuda.Stream(non_blocking=True)
+
+    def _take(self, shape, dtype) -> _Staging:
+        with self._lock:
+            for staging in self._free:
+                if staging.array.shape == tuple(shape) and staging.array.dtype == np.dtype(dtype):
+                    self._free.remove(staging)
+                    readers, staging.readers = staging.readers, []
+                    break
+            else:
+                return _Staging(self.context.empty(shape, dtype))
+        with self.context.device:
+            for event in readers:  # the device waits; the host goes on
+                self.context.stream.wait_event(event)
+        return staging
+
+    def snapshot(self, shape, dtype, write) -> CudaSnapshot:
+        cupy, context = self._cupy, self.context
+        staging = self._take(shape, dtype)
+        write(staging.array)
+        with context.device:
+            written = cupy.cuda.Event(disable_timing=True)
+            written.record(context.stream)
+            self.copy_stream.wait_event(written)
+            host = _pinned(staging.array.shape, staging.array.dtype)
+            staging.array.memory.get(stream=self.copy_stream, out=host, blocking=False)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(self.copy_stream)
+        staging.readers.append(done)
+        return CudaSnapshot(self, staging, host, written, done)
+
+    def add_reader(self, staging: _Staging, event) -> None:
+        with self._lock:
+            staging.readers.append(event)
+
+    def release(self, staging: _Staging) -> None:
+        with self._lock:
+            if len(self._free) < POOLED_BUFFERS:
+                self._free.append(staging)
+                return
+            readers, staging.readers = staging.readers, []
+        for event in readers:  # freed memory may be reused at once: let its readers finish
+            event.synchronize()
+
+
+def _pinned(shape, dtype) -> np.ndarray:
+    # From CuPy's pinned-memory pool: the block returns to the pool when the array is freed,
+    # so a frame's host copy is never reused while anyone holds it.
+    import cupyx
+
+    return cupyx.empty_pinned(shape, dtype)

@@ -1,0 +1,139 @@
+"""The MPI world a distributed run spans: rank, size, the rank's index on its node (which picks
+its GPU), the few collectives Orrery uses, and ending every rank when one fails."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from ..errors import OrreryError
+
+MPI_EXTRA = "pip install 'orrery[mpi]'"
+# Environment variables MPI launchers set in the processes they start (MPICH/Hydra and Intel
+# MPI, Open MPI, PMIx-based launchers such as srun).
+_LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                       "MPI_LOCALNRANKS")
+# Exit code of a run ended because a rank failed.
+FAILED = 2
+
+
+class DistributedError(OrreryError):
+    """A distributed run cannot start or go on (no mpi4py, an unsupported solver, ...)."""
+
+
+def launched_under_mpi() -> bool:
+    """Whether an MPI launcher (mpirun, mpiexec, srun ...) started this process."""
+    return any(name in os.environ for name in _LAUNCHER_VARIABLES)
+
+
+class World:
+    """``comm``: an mpi4py communicator (default: COMM_WORLD)."""
+
+    def __init__(self, comm=None):
+        MPI = _mpi()
+        self.comm = comm if comm is not None else MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = node.Get_rank()
+        node.Free()
+
+    def allgather_arrays(self, array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every rank's ``array`` (same trailing shape and dtype) joined in rank order, and the
+        row count each rank gave."""
+        MPI = _mpi()
+        array = np.ascontiguousarray(array)
+        rows = np.array(self.comm.allgather(len(array)), dtype=np.int64)
+        width = int(np.prod(array.shape[1:], dtype=np.int64))
+        out = np.empty((int(rows.sum()), *array.shape[1:]), dtype=array.dtype)
+        counts = rows * width
+        displacements = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self.comm.Allgatherv(array.reshape(-1), [out.reshape(-1), counts, displacements,
+                                                 MPI._typedict[array.dtype.char]])
+        return out, rows
+
+    def exchange(self, array: np.ndarray, destination: np.ndarray) -> np.ndarray:
+        """Send row i of ``array`` to rank ``destination[i]``; returns the rows this rank
+        received, in sender order (within a sender, in the sender's order)."""
+        MPI = _mpi()
+        array = np.ascontiguousarray(array)
+        order = np.argsort(destination, kind="stable")
+        outgoing = np.ascontiguousarray(array[order])
+        width = int(np.prod(array.shape[1:], dtype=np.int64))
+        send_rows = np.bincount(destination, minlength=self.size).astype(np.int64)
+        receive_rows = np.empty(self.size, dtype=np.int64)
+        self.comm.Alltoall(send_rows, receive_rows)
+        incoming = np.empty((int(receive_rows.sum()), *array.shape[1:]), dtype=array.dtype)
+        kind = MPI._typedict[array.dtype.char]
+        send, receive = send_rows * width, receive_rows * width
+        self.comm.Alltoallv(
+            [outgoing.reshape(-1), send, np.concatenate([[0], np.cumsum(send)[:-1]]), kind],
+            [incoming.reshape(-1), receive, np.concatenate([[0], np.cumsum(receive)[:-1]]), kind])
+        return incoming
+
+    def send_each(self, parts: list[np.ndarray]) -> list[np.ndarray]:
+        """Send ``parts[r]`` to rank r (same trailing shape and dtype); returns what each rank
+        sent this one, by rank."""
+        destination = np.concatenate([np.full(len(p), r, np.int64) for r, p in enumerate(parts)])
+        joined = np.concatenate(parts) if parts else np.empty(0)
+        received = self.exchange(joined, destination)
+        sizes = self.comm.alltoall([len(p) for p in parts])
+        return np.split(received, np.cumsum(sizes)[:-1])
+
+    def allreduce_min(self, value: np.ndarray) -> np.ndarray:
+        MPI = _mpi()
+        out = np.empty_like(value)
+        self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MIN)
+        return out
+
+    def allreduce_max(self, value: np.ndarray) -> np.ndarray:
+        MPI = _mpi()
+        out = np.empty_like(value)
+        self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MAX)
+        return out
+
+    def abort(self, code: int = FAILED) -> None:
+        self.comm.Abort(code)
+
+
+def rank_device(world: World) -> str | None:
+    """The compute device this rank uses: GPUs of its node in turn by the rank's index on the
+    node (None when the node has none, so the solver's default applies)."""
+    from ..compute import list_devices
+
+    gpus = [info.spec for info in list_devices().devices if info.kind == "gpu"]
+    return gpus[world.local_rank % len(gpus)] if gpus else None
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise DistributedError(f"this process was started by an MPI launcher, but mpi4py is not "
+                               f"installed: {MPI_EXTRA}") from None
+    return MPI
+
+
+def world() -> World | None:
+    """The MPI world when an MPI launcher started this process (even with one rank), else None."""
+    return World() if launched_under_mpi() else None
+
+
+@contextlib.contextmanager
+def guard(world: World):
+    """Run a block on every rank; if it raises on one, print the error with the rank's number and
+    end every rank (MPI_Abort), so the others never wait for it in a collective."""
+    try:
+        yield
+    except BaseException as error:  # noqa: BLE001 - any failure must end the whole run
+        if isinstance(error, OrreryError):
+            print(f"orrery (rank {world.rank} of {world.size}): error: {error}", file=sys.stderr)
+        else:
+            print(f"orrery (rank {world.rank} of {world.size}) failed:", file=sys.stderr)
+            traceback.print_exc()
+        sys.stderr.flush()
+        world.abort(FAILED)

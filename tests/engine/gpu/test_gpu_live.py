@@ -1,0 +1,132 @@
+"""The live path on a device: snapshots hold one point of the queue, frames reach the vertex
+buffer device to device (CUDA-GL interop) or through the host with the same pixels, and closing
+while a GPU step runs leaves no CUDA registration of a GL buffer behind."""
+
+import ctypes.util
+import time
+
+import numpy as np
+import pytest
+
+from orrery.engine import compute, ics
+from orrery.engine.runner import RunSettings, SimulationRunner
+from orrery.engine.solvers import make_solver
+
+
+def _state(device, n=3000):
+    solver = make_solver("gpu-direct", device=device, softening=0.05)
+    particles = ics.plummer(n, seed=3)
+    return solver.bind(particles), particles
+
+
+def test_a_snapshot_holds_its_point_of_the_queue_while_the_state_moves_on(device):
+    state, particles = _state(device)
+    snapshots, expected = [], []
+    for _ in range(7):  # more snapshots held at once than the staging pool keeps
+        snapshots.append(state.stage_positions())
+        expected.append(state.positions().astype(np.float32))
+        state.kick(0.5)
+        state.drift(0.5)
+        state.compute_accelerations()
+    assert not np.array_equal(expected[0], expected[-1])
+    for snapshot, positions in zip(snapshots, expected):
+        host = snapshot.host()
+        assert host.dtype == np.float32 and host.shape == (particles.n, 3)
+        assert np.array_equal(host, positions) and not host.flags.writeable
+        assert snapshot.ready()
+    if device.startswith("cuda"):
+        assert all(snapshot.device is not None for snapshot in snapshots)
+    # dropped snapshots give their staging buffers back; new ones are still exact
+    del snapshots
+    again = state.stage_positions()
+    assert np.array_equal(again.host(), state.positions().astype(np.float32))
+
+
+def _gl_context():
+    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
+    if ctypes.util.find_library("EGL") is None:
+        pytest.skip("libEGL is absent")
+    from orrery.app.render import headless_context
+
+    return headless_context()
+
+
+def _render(ctx, scene, frame, population, size=(96, 64)):
+    from orrery.app.render import Camera, PointStyle, Renderer
+
+    renderer = Renderer(ctx)
+    renderer.resize(*size)
+    camera = Camera()
+    camera.fit(frame.positions)
+    scene.show(frame, population)
+    renderer.accumulate(scene, camera.view_projection(size[0] / size[1]), PointStyle())
+    pixels = renderer.read_accumulation().copy()
+    renderer.release()
+    return pixels
+
+
+def test_interop_and_host_paths_give_identical_pixels(device):
+    from orrery.app.render import ParticleScene
+    from orrery.app.render._scene import HOST, INTEROP
+    from orrery.engine.frames import Frame
+
+    ctx = _gl_context()
+    state, particles = _state(device)
+    state.drift(0.25)
+    frame = Frame(None, 0.0, 0, 1, snapshot=state.stage_positions())
+    on_device, on_host = ParticleScene(ctx), ParticleScene(ctx, interop=False)
+    try:
+        device_pixels = _render(ctx, on_device, frame, particles.population)
+        host_pixels = _render(ctx, on_host, frame, particles.population)
+        expected = INTEROP if device.startswith("cuda") else HOST
+        assert on_device.upload_path == expected, on_device.interop_unavailable
+        assert on_host.upload_path == HOST
+        assert host_pixels.sum() > 0
+        assert np.array_equal(device_pixels, host_pixels)
+        # the vertex buffer holds exactly the frame's positions
+        stored = np.frombuffer(on_device.current.read(), np.float32).reshape(-1, 3)
+        assert np.array_equal(stored, frame.positions)
+    finally:
+        on_device.release()
+        on_host.release()
+        ctx.release()
+    assert compute.registered_gl_buffers() == 0
+
+
+def test_closing_while_a_gpu_step_runs_ends_cleanly(device):
+    from orrery.app.render import ParticleScene
+
+    ctx = _gl_context()
+    settings = RunSettings(scenario="plummer", n=4000, seed=1, solver="gpu-direct", dt=1e-3)
+    runner = SimulationRunner(settings, solver_factory=lambda name, **options: make_solver(
+        name, device=device, **options))
+    scene = ParticleScene(ctx)
+    try:
+        shown = 0
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and shown < 5:
+            shown += scene.show(runner.latest(), runner.population)
+            time.sleep(0.01)
+        assert shown >= 2 and runner.error is None
+        if device.startswith("cuda"):
+            assert compute.registered_gl_buffers() == 2
+        runner.step(10**6)  # a long run of GPU steps in flight while the viewer closes
+    finally:
+        scene.release()
+        assert runner.close(timeout=10)
+        ctx.release()
+    assert not runner.is_alive
+    assert compute.registered_gl_buffers() == 0
+
+
+def test_energy_summed_on_the_device_matches_the_host_sum(device):
+    from orrery.engine.diagnostics import measure
+
+    state, _ = _state(device, n=5000)
+    state.kick(0.1)  # velocities that are not the initial ones
+    kinetic, potential = state.energies()
+    pos, vel, mass = state.snapshot()
+    expected = measure(pos, vel, mass, state.potentials())
+    assert kinetic == pytest.approx(expected.kinetic, rel=1e-9)
+    assert potential == pytest.approx(expected.potential, rel=1e-9)
+    assert state.energies() == (kinetic, potential)  # same state, same sums
