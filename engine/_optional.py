@@ -15,9 +15,11 @@ from .errors import OrreryError
 # dependency, missing only from a broken or partial install).
 PACKAGES = {
     "cupy": ("CuPy", "cuda"),
+    "cuda": ("cuda-python", "cuda"),  # cuda.bindings: CUDA-GL interop
     "dpctl": ("dpctl", "sycl"),
     "pynbody": ("pynbody", "formats"),
     "av": ("PyAV", "video"),
+    "mpi4py": ("mpi4py", "mpi"),
     "matplotlib": ("matplotlib", "bench"),
     "numba": ("numba", "bench"),
     "pytreegrav": ("pytreegrav", "bench"),

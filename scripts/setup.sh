@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Orrery needs on a fresh Debian machine: the system GL and X packages, then the
-# package itself (editable, with its test, SYCL, formats and video extras) into a virtual
-# environment: the one already active, else the project's `.venv`, made here from `python3`.
-# Safe to run again.
+# package itself (editable, with the extras named in _env.sh) into a virtual environment: the
+# one already active, else the project's `.venv`, made here from `python3`. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_env.sh
@@ -40,7 +39,7 @@ use_orrery_env
 read -r -a build_requires < <(python -c 'import tomllib
 print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
 python -m pip install -q --upgrade pip "${build_requires[@]}" cmake ninja
-python -m pip install -q --no-build-isolation -e '.[test,sycl,formats,video]'
+python -m pip install -q --no-build-isolation -e ".[$ORRERY_EXTRAS]"
 if [ "$VIRTUAL_ENV" = "$PROJECT_VENV" ]; then
   echo "Installed into .venv; 'source .venv/bin/activate' puts orrery, orrery-viewer and its python on PATH."
 fi

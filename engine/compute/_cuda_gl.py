@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 
+from .._optional import MissingPackageError, require
 from ._types import InteropUnavailableError, Snapshot
 
 _registered = 0  # GL buffers registered with CUDA and not yet released, in this process
@@ -39,11 +40,9 @@ def gl_buffer_view(snapshot: Snapshot, gl_buffer: int, nbytes: int) -> "CudaGLBu
 
 def _runtime():
     try:
-        from cuda.bindings import runtime
-    except ImportError:
-        raise InteropUnavailableError("cuda.bindings is not installed (pip install "
-                                      "cuda-python), so GL buffers cannot be registered") from None
-    return runtime
+        return require("cuda.bindings.runtime")
+    except MissingPackageError as error:
+        raise InteropUnavailableError(f"{error}, so GL buffers cannot be registered") from None
 
 
 def _check(runtime, result, what: str):

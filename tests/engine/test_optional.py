@@ -21,6 +21,8 @@ def test_an_installed_package_is_returned():
     ("matplotlib", "matplotlib is not installed (pip install 'orrery[bench]')"),
     ("pynbody", "pynbody is not installed (pip install 'orrery[formats]')"),
     ("av", "PyAV is not installed (pip install 'orrery[video]')"),
+    ("mpi4py", "mpi4py is not installed (pip install 'orrery[mpi]')"),
+    ("cuda", "cuda-python is not installed (pip install 'orrery[cuda]')"),
     ("imgui_bundle", "imgui-bundle is not installed, though orrery depends on it: reinstall "
                      "orrery from its checkout (bash scripts/setup.sh, or pip install .)"),
 ])
