@@ -22,5 +22,10 @@ class RecordingError(OrreryError):
     Orrery, or declaring sizes its file cannot hold."""
 
 
+class NotARecordingError(RecordingError):
+    """A path that is no Orrery recording at all (missing, not a file, not HDF5, or HDF5 without
+    the recording's ``format`` mark), as opposed to a recording that is damaged."""
+
+
 class CalibrationCacheError(OrreryError, OSError):
     """The calibration cache cannot be written (its folder is missing, read-only or full)."""

@@ -9,7 +9,7 @@ import sys
 from ...engine.errors import OrreryError
 
 # What a top-level ``except`` hands to :func:`report`.
-REPORTED = (OrreryError, MemoryError, KeyboardInterrupt)
+REPORTED = (OrreryError, MemoryError, KeyboardInterrupt, BrokenPipeError)
 
 
 def report(prog: str, error: BaseException) -> int:
@@ -17,6 +17,13 @@ def report(prog: str, error: BaseException) -> int:
     if isinstance(error, KeyboardInterrupt):
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    if isinstance(error, BrokenPipeError):
+        # the reader went away (`orrery info x.h5 | head`): stop quietly, as Unix tools do; point
+        # stdout at nothing so the interpreter's final flush does not fail again
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     if isinstance(error, MemoryError):
         print(f"{prog}: error: out of memory ({error or 'no detail'})", file=sys.stderr)
     else:

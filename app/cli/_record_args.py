@@ -4,8 +4,9 @@ recording stays one small, separate piece of that command."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from ...engine.errors import InvalidInputError
+from ...engine.errors import InvalidInputError, RecordingError
 from ...engine.recording import Recorder
 
 
@@ -21,18 +22,68 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--record-velocities", action="store_true",
                        help="also record velocities")
     group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
-                       help="commit recorded frames to disk at least this often; a killed run "
-                            "keeps every frame committed (default: 2)")
+                       help="commit recorded frames to disk at least this often (at most 3600); "
+                            "a killed run keeps every frame committed (default: 2)")
+
+
+class CommandLineRecording:
+    """The recording of one ``orrery run``: when writing fails (a full disk, say) the error is
+    printed once, the file keeps the frames committed before, and the run goes on without
+    recording; ``failed`` then tells the command to exit with status 1."""
+
+    def __init__(self, recorder: Recorder):
+        self._recorder: Recorder | None = recorder
+        self._velocities = recorder.records_velocities
+        self.failed = False
+
+    def append_simulation(self, simulation) -> None:
+        if self._recorder is None:
+            # Still read the state the recorder would have: in a distributed run that read is
+            # a gather every rank takes part in.
+            if self._velocities:
+                simulation.particles  # noqa: B018
+            else:
+                simulation.positions()
+            return
+        try:
+            self._recorder.append_simulation(simulation)
+        except RecordingError as error:
+            self._stop(error)
+
+    def close(self) -> None:
+        if self._recorder is not None:
+            try:
+                self._recorder.close()
+            except RecordingError as error:
+                self._stop(error)
+            self._recorder = None
+
+    def _stop(self, error: RecordingError) -> None:
+        recorder, self._recorder = self._recorder, None
+        self.failed = True
+        try:
+            recorder.close()
+        except RecordingError:
+            pass  # the same failure, already in hand
+        print(f"orrery run: {error}; the run goes on without recording",
+              file=sys.stderr)
+
+    def __enter__(self) -> CommandLineRecording:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
 
 def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
-                  source: dict | None = None) -> Recorder | None:
-    """The recorder ``args`` ask for (None without ``--record``)."""
-    if not args.record:
+                  source: dict | None = None) -> CommandLineRecording | None:
+    """The recording ``args`` ask for (None without ``--record``); ``source`` as for
+    :meth:`Recorder.for_simulation`. A path that cannot be recorded to is a
+    :class:`RecordingError` here, before the run starts."""
+    if args.record is None:
         return None
     if args.every < 1:
         raise InvalidInputError(f"--every must be at least 1, got {args.every}")
-    return Recorder.for_simulation(args.record, simulation, scenario=scenario, source=source,
-                                   dtype=args.record_precision, velocities=args.record_velocities,
-                                   flush_seconds=args.record_flush)
-
+    return CommandLineRecording(Recorder.for_simulation(
+        args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
+        velocities=args.record_velocities, flush_seconds=args.record_flush))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import snapshots
-from ...engine.errors import RecordingError
+from ...engine.errors import NotARecordingError
 from ...engine.recording import RecordingFile
 
 
@@ -23,8 +23,8 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     try:
         recording = RecordingFile(args.file)
-    except RecordingError as not_a_recording:
-        # Not an Orrery recording: another code's snapshot, when pynbody reads it.
+    except NotARecordingError as not_a_recording:
+        # Another code's snapshot, when pynbody reads it (a damaged recording is not tried).
         if not snapshots.looks_like_snapshot(args.file):
             raise not_a_recording
         print(snapshots.describe(args.file))
@@ -42,7 +42,7 @@ def describe(recording: RecordingFile) -> str:
         f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
         f"format:        {attrs.pop('format')} version {attrs.pop('format_version')}, written by "
         f"Orrery {attrs.pop('orrery_version', '?')} on {attrs.pop('created_utc', '?')}",
-        f"state:         {'closed cleanly' if recording.closed_cleanly else _UNCLEAN}",
+        f"state:         {_state(recording)}",
         f"particles:     {recording.n}, total mass {float(np.sum(recording.masses)):.6g}",
         "populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
@@ -64,8 +64,16 @@ def describe(recording: RecordingFile) -> str:
     return "\n".join(lines)
 
 
-_UNCLEAN = ("writer stopped without closing (killed?): holds the frames committed before that; "
-            "plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+_UNCLEAN = ("writer stopped without closing (killed, or a write failed): holds the frames "
+            "committed before that; plain h5py opens it with h5py.File(path, 'r', swmr=True)")
+
+
+def _state(recording: RecordingFile) -> str:
+    if recording.closed_cleanly:
+        return "closed cleanly"
+    if recording.being_written:
+        return "being recorded now: shows the frames committed so far"
+    return _UNCLEAN
 
 
 def _text(value) -> str:

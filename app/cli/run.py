@@ -100,7 +100,7 @@ def _run(args, mpi) -> int:
         print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s{ranks}: "
               f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
               f"solver {solver.describe()}")
-    return 0
+    return 1 if root and recording is not None and recording.failed else 0
 
 
 def _open_recording(args, sim, root: bool, *, source):

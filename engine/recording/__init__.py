@@ -5,11 +5,11 @@ flush; ``Player`` replays a file as a :class:`~orrery.engine.frames.FrameSource`
 ``RecordingFile`` opens and validates a file for reading frames directly.
 """
 
-from ..errors import RecordingError
+from ..errors import NotARecordingError, RecordingError
 from ._format import FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES
 from ._player import Player
 from ._reader import RecordingFile
 from ._recorder import Recorder, run_attributes
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES", "Player", "Recorder",
-           "RecordingError", "RecordingFile", "run_attributes"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES", "NotARecordingError",
+           "Player", "Recorder", "RecordingError", "RecordingFile", "run_attributes"]

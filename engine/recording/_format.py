@@ -5,6 +5,7 @@ people reading the files without Orrery."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -29,8 +30,17 @@ STEP_FILL = -1
 
 # Sanity limits a reader enforces before allocating anything: a file declaring more is damaged
 # or hostile. 2**28 particles is a 3 GiB float32 frame; 2**24 frames is 128 MiB of times/steps.
+# The writer refuses to write past them, so it never writes what its reader refuses.
 MAX_PARTICLES = 2**28
 MAX_FRAMES = 2**24
+# Labels are uint8: at most 256 populations, each named in at most MAX_NAME_BYTES bytes of UTF-8.
+MAX_POPULATIONS = 256
+MAX_NAME_BYTES = 256
+# Steps are int64 and at least 0 (-1 is STEP_FILL, the "not committed" mark).
+MAX_STEP = 2**63 - 1
+# The largest chunk a reader lets HDF5 decompress (a rewritten file may hold bigger chunks than
+# the writer makes): bounds the memory one read can take, whatever the file declares.
+MAX_CHUNK_BYTES = 256 << 20
 
 # Chunks hold whole frames: several small frames per chunk (about CHUNK_TARGET_BYTES), or exactly
 # one when a frame is larger, so reading one frame never touches another frame's chunk.
@@ -54,6 +64,66 @@ def frame_dtype(name) -> np.dtype:
 
 def frames_per_chunk(frame_bytes: int) -> int:
     return max(1, CHUNK_TARGET_BYTES // frame_bytes)
+
+
+# -- the rules a recording obeys: the Recorder checks them before writing, RecordingFile after
+#    reading; both raise InvalidInputError, which the reader reports as a damaged file.
+
+def check_particle_count(n: int) -> None:
+    if not 0 < n <= MAX_PARTICLES:
+        raise InvalidInputError(f"{n} particles is outside 1..{MAX_PARTICLES}, the format's limit")
+
+
+def check_population_names(names) -> tuple[str, ...]:
+    """The names as a tuple of str: 1 to MAX_POPULATIONS of them, each non-empty and at most
+    MAX_NAME_BYTES bytes of UTF-8."""
+    if isinstance(names, (str, bytes)) or np.ndim(names) != 1:
+        raise InvalidInputError(f"population_names must be a sequence of names, got {names!r:.80}")
+    if not 0 < len(names) <= MAX_POPULATIONS:
+        raise InvalidInputError(f"population_names must hold 1 to {MAX_POPULATIONS} names (labels "
+                                f"are uint8), got {len(names)}")
+    checked = []
+    for name in names:
+        if isinstance(name, (bytes, np.bytes_)):
+            name = bytes(name).decode("utf-8", "replace")
+        if not isinstance(name, str) or not name \
+                or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise InvalidInputError(f"a population name must be a non-empty string of at most "
+                                    f"{MAX_NAME_BYTES} bytes of UTF-8, got {name!r:.80}")
+        checked.append(name)
+    return tuple(checked)
+
+
+def check_population(labels: np.ndarray, name_count: int) -> None:
+    if labels.size and (labels.min() < 0 or labels.max() >= name_count):
+        raise InvalidInputError(f"population labels must lie in [0, {name_count}): one name each")
+
+
+def check_frame(index: int, step: int, time: float, previous: tuple[int, float] | None) -> None:
+    """Frame ``index`` of a recording, after ``previous`` (its step and time; None for the first
+    frame): its step in 0..MAX_STEP and above the previous one, its time finite and not before
+    the previous one."""
+    if not 0 <= step <= MAX_STEP:
+        raise InvalidInputError(f"frame {index} has step {step}, outside 0..{MAX_STEP}")
+    if previous is not None and step <= previous[0]:
+        raise InvalidInputError(f"step {step} does not follow step {previous[0]} (frame "
+                                f"{index}): frames must be in increasing step order")
+    if not math.isfinite(time):
+        raise InvalidInputError(f"frame {index} has time {time}: times must be finite")
+    if previous is not None and time < previous[1]:
+        raise InvalidInputError(f"frame {index} has time {time}, before the previous frame's "
+                                f"{previous[1]}")
+
+
+def check_series(steps: np.ndarray, times: np.ndarray) -> None:
+    """:func:`check_frame` for every frame of ``steps`` and ``times`` (int64 and float64
+    arrays of one length), at array speed."""
+    bad = (steps < 0) | ~np.isfinite(times)
+    bad[1:] |= (np.diff(steps) <= 0) | (np.diff(times) < 0)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        previous = (int(steps[index - 1]), float(times[index - 1])) if index else None
+        check_frame(index, int(steps[index]), float(times[index]), previous)
 
 
 def encode_attributes(attributes: dict) -> dict:

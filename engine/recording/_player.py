@@ -23,6 +23,9 @@ from ..errors import InvalidInputError, RecordingError
 from ..frames import Frame, FrameSource
 from ._reader import RecordingFile
 
+# More buffers than this buys no smoother playback (the ring only needs the frames just ahead).
+MAX_BUFFERS = 64
+
 
 class _Slot:
     __slots__ = ("array", "index", "ready")
@@ -49,7 +52,7 @@ class Player(FrameSource):
     loop
         Wrap around at either end instead of pausing there (default False).
     buffers
-        Frame buffers in the prefetch ring (default 8, at least 4): memory is
+        Frame buffers in the prefetch ring (default 8, 4 to 64): memory is
         ``buffers * n * 3 * itemsize``.
 
     Playback starts paused at frame 0. ``latest()`` never blocks: until the frame at the play
@@ -57,8 +60,9 @@ class Player(FrameSource):
     """
 
     def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8):
-        if buffers < 4:
-            raise InvalidInputError(f"buffers must be at least 4, got {buffers}")
+        if not isinstance(buffers, (int, np.integer)) or not 4 <= buffers <= MAX_BUFFERS:
+            raise InvalidInputError(f"buffers must be an integer from 4 to {MAX_BUFFERS}, got "
+                                    f"{buffers!r}")
         # A path opens a recording; anything that reads like one (a SnapshotSeries) plays as it is.
         self._file = path if hasattr(path, "read_into") else RecordingFile(path)
         self.loop = bool(loop)

@@ -9,6 +9,7 @@ rewritten by another tool with compression, say) go through h5py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +17,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ..errors import RecordingError
+from ..errors import InvalidInputError, NotARecordingError, RecordingError
 from . import _format as fmt
+from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
+                    marked_open_for_writing, open_swmr)
+from ._writer_lock import writer_is_active
 
 
 _ACCEPTED_KINDS = {"f": "f", "i": "iu", "u": "ui", "O": "OSU"}
@@ -36,20 +40,25 @@ class RecordingFile:
     """A validated, open recording. Raises :class:`RecordingError` for anything it cannot trust.
 
     Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype``,
-    ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False when
-    the writer died), ``times``/``steps`` (arrays of length ``frame_count``), ``masses``,
-    ``population``, ``population_names``, ``file_size`` (bytes), ``frames_per_chunk``.
+    ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False
+    while a Recorder writes the file, or when its writer died or stopped on a write error),
+    ``being_written`` (a live Recorder holds the file now), ``times``/``steps`` (arrays of length
+    ``frame_count``), ``masses``, ``population``, ``population_names``, ``file_size`` (bytes),
+    ``frames_per_chunk``.
     """
 
     def __init__(self, path):
         self.path = Path(path)
         if not self.path.is_file():
-            raise RecordingError(f"{self.path}: no such file")
+            raise NotARecordingError(f"{self.path}: no such file")
         self.file_size = self.path.stat().st_size
-        self._h5, self.closed_cleanly = _open_hdf5(self.path)
         self._fd = -1
+        self._h5 = None
         try:
-            self._validate()
+            with _damage_reported(self.path):
+                self._h5, self.closed_cleanly = _open_hdf5(self.path)
+                self.being_written = not self.closed_cleanly and writer_is_active(self.path)
+                self._validate()
             self._fd = os.open(self.path, os.O_RDONLY)
         except BaseException:
             self.close()
@@ -70,12 +79,11 @@ class RecordingFile:
 
     def _check_format(self) -> None:
         where = str(self.path)
-        try:
+        with _damage_reported(self.path, "its attributes cannot be read"):
             attributes = fmt.decode_attributes(self._h5.attrs)
-        except (OSError, KeyError) as error:
-            raise RecordingError(f"{where}: attributes cannot be read ({error})") from error
-        if attributes.get("format") != fmt.FORMAT_NAME:
-            raise RecordingError(f"{where} is an HDF5 file but not an Orrery recording "
+        name = attributes.get("format")
+        if not isinstance(name, str) or name != fmt.FORMAT_NAME:
+            raise NotARecordingError(f"{where} is an HDF5 file but not an Orrery recording "
                                  f"(its 'format' attribute is {attributes.get('format')!r})")
         version = attributes.get("format_version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -89,16 +97,15 @@ class RecordingFile:
 
     def _check_datasets(self) -> None:
         h5, where = self._h5, str(self.path)
-        missing = [name for name in fmt.REQUIRED_DATASETS
-                   if not isinstance(h5.get(name), h5py.Dataset)]
+        missing = [name for name in fmt.REQUIRED_DATASETS if _dataset(h5, name, where) is None]
         if missing:
             raise RecordingError(f"{where}: damaged recording, missing dataset(s) {missing}")
 
         positions = h5[fmt.POSITIONS]
         self.dtype, self.n = _frame_shape(positions, where)
         self.frame_bytes = self.n * 3 * self.dtype.itemsize
-        velocities = h5.get(fmt.VELOCITIES)
-        self.has_velocities = isinstance(velocities, h5py.Dataset)
+        velocities = _dataset(h5, fmt.VELOCITIES, where)
+        self.has_velocities = velocities is not None
         if self.has_velocities and (_frame_shape(velocities, where) != (self.dtype, self.n)):
             raise RecordingError(f"{where}: velocities {velocities.shape} {velocities.dtype} do "
                                  f"not match positions {positions.shape} {positions.dtype}")
@@ -106,19 +113,22 @@ class RecordingFile:
         self._velocities = velocities if self.has_velocities else None
 
     def _read_particles(self) -> None:
-        where = str(self.path)
         self.masses = self._small_array(fmt.MASSES, (self.n,), "f")
         labels = self._small_array(fmt.POPULATION, (self.n,), "u")
-        if labels.size and int(labels.min()) < 0:
-            raise RecordingError(f"{where}: negative population labels")
-        self.population = labels.astype(np.uint8)
+        names = self._h5[fmt.POPULATION_NAMES]
+        if names.ndim != 1 or not 0 < names.shape[0] <= fmt.MAX_POPULATIONS:
+            raise RecordingError(f"{self.path}: dataset 'population_names' has shape "
+                                 f"{names.shape}, expected 1 to {fmt.MAX_POPULATIONS} names")
+        if names.dtype.kind == "S" and names.dtype.itemsize > fmt.MAX_NAME_BYTES:
+            raise RecordingError(f"{self.path}: population names of {names.dtype.itemsize} bytes "
+                                 f"each, more than the limit of {fmt.MAX_NAME_BYTES}: damaged")
         names = self._small_array(fmt.POPULATION_NAMES, None, "O")
-        self.population_names = tuple(
-            name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-            for name in names.reshape(-1))
-        if not self.population_names or int(labels.max(initial=0)) >= len(self.population_names):
-            raise RecordingError(f"{where}: population labels exceed the "
-                                 f"{len(self.population_names)} population name(s)")
+        with _rule_reported(self.path, "population names"):
+            self.population_names = fmt.check_population_names(list(names))
+        with _rule_reported(self.path, "population labels exceed the "
+                                       f"{len(self.population_names)} population name(s)"):
+            fmt.check_population(labels, len(self.population_names))
+        self.population = labels.astype(np.uint8)
 
     def _read_series(self) -> None:
         """Times and steps of the committed frames (see the Recorder's commit protocol)."""
@@ -135,13 +145,9 @@ class RecordingFile:
         times = self._small_array(fmt.TIME, None, "f", rows=length)
         uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
         count = int(uncommitted[0]) if uncommitted.size else length
-        steps, times = steps[:count], times[:count].astype(np.float64)
-        if count > 1 and not (np.diff(steps) > 0).all():
-            bad = int(np.flatnonzero(np.diff(steps) <= 0)[0]) + 1
-            raise RecordingError(f"{where}: damaged, frame {bad} has step {steps[bad]} after "
-                                 f"{steps[bad - 1]}")
-        if not np.isfinite(times).all():
-            raise RecordingError(f"{where}: damaged, a committed frame has a non-finite time")
+        steps, times = steps[:count].astype(np.int64), times[:count].astype(np.float64)
+        with _rule_reported(self.path, "damaged"):
+            fmt.check_series(steps, times)
         stored = count * self.frame_bytes * (2 if self.has_velocities else 1)
         compressed = positions.id.get_create_plist().get_nfilters() > 0
         if stored > self.file_size and not compressed:
@@ -149,7 +155,7 @@ class RecordingFile:
                                  f"({stored / 1e9:.3g} GB) but the file holds only "
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
         self.frame_count = count
-        self.steps, self.times = steps.astype(np.int64), times
+        self.steps, self.times = steps, times
 
     def _small_array(self, name, shape, kind, rows=None) -> np.ndarray:
         """Read a dataset that must be small, refusing before reading if its size is not
@@ -165,12 +171,11 @@ class RecordingFile:
         if kind != "O" and count * dataset.dtype.itemsize > self.file_size:
             raise RecordingError(f"{where} declares {count} values, more than the file's "
                                  f"{self.file_size} bytes can hold: damaged")
-        if kind == "O" and count > 256:
+        if kind == "O" and count > fmt.MAX_POPULATIONS:
             raise RecordingError(f"{where} declares {count} names: damaged")
-        try:
-            return dataset[selection]
-        except (OSError, ValueError) as error:
-            raise RecordingError(f"{where} cannot be read ({error}): damaged") from error
+        _check_chunks(dataset, where, dataset.dtype.itemsize)
+        with _damage_reported(self.path, f"dataset '{name}' cannot be read"):
+            return np.asarray(dataset[selection])
 
     def _direct_layout(self, dataset) -> _Layout | None:
         """Where each committed frame lies in the file, checked against the file's size; None
@@ -227,14 +232,19 @@ class RecordingFile:
         layout = self._layouts.get(name)
         if layout is None:
             dataset = self._positions if name == fmt.POSITIONS else self._velocities
-            dataset.read_direct(out, source_sel=np.s_[index])
+            with _damage_reported(self.path, f"frame {index} cannot be read"):
+                dataset.read_direct(out, source_sel=np.s_[index])
             return out
         chunk, within = divmod(index, layout.per_chunk)
         offset = int(layout.chunk_offsets[chunk]) + within * self.frame_bytes
         view = memoryview(out.reshape(-1).view(np.uint8))
         done = 0
         while done < self.frame_bytes:
-            got = os.preadv(self._fd, [view[done:]], offset + done)
+            try:
+                got = os.preadv(self._fd, [view[done:]], offset + done)
+            except OSError as error:
+                raise RecordingError(f"{self.path}: frame {index} cannot be read "
+                                     f"({error.strerror or error})") from error
             if got <= 0:
                 raise RecordingError(f"{self.path}: file ended inside frame {index}: truncated")
             done += got
@@ -261,24 +271,81 @@ class RecordingFile:
 
 def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
     """Open read-only; a file whose writer was killed is still marked open for writing, which
-    HDF5 only lets a SWMR reader past."""
+    HDF5 only lets a SWMR reader past. A live Recorder's file may be mid-write when read, so a
+    failed metadata read is retried for a moment; any other file is not going to change, so
+    damage is reported at once (see ``_hdf5``)."""
     try:
         return h5py.File(path, "r"), True
     except OSError as error:
         text = str(error)
-        if "already open for write" in text:
+        # A writer that stopped on a full disk can leave a file shorter than the end its
+        # superblock names; HDF5 lets only a SWMR reader past that (every committed frame lies
+        # before the end; the reader checks that later).
+        if "already open for write" in text or ("truncated" in text
+                                                and marked_open_for_writing(path)):
+            attempts = LIVE_READ_ATTEMPTS if writer_is_active(path) else STILL_READ_ATTEMPTS
             try:
-                return h5py.File(path, "r", swmr=True), False
-            except OSError as swmr_error:
-                raise RecordingError(f"{path}: unreadable after an unclean stop ({swmr_error})") \
-                    from swmr_error
+                return open_swmr(path, attempts=attempts), False
+            except H5_ERRORS as swmr_error:
+                if "already open for write" in text:
+                    raise RecordingError(f"{path}: unreadable after an unclean stop "
+                                         f"({error_text(swmr_error)}): damaged") from swmr_error
+        if isinstance(error, BlockingIOError) or "unable to lock" in text:
+            if writer_is_active(path):
+                raise RecordingError(f"{path} is a recording that is just starting; try again "
+                                     "in a moment") from error
+            raise RecordingError(f"{path} is locked by another program writing it with HDF5 "
+                                 "(not as a live recording); try again when it is done") from error
         if "signature" in text or "not an HDF5" in text.lower():
-            raise RecordingError(f"{path} is not an HDF5 file, so not an Orrery recording") \
+            raise NotARecordingError(f"{path} is not an HDF5 file, so not an Orrery recording") \
                 from error
         if "truncated" in text:
             raise RecordingError(f"{path} is truncated (shorter than its HDF5 header says): "
                                  "the copy or download was cut short") from error
-        raise RecordingError(f"{path} cannot be opened as a recording: {text}") from error
+        raise RecordingError(f"{path} cannot be opened as a recording: {error_text(error)}") \
+            from error
+
+
+@contextlib.contextmanager
+def _damage_reported(path, what: str = ""):
+    """HDF5's own errors (a bad checksum, a broken index, a link that leads nowhere) as a
+    RecordingError naming the file."""
+    try:
+        yield
+    except H5_ERRORS as error:
+        what = f"{what}; the file is damaged" if what else "the file is damaged"
+        raise RecordingError(f"{path}: {what} ({error_text(error)})") from error
+
+
+@contextlib.contextmanager
+def _rule_reported(path, what: str):
+    """A broken format rule (``_format``) as a RecordingError naming the file."""
+    try:
+        yield
+    except InvalidInputError as error:
+        raise RecordingError(f"{path}: {what}: {error}") from None
+
+
+def _dataset(h5, name: str, where: str):
+    """The dataset ``name`` stored in the file itself, or None when it is absent. A link (soft,
+    external) is refused: a recording holds its datasets, and a link may lead in circles or out
+    of the file."""
+    link = h5.get(name, getlink=True)
+    if link is None:
+        return None
+    if not isinstance(link, h5py.HardLink):
+        raise RecordingError(f"{where}: '{name}' is a {type(link).__name__}, not a dataset: "
+                             "damaged or not written by Orrery")
+    dataset = h5.get(name)
+    return dataset if isinstance(dataset, h5py.Dataset) else None
+
+
+def _check_chunks(dataset, where: str, itemsize: int, allowed: int = fmt.MAX_CHUNK_BYTES) -> None:
+    if dataset.chunks is not None:
+        chunk_bytes = int(np.prod(dataset.chunks, dtype=np.int64)) * itemsize
+        if chunk_bytes > allowed:
+            raise RecordingError(f"{where}: chunks of {chunk_bytes} bytes, more than the "
+                                 f"{allowed} a reader decompresses at once: damaged")
 
 
 def _frame_shape(dataset, where: str) -> tuple[np.dtype, int]:
@@ -289,7 +356,9 @@ def _frame_shape(dataset, where: str) -> tuple[np.dtype, int]:
         raise RecordingError(f"{where}: '{dataset.name}' must be float16 or float32, got "
                              f"{dataset.dtype}")
     n = dataset.shape[1]
-    if not 0 < n <= fmt.MAX_PARTICLES:
-        raise RecordingError(f"{where}: {n} particles is outside 1..{fmt.MAX_PARTICLES}: damaged")
+    with _rule_reported(where, "damaged"):
+        fmt.check_particle_count(n)
+    _check_chunks(dataset, f"{where}: '{dataset.name}'", dataset.dtype.itemsize,
+                  max(fmt.MAX_CHUNK_BYTES, n * 3 * dataset.dtype.itemsize))
     return np.dtype(dataset.dtype.newbyteorder("<")) if dataset.dtype.byteorder == ">" else \
         np.dtype(dataset.dtype), n

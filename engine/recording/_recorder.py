@@ -13,18 +13,33 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import math
+import operator
+import os
 import queue
 import threading
 import time as _time
-from pathlib import Path
+import warnings
 
 import h5py
 import numpy as np
 
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
+from ._hdf5 import H5_ERRORS, error_text
+from ._writer_lock import claim, in_use_error
 
 _STOP = object()
+
+# Space the file system must keep free beyond the frames not yet flushed: HDF5's metadata and
+# the first chunks of time and step at a commit. Below it the writer commits what it holds and
+# stops, before HDF5 ever meets a full disk.
+_METADATA_RESERVE_BYTES = 256 << 10
+_MAX_FLUSH_SECONDS = 3600.0
+
+
+class _DiskFull(Exception):
+    """Raised by the writer thread before a write the file system has no room for."""
 
 
 class Recorder:
@@ -47,43 +62,52 @@ class Recorder:
     velocities
         Also store velocities; ``append`` then requires them.
     flush_seconds
-        Longest time (seconds, default 2) a frame waits before it is committed to disk. A process
-        killed at any moment keeps every frame appended more than this long before (plus the time
-        to write whatever was queued ahead of it).
+        Longest time (seconds, default 2, at most 3600) a frame waits before it is committed to
+        disk. A process killed at any moment keeps every frame appended more than this long
+        before (plus the time to write whatever was queued ahead of it).
     queue_bytes
         Memory the queue of frames waiting for the disk may hold (default 256 MiB, at least two
         frames). When full, ``append`` blocks until the writer catches up.
     overwrite
-        Replace ``path`` if it exists (default False).
+        Replace ``path`` if it exists (default False). A file another Recorder is writing is
+        never replaced.
+
+    Raises
+    ------
+    Bad arguments raise :class:`InvalidInputError`. A path that cannot be recorded to (its
+    folder cannot be made, it exists, another Recorder holds it, the disk is full) raises
+    :class:`RecordingError` here, and nothing is left behind. When writing fails later (the disk
+    fills up, the device fails) the writer stops: the file keeps every frame committed before,
+    and the next ``append`` or ``close`` raises :class:`RecordingError` saying what happened.
+    No call blocks on a writer that has stopped.
     """
 
     def __init__(self, path, *, masses, population=None, population_names=("all",),
                  attributes: dict | None = None, dtype="float32", velocities: bool = False,
                  flush_seconds: float = 2.0, queue_bytes: int = 256 << 20,
                  overwrite: bool = False):
-        self.path = Path(path)
         self.dtype = fmt.frame_dtype(dtype)
         masses = np.asarray(masses)
         if masses.ndim != 1 or masses.shape[0] == 0:
             raise InvalidInputError(f"masses must have shape (n,) with n > 0, got {masses.shape}")
         self.n = int(masses.shape[0])
-        if self.n > fmt.MAX_PARTICLES:
-            raise InvalidInputError(f"{self.n} particles exceeds the format's limit of "
-                                    f"{fmt.MAX_PARTICLES}")
+        fmt.check_particle_count(self.n)
         population, names = _checked_population(population, population_names, self.n)
-        if not flush_seconds > 0:
-            raise InvalidInputError(f"flush_seconds must be positive, got {flush_seconds!r}")
-        self.flush_seconds = float(flush_seconds)
+        self.flush_seconds = _checked_flush_seconds(flush_seconds)
         self.records_velocities = bool(velocities)
         encoded_attributes = fmt.encode_attributes(dict(attributes or {}))
-        if self.path.exists() and not overwrite:
-            raise RecordingError(f"{self.path} already exists; remove it or choose another name")
 
         self.frame_bytes = self.n * 3 * self.dtype.itemsize
+        self._frames_per_chunk = fmt.frames_per_chunk(self.frame_bytes)
+        datasets = 2 if velocities else 1
+        self._stored_frame_bytes = self.frame_bytes * datasets
+        # HDF5 writes whole chunks: the one being filled may take a chunk's worth of space.
+        self._reserve_bytes = (_METADATA_RESERVE_BYTES
+                               + datasets * self._frames_per_chunk * self.frame_bytes)
         # The caller only copies (as float32); narrowing to float16 is slower than the copy, so
         # the writer thread does it, off the simulation's thread.
         self._queued_dtype = np.dtype(np.float32)
-        per_frame = self.n * 3 * self._queued_dtype.itemsize * (2 if velocities else 1)
+        per_frame = self.n * 3 * self._queued_dtype.itemsize * datasets
         self.queue_capacity = max(2, int(queue_bytes) // per_frame)
         self._queue: queue.Queue = queue.Queue(maxsize=self.queue_capacity)
         self._error: BaseException | None = None
@@ -93,12 +117,28 @@ class Recorder:
         self.frames_appended = 0
         self.frames_committed = 0
         self._uncommitted = 0  # written by the writer thread, not yet committed
+        self._unflushed_bytes = 0  # frame bytes HDF5 may still hold in memory
+        self._file_removed = False
 
-        self._file = self._create(masses, population, names, encoded_attributes)
+        self._lock = claim(path, overwrite=overwrite)
+        self.path = self._lock.path
+        try:
+            self._require_space(self._reserve_bytes, "start a recording")
+            self._file = self._create(masses, population, names, encoded_attributes)
+        except BaseException as error:
+            self._lock.release(remove=True)
+            if isinstance(error, _DiskFull):
+                raise RecordingError(str(error)) from None
+            if isinstance(error, BlockingIOError):
+                raise in_use_error(self.path) from error
+            if isinstance(error, H5_ERRORS):
+                raise RecordingError(f"cannot create the recording {self.path}: "
+                                     f"{error_text(error)}") from error
+            raise
         self._thread = threading.Thread(target=self._write_loop, name="orrery-recorder",
                                         daemon=True)
         self._thread.start()
-        atexit.register(self.close)
+        atexit.register(self._close_at_exit)
 
     @classmethod
     def for_simulation(cls, path, simulation, *, scenario: str, source: dict | None = None,
@@ -115,12 +155,14 @@ class Recorder:
     # -- file layout ---------------------------------------------------------------------------
 
     def _create(self, masses, population, names, attributes) -> h5py.File:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fpc = fmt.frames_per_chunk(self.frame_bytes)
+        fpc = self._frames_per_chunk
         chunk_bytes = fpc * self.frame_bytes
         # v110 is the oldest format SWMR needs and what HDF5 1.10+ (h5py >= 2.7) can read.
         file = h5py.File(self.path, "w", libver=("v110", "v110"),
                          rdcc_nbytes=max(4 << 20, 2 * chunk_bytes))
+        # Held until the file is flushed: closing a dataset writes it, and a write failing
+        # there is only printed by h5py (then crashes the process), not raised.
+        made = {}
         try:
             from ... import __version__
             file.attrs.update({"format": fmt.FORMAT_NAME, "format_version": fmt.FORMAT_VERSION,
@@ -130,21 +172,26 @@ class Recorder:
             file.attrs.update(attributes)
             frames = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3), chunks=(fpc, self.n, 3),
                           dtype=self.dtype)
-            file.create_dataset(fmt.POSITIONS, **frames)
+            made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames)
             if self.records_velocities:
-                file.create_dataset(fmt.VELOCITIES, **frames)
-            file.create_dataset(fmt.TIME, shape=(0,), maxshape=(None,), chunks=(4096,),
-                                dtype="<f8", fillvalue=np.nan)
-            file.create_dataset(fmt.STEP, shape=(0,), maxshape=(None,), chunks=(4096,),
-                                dtype="<i8", fillvalue=fmt.STEP_FILL)
-            file.create_dataset(fmt.MASSES, data=np.asarray(masses, dtype="<f8"))
-            file.create_dataset(fmt.POPULATION, data=population)
-            file.create_dataset(fmt.POPULATION_NAMES, data=list(names),
-                                dtype=h5py.string_dtype("utf-8"))
+                made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames)
+            made[fmt.TIME] = file.create_dataset(fmt.TIME, shape=(0,), maxshape=(None,),
+                                                 chunks=(4096,), dtype="<f8", fillvalue=np.nan)
+            made[fmt.STEP] = file.create_dataset(fmt.STEP, shape=(0,), maxshape=(None,),
+                                                 chunks=(4096,), dtype="<i8",
+                                                 fillvalue=fmt.STEP_FILL)
+            made[fmt.MASSES] = file.create_dataset(fmt.MASSES,
+                                                   data=np.asarray(masses, dtype="<f8"))
+            made[fmt.POPULATION] = file.create_dataset(fmt.POPULATION, data=population)
+            made[fmt.POPULATION_NAMES] = file.create_dataset(
+                fmt.POPULATION_NAMES, data=list(names), dtype=h5py.string_dtype("utf-8"))
+            file.flush()
             file.swmr_mode = True  # from here on no new objects or attributes can be added
         except BaseException:
-            file.close()
+            _abandon(file, made)
             raise
+        self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.VELOCITIES, fmt.TIME,
+                                                        fmt.STEP) if name in made}
         return file
 
     # -- the caller's side ---------------------------------------------------------------------
@@ -162,12 +209,11 @@ class Recorder:
             velocities = self._frame_array(velocities, "velocities")
         elif velocities is not None:
             raise InvalidInputError("this recording was created without velocities=True")
-        step, time = int(step), float(time)
-        if self._last_step is not None and step <= self._last_step:
-            raise InvalidInputError(f"step {step} does not follow step {self._last_step}: frames "
-                                    "must be appended in increasing step order")
-        if not time >= self._last_time:
-            raise InvalidInputError(f"time {time} is before the previous frame's {self._last_time}")
+        step, time = _checked_step(step), float(time)
+        if self.frames_appended >= fmt.MAX_FRAMES:
+            raise InvalidInputError(f"a recording holds at most {fmt.MAX_FRAMES} frames")
+        fmt.check_frame(self.frames_appended, step, time,
+                        None if self._last_step is None else (self._last_step, self._last_time))
         self._put((positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
@@ -201,10 +247,23 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
-        atexit.unregister(self.close)
-        self._queue.put(_STOP)
+        atexit.unregister(self._close_at_exit)
+        while self._thread.is_alive():  # a writer that stopped takes nothing more
+            try:
+                self._queue.put(_STOP, timeout=0.1)
+                break
+            except queue.Full:
+                continue
         self._thread.join()
         self._raise_if_failed()
+
+    def _close_at_exit(self) -> None:
+        """A recorder left open commits its frames when the interpreter exits; a failure is
+        warned about, since nobody is left to catch it."""
+        try:
+            self.close()
+        except RecordingError as error:
+            warnings.warn(str(error), RuntimeWarning, stacklevel=1)
 
     def __enter__(self) -> Recorder:
         return self
@@ -213,14 +272,27 @@ class Recorder:
         self.close()
 
     def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise RecordingError(f"writing {self.path} failed: {self._error}") from self._error
+        error = self._error
+        if error is None:
+            return
+        if isinstance(error, _DiskFull):
+            raise RecordingError(f"{error}; the recording stopped and {self._what_is_kept()}") \
+                from None
+        raise RecordingError(f"writing {self.path} failed: {error_text(error)}; "
+                             f"{self._what_is_kept()}") from error
+
+    def _what_is_kept(self) -> str:
+        if self._file_removed:
+            return f"no frame had been committed, so {self.path} was removed"
+        return f"{self.path} keeps the {self.frames_committed} frame(s) committed before"
 
     # -- the writer thread ---------------------------------------------------------------------
 
     def _write_loop(self) -> None:
         pending: list[tuple[float, int]] = []
         deadline = None
+        error: BaseException | None = None
+        intact = True  # False once HDF5 failed a write: the file must not be touched again
         try:
             while True:
                 timeout = None if deadline is None else max(0.0, deadline - _time.monotonic())
@@ -232,6 +304,13 @@ class Recorder:
                     self._commit(pending)
                     break
                 if item is not None:
+                    needed = self._stored_frame_bytes + self._reserve_bytes
+                    if self._lock.free_bytes() < self._unflushed_bytes + needed:
+                        # Short of room: commit early, so what HDF5 holds takes its place on
+                        # disk, then look again.
+                        self._commit(pending)
+                        pending, deadline = [], None
+                        self._require_space(needed, "write another frame")
                     self._write_frame(item)
                     pending.append((item[2], item[3]))
                     if deadline is None:
@@ -239,21 +318,29 @@ class Recorder:
                 if deadline is not None and _time.monotonic() >= deadline:
                     self._commit(pending)
                     pending, deadline = [], None
-        except BaseException as error:  # reported to the caller by append/close
-            self._error = error
-            self._drain()
+        except _DiskFull as full:  # nothing failed yet: keep what was written, then stop
+            error = full
+            try:
+                self._commit(pending)
+            except BaseException as failure:
+                error, intact = failure, False
+        except BaseException as failure:
+            error, intact = failure, False
         finally:
-            self._file.close()
+            error = self._close_file(intact, error)
+            self._discard_queue()
+            self._error = error  # last: append/close report it with the file's final state
 
     def _write_frame(self, item) -> None:
         positions, velocities, _, _ = item
         index = self.frames_committed + self._uncommitted
         for name, data in ((fmt.POSITIONS, positions), (fmt.VELOCITIES, velocities)):
             if data is not None:
-                dataset = self._file[name]
+                dataset = self._datasets[name]
                 dataset.resize(index + 1, axis=0)
                 dataset.write_direct(data.astype(self.dtype, copy=False), dest_sel=np.s_[index])
         self._uncommitted += 1
+        self._unflushed_bytes += self._stored_frame_bytes
 
     def _commit(self, pending) -> None:
         """Make ``pending`` frames visible: their data reaches the file before their time and
@@ -261,34 +348,104 @@ class Recorder:
         if not pending:
             return
         self._file.flush()
+        self._unflushed_bytes = 0
         start, count = self.frames_committed, len(pending)
         times = np.array([t for t, _ in pending], dtype="<f8")
         steps = np.array([s for _, s in pending], dtype="<i8")
         for name, values in ((fmt.TIME, times), (fmt.STEP, steps)):
-            dataset = self._file[name]
+            dataset = self._datasets[name]
             dataset.resize(start + count, axis=0)
             dataset[start:start + count] = values
         self._file.flush()
         self.frames_committed += count
         self._uncommitted -= count
 
-    def _drain(self) -> None:
+    def _require_space(self, needed: int, what: str) -> None:
+        free = self._lock.free_bytes()
+        if free < needed:
+            raise _DiskFull(f"the disk holding {self.path} is full: {free / 1e6:.3g} MB free, "
+                            f"{needed / 1e6:.3g} MB needed to {what}")
+
+    def _close_file(self, intact: bool, error: BaseException | None) -> BaseException | None:
+        """Close the file (see :func:`_abandon` when a write failed) and release the path;
+        returns ``error``, or the close's own failure when there was none."""
+        if intact:
+            self._datasets.clear()
+            try:
+                self._file.close()
+            except H5_ERRORS as failure:
+                intact = False
+                error = error or failure
+        if not intact:
+            _abandon(self._file, self._datasets)
+        # A recording that failed before its first commit holds nothing: it must not block a
+        # retry under the same name.
+        self._file_removed = error is not None and self.frames_committed == 0 \
+            and self._lock.created
+        self._lock.release(remove=self._file_removed)
+        return error
+
+    def _discard_queue(self) -> None:
+        """Free the frames a stopped writer will never write."""
         while True:
-            if self._queue.get() is _STOP:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
                 return
 
 
+def _abandon(file: h5py.File, objects: dict | None = None) -> None:
+    """Close ``file`` after HDF5 failed to write it, without letting HDF5 write anything more.
+
+    After a failed write HDF5's caches are in a state its close would try (and fail) to flush,
+    and in which h5py has been seen to crash the process. Pointing HDF5's file descriptor at
+    /dev/null first makes those writes vanish: the file on disk stays as the last successful
+    commit left it, which a reader opens like the file of a killed writer. ``objects`` (open
+    datasets of the file) are let go only then: closing one flushes its chunks.
+    """
+    try:
+        handle = file.id.get_vfd_handle()
+    except H5_ERRORS:
+        handle = None
+    if isinstance(handle, int) and handle >= 0 and os.name == "posix":
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.dup2(null, handle)
+        finally:
+            os.close(null)
+    if objects:
+        objects.clear()
+    try:
+        file.close()
+    except H5_ERRORS:
+        pass  # the writes it failed went to /dev/null; nothing on disk depends on them
+
+
+def _checked_step(step) -> int:
+    try:
+        return operator.index(step)
+    except TypeError:
+        raise InvalidInputError(f"step must be an integer, got {step!r}") from None
+
+
+def _checked_flush_seconds(seconds) -> float:
+    seconds = float(seconds)
+    if not (0 < seconds <= _MAX_FLUSH_SECONDS and math.isfinite(seconds)):
+        raise InvalidInputError(f"flush_seconds must be more than 0 and at most "
+                                f"{_MAX_FLUSH_SECONDS:g} seconds, got {seconds!r}")
+    return seconds
+
+
 def _checked_population(population, names, n):
-    names = tuple(str(name) for name in names)
-    if not names:
-        raise InvalidInputError("population_names must name at least one population")
+    names = fmt.check_population_names(names)
     if population is None:
         population = np.zeros(n, dtype=np.uint8)
     population = np.asarray(population)
     if population.shape != (n,):
         raise InvalidInputError(f"population must have shape ({n},), got {population.shape}")
-    if population.size and (population.min() < 0 or population.max() >= len(names)):
-        raise InvalidInputError(f"population labels must lie in [0, {len(names)}): one name each")
+    if population.size and population.dtype.kind not in "iub":
+        raise InvalidInputError(f"population labels must be integers, got {population.dtype}")
+    fmt.check_population(population, len(names))
     return population.astype(np.uint8), names
 
 

@@ -168,3 +168,18 @@ def test_viewer_turns_engine_errors_into_one_line(monkeypatch, capsys):
     assert viewer_main(["--scenario", "plummer", "--n", "1000000000000"]) == 2
     line = _last_line(capsys)
     assert line.startswith("orrery-viewer: error: ") and "51.8 TiB" in line
+
+
+
+def test_a_closed_pipe_ends_a_command_quietly():
+    import subprocess
+    import sys
+
+    # a command whose output (1 MB) outlives the reader (`head -c 1`): a broken pipe for sure
+    program = ("import sys; from orrery.app import cli; from orrery.app.cli import info; "
+               "info.run = lambda args: print('x' * 1_000_000) or 0; "
+               "sys.exit(cli.main(['info', 'any.h5']))")
+    shell = f"{sys.executable} -c \"{program}\" | head -c 1 >/dev/null; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "141", done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

@@ -157,3 +157,65 @@ def test_bench_playback_measures_every_stage_at_a_tiny_size(tmp_path, capsys):
     assert ("simulate cpu-direct", "f32") in stages
     assert all(row["frames_per_s"] > 0 for row in rows)
     assert list(tmp_path.glob("orrery-playback-*")) == []  # the temporary recording is gone
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--record", ""], "needs a file name"),
+    (["--record", "   "], "needs a file name"),
+    (["--record", "{tmp}/run.h5", "--record-flush", "inf"], "flush_seconds must be"),
+    (["--record", "{tmp}/run.h5", "--record-flush", "0"], "flush_seconds must be"),
+    (["--record", "{tmp}/notes.txt/run.h5"], "notes.txt is a file, not a folder"),
+    (["--record", "{tmp}/" + "x" * 300 + ".h5"], "File name too long"),
+    (["--record", "{tmp}"], "it is a folder"),
+])
+def test_run_refuses_a_recording_it_cannot_make_before_it_starts(tmp_path, capsys, flags,
+                                                                 message):
+    (tmp_path / "notes.txt").write_text("keep me")
+    flags = [flag.replace("{tmp}", str(tmp_path)) for flag in flags]
+    assert main(RUN + ["--steps", "2"] + flags) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_run_goes_on_when_the_disk_fills_and_keeps_the_committed_frames(tmp_path, capsys,
+                                                                        monkeypatch):
+    from orrery.engine.recording._writer_lock import WriterLock
+
+    path = tmp_path / "run.h5"
+    budget = 1 << 20  # a 1 MiB disk: 128 particles are 1.5 KB a frame, chunks 256 KiB
+
+    def free_bytes(lock):
+        return max(0, budget - path.stat().st_blocks * 512)
+
+    monkeypatch.setattr(WriterLock, "free_bytes", free_bytes)
+    assert main(RUN + ["--steps", "3000", "--every", "1", "--record", str(path),
+                       "--record-flush", "0.01"]) == 1
+    captured = capsys.readouterr()
+    assert "orrery run: the disk holding" in captured.err
+    assert "the recording stopped" in captured.err
+    assert "the run goes on without recording" in captured.err
+    assert "128 particles, 3000 steps" in captured.out  # the run finished
+    with RecordingFile(path) as recording:
+        count = recording.frame_count
+        assert 0 < count < 3001 and f"keeps the {count} frame(s) committed" in captured.err
+        for index, (pos, t, step) in enumerate(rerun(count, 1)):
+            if index % 97 == 0:
+                np.testing.assert_array_equal(recording.read(index), pos)
+        np.testing.assert_array_equal(recording.steps, np.arange(count))
+
+
+def test_info_reports_a_damaged_recording_without_trying_it_as_a_snapshot(tmp_path, capsys,
+                                                                          monkeypatch):
+    from orrery.engine import snapshots
+
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "2", "--every", "1", "--record", str(path)]) == 0
+    data = bytearray(path.read_bytes())
+    data[data.find(b"OHDR") + 6] ^= 0xFF  # the root group's header
+    path.write_bytes(data)
+    monkeypatch.setattr(snapshots, "looks_like_snapshot",
+                        lambda path: pytest.fail("a damaged recording was tried as a snapshot"))
+    capsys.readouterr()
+    assert main(["info", str(path)]) == 2
+    assert "damaged" in capsys.readouterr().err

@@ -300,6 +300,21 @@ BAD_FILES = {
         lambda p: write_declaring(p, n=MAX_PARTICLES + 1, frames=1), "outside 1.."),
     "particles the file cannot hold": (
         lambda p: write_declaring(p, n=2**20, frames=10**6), "more than the file's"),
+    "scalar population_names": (
+        lambda p: edit(small_recording(p), lambda f: (
+            f.__delitem__("population_names"),
+            f.create_dataset("population_names", data="all", dtype=h5py.string_dtype()))),
+        r"'population_names' has shape \(\), expected 1 to 256 names"),
+    "positions a soft link to itself": (
+        lambda p: edit(small_recording(p), lambda f: (
+            f.__delitem__("positions"), f.__setitem__("positions", h5py.SoftLink("/positions")))),
+        "'positions' is a SoftLink, not a dataset"),
+    "names of 100 MB each": (  # 200 of them, compressed to almost nothing: 20 GB to read
+        lambda p: edit(small_recording(p), lambda f: (
+            f.__delitem__("population_names"),
+            f.create_dataset("population_names", shape=(200,), chunks=(1,), compression="gzip",
+                             dtype=h5py.string_dtype(length=100 << 20)))),
+        "population names of 104857600 bytes each, more than the limit of 256"),
     "frames the file cannot hold": (
         lambda p: write_declaring(p, n=1000, frames=200_000, with_series=True),
         "declares 200000 frames of 1000 particles"),

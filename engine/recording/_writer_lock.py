@@ -1,0 +1,181 @@
+"""Claiming a recording path for one writer: path checks, exclusive creation and a lock that
+tells other writers (and readers) that a live Recorder owns the file.
+
+The lock is an open-file-description (OFD) write lock on one byte far past any data, held on a
+descriptor the Recorder keeps open until it closes; the kernel drops it when the process dies,
+however it dies. OFD locks do not interact with the ``flock`` locks HDF5 takes itself (which a
+SWMR writer gives up anyway), and unlike POSIX ``lockf`` locks they are not lost when the same
+process closes another descriptor of the file. Where OFD locks do not exist (not Linux) a POSIX
+lock stands in; on a file system that refuses locks, or without ``fcntl`` (Windows), the
+Recorder writes unguarded.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import struct
+from pathlib import Path
+
+from ..errors import RecordingError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+_LOCK_BYTE = 2**62
+_SET, _GET = (("F_OFD_SETLK", "F_OFD_GETLK") if hasattr(fcntl, "F_OFD_SETLK")
+              else ("F_SETLK", "F_GETLK"))
+
+
+def _flock(kind: int) -> bytes:
+    # struct flock {short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid;}:
+    # OFD locks need l_pid = 0.
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, _LOCK_BYTE, 1, 0)
+
+
+class WriterLock:
+    """The claim on one recording path: ``fd`` holds the lock until :meth:`release`."""
+
+    def __init__(self, path: Path, fd: int, created: bool):
+        self.path, self.fd, self.created = path, fd, created
+
+    def free_bytes(self) -> int:
+        """Bytes the file's file system can still take (for an unprivileged writer)."""
+        if not hasattr(os, "fstatvfs"):  # pragma: no cover - Windows
+            return shutil.disk_usage(self.path.parent).free
+        stats = os.fstatvfs(self.fd)
+        return stats.f_bavail * stats.f_frsize
+
+    def release(self, *, remove: bool = False) -> None:
+        """Drop the lock; with ``remove``, also delete the file if this claim created it (a
+        recording that never started must not block the next attempt)."""
+        if self.fd < 0:
+            return
+        if remove and self.created:
+            try:
+                if os.path.samestat(os.fstat(self.fd), os.stat(self.path)):
+                    os.unlink(self.path)
+            except OSError:
+                pass  # already gone or replaced by someone else: not ours to remove
+        os.close(self.fd)
+        self.fd = -1
+
+
+def claim(path, *, overwrite: bool) -> WriterLock:
+    """Check ``path`` and take it for writing, or raise :class:`RecordingError` saying why not.
+    Creates the file (empty) and its folder. An existing file (``overwrite``) is emptied here,
+    once the lock is held and no other program has it open through HDF5: HDF5's own create
+    would empty it before finding out that it is in use."""
+    path = _checked_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RecordingError(f"cannot record to {path}: cannot create its folder "
+                             f"{path.parent} ({_reason(error)})") from error
+    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd, created = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        if path.is_symlink() and not path.exists():
+            raise RecordingError(f"cannot record to {path}: it is a symbolic link to "
+                                 f"{os.readlink(path)}, which does not exist") from None
+        if not overwrite:
+            raise RecordingError(f"{path} already exists; remove it or choose another "
+                                 "name") from None
+        fd, created = _open(path, flags), False
+    except OSError as error:
+        raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
+    lock = WriterLock(path, fd, created)
+    if fcntl is not None:
+        try:
+            fcntl.fcntl(fd, getattr(fcntl, _SET), _flock(fcntl.F_WRLCK))
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                lock.release()
+                raise RecordingError(f"{path} is being recorded by another Recorder (in this or "
+                                     "another process); it was left untouched") from None
+            # A file system without these locks (some network ones): record unguarded rather
+            # than not at all.
+    if not created:
+        _empty_unless_in_use(lock)
+    return lock
+
+
+def _empty_unless_in_use(lock: WriterLock) -> None:
+    """Truncate the claimed file, unless another program holds it open through HDF5 (which
+    keeps a ``flock`` on every file it has open, unless its file locking is turned off)."""
+    locked = False
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+            except BlockingIOError:
+                raise in_use_error(lock.path) from None
+            except OSError:
+                pass  # no flock on this file system: nobody can be told apart
+        os.ftruncate(lock.fd, 0)
+        if locked:
+            fcntl.flock(lock.fd, fcntl.LOCK_UN)  # HDF5 takes its own when it opens the file
+    except OSError as error:
+        lock.release()
+        raise RecordingError(f"cannot overwrite {lock.path}: {_reason(error)}") from error
+    except RecordingError:
+        lock.release()
+        raise
+
+
+def in_use_error(path) -> RecordingError:
+    """The error for a file another HDF5 user holds open (HDF5's ``flock`` says so)."""
+    return RecordingError(f"{path} is open elsewhere, in this or another program (HDF5 holds a "
+                          "lock on it); close it there or choose another name")
+
+
+def writer_is_active(path) -> bool:
+    """Whether a live Recorder holds ``path`` (False where locks are not available)."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        answer = fcntl.fcntl(fd, getattr(fcntl, _GET), _flock(fcntl.F_WRLCK))
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _checked_path(path) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise RecordingError(f"a recording path must be a string or a path, got {path!r:.80}")
+    text = os.fspath(path)
+    if isinstance(text, bytes) or not text.strip():
+        raise RecordingError(f"a recording needs a file name, got {text!r}")
+    path = Path(text)
+    try:
+        if path.is_dir():
+            raise RecordingError(f"cannot record to {path}: it is a folder; name a file in it")
+        for parent in path.parents:
+            if parent.exists() and not parent.is_dir():
+                raise RecordingError(f"cannot record to {path}: {parent} is a file, not a "
+                                     "folder")
+    except OSError as error:  # a name too long, a loop of links, ...
+        raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
+    return path
+
+
+def _open(path: Path, flags: int) -> int:
+    try:
+        return os.open(path, flags)
+    except OSError as error:
+        raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
