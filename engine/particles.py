@@ -79,22 +79,15 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
     """
     pos = np.asarray(pos)
     mass = np.asarray(mass)
-    if pos.ndim != 2 or pos.shape[1] != 3:
-        raise InvalidInputError(f"positions must have shape (n, 3), got {pos.shape}")
-    if mass.ndim != 1:
-        raise InvalidInputError(f"masses must have shape (n,), got {mass.shape}")
-    if mass.shape[0] != pos.shape[0]:
-        raise InvalidInputError(
-            f"{pos.shape[0]} positions but {mass.shape[0]} masses: the counts must match")
-    if pos.shape[0] == 0:
-        raise InvalidInputError("no particles (N = 0)")
+    check_shapes(pos.shape, mass.shape)
     if not np.issubdtype(pos.dtype, np.floating) or not np.issubdtype(mass.dtype, np.floating):
         raise InvalidInputError("positions and masses must be floating-point arrays")
     dtype = np.dtype(dtype or pos.dtype)
     largest = largest_coordinate(dtype)
     # Two reductions cover both tests (NaN propagates, infinity exceeds): the common case
     # costs no temporary arrays; only a failure looks for the particle to name.
-    if not max(-pos.min(), pos.max()) <= largest:
+    # (as Python floats: a float32 array's extremes against float64's largest would cast down)
+    if not max(-float(pos.min()), float(pos.max())) <= largest:
         check_finite(pos, "position")
         check_precision(pos, "position", largest, dtype)
     total = float(mass.sum())
@@ -109,6 +102,25 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
         raise InvalidInputError(f"the total mass ({total:g}) is too large for {dtype.name} "
                                 "arithmetic; use precision='f64' or smaller units")
     return pos, mass
+
+
+def check_shapes(pos_shape: tuple, mass_shape: tuple, vel_shape: tuple | None = None) -> int:
+    """The particle count of positions ``(n, 3)``, masses ``(n,)`` (and velocities ``(n, 3)``)
+    of these shapes; InvalidInputError naming the first shape that is wrong."""
+    pos_shape, mass_shape = tuple(pos_shape), tuple(mass_shape)
+    if len(pos_shape) != 2 or pos_shape[1] != 3:
+        raise InvalidInputError(f"positions must have shape (n, 3), got {pos_shape}")
+    if vel_shape is not None and tuple(vel_shape) != pos_shape:
+        raise InvalidInputError(f"velocities must have the positions' shape {pos_shape}, "
+                                f"got {tuple(vel_shape)}")
+    if len(mass_shape) != 1:
+        raise InvalidInputError(f"masses must have shape (n,), got {mass_shape}")
+    if mass_shape[0] != pos_shape[0]:
+        raise InvalidInputError(
+            f"{pos_shape[0]} positions but {mass_shape[0]} masses: the counts must match")
+    if pos_shape[0] == 0:
+        raise InvalidInputError("no particles (N = 0)")
+    return int(pos_shape[0])
 
 
 def check_finite(values: np.ndarray, what: str) -> None:

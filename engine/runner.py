@@ -36,6 +36,7 @@ from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
+from .solvers._options import THETA
 
 # Most controls waiting for the solver thread; a caller finding the queue full waits up to
 # QUEUE_WAIT seconds for room (same-kind controls merge, so only a flood of mixed ones fills it).
@@ -64,7 +65,7 @@ class RunSettings:
     solver: str | None = None
     dt: float | None = None
     softening: float | None = None
-    theta: float = 0.5
+    theta: float = THETA.default
 
 
 class SimulationRunner(FrameSource):

@@ -13,6 +13,10 @@ import numpy as np
 from . import ics
 from .errors import InvalidInputError
 from .particles import Particles
+from .solvers._options import SOFTENING, Option
+
+# The time step of a run that names none (a scenario without [run] dt, ``orrery run --ic``).
+DT = Option("dt", float, 1e-3, "time step (N-body units)", minimum=0.0, exclusive_minimum=True)
 
 
 @dataclass
@@ -20,8 +24,8 @@ class Scenario:
     name: str
     description: str
     particles: Particles
-    dt: float = 1e-3
-    softening: float = 0.01
+    dt: float = DT.default
+    softening: float = SOFTENING.default
     solver: str = "auto"
     solver_options: dict = field(default_factory=dict)
     # Where the particles came from, for recordings (a snapshot's file and unit conversion).
@@ -77,12 +81,18 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
     if n is not None:
         arguments["n"] = n
     run = preset.get("run", {})
+    # Initial conditions built for a softening (galaxies in equilibrium) state it once, as a
+    # generator parameter; the run uses the same.
+    if "softening" in arguments and "softening" in run:
+        raise InvalidInputError(f"scenario {name!r} states softening twice ([parameters] and "
+                                f"[run]); keep the one in [parameters]")
+    softening = arguments.get("softening", run.get("softening", SOFTENING.default))
     return Scenario(
         name=name,
         description=preset.get("description", name),
         particles=generator(seed=seed, **arguments),
-        dt=float(run.get("dt", 1e-3)),
-        softening=float(run.get("softening", 0.01)),
+        dt=DT.coerce(run.get("dt", DT.default)),
+        softening=SOFTENING.coerce(softening),
         solver=run.get("solver", "auto"),
         solver_options=dict(run.get("solver_options", {})),
     )

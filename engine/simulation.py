@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,8 +23,36 @@ from .solvers import Solver
 INTEGRATORS = ("kdk", "dkd")
 
 
+class DeviceView(NamedTuple):
+    """The live state of a device-resident simulation as device arrays (views, no copies)."""
+
+    pos: object
+    vel: object
+    mass: object
+
+
 class Simulation:
     def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk"):
+        self._start(solver, dt, integrator, lambda: solver.bind(particles),
+                    particles.population.copy(), particles.population_names)
+
+    @classmethod
+    def from_device(cls, pos, vel, mass, solver: Solver, *, dt: float,
+                    integrator: str = "kdk") -> Simulation:
+        """A simulation starting from device arrays on a GPU solver's device (CuPy, PyTorch,
+        dpnp, ...: DLPack or the CUDA/SYCL array interfaces), copied into the solver's state on
+        the device. Only the initial energy is measured on the host (one copy, here)."""
+        bind_device = getattr(solver, "bind_device", None)
+        if bind_device is None:
+            raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
+                                    "build the Simulation from Particles")
+        simulation = cls.__new__(cls)
+        simulation._start(solver, dt, integrator, lambda: bind_device(pos, vel, mass), None,
+                          ("all",))
+        return simulation
+
+    def _start(self, solver, dt, integrator, bind, population, population_names) -> None:
+        """Check the options, then ``bind()`` the state (population None: one, unlabelled)."""
         if not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
             raise InvalidInputError(f"time step dt must be a positive finite number, got {dt!r}")
         if integrator not in INTEGRATORS:
@@ -33,9 +62,10 @@ class Simulation:
         self.integrator = integrator
         self.time = 0.0
         self.steps = 0
-        self._state = solver.bind(particles)
-        self._population = particles.population.copy()
-        self._population_names = particles.population_names
+        self._state = bind()
+        self._population = (population if population is not None
+                            else np.zeros(self._state.n, np.uint8))
+        self._population_names = population_names
         self._accelerations_current = False
         self.initial = self.diagnostics()
 
@@ -66,6 +96,17 @@ class Simulation:
     def positions(self):
         """Current positions as a host array (the only transfer a frame needs)."""
         return self._state.positions()
+
+    def device_view(self) -> DeviceView:
+        """The live state as device arrays of the solver's device (CuPy arrays on CUDA,
+        ``__sycl_usm_array_interface__`` arrays on SYCL): views of the state, no transfer; they
+        follow later steps, and writing to them changes the state. For analysis on the GPU
+        between steps; ``particles`` stays the host copy."""
+        device_arrays = getattr(self._state, "device_arrays", None)
+        if device_arrays is None:
+            raise InvalidInputError(f"solver {self.solver.name!r} keeps its state in host memory: "
+                                    "use particles or positions()")
+        return DeviceView(*device_arrays())
 
     def stage_positions(self):
         """Current positions as a float32 (n, 3) :class:`~orrery.engine.compute.Snapshot` taken

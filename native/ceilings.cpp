@@ -22,7 +22,7 @@ void keep(double checksum) {
   }
 }
 
-ProbeFn find_probe(const IsaKernels& k, const std::string& probe, const std::string& precision) {
+ProbeFn find_probe(const SimdKernels& k, const std::string& probe, const std::string& precision) {
   if (precision != "f32" && precision != "f64")
     throw std::invalid_argument("precision must be 'f32' or 'f64', got '" + precision + "'");
   const bool single = precision == "f32";
@@ -42,7 +42,7 @@ ProbeFn find_probe(const IsaKernels& k, const std::string& probe, const std::str
 
 double probe_operations(const std::string& probe, const std::string& precision, std::uint64_t rounds,
                         unsigned threads, const std::string& simd) {
-  const ProbeFn fn = find_probe(isa_kernels(choose_simd_level(simd)), probe, precision);
+  const ProbeFn fn = find_probe(simd_kernels(choose_simd_level(simd)), probe, precision);
   if (threads == 0) threads = ThreadPool::hardware_threads();
   // Four equal units per thread, taken dynamically: a core slowed by outside load takes fewer,
   // so the figure is what the machine as a whole sustains.
@@ -62,7 +62,7 @@ double probe_operations(const std::string& probe, const std::string& precision, 
 }
 
 double probe_read_bytes(const CArray<double>& buffer, unsigned threads, const std::string& simd) {
-  const ReadProbeFn fn = isa_kernels(choose_simd_level(simd)).read;
+  const ReadProbeFn fn = simd_kernels(choose_simd_level(simd)).read;
   if (threads == 0) threads = ThreadPool::hardware_threads();
   const double* data = buffer.data();
   constexpr std::size_t piece = std::size_t(1) << 17;  // 1 MiB of doubles per task

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "isa_kernels.hpp"
+#include "simd_kernels.hpp"
 
 namespace orrery {
 

@@ -21,21 +21,21 @@ template <typename T>
 struct KernelFor;
 template <>
 struct KernelFor<float> {
-  static DirectBlocksFn<float> fn(const IsaKernels& k) { return k.direct_f32; }
-  static std::size_t block(const IsaKernels& k) { return k.block_f32; }
-  static std::size_t stride(const IsaKernels& k) { return k.source_stride_f32; }
-  static PackSourcesFn<float> pack(const IsaKernels& k) { return k.pack_sources_f32; }
-  static InverseSqrtFn<float> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f32; }
-  static InverseSqrtFn<float> inverse_cube(const IsaKernels& k) { return k.inverse_cube_f32; }
+  static DirectBlocksFn<float> fn(const SimdKernels& k) { return k.direct_f32; }
+  static std::size_t block(const SimdKernels& k) { return k.block_f32; }
+  static std::size_t stride(const SimdKernels& k) { return k.source_stride_f32; }
+  static PackSourcesFn<float> pack(const SimdKernels& k) { return k.pack_sources_f32; }
+  static InverseSqrtFn<float> inverse_sqrt(const SimdKernels& k) { return k.inverse_sqrt_f32; }
+  static InverseSqrtFn<float> inverse_cube(const SimdKernels& k) { return k.inverse_cube_f32; }
 };
 template <>
 struct KernelFor<double> {
-  static DirectBlocksFn<double> fn(const IsaKernels& k) { return k.direct_f64; }
-  static std::size_t block(const IsaKernels& k) { return k.block_f64; }
-  static std::size_t stride(const IsaKernels& k) { return k.source_stride_f64; }
-  static PackSourcesFn<double> pack(const IsaKernels& k) { return k.pack_sources_f64; }
-  static InverseSqrtFn<double> inverse_sqrt(const IsaKernels& k) { return k.inverse_sqrt_f64; }
-  static InverseSqrtFn<double> inverse_cube(const IsaKernels& k) { return k.inverse_cube_f64; }
+  static DirectBlocksFn<double> fn(const SimdKernels& k) { return k.direct_f64; }
+  static std::size_t block(const SimdKernels& k) { return k.block_f64; }
+  static std::size_t stride(const SimdKernels& k) { return k.source_stride_f64; }
+  static PackSourcesFn<double> pack(const SimdKernels& k) { return k.pack_sources_f64; }
+  static InverseSqrtFn<double> inverse_sqrt(const SimdKernels& k) { return k.inverse_sqrt_f64; }
+  static InverseSqrtFn<double> inverse_cube(const SimdKernels& k) { return k.inverse_cube_f64; }
 };
 
 template <typename T>
@@ -47,7 +47,7 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
   if (first > n || (count >= 0 && first + std::size_t(count) > n))
     throw std::invalid_argument("targets first .. first + count must lie within the sources");
   const std::size_t nt = count < 0 ? n - first : std::size_t(count);
-  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
   const DirectBlocksFn<T> kernel = KernelFor<T>::fn(kernels);
   const std::size_t block = KernelFor<T>::block(kernels);
   const std::size_t blocks = (nt + block - 1) / block;
@@ -93,7 +93,7 @@ py::tuple direct_accelerations(const CArray<T>& pos, const CArray<T>& mass, doub
 // measuring its error (tests, docs).
 template <typename T, bool Cube>
 CArray<T> kernel_inverse_power(const CArray<T>& x, const std::string& simd) {
-  const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+  const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
   const InverseSqrtFn<T> fn =
       Cube ? KernelFor<T>::inverse_cube(kernels) : KernelFor<T>::inverse_sqrt(kernels);
   const std::size_t n = static_cast<std::size_t>(x.size());

@@ -17,7 +17,7 @@
 #include <iterator>
 #include <type_traits>
 
-#include "isa_kernels.hpp"
+#include "simd_kernels.hpp"
 #include "rsqrt_refine.hpp"
 
 namespace orrery {

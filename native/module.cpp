@@ -9,6 +9,7 @@ namespace orrery {
 void register_reference(py::module_& m);
 void register_direct(py::module_& m);
 void register_tree(py::module_& m);
+void register_fmm(py::module_& m);
 void register_ceilings(py::module_& m);
 void register_simd(py::module_& m);
 }  // namespace orrery
@@ -20,6 +21,7 @@ PYBIND11_MODULE(_native, m) {
   orrery::register_reference(m);
   orrery::register_direct(m);
   orrery::register_tree(m);
+  orrery::register_fmm(m);
   orrery::register_ceilings(m);
   orrery::register_simd(m);
 }

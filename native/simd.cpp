@@ -58,7 +58,7 @@ SimdLevel choose_simd_level(const std::string& requested) {
   return level;
 }
 
-const IsaKernels& isa_kernels(SimdLevel level) {
+const SimdKernels& simd_kernels(SimdLevel level) {
 #ifdef ORRERY_X86_KERNELS
   if (level == SimdLevel::avx512) return kAvx512Kernels;
   if (level == SimdLevel::avx2) return kAvx2Kernels;
@@ -102,7 +102,7 @@ py::dict build_info() {
 
 py::dict level_description(const std::string& requested) {
   SimdLevel level = choose_simd_level(requested);
-  const IsaKernels& kernels = isa_kernels(level);
+  const SimdKernels& kernels = simd_kernels(level);
   py::dict d;
   d["level"] = simd_name(level);
   d["block_f32"] = kernels.block_f32;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "isa_kernels.hpp"
+#include "simd_kernels.hpp"
 
 namespace orrery {
 
@@ -26,7 +26,7 @@ SimdLevel cpu_simd_level();
 // or build lacks.
 SimdLevel choose_simd_level(const std::string& requested);
 
-const IsaKernels& isa_kernels(SimdLevel level);
+const SimdKernels& simd_kernels(SimdLevel level);
 
 void register_simd(pybind11::module_& m);
 

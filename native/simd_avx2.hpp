@@ -1,4 +1,4 @@
-// AVX2 + FMA traits (256-bit: 8 floats or 4 doubles). Compiled only in isa_avx2.cpp, with
+// AVX2 + FMA traits (256-bit: 8 floats or 4 doubles). Compiled only in simd_avx2.cpp, with
 // -mavx2 -mfma. See simd_scalar.hpp for the interface every traits type shares.
 //
 // 1/sqrt: float starts from vrsqrtps (relative error <= 1.5 * 2^-12) and refines 1/r and m/r^3
@@ -13,7 +13,7 @@
 #include "rsqrt_refine.hpp"
 
 namespace orrery {
-namespace isa_avx2 {
+namespace simd_avx2 {
 
 template <typename T>
 struct Vec;
@@ -75,5 +75,5 @@ struct Vec<double> {
   static V two_over_sqrt(V r2) { return _mm256_div_pd(_mm256_set1_pd(2.0), _mm256_sqrt_pd(r2)); }
 };
 
-}  // namespace isa_avx2
+}  // namespace simd_avx2
 }  // namespace orrery

@@ -1,4 +1,4 @@
-// AVX-512 traits (512-bit: 16 floats or 8 doubles). Compiled only in isa_avx512.cpp, with
+// AVX-512 traits (512-bit: 16 floats or 8 doubles). Compiled only in simd_avx512.cpp, with
 // -mavx512f -mavx512dq. See simd_scalar.hpp for the interface every traits type shares.
 //
 // 1/sqrt starts from vrsqrt14 (relative error < 2^-14, so |e| < 2^-13) and is refined by the
@@ -14,7 +14,7 @@
 #include "rsqrt_refine.hpp"
 
 namespace orrery {
-namespace isa_avx512 {
+namespace simd_avx512 {
 
 template <typename T>
 struct Vec;
@@ -82,5 +82,5 @@ struct Vec<double> {
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 3>(r2, rsqrt_estimate(r2)); }
 };
 
-}  // namespace isa_avx512
+}  // namespace simd_avx512
 }  // namespace orrery

@@ -13,7 +13,7 @@
 #include <cstddef>
 
 namespace orrery {
-namespace isa_scalar {
+namespace simd_scalar {
 
 template <typename T>
 struct Vec {
@@ -43,5 +43,5 @@ struct Vec {
   static double sqrt_of(double x) { return __builtin_sqrt(x); }
 };
 
-}  // namespace isa_scalar
+}  // namespace simd_scalar
 }  // namespace orrery

@@ -2,7 +2,7 @@
 // (morton.cpp), depth-first octree and moments (octree.cpp), group walk (tree_walk.cpp).
 // Cost about N log N; accuracy set by the opening angle theta (theta = 0 is direct summation).
 // The interaction kernels run on the SIMD level chosen at run time, as cpu-direct's (simd.hpp).
-// Also exposes the host tree build (build_tree) so the GPU tree can be compared node for node.
+// Also exposes the host tree build (build_tree_f32/_f64) so the GPU tree can be compared node for node.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -63,7 +63,7 @@ class TreeEngine {
   }
 
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, bool quadrupole,
-                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const IsaKernels& kernels,
+                std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const SimdKernels& kernels,
                 T* acc, T* pot) {
     build(pos, mass, n, leaf_capacity, theta, quadrupole, threads);
     auto start = Clock::now();
@@ -198,7 +198,7 @@ void register_engine(py::module_& m, const char* name) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
-            const IsaKernels& kernels = isa_kernels(choose_simd_level(simd));
+            const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             CArray<T> acc({n, std::size_t(3)});
             CArray<T> pot(want_potential ? n : 0);
             T* a = acc.mutable_data();
@@ -228,9 +228,10 @@ void register_tree(py::module_& m) {
   const char* doc =
       "Host octree build: dict of order (sorted -> caller index), keys, nodes (structured array, ADR-0010 "
       "layout), leaves, cell_level, quadrupoles ((nodes, 6) or None), cube_min, cube_side, depth.";
-  m.def("build_tree", &build_tree<float>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
+  // Precision is in the name, as for every other function of the module (_f32, _f64).
+  m.def("build_tree_f32", &build_tree<float>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
         py::arg("quadrupole") = false, py::arg("theta") = 0.5, py::arg("threads") = 0, doc);
-  m.def("build_tree", &build_tree<double>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
+  m.def("build_tree_f64", &build_tree<double>, py::arg("pos"), py::arg("mass"), py::arg("leaf_capacity") = 16,
         py::arg("quadrupole") = false, py::arg("theta") = 0.5, py::arg("threads") = 0, doc);
 }
 

@@ -1,6 +1,6 @@
 // Tree interaction kernels, written once over a SIMD traits type S (simd_*.hpp) and compiled in
-// each isa_*.cpp file like the direct kernel; the walk (tree_walk.cpp) reaches them through the
-// IsaKernels table of the level simd.cpp chose.
+// each simd_*.cpp file like the direct kernel; the walk (tree_walk.cpp) reaches them through the
+// SimdKernels table of the level simd.cpp chose.
 //
 // One target at a time against the whole list: kLanes<T> / S::lanes registers hold the target's
 // kLanes<T> partial sums (tree_lists.hpp), so every level keeps the same partial sums, folded in

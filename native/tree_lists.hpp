@@ -1,6 +1,6 @@
 // What a tree interaction kernel reads and writes: one group of target particles and its
 // interaction list (tree_walk.cpp builds them; tree_kernels.hpp computes on them). Plain data
-// and function pointer types only, so the IsaKernels table (isa_kernels.hpp) can carry the
+// and function pointer types only, so the SimdKernels table (simd_kernels.hpp) can carry the
 // kernels across the per-instruction-set files.
 //
 // Sources are separate arrays padded to a multiple of kLanes<T> entries (64 bytes of T); padding

@@ -20,8 +20,8 @@ struct Kernels {
   TreeQuadrupoleFn<T> quadrupole;
 };
 
-Kernels<float> kernels_for(const IsaKernels& k, float) { return {k.tree_monopole_f32, k.tree_quadrupole_f32}; }
-Kernels<double> kernels_for(const IsaKernels& k, double) { return {k.tree_monopole_f64, k.tree_quadrupole_f64}; }
+Kernels<float> kernels_for(const SimdKernels& k, float) { return {k.tree_monopole_f32, k.tree_quadrupole_f32}; }
+Kernels<double> kernels_for(const SimdKernels& k, double) { return {k.tree_monopole_f64, k.tree_quadrupole_f64}; }
 
 // A growable array of sources written by index; reallocates only when a list outgrows it.
 template <typename T>
@@ -212,9 +212,9 @@ std::vector<std::uint32_t> find_groups(const std::vector<Node>& nodes, std::size
 template <typename T>
 WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,
                      T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads,
-                     const IsaKernels& isa, T* acc, T* pot) {
+                     const SimdKernels& table, T* acc, T* pot) {
   const std::vector<std::uint32_t> groups = find_groups(tree.nodes, group_capacity);
-  const Kernels<T> kernels = kernels_for(isa, T());
+  const Kernels<T> kernels = kernels_for(table, T());
   std::atomic<std::uint64_t> particle_particle{0}, particle_cell{0};
   ThreadPool::instance().parallel_for(
       groups.size(), kGroupsPerChunk, threads, [&](std::size_t g0, std::size_t g1) {
@@ -236,8 +236,8 @@ WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles,
 }
 
 template WalkCounts walk_tree<float>(const Octree<float>&, const SortedParticles<float>&, const std::uint32_t*, float,
-                                     bool, std::size_t, unsigned, const IsaKernels&, float*, float*);
+                                     bool, std::size_t, unsigned, const SimdKernels&, float*, float*);
 template WalkCounts walk_tree<double>(const Octree<double>&, const SortedParticles<double>&, const std::uint32_t*,
-                                      double, bool, std::size_t, unsigned, const IsaKernels&, double*, double*);
+                                      double, bool, std::size_t, unsigned, const SimdKernels&, double*, double*);
 
 }  // namespace orrery

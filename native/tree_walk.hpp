@@ -1,18 +1,21 @@
-// The Barnes-Hut walk: each leaf's particles walk the tree together as one group.
+// The Barnes-Hut walk: the particles of a group walk the tree together (docs/adr/0011).
 //
-// A group's targets are its leaf's particles; a node is accepted for the whole group when the
-// squared distance from the node's centre of mass to the group's bounding box exceeds the node's
-// open2, i.e. d > side/theta + |com - cell centre| (Salmon & Warren's b_max guard, so a centre of
-// mass near its cell's edge cannot sit too close to a target). Accepted nodes join the group's
-// list of cells, opened leaves the list of particles, and the group's own leaf is summed pair by
-// pair without its self-interactions. The walk follows skip indices, so it keeps no stack.
+// A group is the first node met in depth-first order that holds at most group_capacity
+// particles (or a leaf over capacity, when its particles coincide); its targets are that
+// subtree's particles. A node is accepted for the whole group when the squared distance from the
+// node's centre of mass to the group's bounding box exceeds the node's open2, i.e.
+// d > side/theta + |com - cell centre| (Salmon & Warren's b_max guard, so a centre of mass near
+// its cell's edge cannot sit too close to a target). Accepted nodes join the group's list of
+// cells, opened leaves outside the group the list of particles, and the group's own particles
+// are summed pair by pair without self-interactions. The walk follows skip indices, so it keeps
+// no stack.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "isa_kernels.hpp"
+#include "simd_kernels.hpp"
 #include "octree.hpp"
 
 namespace orrery {
@@ -39,6 +42,6 @@ struct WalkCounts {
 template <typename T>
 WalkCounts walk_tree(const Octree<T>& tree, const SortedParticles<T>& particles, const std::uint32_t* order,
                      T eps2, bool quadrupole, std::size_t group_capacity, unsigned threads,
-                     const IsaKernels& kernels, T* acc, T* pot);
+                     const SimdKernels& kernels, T* acc, T* pot);
 
 }  // namespace orrery

@@ -1,12 +1,16 @@
-"""``orrery bench KIND``: benchmarks with the harness's protocol; rows go to the terminal and,
-with ``--json``/``--csv``, to a file."""
+"""``orrery bench KIND``: one subcommand per benchmark, its flags generated from the benchmark's
+options table (``SPEC.options``) the way ``_solver_args`` does for solvers; rows go to the
+terminal and, with ``--json``/``--csv``, to a file."""
 
 from __future__ import annotations
 
-import importlib
+import argparse
 
-from ...engine.bench import BENCHMARKS
-from ...engine.bench.harness import write_rows
+from ...bench import BENCHMARKS, benchmark_module
+from ...bench._options import Several, flag
+from ...bench.harness import write_rows
+from ...engine.errors import InvalidInputError
+from ...engine.solvers._options import Option
 
 
 def add_parser(subparsers) -> None:
@@ -15,16 +19,54 @@ def add_parser(subparsers) -> None:
                                                "with interquartile ranges and measured ceilings.")
     kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
     for name in BENCHMARKS:
-        module = importlib.import_module(f"orrery.engine.bench.{name}")
-        sub = kinds.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(sub)
+        spec = benchmark_module(name).SPEC
+        sub = kinds.add_parser(name, help=spec.doc, description=spec.doc)
+        for option in spec.options:
+            _add_option(sub, option)
         sub.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
         sub.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
-        sub.set_defaults(handler=run, bench_module=module)
+        sub.set_defaults(handler=run)
+
+
+def _add_option(parser: argparse.ArgumentParser, option) -> None:
+    """One flag per option, each value checked by the option's record as it is parsed, so a
+    bad value is a usage error with the same rule and message as a call from Python."""
+    shown = option.default if not isinstance(option.default, tuple) else \
+        " ".join(map(str, option.default))
+    help_text = option.doc if option.default is None else f"{option.doc} (default: {shown})"
+    metavar = "{" + ",".join(map(str, option.choices)) + "}" if option.choices else \
+        option.name.upper()
+    if option.type is bool:
+        parser.add_argument(flag(option.name), dest=option.name, default=None,
+                            action=argparse.BooleanOptionalAction, help=help_text)
+    elif isinstance(option, Several):
+        # Both ``--n 1 2`` and ``--n 1 --n 2`` give [1, 2].
+        parser.add_argument(flag(option.name), dest=option.name, default=None,
+                            type=_checked(option), nargs="*" if option.allow_empty else "+",
+                            action="extend",
+                            metavar=metavar,
+                            help=help_text)
+    else:
+        parser.add_argument(flag(option.name), dest=option.name, default=None,
+                            type=_checked(option), metavar=metavar, help=help_text)
+
+
+def _checked(option):
+    """argparse's ``type`` for ``option``: its record's conversion and checks, one value."""
+    def parse(text: str):
+        try:
+            return Option.coerce(option, text)
+        except InvalidInputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = getattr(option.type, "__name__", "value")
+    return parse
 
 
 def run(args) -> int:
-    rows = args.bench_module.run(args)
+    module = benchmark_module(args.kind)
+    options = {o.name: getattr(args, o.name) for o in module.SPEC.options
+               if getattr(args, o.name) is not None}
+    rows = module.run(**options)
     if args.json:
         write_rows(rows, args.json, meta={"benchmark": args.kind})
     if args.csv:

@@ -8,8 +8,8 @@ import sys
 from tqdm import tqdm
 
 from ...engine import ics
-from ...engine.bench.harness import format_table
-from ...engine.bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
+from ...bench.harness import format_table
+from ...bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
                                            solver_kwargs, timed_solvers)
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
 from ._arg_types import integer, number

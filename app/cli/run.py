@@ -18,7 +18,6 @@ from ._solver_args import add_solver_arguments, solver_options
 # Used when neither a flag nor a preset names a solver: picks by particle count.
 DEFAULT_SOLVER = "auto"
 DEFAULT_COUNT = 4096
-DEFAULT_DT = 1e-3
 
 
 def add_parser(subparsers) -> None:
@@ -44,7 +43,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--steps", type=integer(minimum=0), default=1000,
                         help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
-                        help=f"time step (default: the preset's, else {DEFAULT_DT:g})")
+                        help=f"time step (default: the preset's, else {scenarios.DT.default:g})")
     parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
                         help="leapfrog variant (default: kdk)")
     add_solver_arguments(parser, default_solver=None,
@@ -143,7 +142,7 @@ def _setup(args):
     if args.scenario is None and args.load is None:
         count = DEFAULT_COUNT if args.n is None else args.n
         particles = ics.make(args.ic or "plummer", count, seed=args.seed)
-        dt = DEFAULT_DT if args.dt is None else args.dt
+        dt = scenarios.DT.default if args.dt is None else args.dt
         return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None
     chosen = args.scenario
     if args.load is not None:

@@ -14,6 +14,7 @@ from imgui_bundle import imgui, implot
 from ...engine import scenarios
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
+from ...engine.solvers._options import THETA
 from ..render import (COLOUR_MODES, DENSITY_QUANTITIES, DensityStyle, PointStyle, ToneMap,
                       colour_maps)
 
@@ -160,7 +161,8 @@ class ControlPanel:
         imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
         imgui.pop_text_wrap_pos()
-        dt = frame.stats.get("dt", settings.dt or 1e-3) if frame else 1e-3
+        dt = frame.stats.get("dt", settings.dt or scenarios.DT.default) if frame else \
+            scenarios.DT.default
         _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.5, "%.5f",
                                        imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
@@ -173,7 +175,8 @@ class ControlPanel:
         spec = solver_specs().get(runner.solver_name)
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
-        _, new_theta = imgui.slider_float("theta", float(settings.theta), 0.1, 1.5, "%.2f")
+        _, new_theta = imgui.slider_float("theta", float(settings.theta), THETA.minimum,
+                                          THETA.maximum, "%.2f")
         if imgui.is_item_deactivated_after_edit():
             runner.update(theta=new_theta)
         imgui.end_disabled()

@@ -4,6 +4,12 @@ header ``portable.h``), two backends: SYCL devices through dpctl and CUDA device
 Host types, after OpenMM's common platform: :class:`Context` (a device and its in-order queue:
 arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
 :class:`Kernel` (launch with global and local sizes) and :class:`KernelEvent` (device-side time).
+Primitives built on them: :class:`DeviceScan` (prefix sums) and the key sort each context
+gives through ``Context.key_sort()`` (a portable radix sort; CuPy's sort on CUDA).
+
+Arrays of other frameworks (DLPack, the CUDA and SYCL array interfaces) come in through
+:meth:`Context.wrap` and go out through :meth:`Context.export` (``_interchange.py``); every
+upload and download is counted in ``Context.transfers``.
 
 Example (a device string, a kernel file, a define, a launch of global/local size)::
 
@@ -14,14 +20,19 @@ Example (a device string, a kernel file, a define, a launch of global/local size
 """
 
 from ._cuda_gl import gl_buffer_view, registered_gl_buffers
+from ._interchange import UsmArray, host_array
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
+from ._scan import DeviceScan
+from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, HostSnapshot,
                      InteropUnavailableError, Kernel, KernelBuildError, KernelEvent, Program,
-                     Snapshot)
+                     Snapshot, ceil_div, launch_size)
 from .opencl_build_log import opencl_build_log
 
-__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceUnavailableError",
-           "HostSnapshot", "InteropUnavailableError", "Kernel", "KernelBuildError", "KernelEvent",
-           "Program", "Snapshot", "gl_buffer_view", "kernel_file", "list_devices", "open_device",
-           "opencl_build_log", "registered_gl_buffers", "unavailable_reason"]
+__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan",
+           "DeviceUnavailableError", "HostSnapshot", "InteropUnavailableError", "Kernel",
+           "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "UsmArray",
+           "ceil_div", "gl_buffer_view", "host_array", "kernel_file", "launch_size",
+           "list_devices", "open_device", "opencl_build_log", "registered_gl_buffers",
+           "unavailable_reason"]

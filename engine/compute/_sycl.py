@@ -93,17 +93,26 @@ def describe(device, index: int) -> DeviceInfo:
 
 
 class SyclArray(DeviceArray):
-    def __init__(self, context: "SyclContext", shape, dtype):
-        super().__init__(shape, dtype)
+    """``memory`` is the USM allocation; given, it is a view of another framework's array
+    (``strides``, ``start`` as :class:`DeviceArray` says)."""
+
+    def __init__(self, context: "SyclContext", shape, dtype, memory=None, strides=None,
+                 start: int = 0):
+        super().__init__(shape, dtype, strides, start)
         self._context = context
-        self.memory = _dpctl().memory.MemoryUSMDevice(max(self.nbytes, 1), queue=context.queue)
+        if memory is None:
+            memory = _dpctl().memory.MemoryUSMDevice(max(self.nbytes, 1), queue=context.queue)
+        self.memory = memory
 
     def upload(self, host: np.ndarray) -> None:
         host = self._check_host(host)
+        self._context.transfers.uploaded += host.nbytes
         self._context.queue.wait()
         self.memory.copy_from_host(host.reshape(-1).view(np.uint8))
 
     def download(self) -> np.ndarray:
+        self._check_plain()
+        self._context.transfers.downloaded += self.nbytes
         self._context.queue.wait()
         host = np.empty(self.shape, self.dtype)
         self.memory.copy_to_host(host.reshape(-1).view(np.uint8))

@@ -5,11 +5,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InvalidInputError, OrreryError
+
+if TYPE_CHECKING:
+    from ._sort import KeySort
+
+
+def ceil_div(value: int, divisor: int) -> int:
+    """``value / divisor`` rounded up, for non-negative integers."""
+    return -(-value // divisor)
+
+
+def launch_size(count: int, group: int) -> int:
+    """The global size that covers ``count`` items in whole work-groups of ``group`` (at
+    least one group, so an empty launch is still a valid one)."""
+    return max(1, ceil_div(count, group)) * group
 
 
 class DeviceUnavailableError(OrreryError, RuntimeError):
@@ -54,13 +68,30 @@ class DeviceInfo:
                 f"fp64 {'yes' if self.fp64 else 'no'}, driver {self.driver})")
 
 
-class DeviceArray(ABC):
-    """A 1-D or 2-D array in device memory with a fixed shape and dtype."""
+@dataclass
+class Transfers:
+    """Bytes a context moved between host and device through :class:`DeviceArray` uploads and
+    downloads (tests use it to show that a path moves no particle arrays)."""
 
-    def __init__(self, shape: int | tuple[int, ...], dtype):
+    uploaded: int = 0
+    downloaded: int = 0
+
+
+class DeviceArray(ABC):
+    """A 1-D or 2-D array in device memory with a fixed shape and dtype.
+
+    Arrays a context allocates are C-contiguous; one wrapping another framework's array
+    (:meth:`Context.wrap`) has that array's ``strides`` (in elements, as kernels index) and
+    ``start``, the element of index (0, ...) counted from the pointer kernels receive.
+    """
+
+    def __init__(self, shape: int | tuple[int, ...], dtype, strides: tuple[int, ...] | None = None,
+                 start: int = 0):
         shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
+        self.strides = tuple(strides) if strides is not None else c_strides(self.shape)
+        self.start = int(start)
 
     @property
     def size(self) -> int:
@@ -78,13 +109,24 @@ class DeviceArray(ABC):
     def download(self) -> np.ndarray:
         """A new host array with this array's contents (waits for queued work first)."""
 
+    def _check_plain(self) -> None:
+        """Refuse host transfers of a strided view (they copy whole, contiguous arrays)."""
+        if self.strides != c_strides(self.shape) or self.start:
+            raise InvalidInputError(f"a strided view {self.dtype}{self.shape} of another "
+                                    "framework's array has no host transfers")
+
     def _check_host(self, host: np.ndarray) -> np.ndarray:
+        self._check_plain()
         host = np.ascontiguousarray(host)
         if host.shape != self.shape or host.dtype != self.dtype:
             raise InvalidInputError(f"cannot upload {host.dtype}{host.shape} into a device array "
                                     f"of {self.dtype}{self.shape}")
         return host
 
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of ``shape``."""
+    return tuple(int(np.prod(shape[axis + 1:], dtype=np.int64)) for axis in range(len(shape)))
 
 class InteropUnavailableError(DeviceUnavailableError):
     """This device cannot write into a GL buffer directly (a SYCL device, no ``cuda.bindings``,
@@ -188,6 +230,7 @@ class Context(ABC):
     def __init__(self, info: DeviceInfo):
         self.info = info
         self._programs: dict[str, Program] = {}
+        self.transfers = Transfers()
 
     # -- memory -------------------------------------------------------------------------------
     @abstractmethod
@@ -207,9 +250,22 @@ class Context(ABC):
         array.upload(host)
         return array
 
-    @staticmethod
-    def download(array: DeviceArray) -> np.ndarray:
-        return array.download()
+    # -- arrays of other frameworks (DLPack, CUDA and SYCL array interfaces) ------------------
+    def wrap(self, obj, what: str) -> DeviceArray | None:
+        """A view of ``obj``, a device array of another framework (CuPy, PyTorch, dpnp, ...) on
+        this device, without a copy; None when ``obj`` lives in host memory. A device array on
+        another device, or of another element type than float32/float64, raises
+        InvalidInputError naming ``what``."""
+        from ._interchange import wrap
+        return wrap(self, obj, what)
+
+    def export(self, array: DeviceArray, shape: tuple[int, ...] | None = None,
+               strides: tuple[int, ...] | None = None, offset: int = 0):
+        """``array`` (or the view of it with ``shape``, element ``strides`` and element
+        ``offset``) as an array of this backend's framework family, sharing its memory: a CuPy
+        array on CUDA, an object with ``__sycl_usm_array_interface__`` on SYCL."""
+        from ._interchange import export
+        return export(self, array, shape or array.shape, strides or array.strides, offset)
 
     def snapshot(self, shape, dtype, write: Callable[[DeviceArray], object]) -> Snapshot:
         """A :class:`Snapshot` of what ``write(array)`` queues into a device array of ``shape``
@@ -248,6 +304,13 @@ class Context(ABC):
     @abstractmethod
     def _compile(self, source: str) -> Program:
         """Compile the assembled source."""
+
+    # -- primitives ---------------------------------------------------------------------------
+    def key_sort(self) -> KeySort:
+        """A sorter of (64-bit key, 32-bit order) pairs on this device (see ``_sort``)."""
+        from ._sort import RadixKeySort
+
+        return RadixKeySort(self)
 
     # -- ordering -----------------------------------------------------------------------------
     @abstractmethod

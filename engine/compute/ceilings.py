@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._discovery import open_device
-from ._types import Context
+from ._types import Context, launch_size
 
 CHAINS = 8
 LOCAL_SIZE = 256
@@ -73,7 +73,7 @@ def measure(device: str | Context | None = None, *, trials: int = 3) -> dict:
     info = context.info
     local = min(LOCAL_SIZE, info.max_work_group_size)
     global_size = info.compute_units * ITEMS_PER_UNIT[info.kind]
-    global_size = -(-global_size // local) * local
+    global_size = launch_size(global_size, local)
     iterations = ITERATIONS[info.kind]
     result: dict = {"device": info.spec, "name": info.name}
     result.update(_arithmetic(context, 32, global_size, iterations, local, trials))

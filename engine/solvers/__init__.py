@@ -12,7 +12,8 @@ from ..errors import SolverUnavailableError, UnknownSolverError
 from ._base import HostState, Solver
 from ._options import Option, SolverSpec
 
-_SOLVER_MODULES = ("reference", "cpu_direct", "cpu_tree", "gpu_direct", "gpu_tree", "auto")
+_SOLVER_MODULES = ("reference", "cpu_direct", "cpu_tree", "cpu_fmm", "gpu_direct", "gpu_tree", "gpu_fmm",
+                  "auto")
 
 
 def solver_specs() -> dict[str, SolverSpec]:

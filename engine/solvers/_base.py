@@ -57,8 +57,19 @@ class Solver(ABC):
         mass = np.ascontiguousarray(mass, dtype=self.dtype)
         start = time.perf_counter()
         acc, pot = self._compute(pos, mass, potential)
-        self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
+        self.store_stats(start)
         return (acc, pot) if potential else acc
+
+    def store_stats(self, start: float) -> None:
+        """``last_stats`` of an evaluation that began at ``start``."""
+        self.last_stats = self.timed_stats(start, self._extra_stats)
+
+    @staticmethod
+    def timed_stats(start: float, extra_stats) -> dict:
+        """Wall seconds since ``start`` (``wall_s``) and ``extra_stats()``; the wall time is
+        read after the extra stats, which may wait for a device's events."""
+        extra = extra_stats()
+        return {"wall_s": time.perf_counter() - start, **extra}
 
     @abstractmethod
     def _compute(self, pos, mass, potential):
@@ -83,7 +94,6 @@ class HostState:
 
     def __init__(self, solver: Solver, particles: Particles):
         self.solver = solver
-        self.template = particles
         self.pos = np.array(particles.pos, dtype=solver.dtype, order="C")
         self.vel = np.array(particles.vel, dtype=solver.dtype, order="C")
         self.mass = np.array(particles.mass, dtype=solver.dtype, order="C")

@@ -40,14 +40,22 @@ def padded_count(n: int, padding: int) -> int:
 class DeviceState:
     """Positions, velocities and masses in device memory (the :class:`HostState` methods)."""
 
-    def __init__(self, solver, particles: Particles):
+    def __init__(self, solver, particles: Particles | None, arrays=None):
+        """From host ``particles``, or (``particles`` None) from ``arrays``: (pos, vel, mass)
+        :class:`DeviceArray` views of another framework's arrays, packed on the device."""
         self.solver = solver
-        self.template = particles
         context, dtype = solver.context, solver.dtype
-        self._n = particles.n
+        self._n = particles.n if arrays is None else arrays[0].shape[0]
         self.padded = padded_count(self._n, solver.padding_for(self._n))
-        self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype))
-        self.vel = context.upload(pack(particles.vel, None, self.padded, dtype))
+        if arrays is None:
+            self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype))
+            self.vel = context.upload(pack(particles.vel, None, self.padded, dtype))
+        else:
+            pos, vel, mass = arrays
+            self.body = context.empty((self.padded, 4), dtype)
+            self.vel = context.empty((self.padded, 4), dtype)
+            solver.packer.pack(self.body, pos, mass, self._n)
+            solver.packer.pack(self.vel, vel, None, self._n, what="velocity")
         self.acc = context.zeros((self.padded, 4), dtype)
         program = context.build(["integrate.cl"], defines={"REAL_BITS": dtype.itemsize * 8})
         self._kick = program.kernel("kick")
@@ -82,6 +90,14 @@ class DeviceState:
     def positions(self) -> np.ndarray:
         """Current positions, copied to the host (the one transfer a frame needs)."""
         return np.ascontiguousarray(self.body.download()[:self._n, :3])
+
+    def device_arrays(self) -> tuple:
+        """(pos, vel, mass) of the live state as the backend's device arrays (CuPy on CUDA,
+        UsmArray on SYCL): views of the state's own memory, no copy; they see later steps, and
+        what is written to them changes the state."""
+        context, n = self.solver.context, self._n
+        return (context.export(self.body, (n, 3), (4, 1)), context.export(self.vel, (n, 3), (4, 1)),
+                context.export(self.body, (n,), (4,), offset=3))
 
     def stage_positions(self) -> Snapshot:
         """The current positions as float32 (n, 3), taken in queue order without waiting: the

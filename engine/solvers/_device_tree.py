@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compute import Context, DeviceArray, KernelEvent
+from ..compute import Context, DeviceArray, DeviceScan, KernelEvent, ceil_div, launch_size
 from ..errors import InvalidInputError
-from ._device_scan import DeviceScan
-from ._device_sort import DeviceKeySort
 
 MORTON_LEVELS = 21
 # Work-group sizes: the box reduction, and every one-item-per-body or per-node kernel.
@@ -31,19 +29,15 @@ STAGES = ("box", "keys", "sort", "build", "moments")
 
 
 def node_dtype(real: np.dtype) -> np.dtype:
-    """The host view of a device node record (the layout of cpu-tree's ``build_tree`` nodes)."""
+    """The host view of a device node record (the layout of cpu-tree's ``build_tree_f32`` nodes)."""
     real = np.dtype(real)
     size = 4 * real.itemsize + real.itemsize + 12
-    itemsize = 32 if real.itemsize == 4 else -(-size // 8) * 8
+    itemsize = 32 if real.itemsize == 4 else ceil_div(size, 8) * 8
     return np.dtype({"names": ["com", "mass", "open2", "skip", "first", "count"],
                      "formats": [(real, 3), real, real, "<u4", "<u4", "<u4"],
                      "offsets": [0, 3 * real.itemsize, 4 * real.itemsize, 5 * real.itemsize,
                                  5 * real.itemsize + 4, 5 * real.itemsize + 8],
                      "itemsize": itemsize})
-
-
-def _launch_size(count: int, group: int = ITEM_GROUP) -> int:
-    return max(1, -(-count // group)) * group
 
 
 @dataclass
@@ -63,6 +57,8 @@ class DeviceTree:
     groups: DeviceArray
     group_count: int
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
+    # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
+    cube: DeviceArray | None = None
 
     def node_records(self, real) -> np.ndarray:
         """The nodes as a host structured array (copied from the device)."""
@@ -96,7 +92,7 @@ class DeviceTreeBuilder:
                    ("node_chain_lengths", "node_chains", "read_entry", "compact_groups")}
         self._m = {name: moments.kernel(name) for name in ("leaf_moments", "internal_moments")}
         self._scan = DeviceScan(context)
-        self._sort = DeviceKeySort(context)
+        self._sort = context.key_sort()
         self._count = 0
         self._capacity = 0
         self._entry = context.empty(1, np.uint32)
@@ -133,7 +129,7 @@ class DeviceTreeBuilder:
 
     def scatter(self, tree: DeviceTree, result: DeviceArray, out: DeviceArray) -> KernelEvent:
         """``out[order[k]] = result[k]``: key-ordered results back in the caller's order."""
-        return self._k["scatter_results"].launch(_launch_size(tree.count), ITEM_GROUP, result,
+        return self._k["scatter_results"].launch(launch_size(tree.count, ITEM_GROUP), ITEM_GROUP, result,
                                                  tree.order, np.int32(tree.count), out)
 
     def _read(self, values: DeviceArray, index: int) -> int:
@@ -152,25 +148,25 @@ class DeviceTreeBuilder:
         n = np.int32(count)
         k, b, m = self._k, self._b, self._m
         events: dict[str, list[KernelEvent]] = {stage: [] for stage in STAGES}
-        partial_groups = min(BOX_PARTIALS, -(-count // BOX_GROUP))
+        partial_groups = min(BOX_PARTIALS, ceil_div(count, BOX_GROUP))
         events["box"] = [
             k["box_partials"].launch(partial_groups * BOX_GROUP, BOX_GROUP, body, n, self._partials),
             k["box_finish"].launch(BOX_GROUP, BOX_GROUP, self._partials, np.int32(partial_groups),
                                    self._cube)]
-        events["keys"] = [k["morton_keys"].launch(_launch_size(count), ITEM_GROUP, body, n,
+        events["keys"] = [k["morton_keys"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, body, n,
                                                   self._cube, self._keys[0], self._order[0])]
         sort_events, (keys, order) = self._sort.sort(self._keys[0], self._order[0], self._keys[1],
                                                      self._order[1], count)
         events["sort"] = sort_events + [
-            k["gather_bodies"].launch(_launch_size(count), ITEM_GROUP, body, order, n, self._sorted)]
+            k["gather_bodies"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, body, order, n, self._sorted)]
 
         starts = self._starts
-        events["build"] = [b["node_chain_lengths"].launch(_launch_size(count), ITEM_GROUP, keys, n,
+        events["build"] = [b["node_chain_lengths"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
                                                           starts)]
         events["build"] += self._scan.scan(starts, count, starts)
         node_count = self._read(starts, count)
         self._node_arrays(node_count)
-        events["build"].append(b["node_chains"].launch(_launch_size(count), ITEM_GROUP, keys, n,
+        events["build"].append(b["node_chains"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
                                                        starts, self._nodes, self._levels,
                                                        self._flags))
         group_count = 0
@@ -178,12 +174,12 @@ class DeviceTreeBuilder:
             events["build"] += self._scan.scan(self._flags, node_count, self._offsets)
             group_count = self._read(self._offsets, node_count)
             events["build"].append(b["compact_groups"].launch(
-                _launch_size(node_count), ITEM_GROUP, self._flags, self._offsets,
+                launch_size(node_count, ITEM_GROUP), ITEM_GROUP, self._flags, self._offsets,
                 np.int32(node_count), self._groups))
 
         theta = self.accum.type(self.theta)
         nodes_n = np.int32(node_count)
-        width = _launch_size(node_count)
+        width = launch_size(node_count, ITEM_GROUP)
         moment_arrays = (self._sums, self._centres, self._moments, self._quadrupoles)
         events["moments"] = [m["leaf_moments"].launch(width, ITEM_GROUP, self._nodes, nodes_n,
                                                       self._levels, keys, self._sorted, self._cube,
@@ -195,4 +191,4 @@ class DeviceTreeBuilder:
         return DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
                           order=order, nodes=self._nodes, levels=self._levels,
                           quadrupoles=self._quadrupoles, groups=self._groups,
-                          group_count=group_count, events=events)
+                          group_count=group_count, events=events, cube=self._cube)

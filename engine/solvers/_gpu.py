@@ -1,13 +1,16 @@
 """The base of solvers that compute on a GPU compute device (:mod:`orrery.engine.compute`).
 
 A subclass implements ``launch_accelerations`` on device arrays (and ``padding_for`` when its
-kernels need padded arrays); this base
-opens the device, provides the host-array API (``accelerations``: upload, launch, download) and
-returns a device-resident :class:`DeviceState` from ``bind`` so a Simulation keeps its bodies on
-the device. That state is checked for NaN and infinity, as the CPU solvers check their input on
-every evaluation, whenever it comes to the host and at least every
-:data:`FINITE_CHECK_INTERVAL_S` seconds of evaluations (a copy of the positions then: checking
-every step would cost a transfer per step).
+kernels need padded arrays); this base opens the device, provides ``accelerations`` for host
+arrays (NumPy in and out: the arrays are uploaded as they are, through pinned buffers on CUDA,
+and packed and checked on the device) and for device arrays of other frameworks on the same
+device (DLPack, the CUDA or SYCL array interfaces: read in place, results handed back as the
+backend's device arrays, nothing through the host; :mod:`._device_input`), and returns a
+device-resident :class:`DeviceState` from ``bind`` (host particles) or ``bind_device`` (device
+arrays) so a Simulation keeps its bodies on the device. That state is checked for NaN and
+infinity, as the CPU solvers check their input on every evaluation, whenever it comes to the
+host and at least every :data:`FINITE_CHECK_INTERVAL_S` seconds of evaluations (then by a
+kernel, which brings eight integers to the host and no particle data).
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ from abc import abstractmethod
 
 import numpy as np
 
-from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, open_device
+from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, host_array, open_device
 from ..errors import InvalidInputError, SolverUnavailableError
-from ..particles import Particles, check_finite, check_fits
+from ..particles import (SUPPORTED_DTYPES, Particles, check_finite, check_fits,
+                         check_no_coincident, check_shapes)
 from ._base import Solver
-from ._device_state import DeviceState, pack, padded_count
+from ._device_input import RowPacker
+from ._device_state import DeviceState, padded_count
 
 # Longest stretch of evaluations between two checks of a device-resident state for NaN and
-# infinity; one check copies the positions to the host, a fraction of a per-cent of a second.
+# infinity; one check is a kernel and a read of eight integers, far below a per-cent of a second.
 FINITE_CHECK_INTERVAL_S = 1.0
 
 
@@ -42,6 +47,9 @@ class GpuSolver(Solver):
                                          "has no float64 support; use precision='f32'")
         self.params["device"] = self.context.info.spec
         self._staging: tuple[DeviceArray, DeviceArray] | None = None
+        self._uploads: dict[str, DeviceArray] = {}
+        self._results: tuple[DeviceArray, DeviceArray] | None = None
+        self.packer = RowPacker(self.context, self.dtype)
         self._events: list[KernelEvent] = []
         self.last_launch: dict = {}
 
@@ -59,51 +67,135 @@ class GpuSolver(Solver):
 
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
         """Wall and device seconds of ``events`` (queued from ``start``) become ``last_stats``
-        when it is read; reading waits for the events, and ``seconds`` is wall time from
+        when it is read; reading waits for the events, and ``wall_s`` is wall time from
         ``start`` to that read (so read it right after the evaluation)."""
         launch = dict(self.last_launch)
+        self._defer_stats(lambda: self.timed_stats(start, lambda: self._device_stats(events, launch)))
 
-        def compute() -> dict:
-            kernel_seconds = sum(event.seconds() for event in events)
-            return {"seconds": time.perf_counter() - start, "kernel_seconds": kernel_seconds,
-                    "device": self.context.info.spec, **launch}
+    # -- accelerations of host or device arrays ----------------------------------------------
+    def accelerations(self, pos, mass, *, potential: bool = False):
+        """Accelerations ``(n, 3)`` (and potentials ``(n,)`` when ``potential``) in this
+        solver's precision: NumPy arrays for host arrays; for device arrays on this solver's
+        device (CuPy, PyTorch, dpnp, ...: DLPack or the CUDA/SYCL array interfaces, float32 or
+        float64, any strides) arrays on that device (CuPy on CUDA, :class:`UsmArray` on SYCL),
+        with no transfer of particle data through the host."""
+        start = time.perf_counter()
+        wrapped = self._wrapped(pos, mass)
+        if wrapped is None:
+            acc, pot = self._compute(*self._host_inputs(pos, mass), potential)
+        else:
+            acc, pot = self._evaluate(*wrapped, potential, on_host=False)
+            acc, pot = (self.context.export(acc), self.context.export(pot) if potential else None)
+        self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
+        return (acc, pot) if potential else acc
 
-        self._defer_stats(compute)
+    def _wrapped(self, pos, mass) -> tuple[DeviceArray, DeviceArray] | None:
+        """Device arrays of this solver's device viewed in place (shapes checked; values are
+        checked on the device), or None for host arrays."""
+        wrapped = [self.context.wrap(pos, "positions"), self.context.wrap(mass, "masses")]
+        if wrapped[0] is None and wrapped[1] is None:
+            return None
+        if wrapped[0] is None or wrapped[1] is None:
+            raise InvalidInputError(
+                f"positions and masses must be on one device: got positions on "
+                f"{'the host' if wrapped[0] is None else self.context.info.spec} and masses on "
+                f"{'the host' if wrapped[1] is None else self.context.info.spec}")
+        check_shapes(wrapped[0].shape, wrapped[1].shape)
+        return wrapped[0], wrapped[1]
+
+    def _host_inputs(self, pos, mass) -> tuple[np.ndarray, np.ndarray]:
+        """Host arrays as they are (converted only from other floating types); only shapes
+        and coincident bodies are checked here, values on the device."""
+        arrays = [host_array(pos), host_array(mass)]
+        check_shapes(arrays[0].shape, arrays[1].shape)
+        for index, array in enumerate(arrays):
+            if not np.issubdtype(array.dtype, np.floating):
+                raise InvalidInputError("positions and masses must be floating-point arrays")
+            if array.dtype not in SUPPORTED_DTYPES:
+                arrays[index] = array.astype(self.dtype)
+        if self.softening == 0:
+            check_no_coincident(arrays[0])
+        return arrays[0], arrays[1]
 
     def _compute(self, pos, mass, potential):
+        """NumPy results for host arrays of a supported float type: uploaded as they are into
+        buffers reused between calls (pinned staging on CUDA), evaluated, downloaded."""
+        acc, pot = self._evaluate(self._upload("positions", pos), self._upload("masses", mass),
+                                  potential, on_host=True)
+        return acc.download(), (pot.download() if potential else None)
+
+    def _upload(self, role: str, host: np.ndarray) -> DeviceArray:
+        """``host`` in this solver's reused device buffer for ``role``."""
+        host = np.ascontiguousarray(host)
+        array = self._uploads.get(role)
+        if array is None or array.shape != host.shape or array.dtype != host.dtype:
+            array = self._uploads[role] = self.context.empty(host.shape, host.dtype)
+        array.upload(host)
+        return array
+
+    def _evaluate(self, pos: DeviceArray, mass: DeviceArray, potential: bool, *, on_host: bool):
+        """``(acc, pot or None)`` device arrays for device arrays ``pos`` and ``mass`` of any
+        layout. ``on_host``: they came from host arrays, which were checked for coincident
+        bodies there, and the results go to the host through buffers reused between calls."""
         n = pos.shape[0]
         padded = padded_count(n, self.padding_for(n))
         if self._staging is None or self._staging[0].shape[0] != padded:
             self._staging = (self.context.empty((padded, 4), self.dtype),
                              self.context.empty((padded, 4), self.dtype))
         body, out = self._staging
-        body.upload(pack(pos, mass, padded, self.dtype))
+        self.packer.pack(body, pos, mass, n)
+        if self.softening == 0 and not on_host:
+            # The coincidence test is a sort on the host, as for host arrays: with zero
+            # softening device arrays cost one copy of the packed positions.
+            check_no_coincident(body.download()[:n, :3])
         self._events = self.launch_accelerations(body, out, n, potential=potential)
-        result = out.download()
-        acc = np.ascontiguousarray(result[:n, :3])
-        return acc, (np.ascontiguousarray(result[:n, 3]) if potential else None)
+        if on_host and self._results is not None and self._results[0].shape[0] == n:
+            acc, pot = self._results
+        else:
+            acc, pot = self.context.empty((n, 3), self.dtype), self.context.empty((n,), self.dtype)
+            if on_host:
+                self._results = (acc, pot)
+        self.packer.unpack(out, n, acc, pot if potential else None)
+        return acc, (pot if potential else None)
 
     def _extra_stats(self) -> dict:
-        return {"kernel_seconds": sum(event.seconds() for event in self._events),
-                "device": self.context.info.spec, **self.last_launch}
+        return self._device_stats(self._events, self.last_launch)
+
+    def _device_stats(self, events: list[KernelEvent], launch: dict) -> dict:
+        """Device seconds of ``events`` (waiting for them) and the launch configuration."""
+        return {"kernel_s": sum(event.seconds() for event in events),
+                "device": self.context.info.spec, **launch}
 
     def bind(self, particles: Particles) -> DeviceState:
         check_fits(particles, self.dtype)
         return _CheckedDeviceState(self, particles)
+
+    def bind_device(self, pos, vel, mass) -> DeviceState:
+        """A device-resident state copied, on the device, from device arrays of another
+        framework on this solver's device (as ``accelerations`` takes them)."""
+        arrays = [self.context.wrap(values, what)
+                  for values, what in ((pos, "positions"), (vel, "velocities"), (mass, "masses"))]
+        if any(array is None for array in arrays):
+            raise InvalidInputError(f"positions, velocities and masses must all be device arrays "
+                                    f"on {self.context.info.spec}; for host arrays build "
+                                    "Particles")
+        check_shapes(arrays[0].shape, arrays[2].shape, arrays[1].shape)
+        return _CheckedDeviceState(self, None, arrays=tuple(arrays))
 
 
 class _CheckedDeviceState(DeviceState):
     """A :class:`DeviceState` that refuses to go on from, or hand out, a non-finite state
     (:class:`InvalidInputError`, as the CPU solvers raise)."""
 
-    def __init__(self, solver, particles):
-        super().__init__(solver, particles)
+    def __init__(self, solver, particles, arrays=None):
+        super().__init__(solver, particles, arrays)
         self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
 
     def compute_accelerations(self) -> None:
         super().compute_accelerations()
         if time.perf_counter() >= self._next_check:
-            self.positions()
+            self.solver.packer.check(self.body, self.n)  # on the device: no particle data moves
+            self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
 
     def positions(self) -> np.ndarray:
         pos = super().positions()

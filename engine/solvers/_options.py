@@ -104,6 +104,9 @@ class SolverSpec:
     factory: Callable[..., Any]
     # Returns None when the solver can run here, else a one-line reason it cannot.
     unavailable_reason: Callable[[], str | None] = field(default=lambda: None)
+    # Where it computes: "cpu", "gpu" (through the compute layer, on a ``device``) or "any"
+    # (``auto``, which hands the work to one of the others).
+    kind: str = "cpu"
 
     def resolve(self, kwargs: dict) -> dict:
         known = {o.name: o for o in self.options}

@@ -47,7 +47,8 @@ DEFAULT_THRESHOLDS: dict[str, int] = {
 # A solver left out of the defaults when the other one can run (see the module docstring).
 _OUTCLASSED_BY = {"cpu-tree": "gpu-direct"}
 # Solvers auto never picks: the slow accuracy yardstick, and itself.
-EXCLUDED = ("reference", "auto")
+# The FMM solvers join the choice once the calibration table has rows for them.
+EXCLUDED = ("reference", "auto", "cpu-fmm", "gpu-fmm")
 
 
 def default_schedule(candidates) -> Schedule:
@@ -124,8 +125,11 @@ class AutoSolver(Solver):
 
         if self._requested.get("device") or device_key()["gpus"]:
             return candidates
+        from . import solver_specs
+
+        specs = solver_specs()
         return {name: options for name, options in candidates.items()
-                if not name.startswith("gpu-")}
+                if specs[name].kind != "gpu"}
 
     def select(self, n: int) -> Solver:
         """The solver for ``n`` particles (chosen again only when ``n`` changes)."""
@@ -171,4 +175,5 @@ SPEC = SolverSpec(
     options=(PRECISION, SOFTENING, _pass_through(THETA), _pass_through(QUADRUPOLE),
              _pass_through(LEAF_CAPACITY), _pass_through(THREADS), _pass_through(DEVICE)),
     factory=AutoSolver,
+    kind="any",
 )

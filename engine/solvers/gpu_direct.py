@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..compute import DeviceArray, KernelEvent, unavailable_reason
+from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
 from ..errors import InvalidInputError
 from ._gpu import GpuSolver
 from ._options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
@@ -55,7 +55,7 @@ class GpuDirectSolver(GpuSolver):
         tile = self.tile_size or min(preferred_tile, info.max_work_group_size)
         targets = self.targets or preferred_targets
         wanted_groups = math.ceil(MIN_BUSY_FRACTION * info.compute_units)
-        while -(-n // (tile * targets)) < wanted_groups:
+        while ceil_div(n, tile * targets) < wanted_groups:
             if self.targets is None and targets > 1:
                 targets //= 2
             elif self.tile_size is None and tile > SMALLEST_AUTOMATIC_TILE:
@@ -93,4 +93,5 @@ SPEC = SolverSpec(
     options=(PRECISION, SOFTENING, DEVICE, TILE_SIZE, TARGETS),
     factory=GpuDirectSolver,
     unavailable_reason=unavailable_reason,
+    kind="gpu",
 )

@@ -14,12 +14,11 @@ for the group's bounding box; the interaction counts of cpu-tree with the same g
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
 
-from ..compute import DeviceArray, KernelEvent, unavailable_reason
+from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
 from ._device_tree import STAGES, DeviceTreeBuilder
 from ._gpu import GpuSolver
 from ._options import DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA, Option, SolverSpec
@@ -59,7 +58,7 @@ class GpuTreeSolver(GpuSolver):
     walk : {"coherent", "independent", "group"}
         How the walk maps onto sub-groups.
 
-    ``last_stats``: ``seconds`` (wall), ``kernel_seconds`` (device), per stage ``box_s``,
+    ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s``,
     ``keys_s``, ``sort_s`` (sort and gather), ``build_s``, ``moments_s``, ``walk_s``,
     ``reorder_s``; ``particle_particle``, ``particle_cell``, ``interactions_per_particle``,
     ``nodes``, ``walk``, ``device``.
@@ -87,7 +86,7 @@ class GpuTreeSolver(GpuSolver):
         subgroup = self.context.info.subgroup_size
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": 64 if self.context.info.fp64 else 32,
                    "WALK": _WALK_CODES[self.walk], "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
-                   "GROUP_TARGETS": -(-GROUP_CAPACITY // subgroup),
+                   "GROUP_TARGETS": ceil_div(GROUP_CAPACITY, subgroup),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
         return program.kernel("tree_walk")
@@ -99,9 +98,9 @@ class GpuTreeSolver(GpuSolver):
             self._result = self.context.empty((count, 4), self.dtype)
         if self.walk == "group":
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
-            work_groups = max(1, -(-tree.group_count // per_work_group))
+            work_groups = max(1, ceil_div(tree.group_count, per_work_group))
         else:
-            work_groups = max(1, -(-count // WALK_GROUP_SIZE))
+            work_groups = max(1, ceil_div(count, WALK_GROUP_SIZE))
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
             self._tally = self.context.empty(2 * work_groups, np.uint64)
         self._tally_groups = work_groups
@@ -117,7 +116,7 @@ class GpuTreeSolver(GpuSolver):
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
                  for stage in (*STAGES, "walk", "reorder")}
-        stats["kernel_seconds"] = sum(stats.values())
+        stats["kernel_s"] = sum(stats.values())
         tally = self._tally.download()[:2 * self._tally_groups].reshape(-1, 2).sum(axis=0)
         count = self._tree.count
         stats.update(particle_particle=int(tally[0]), particle_cell=int(tally[1]),
@@ -126,12 +125,9 @@ class GpuTreeSolver(GpuSolver):
                      device=self.context.info.spec)
         return stats
 
-    def record_stats(self, start: float, events: list[KernelEvent]) -> None:
-        # Deferred (see GpuSolver.record_stats): a live run that never reads the breakdown
-        # never waits for ~50 events and a tally download per step.
-        self._defer_stats(lambda: {**self._breakdown(), "seconds": time.perf_counter() - start})
-
-    def _extra_stats(self) -> dict:
+    def _device_stats(self, events, launch) -> dict:
+        # The last evaluation's stage breakdown (its ~50 events and the tally download are
+        # waited for only when last_stats is read: see GpuSolver.record_stats).
         return self._breakdown()
 
     def last_tree(self):
@@ -145,4 +141,5 @@ SPEC = SolverSpec(
     options=(PRECISION, SOFTENING, DEVICE, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY, WALK),
     factory=GpuTreeSolver,
     unavailable_reason=unavailable_reason,
+    kind="gpu",
 )

@@ -44,6 +44,7 @@ typedef unsigned int uint;
 #define SYNC_THREADS __syncthreads()
 #define MEM_FENCE __threadfence_block()
 #define ATOMIC_ADD(pointer, value) atomicAdd((pointer), (value))
+#define ATOMIC_MIN(pointer, value) atomicMin((pointer), (value))
 
 #define SUBGROUP_LANE ((int)(threadIdx.x & (SUBGROUP_SIZE - 1)))
 #define SUBGROUP_ID ((int)(threadIdx.x / SUBGROUP_SIZE))
@@ -124,6 +125,7 @@ typedef float4 real4;
 #define SYNC_THREADS barrier(CLK_LOCAL_MEM_FENCE)
 #define MEM_FENCE mem_fence(CLK_LOCAL_MEM_FENCE)
 #define ATOMIC_ADD(pointer, value) atomic_add((pointer), (value))
+#define ATOMIC_MIN(pointer, value) atomic_min((pointer), (value))
 
 #define SUBGROUP_LANE ((int)get_sub_group_local_id())
 #define SUBGROUP_ID ((int)get_sub_group_id())

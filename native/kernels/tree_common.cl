@@ -1,5 +1,5 @@
 /* tree_common.cl: what every GPU tree kernel file shares: the accumulation type, the key depth,
- * the node record and the level of the smallest cell holding two keys.
+ * the node record, the level of the smallest cell holding two keys and key de-interleaving.
  *
  * The node is cpu-tree's (native/octree.hpp, ADR-0010): one array in depth-first order, a node's
  * first child right after it, `skip` one past its subtree (a node is a leaf when skip == its
@@ -37,4 +37,15 @@ DEVICE int common_level(const ulong a, const ulong b) {
   if (differ == 0) return MORTON_LEVELS;
   const int highest = 63 - CLZ64(differ);
   return MORTON_LEVELS - 1 - highest / 3;
+}
+
+/* Gathers bits 0, 3, 6, ... of v into the low bits (the inverse of spreading). */
+DEVICE uint compact_bits(ulong v) {
+  v &= 0x1249249249249249UL;
+  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3UL;
+  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fUL;
+  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffUL;
+  v = (v ^ (v >> 16)) & 0x1f00000000ffffUL;
+  v = (v ^ (v >> 32)) & 0x1fffffUL;
+  return (uint)v;
 }

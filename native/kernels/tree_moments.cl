@@ -11,17 +11,6 @@
  * guard); theta = 0 gives infinity: no cell is accepted.
  * Needs tree_common.cl first. Host defines: QUADRUPOLE. */
 
-/* Gathers bits 0, 3, 6, ... of v into the low bits (the inverse of spreading). */
-DEVICE uint compact_bits(ulong v) {
-  v &= 0x1249249249249249UL;
-  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3UL;
-  v = (v ^ (v >> 4)) & 0x100f00f00f00f00fUL;
-  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffUL;
-  v = (v ^ (v >> 16)) & 0x1f00000000ffffUL;
-  v = (v ^ (v >> 32)) & 0x1fffffUL;
-  return (uint)v;
-}
-
 /* Stores the node's final sums (mass, m x, m y, m z), then its centre of mass (into centres) and
  * its float record. */
 DEVICE void finish_node(const int i, GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,

@@ -1,4 +1,3 @@
-import json
 import os
 import shutil
 import signal
@@ -142,21 +141,6 @@ def test_recording_commands_have_help(command, capsys):
         main([command, "--help"])
     assert exit_info.value.code == 0
     assert "usage" in capsys.readouterr().out
-
-
-def test_bench_playback_measures_every_stage_at_a_tiny_size(tmp_path, capsys):
-    out = tmp_path / "rows.json"
-    assert main(["bench", "playback", "--n", "64", "--frames", "6", "--trials", "1",
-                 "--sim-n", "64", "--solvers", "cpu-direct", "--dir", str(tmp_path),
-                 "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["rows"]
-    stages = [(row["stage"], row["precision"]) for row in rows]
-    for precision, name in (("f16", "float16"), ("f32", "float32")):
-        assert ("write", precision) in stages
-        assert ("read direct", name) in stages and ("Player.latest", name) in stages
-    assert ("simulate cpu-direct", "f32") in stages
-    assert all(row["frames_per_s"] > 0 for row in rows)
-    assert list(tmp_path.glob("orrery-playback-*")) == []  # the temporary recording is gone
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -178,45 +178,6 @@ def test_camera_fit_centres_and_frames_the_particles():
     assert camera.pitch <= np.radians(89.0)
 
 
-def test_render_benchmark_reports_frame_and_bare_times(capsys):
-    import argparse
-
-    from orrery.engine.bench import render
-
-    parser = argparse.ArgumentParser()
-    render.add_arguments(parser)
-    rows = render.run(parser.parse_args(["--n", "500", "--size", "64x48", "--trials", "2",
-                                         "--warmup", "1", "--target", "rgba32f", "rgba16f"]))
-    assert [(row["n"], row["target"]) for row in rows] == [(500, "rgba32f"), (500, "rgba16f")]
-    for row in rows:
-        assert row["frame_ms"] > 0 and row["bare_ms"] > 0 and row["with_upload_ms"] > 0
-        assert row["ratio_to_bare"] == pytest.approx(row["frame_ms"] / row["bare_ms"])
-    assert "ratio_to_bare" in capsys.readouterr().out
-
-
-def test_render_benchmark_replays_a_new_recording_frame_every_frame(tmp_path, capsys):
-    import argparse
-
-    from orrery.engine.bench import render
-
-    parser = argparse.ArgumentParser()
-    render.add_arguments(parser)
-    rows = render.run(parser.parse_args(["--n", "300", "--size", "64x48", "--trials", "2",
-                                         "--warmup", "1", "--replay", "--frames", "4",
-                                         "--dir", str(tmp_path)]))
-    static, *replays = rows
-    assert static["source"] == "static"
-    assert [(row["source"], row["vertex_format"]) for row in replays] == [
-        ("replay float16", "3f2"), ("replay float32", "3f4")]
-    for row in replays:
-        assert row["timed_frames"] == row["new_frames"] == 8  # two passes, every frame new
-        assert row["frame_ms"] > 0 and row["draw_ms"] > 0 and row["upload_ms"] > 0
-        assert row["render_ms"] == static["frame_ms"] and row["bare_ms"] == static["bare_ms"]
-        assert row["ratio_to_render"] == pytest.approx(row["frame_ms"] / row["render_ms"])
-    assert list(tmp_path.iterdir()) == []  # the temporary recordings are gone
-    assert "ratio_to_render" in capsys.readouterr().out
-
-
 def test_labels_of_another_run_do_not_break_a_frame(ctx):
     scene = ParticleScene(ctx)
     assert scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))

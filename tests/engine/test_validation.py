@@ -147,3 +147,16 @@ def test_an_orrery_simd_that_is_not_text_is_a_clear_error(undecodable_simd):
     for call in (build_info, simd_level, lambda: make_solver("cpu-direct")):
         with pytest.raises(InvalidInputError, match=r"ORRERY_SIMD must be scalar, avx2 or avx512, got b'avx\\xff'"):
             call()
+
+
+def test_float32_arrays_go_to_a_float64_solver_without_warnings():
+    import warnings
+
+    from orrery.engine import ics, make_solver
+
+    particles = ics.plummer(256, seed=1).astype("f32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        acc = make_solver("cpu-direct", precision="f64").accelerations(particles.pos,
+                                                                       particles.mass)
+    assert acc.dtype.name == "float64"

@@ -1,0 +1,128 @@
+"""``orrery bench fmm``: a fast multipole solver's time and error per expansion order and opening
+angle (RMS and 90th percentile of |da|/|a| over sampled targets against exact float64 sums),
+its stage breakdown (sort, build, walk, upward, M2L, P2P, downward, from ``last_stats``) and,
+with ``--versus``, the fastest setting of each solver that reaches each error target (by RMS and
+by 90th percentile), measured in the same run (``--versus cpu-tree`` sweeps the tree's theta with and without quadrupoles).
+
+Self-contained: it needs only the solvers, the initial conditions and the timing harness.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ..engine import ics, make_solver
+from ..engine.accuracy import sampled_exact
+from ..engine.errors import InvalidInputError
+from ..engine.solvers import solver_specs
+from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, Option
+from ._options import SOLVER_RUN, BenchmarkSpec, several
+from .harness import Timing, format_table, time_trials
+
+HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
+
+STAGES = ("sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward")
+
+
+SPEC = BenchmarkSpec("fmm", HELP, options=(
+    several(Option("n", int, None, "particle counts", minimum=1), (65536,)),
+    Option("solver", str, "cpu-fmm", "a solver with an order option: cpu-fmm or gpu-fmm"),
+    several(Option("orders", int, None, "expansion orders", minimum=1), (3, 4, 5, 6, 7)),
+    several(Option("thetas", float, None, "opening angles", minimum=0.0), (0.4, 0.5, 0.6, 0.7)),
+    PRECISION,
+    replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
+    *SOLVER_RUN,
+    Option("trials", int, 3, "timed trials per setting", minimum=1),
+    Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
+    Option("error_targets", int, 1024, "target particles sampled for the errors", minimum=1),
+    Option("versus", str, None, "also sweep this theta solver (e.g. cpu-tree) and compare at "
+                                "equal error"),
+    several(Option("versus_thetas", float, None, "the compared solver's opening angles",
+                   minimum=0.0), (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)),
+    several(Option("targets", float, None, "error targets (RMS, then 90th percentile) of the "
+                                           "equal-error table", minimum=0.0,
+                   exclusive_minimum=True), (1e-2, 3e-3, 1e-3, 3e-4)),
+))
+
+
+def _make(name: str, args, **options):
+    known = {option.name for option in solver_specs()[name].options}
+    wanted = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
+              "device": args.device, "leaf_capacity": args.leaf_capacity if name == args.solver else None,
+              **options}
+    return make_solver(name, **{k: v for k, v in wanted.items() if v is not None and k in known})
+
+
+def _measure(solver, particles, exact, targets, args) -> dict:
+    run = lambda: solver.accelerations(particles.pos, particles.mass)  # noqa: E731
+    timing: Timing = time_trials(run, warmup=args.warmup, trials=args.trials)
+    acc = np.asarray(solver.accelerations(particles.pos, particles.mass), np.float64)[targets]
+    errors = np.linalg.norm(acc - exact, axis=1) / np.linalg.norm(exact, axis=1)
+    stats = solver.last_stats
+    row = {**timing.summary(), "rms": float(np.sqrt(np.mean(errors ** 2))),
+           "p90": float(np.percentile(errors, 90)),
+           **{f"{stage}_s": stats[f"{stage}_s"] for stage in STAGES if f"{stage}_s" in stats}}
+    if "m2l_interactions" in stats:
+        row["m2l_per_particle"] = stats["m2l_interactions"] / len(particles.pos)
+    if "particle_particle" in stats:
+        row["p2p_per_particle"] = stats["particle_particle"] / len(particles.pos)
+    return row
+
+
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    spec = solver_specs().get(args.solver)
+    if spec is None or "order" not in {option.name for option in spec.options}:
+        raise InvalidInputError(f"solver must name a solver with an order option, got "
+                                f"{args.solver!r}")
+    rows = []
+    for n in args.n:
+        particles = ics.make(args.ic, n, seed=args.seed)
+        targets = np.sort(np.random.default_rng(0).choice(n, size=min(n, args.error_targets), replace=False))
+        start = time.perf_counter()
+        exact = sampled_exact(particles.pos, particles.mass, targets, args.softening, device=args.device)
+        print(f"N = {n}: exact sums of {len(targets)} targets in {time.perf_counter() - start:.1f} s")
+        grid = []
+        for order in args.orders:
+            for theta in args.thetas:
+                solver = _make(args.solver, args, order=order, theta=theta)
+                grid.append({"table": "grid", "solver": args.solver, "n": n, "order": order, "theta": theta,
+                             **_measure(solver, particles, exact, targets, args)})
+        stage_columns = [f"{s}_s" for s in STAGES if f"{s}_s" in grid[0]]
+        print(f"\n{args.solver} ({args.precision}, {args.ic}, N = {n}) per evaluation")
+        print(format_table(grid, ["order", "theta", "median_s", "iqr_s", "rms", "p90", *stage_columns,
+                                  "m2l_per_particle", "p2p_per_particle"]))
+        rows += grid
+        if args.versus:
+            rows += _equal_error(args, n, particles, exact, targets, grid)
+    print("(the machine may be shared: ratios measured in one run are the figures to quote)")
+    return rows
+
+
+def _equal_error(args, n, particles, exact, targets, grid) -> list[dict]:
+    options = [{"theta": theta} for theta in args.versus_thetas]
+    if "quadrupole" in {option.name for option in solver_specs()[args.versus].options}:
+        options = [{**o, "quadrupole": q} for q in (False, True) for o in options]
+    sweep = [{"table": "versus", "solver": args.versus, "n": n, **o,
+              **_measure(_make(args.versus, args, **o), particles, exact, targets, args)} for o in options]
+    print(f"\n{args.versus} sweep (N = {n})")
+    print(format_table(sweep, ["theta", "quadrupole", "median_s", "rms", "p90"]))
+    rows = []
+    for metric in ("rms", "p90"):
+        for target in args.targets:
+            row = {"table": "equal_error", "n": n, "metric": metric, "target": target}
+            for label, candidates in ((args.solver, grid), (args.versus, sweep)):
+                meeting = [r for r in candidates if r[metric] <= target]
+                best = min(meeting, key=lambda r: r["median_s"]) if meeting else None
+                row[f"{label}_s"] = best["median_s"] if best else float("nan")
+                row[f"{label}_setting"] = (", ".join(f"{k}={best[k]}" for k in ("order", "theta", "quadrupole")
+                                                     if k in best) if best else "none reached it")
+            row["speedup"] = row[f"{args.versus}_s"] / row[f"{args.solver}_s"]
+            rows.append(row)
+    print(f"\nfastest setting reaching each error target, by RMS and by 90th percentile (N = {n})")
+    print(format_table(rows, ["metric", "target", f"{args.solver}_s", f"{args.solver}_setting", f"{args.versus}_s",
+                              f"{args.versus}_setting", "speedup"]))
+    return sweep + rows

@@ -1,0 +1,181 @@
+"""``orrery bench live``: the live viewer's simulation rate and render rate measured together,
+against the headless rate of the same run.
+
+For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` seconds untimed):
+
+- ``headless``: the simulation stepped on the main thread, as ``orrery run`` does;
+- ``runner``: the solver thread (``SimulationRunner``) with a reader taking ``latest()`` at the
+  render cap's rate and drawing nothing;
+- ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
+  through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
+  the ``Renderer`` into an output of ``--size``, then sleeps to the next tick of ``--fps``
+  (what vsync does);
+- ``uncapped``: the same with no sleep, waiting for the GPU to finish every frame (through a
+  call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
+
+Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
+the solver thread published and the renderer showed, and the upload path.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..engine.solvers._options import Option
+from ._options import BenchmarkSpec, several
+from .harness import format_table
+from .render import window_size
+
+HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
+MODES = ("headless", "runner", "capped", "uncapped")
+_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
+            "shown", "upload"]
+
+
+SPEC = BenchmarkSpec("live", HELP, options=(
+    several(Option("n", int, None, "particle counts", minimum=1), (2000,)),
+    several(Option("solver", str, None, "solvers"), ("cpu-direct",)),
+    Option("scenario", str, "galaxy-collision", "scenario"),
+    several(Option("modes", str, None, "", choices=MODES), MODES, "what to run"),
+    Option("seconds", float, 5.0, "timed seconds per run", minimum=0.0, exclusive_minimum=True),
+    Option("warmup", float, 1.0, "untimed seconds first", minimum=0.0),
+    Option("fps", float, 60.0, "render cap of the capped run and the reader's rate",
+           minimum=0.0, exclusive_minimum=True),
+    Option("size", window_size, "1280x720", "output size WxH"),
+    Option("point_size", float, None, "sprite diameter in pixels (default: the viewer's)",
+           minimum=0.0, exclusive_minimum=True),
+    Option("target", str, "rgba32f", "accumulation format", choices=("rgba32f", "rgba16f")),
+    Option("interop", bool, True, "show frames through CUDA-GL interop where it works (off: "
+                                  "upload every frame through the host)"),
+    Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
+    Option("libegl", str, None, "path of libEGL.so.1 where the loader cannot find it"),
+))
+
+
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    from ..engine import scenarios
+    from ..engine.runner import RunSettings
+
+    rows = []
+    for solver in args.solver:
+        for n in args.n:
+            scenario = scenarios.load(args.scenario, n=n, seed=0)
+            settings = RunSettings(scenario=args.scenario, n=n, solver=solver)
+            headless = None
+            for mode in args.modes:
+                row = {"solver": solver, "n": n, "mode": mode,
+                       **_measure(mode, scenario, settings, args)}
+                if mode == "headless":
+                    headless = row["steps_per_second"]
+                row["ratio"] = (row["steps_per_second"] / headless) if headless else None
+                rows.append(row)
+                print(format_table([row], _COLUMNS), flush=True)
+    print(format_table(rows, _COLUMNS))
+    return rows
+
+
+def _measure(mode: str, scenario, settings, args) -> dict:
+    if mode == "headless":
+        return _headless(scenario, settings, args)
+    from ..engine.runner import SimulationRunner
+
+    runner = SimulationRunner(settings)
+    try:
+        if mode == "runner":
+            return _reader_only(runner, args)
+        return _rendered(runner, args, capped=mode == "capped")
+    finally:
+        runner.close()
+
+
+def _headless(scenario, settings, args) -> dict:
+    from ..engine.runner import solver_options
+    from ..engine.simulation import Simulation
+    from ..engine.solvers import make_solver
+
+    options = solver_options(settings.solver, scenario, settings)
+    sim = Simulation(scenario.particles, make_solver(settings.solver, **options), dt=scenario.dt)
+    _run_for(args.warmup, lambda: sim.step(1))
+    sim.positions()
+    start, steps = time.perf_counter(), sim.steps
+    _run_for(args.seconds, lambda: sim.step(1))
+    sim.positions()  # the device has finished every step
+    elapsed = time.perf_counter() - start
+    return {"steps_per_second": (sim.steps - steps) / elapsed, "render_fps": None,
+            "published": None, "shown": None, "upload": None}
+
+
+def _run_for(seconds: float, body) -> int:
+    end, count = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        body()
+        count += 1
+    return count
+
+
+def _reader_only(runner, args) -> dict:
+    period = 1.0 / args.fps
+
+    def read():
+        runner.latest()
+        time.sleep(period)
+
+    _run_for(args.warmup, read)
+    first, published = runner.latest(), runner.frames_published
+    start = time.perf_counter()
+    frames = _run_for(args.seconds, read)
+    last = runner.latest()
+    elapsed = time.perf_counter() - start
+    return {"steps_per_second": (last.step - first.step) / elapsed,
+            "render_fps": frames / elapsed, "published": runner.frames_published - published,
+            "shown": None, "upload": None}
+
+
+def _rendered(runner, args, *, capped: bool) -> dict:
+    from ..app.render import (Camera, ParticleScene, PointStyle, Renderer, ToneMap,
+                               headless_context)
+    from ..app.render import _gl_calls
+
+    width, height = args.size
+    ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
+    output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
+    scene = ParticleScene(ctx, interop=args.interop)
+    renderer = Renderer(ctx, target_format=args.target)
+    style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
+    tone, camera = ToneMap(), Camera()
+    camera.fit(runner.latest().positions)
+    view_projection = camera.view_projection(width / height)
+    period = 1.0 / args.fps
+    shown = 0
+
+    def frame():
+        nonlocal shown
+        tick = time.perf_counter()
+        shown += scene.show(runner.latest(), runner.population)
+        renderer.render(scene, view_projection, style, tone, output)
+        if capped:
+            _gl_calls.flush(ctx)
+            rest = period - (time.perf_counter() - tick)
+            if rest > 0:
+                time.sleep(rest)
+        else:
+            _gl_calls.finish(ctx)
+
+    try:
+        _run_for(args.warmup, frame)
+        first, published, shown = runner.latest(), runner.frames_published, 0
+        start = time.perf_counter()
+        frames = _run_for(args.seconds, frame)
+        _gl_calls.finish(ctx)
+        last = runner.latest()
+        elapsed = time.perf_counter() - start
+        return {"steps_per_second": (last.step - first.step) / elapsed,
+                "render_fps": frames / elapsed,
+                "published": runner.frames_published - published, "shown": shown,
+                "upload": scene.upload_path if scene.interop_unavailable is None else
+                f"{scene.upload_path} ({scene.interop_unavailable})"}
+    finally:
+        scene.release()
+        renderer.release()
+        ctx.release()

@@ -1,0 +1,174 @@
+"""``orrery bench playback``: how fast recordings are written and replayed, against how fast
+the simulation produces frames at the same particle count.
+
+Per precision: a recording of ``--frames`` frames of ``--n`` particles is written through a
+:class:`Recorder` (wall time from the first ``append`` to ``close``, i.e. into the page cache,
+plus the ``fsync`` that makes it durable), then read back from the page cache into a
+render-ready buffer: straight from the file (what the Player's prefetch thread does), through
+h5py for comparison, and end to end through the :class:`Player`'s ring. The simulation rows time
+one force evaluation of each available CPU solver at ``--sim-n`` particles and scale it to
+``--n`` (N^2 for direct summation, N log N for a tree): an estimate, labelled as one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..engine import ics
+from ..engine.recording import Player, Recorder, RecordingFile
+from ..engine.solvers import make_solver, solver_specs
+from ..engine.solvers._options import Option
+from ._options import BenchmarkSpec, several
+from .harness import format_table, time_trials
+
+HELP = "recording write and replay throughput vs simulation speed"
+
+_SCALING = {"cpu-direct": "n^2", "cpu-tree": "n log n"}
+
+
+SPEC = BenchmarkSpec("playback", HELP, options=(
+    Option("n", int, 1_000_000, "particles", minimum=1),
+    Option("frames", int, 300, "frames", minimum=1),
+    several(Option("precision", str, None, "", choices=("f16", "f32")), ("f16", "f32"),
+            "recording precisions"),
+    Option("dir", str, None, "folder for the temporary recording (default: the system temp "
+                             "folder; needs n*frames*12 bytes free for f32)"),
+    Option("trials", int, 5, "timed read passes", minimum=1),
+    Option("sim_n", int, 32768, "particles for the timed force evaluation", minimum=2),
+    several(Option("solver", str, None, ""), ("cpu-direct", "cpu-tree"),
+            "solvers to compare with, where available"),
+))
+
+
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    rows = []
+    for precision in args.precision:
+        with tempfile.TemporaryDirectory(prefix="orrery-playback-", dir=args.dir) as folder:
+            path = Path(folder) / f"bench-{precision}.h5"
+            rows.append(_write(path, args.n, args.frames, precision))
+            rows += _read(path, args.trials)
+    rows += _simulate(args.n, args.sim_n, args.solver)
+    columns = ["stage", "precision", "n", "frames", "frames_per_s", "mb_per_s", "iqr_rel",
+               "note"]
+    print(format_table(rows, columns))
+    return rows
+
+
+def _frames_to_write(n: int, count: int = 4) -> list[np.ndarray]:
+    """A few distinct float32 frames, cycled: the writer's cost does not depend on the values."""
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((n, 3), dtype=np.float32) for _ in range(count)]
+
+
+def _write(path: Path, n: int, frames: int, precision: str) -> dict:
+    sources = _frames_to_write(n)
+    append_seconds = []
+    start = time.perf_counter()
+    with Recorder(path, masses=np.full(n, 1.0 / n), dtype=precision,
+                  attributes={"scenario": "bench"}) as recorder:
+        for index in range(frames):
+            before = time.perf_counter()
+            recorder.append(sources[index % len(sources)], index * 1e-3, index)
+            append_seconds.append(time.perf_counter() - before)
+    written = time.perf_counter() - start
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        before = time.perf_counter()
+        os.fsync(fd)
+        synced = time.perf_counter() - before
+    finally:
+        os.close(fd)
+    size = path.stat().st_size
+    # Later appends wait for the disk (the queue is full), so only the first ones, made while
+    # the queue had room, show what a frame costs the simulation's thread.
+    unblocked = append_seconds[:max(1, recorder.queue_capacity - 1)]
+    return {"stage": "write", "precision": precision, "n": n, "frames": frames,
+            "frames_per_s": frames / written, "mb_per_s": size / written / 1e6,
+            "note": f"to page cache/disk; +fsync {synced:.2f} s -> "
+                    f"{size / (written + synced) / 1e6:.0f} MB/s durable; append() costs the "
+                    f"caller {1e3 * float(np.median(unblocked)):.1f} ms"}
+
+
+def _read(path: Path, trials: int) -> list[dict]:
+    rows = []
+    with RecordingFile(path) as recording:
+        count, n = recording.frame_count, recording.n
+        buffer = np.empty((n, 3), recording.dtype)
+        megabytes = recording.frame_bytes * count / 1e6
+
+        def direct_pass():
+            for index in range(count):
+                recording.read_into(index, buffer)
+
+        def h5py_pass():
+            dataset = recording._positions
+            for index in range(count):
+                dataset.read_direct(buffer, source_sel=np.s_[index])
+
+        for stage, work in (("read direct", direct_pass), ("read via h5py", h5py_pass)):
+            timing = time_trials(work, warmup=1, trials=trials)
+            rows.append({"stage": stage, "precision": recording.dtype.name, "n": n,
+                         "frames": count, "frames_per_s": count / timing.median,
+                         "mb_per_s": megabytes / timing.median,
+                         "iqr_rel": timing.relative_iqr,
+                         "note": "page cache -> render-ready buffer"})
+        if recording.dtype == np.float16:
+            half = recording.read(0)
+            widen = time_trials(lambda: half.astype(np.float32), warmup=1, trials=trials)
+            rows.append({"stage": "f16->f32 convert", "precision": "float16", "n": n, "frames": 1,
+                         "frames_per_s": 1 / widen.median, "iqr_rel": widen.relative_iqr,
+                         "note": "what a renderer without half floats would add per frame"})
+    rows.append(_player_pass(path, trials))
+    return rows
+
+
+def _player_pass(path: Path, trials: int) -> dict:
+    """Frames per second the Player delivers when the renderer asks for each frame in turn."""
+    with Player(path) as player:
+        count = player.frame_count
+
+        def scrub_forward():
+            player.seek(0)
+            for index in range(count):
+                player.seek(index)
+                while True:
+                    frame = player.latest()
+                    if frame is not None and frame.stats["index"] == index:
+                        break
+                    time.sleep(0)
+
+        timing = time_trials(scrub_forward, warmup=1, trials=trials)
+        return {"stage": "Player.latest", "precision": player.dtype.name, "n": player.n,
+                "frames": count, "frames_per_s": count / timing.median,
+                "mb_per_s": count * player.n * 3 * player.dtype.itemsize / timing.median / 1e6,
+                "iqr_rel": timing.relative_iqr,
+                "note": "prefetch ring, every frame awaited in order"}
+
+
+def _simulate(n: int, sim_n: int, names: list[str]) -> list[dict]:
+    rows = []
+    specs = solver_specs()
+    particles = ics.plummer(sim_n, seed=1)
+    for name in names:
+        if name not in specs or specs[name].unavailable_reason() or name not in _SCALING:
+            continue
+        solver = make_solver(name, precision="f32", softening=0.01)
+        pos, mass = particles.pos.astype(np.float32), particles.mass.astype(np.float32)
+        timing = time_trials(lambda: solver.accelerations(pos, mass), warmup=1, trials=3)
+        steps = 1.0 / timing.median
+        scale = ((n / sim_n) ** 2 if _SCALING[name] == "n^2"
+                 else (n * math.log(n)) / (sim_n * math.log(sim_n)))
+        rows.append({"stage": f"simulate {name}", "precision": "f32", "n": sim_n,
+                     "frames_per_s": steps, "iqr_rel": timing.relative_iqr,
+                     "note": "measured: force evaluations (steps) per second"})
+        rows.append({"stage": f"simulate {name}", "precision": "f32", "n": n,
+                     "frames_per_s": steps / scale,
+                     "note": f"estimated from n={sim_n} by {_SCALING[name]} scaling"})
+    return rows

@@ -1,0 +1,76 @@
+"""``cpu-fmm``: native Cartesian fast multipole method, tree rebuilt every evaluation, threaded.
+
+cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitting cell-cell
+(M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
+the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
+centres (docs/adr/0110). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
+expansions in double. Results do not depend on the thread count, bit for bit, and the lists are
+symmetric, so the total force sums to zero up to rounding.
+"""
+
+from __future__ import annotations
+
+from ... import _native
+from ..cpu_features import simd_level
+from ._base import Solver
+from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA
+from ._options import PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+
+
+class CpuFmmSolver(Solver):
+    """Fast multipole gravity on the CPU.
+
+    Parameters
+    ----------
+    precision : {"f32", "f64"}
+        Precision of positions and particle sums (expansions are always in double).
+    softening : float
+        Plummer softening length (N-body units), in P2P and in the expansions' kernel.
+    threads : int or None
+        Worker threads; None uses every core.
+    theta : float
+        Opening angle in [0, 0.95]; 0 is direct summation.
+    order : int
+        Expansion order p, 1 to ``FMM_MAX_ORDER``.
+    leaf_capacity : int
+        Most particles a leaf holds (coincident particles may exceed it).
+    simd : {"scalar", "avx2", "avx512"} or None
+        Instruction set of the P2P kernel; None: ``ORRERY_SIMD``, else the widest.
+
+    ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
+    ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
+    ``downward_s`` (L2L); ``m2l_interactions``, ``particle_particle``, ``nodes``, ``leaves``,
+    ``depth``, ``terms`` and ``simd``.
+    """
+
+    name = "cpu-fmm"
+
+    def __init__(self, *, precision, softening, threads, theta, order, leaf_capacity, simd):
+        self.simd = simd_level(simd)["level"]
+        super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
+                         order=order, leaf_capacity=leaf_capacity, simd=self.simd)
+        self.threads = threads or 0
+        self.theta = theta
+        self.order = order
+        self.leaf_capacity = leaf_capacity
+        self._engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
+
+    def _compute(self, pos, mass, potential):
+        return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
+                                     self.leaf_capacity, threads=self.threads, potential=potential,
+                                     simd=self.simd)
+
+    def last_lists(self) -> dict:
+        """The last evaluation's interaction lists, depth order and centres (for tests)."""
+        return dict(self._engine.lists)
+
+    def _extra_stats(self) -> dict:
+        return {**self._engine.stats, "simd": self.simd}
+
+
+SPEC = SolverSpec(
+    name="cpu-fmm",
+    doc="fast multipole method on the CPU: O(N), error set by the opening angle theta and order p",
+    options=(PRECISION, SOFTENING, THREADS, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY, SIMD),
+    factory=CpuFmmSolver,
+)

@@ -1,0 +1,127 @@
+"""Type stub of ``orrery._native``, the C++ core (pybind11; sources in ``native/``).
+
+Installed next to the extension so editors and type checkers see its API. Precision is in the
+name: ``_f32``/``_f64`` for functions, ``TreeF32``/``TreeF64`` for the classes. ``threads=0``
+means every hardware thread; ``simd=""`` means ``ORRERY_SIMD``, else the widest level this CPU
+has. Keep in step with the ``m.def`` calls of ``native/*.cpp``
+(``tests/engine/test_native_stub.py`` checks the names).
+"""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+# Most particles sharing one cpu-tree walk (native/tree_walk.hpp, kDefaultGroupCapacity).
+TREE_GROUP_CAPACITY: int
+
+
+def build_info() -> dict[str, Any]:
+    """How this module was built: compiler, build_type, flags, simd_compiled, simd_flags,
+    simd_cpu, simd_env, threads."""
+
+
+def hardware_threads() -> int:
+    """Threads the machine offers (the default thread count)."""
+
+
+def simd_levels() -> list[str]:
+    """The SIMD levels this CPU can run, lowest first."""
+
+
+def simd_level(simd: str = "") -> dict[str, Any]:
+    """The level a call with this ``simd`` would use (level, block_f32, block_f64, rsqrt_f32,
+    rsqrt_f64). ValueError for an unknown name, RuntimeError for a level this CPU lacks."""
+
+
+def direct_accelerations_f32(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
+                             threads: int = 0, potential: bool = False, simd: str = "",
+                             first: int = 0, count: int = -1) -> tuple[F32, F32 | None]:
+    """Softened accelerations and, with ``potential``, potentials by direct summation (G = 1)
+    of the targets ``first .. first + count - 1`` (``count=-1``: to the end) from every source;
+    each target's bits are those of a call over all."""
+
+
+def direct_accelerations_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
+                             threads: int = 0, potential: bool = False, simd: str = "",
+                             first: int = 0, count: int = -1) -> tuple[F64, F64 | None]:
+    """As :func:`direct_accelerations_f32`, in float64."""
+
+
+def reference_accelerations(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
+                            threads: int = 0, potential: bool = False) -> tuple[F64, F64 | None]:
+    """Double-precision compensated direct summation: (acc (n, 3), potential (n,) or None)."""
+
+
+def kernel_inverse_sqrt_f32(x: npt.ArrayLike, simd: str = "") -> F32:
+    """1/sqrt(x) exactly as the float32 direct kernel's potential gets it."""
+
+
+def kernel_inverse_sqrt_f64(x: npt.ArrayLike, simd: str = "") -> F64:
+    """1/sqrt(x) exactly as the float64 direct kernel's potential gets it."""
+
+
+def kernel_inverse_cube_f32(x: npt.ArrayLike, simd: str = "") -> F32:
+    """x^(-3/2) exactly as the float32 direct kernel's accelerations get it (unit mass)."""
+
+
+def kernel_inverse_cube_f64(x: npt.ArrayLike, simd: str = "") -> F64:
+    """x^(-3/2) exactly as the float64 direct kernel's accelerations get it (unit mass)."""
+
+
+def probe_operations(probe: str, precision: str, rounds: int, threads: int = 0,
+                     simd: str = "") -> float:
+    """Run a throughput probe ('fma': flop, 'sqrt_div': sqrt+divide pairs, 'rsqrt_estimate':
+    approximate 1/sqrt) on every thread; returns the operations performed."""
+
+
+def probe_read_bytes(buffer: npt.ArrayLike, threads: int = 0, simd: str = "") -> float:
+    """Read a float64 buffer once across the threads; returns the bytes read."""
+
+
+def build_tree_f32(pos: npt.ArrayLike, mass: npt.ArrayLike, leaf_capacity: int = 16,
+                   quadrupole: bool = False, theta: float = 0.5,
+                   threads: int = 0) -> dict[str, Any]:
+    """Host octree build: order, keys, nodes (ADR-0010 layout), leaves, cell_level,
+    quadrupoles ((nodes, 6) or None), cube_min, cube_side, depth."""
+
+
+def build_tree_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, leaf_capacity: int = 16,
+                   quadrupole: bool = False, theta: float = 0.5,
+                   threads: int = 0) -> dict[str, Any]:
+    """As :func:`build_tree_f32`, in float64."""
+
+
+class TreeF32:
+    """Barnes-Hut tree solver state (buffers reused across evaluations), float32."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 quadrupole: bool, leaf_capacity: int, group_capacity: int = 256,
+                 threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F32, F32 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Last evaluation: stage seconds, interaction counts, node/leaf counts, depth."""
+
+
+class TreeF64:
+    """As :class:`TreeF32`, float64."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 quadrupole: bool, leaf_capacity: int, group_capacity: int = 256,
+                 threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F64, F64 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Last evaluation: stage seconds, interaction counts, node/leaf counts, depth."""

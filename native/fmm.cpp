@@ -1,0 +1,419 @@
+// cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0110).
+// Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
+// walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
+// M2L per target cell, downward pass (L2L by depth, L2P at leaves) and P2P per target leaf on the
+// tree kernels of the chosen SIMD level (the direct kernels' inner loop, tree_kernels.hpp).
+// Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
+// on the keys; expansion arithmetic is in double at both precisions, the
+// particle sums in T.
+// Determinism: every output (a cell's expansion, a particle's sum) is written by one task that
+// adds its inputs in a fixed order (lists sorted by source), so threads change nothing.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "arrays.hpp"
+#include "fmm_expansions.hpp"
+#include "fmm_kernels.hpp"
+#include "fmm_lists.hpp"
+#include "morton.hpp"
+#include "octree.hpp"
+#include "parallel.hpp"
+#include "simd.hpp"
+#include "tree_walk.hpp"
+
+namespace orrery {
+namespace {
+
+static_assert(fmm_terms(kFmmMaxOrder) <= kFmmKernelMaxTerms, "the M2L kernel's scratch holds every order");
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct FmmStageSeconds {
+  double sort = 0, build = 0, walk = 0, upward = 0, m2l = 0, p2p = 0, downward = 0;
+};
+
+TreeMonopoleFn<float> monopole_for(const SimdKernels& k, float) { return k.tree_monopole_f32; }
+TreeMonopoleFn<double> monopole_for(const SimdKernels& k, double) { return k.tree_monopole_f64; }
+
+template <typename T>
+constexpr std::size_t padded(std::size_t size) {
+  return (size + kLanes<T> - 1) / kLanes<T> * kLanes<T>;
+}
+
+unsigned resolve_threads(unsigned threads) { return threads == 0 ? ThreadPool::hardware_threads() : threads; }
+
+template <typename T>
+class FmmEngine {
+ public:
+  void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
+                std::size_t leaf_capacity, unsigned threads, const SimdKernels& kernels, T* acc, T* pot) {
+    if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
+    if (tables_.order != order) tables_ = fmm_tables(order);
+    build(pos, mass, n, leaf_capacity, threads);
+    auto start = Clock::now();
+    lists_ = fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads);
+    stages_.walk = seconds_since(start);
+    start = Clock::now();
+    upward(threads);
+    stages_.upward = seconds_since(start);
+    start = Clock::now();
+    m2l(softening * softening, kernels.fmm_m2l, threads);
+    stages_.m2l = seconds_since(start);
+    start = Clock::now();
+    downward(threads);
+    stages_.downward = seconds_since(start);
+    start = Clock::now();
+    p2p(static_cast<T>(softening * softening), monopole_for(kernels, T()), threads, acc, pot);
+    stages_.p2p = seconds_since(start);
+  }
+
+  const FmmLists& lists() const { return lists_; }
+
+  py::dict stats() const {
+    py::dict d;
+    d["sort_s"] = stages_.sort;
+    d["build_s"] = stages_.build;
+    d["walk_s"] = stages_.walk;
+    d["upward_s"] = stages_.upward;
+    d["m2l_s"] = stages_.m2l;
+    d["p2p_s"] = stages_.p2p;
+    d["downward_s"] = stages_.downward;
+    d["m2l_interactions"] = lists_.m2l_source.size();
+    d["particle_particle"] = particle_pairs_;
+    d["nodes"] = tree_.nodes.size();
+    d["leaves"] = tree_.leaves.size();
+    d["depth"] = tree_.depth;
+    d["terms"] = tables_.terms;
+    return d;
+  }
+
+ private:
+  void build(const T* pos, const T* mass, std::size_t n, std::size_t leaf_capacity, unsigned threads) {
+    auto start = Clock::now();
+    tree_.cube = bounding_cube(pos, n);
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0u);
+    keys_.resize(n);
+    morton_keys(pos, n, tree_.cube, keys_.data(), threads);
+    sort_keys(keys_, order_, key_scratch_, order_scratch_, threads);
+    for (auto* v : {&sorted_.x, &sorted_.y, &sorted_.z, &sorted_.m}) v->resize(n);
+    ThreadPool::instance().parallel_for(n, 16384, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t k = begin; k < end; ++k) {
+        const std::size_t i = order_[k];
+        sorted_.x[k] = pos[3 * i];
+        sorted_.y[k] = pos[3 * i + 1];
+        sorted_.z[k] = pos[3 * i + 2];
+        sorted_.m[k] = mass[i];
+      }
+    });
+    stages_.sort = seconds_since(start);
+    start = Clock::now();
+    build_topology(keys_.data(), n, leaf_capacity, tree_);
+    const std::size_t nodes = tree_.nodes.size();
+    skip_.resize(nodes);
+    for (std::size_t i = 0; i < nodes; ++i) skip_[i] = tree_.nodes[i].skip;
+    leaf_box_.resize(6 * nodes);
+    ThreadPool::instance().parallel_for(tree_.leaves.size(), 256, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t l = begin; l < end; ++l) {
+        const std::uint32_t leaf = tree_.leaves[l];
+        fmm_leaf_box(keys_.data(), tree_.nodes[leaf].first, tree_.nodes[leaf].count, leaf_box_.data() + 6 * leaf);
+      }
+    });
+    stages_.build = seconds_since(start);
+  }
+
+  const double* centre(std::size_t node) const { return lists_.centre.data() + 3 * node; }
+
+  void upward(unsigned threads) {
+    const int terms = tables_.terms;
+    const std::size_t nodes = skip_.size();
+    multipole_.assign(nodes * terms, 0.0);
+    auto& pool = ThreadPool::instance();
+    pool.parallel_for(lists_.leaves.size(), 64, threads, [&](std::size_t begin, std::size_t end) {
+      std::vector<double> t(terms);
+      for (std::size_t l = begin; l < end; ++l) {
+        const std::uint32_t leaf = lists_.leaves[l];
+        const TreeNode<T>& node = tree_.nodes[leaf];
+        double* M = multipole_.data() + leaf * terms;
+        const double* z = centre(leaf);
+        for (std::size_t p = node.first; p < node.first + node.count; ++p) {
+          const double v[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
+          fmm_monomials(tables_, v, t.data());
+          const double m = sorted_.m[p];
+          for (int q = 0; q < terms; ++q) M[q] += m * t[q];
+        }
+      }
+    });
+    // M2M, deepest internal nodes first: a node's children are one level deeper.
+    const std::size_t depths = lists_.depth_start.size() - 1;
+    for (std::size_t d = depths; d-- > 0;) {
+      const std::uint32_t first = lists_.depth_start[d], last = lists_.depth_start[d + 1];
+      pool.parallel_for(last - first, 64, threads, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> t(terms);
+        for (std::size_t k = first + begin; k < first + end; ++k) {
+          const std::uint32_t i = lists_.by_depth[k];
+          if (skip_[i] == i + 1) continue;
+          for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) {
+            const double dz[3] = {centre(c)[0] - centre(i)[0], centre(c)[1] - centre(i)[1],
+                                  centre(c)[2] - centre(i)[2]};
+            fmm_monomials(tables_, dz, t.data());
+            fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, multipole_.data() + i * terms);
+          }
+        }
+      });
+    }
+    // M2L wants (-1)^|n| M_n.
+    pool.parallel_for(nodes, 256, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        for (int q = 0; q < terms; ++q)
+          if ((tables_.nx[q] + tables_.ny[q] + tables_.nz[q]) & 1) multipole_[i * terms + q] = -multipole_[i * terms + q];
+    });
+  }
+
+  void m2l(double eps2, FmmM2LFn kernel, unsigned threads) {
+    const int terms = tables_.terms;
+    const std::size_t nodes = skip_.size();
+    local_.assign(nodes * terms, 0.0);
+    FmmM2LTables view{terms, tables_.pair_start.data(), tables_.pair_n.data(), tables_.pair_sum.data(),
+                      {tables_.minus_one[0].data(), tables_.minus_one[1].data(), tables_.minus_one[2].data()},
+                      {tables_.minus_two[0].data(), tables_.minus_two[1].data(), tables_.minus_two[2].data()},
+                      tables_.recurrence_first.data(), tables_.recurrence_second.data(), tables_.factorial.data()};
+    ThreadPool::instance().parallel_for(nodes, 16, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const std::uint32_t first = lists_.m2l_start[i], count = lists_.m2l_start[i + 1] - first;
+        if (count == 0) continue;
+        const FmmM2LTask task{lists_.centre.data(), multipole_.data(), lists_.m2l_source.data() + first, count,
+                              static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
+        kernel(view, task);
+      }
+    });
+  }
+
+  void downward(unsigned threads) {
+    const int terms = tables_.terms;
+    auto& pool = ThreadPool::instance();
+    const std::size_t depths = lists_.depth_start.size() - 1;
+    for (std::size_t d = 1; d < depths; ++d) {
+      const std::uint32_t first = lists_.depth_start[d], last = lists_.depth_start[d + 1];
+      pool.parallel_for(last - first, 64, threads, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> t(terms);
+        for (std::size_t k = first + begin; k < first + end; ++k) {
+          const std::uint32_t c = lists_.by_depth[k], p = lists_.parent[c];
+          const double dz[3] = {centre(c)[0] - centre(p)[0], centre(c)[1] - centre(p)[1], centre(c)[2] - centre(p)[2]};
+          fmm_monomials(tables_, dz, t.data());
+          fmm_l2l(tables_, t.data(), local_.data() + p * terms, local_.data() + c * terms);
+        }
+      });
+    }
+  }
+
+  // P2P on each target leaf (its own particles first, then its listed leaves', each target's
+  // own entry swapped for padding while it is summed), then L2P, in the caller's order.
+  void p2p(T eps2, TreeMonopoleFn<T> monopole, unsigned threads, T* acc, T* pot) {
+    const int terms = tables_.terms;
+    std::vector<std::uint64_t> pairs(lists_.leaves.size(), 0);
+    ThreadPool::instance().parallel_for(lists_.leaves.size(), 8, threads, [&](std::size_t begin, std::size_t end) {
+      std::vector<T> sx, sy, sz, sm;
+      std::vector<double> t(terms);
+      for (std::size_t l = begin; l < end; ++l) {
+        const std::uint32_t leaf = lists_.leaves[l];
+        const TreeNode<T>& own = tree_.nodes[leaf];
+        std::size_t listed = own.count;
+        for (std::uint32_t s = lists_.p2p_start[leaf]; s < lists_.p2p_start[leaf + 1]; ++s)
+          listed += tree_.nodes[lists_.p2p_source[s]].count;
+        const std::size_t size = padded<T>(listed);
+        for (auto* v : {&sx, &sy, &sz}) v->assign(size, std::numeric_limits<T>::max());
+        sm.assign(size, T(0));
+        std::size_t at = 0;
+        auto append = [&](const TreeNode<T>& node) {
+          std::copy_n(sorted_.x.data() + node.first, node.count, sx.data() + at);
+          std::copy_n(sorted_.y.data() + node.first, node.count, sy.data() + at);
+          std::copy_n(sorted_.z.data() + node.first, node.count, sz.data() + at);
+          std::copy_n(sorted_.m.data() + node.first, node.count, sm.data() + at);
+          at += node.count;
+        };
+        append(own);
+        for (std::uint32_t s = lists_.p2p_start[leaf]; s < lists_.p2p_start[leaf + 1]; ++s)
+          append(tree_.nodes[lists_.p2p_source[s]]);
+        pairs[l] = std::uint64_t(own.count) * (listed - 1);
+        const MonopoleSources<T> sources{sx.data(), sy.data(), sz.data(), sm.data(), size};
+        const double* z = centre(leaf);
+        const double* L = local_.data() + leaf * terms;
+        for (std::size_t k = 0; k < own.count; ++k) {
+          const std::size_t p = own.first + k;
+          const T keep[4] = {sx[k], sy[k], sz[k], sm[k]};
+          sx[k] = sy[k] = sz[k] = std::numeric_limits<T>::max();
+          sm[k] = T(0);
+          T near[4] = {0, 0, 0, 0};
+          const GroupTargets<T> target{&sorted_.x[p], &sorted_.y[p], &sorted_.z[p], 1, &near[0], &near[1], &near[2],
+                                       pot ? &near[3] : nullptr};
+          monopole(sources, target, eps2);
+          sx[k] = keep[0];
+          sy[k] = keep[1];
+          sz[k] = keep[2];
+          sm[k] = keep[3];
+          const double u[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
+          fmm_monomials(tables_, u, t.data());
+          double far[4];
+          fmm_l2p(tables_, t.data(), L, far);
+          const std::size_t i = order_[p];
+          for (int a = 0; a < 3; ++a) acc[3 * i + a] = static_cast<T>(near[a] + far[a]);
+          if (pot) pot[i] = static_cast<T>(near[3] + far[3]);
+        }
+      }
+    });
+    particle_pairs_ = std::accumulate(pairs.begin(), pairs.end(), std::uint64_t(0));
+  }
+
+  FmmTables tables_;
+  std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
+  std::vector<std::uint64_t> keys_, key_scratch_;
+  SortedParticles<T> sorted_;
+  Octree<T> tree_;
+  FmmLists lists_;
+  std::vector<double> multipole_, local_;
+  FmmStageSeconds stages_;
+  std::uint64_t particle_pairs_ = 0;
+};
+
+void check_fmm_parameters(double softening, double theta, int order, std::size_t leaf_capacity) {
+  if (!(softening >= 0.0)) throw std::invalid_argument("softening must be >= 0");
+  if (!(theta >= 0.0 && theta < 1.0)) throw std::invalid_argument("FMM theta must be in [0, 1)");
+  if (order < 1 || order > kFmmMaxOrder)
+    throw std::invalid_argument("FMM order must be between 1 and " + std::to_string(kFmmMaxOrder));
+  if (leaf_capacity < 1) throw std::invalid_argument("leaf_capacity must be >= 1");
+}
+
+template <typename V>
+py::array_t<V> copy_vector(const std::vector<V>& v) {
+  py::array_t<V> out(v.size());
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+py::dict lists_as_dict(const FmmLists& lists);
+
+template <typename T>
+void register_engine(py::module_& m, const char* name) {
+  py::class_<FmmEngine<T>>(m, name, "Fast multipole solver state (buffers reused across evaluations).")
+      .def(py::init<>())
+      .def(
+          "evaluate",
+          [](FmmEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
+             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd) {
+            std::size_t n = check_positions_and_masses(pos, mass);
+            check_fmm_parameters(softening, theta, order, leaf_capacity);
+            if (n == 0) throw std::invalid_argument("no particles");
+            const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
+            CArray<T> acc({n, std::size_t(3)});
+            CArray<T> pot(want_potential ? n : 0);
+            T* a = acc.mutable_data();
+            T* phi = want_potential ? pot.mutable_data() : nullptr;
+            {
+              py::gil_scoped_release release;
+              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity,
+                            resolve_threads(threads), kernels, a, phi);
+            }
+            return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+          },
+          py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
+          py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
+          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order.")
+      .def_property_readonly("stats", &FmmEngine<T>::stats,
+                             "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
+      .def_property_readonly(
+          "lists", [](const FmmEngine<T>& self) { return lists_as_dict(self.lists()); },
+          "Last evaluation's interaction lists, depth order and centres (fmm_lists.hpp), as arrays.");
+}
+
+py::dict tables_dict(int order) {
+  const FmmTables tb = fmm_tables(order);
+  py::dict d;
+  d["order"] = tb.order;
+  d["terms"] = tb.terms;
+  d["gradient_terms"] = tb.gradient_terms;
+  d["degree"] = copy_vector([&] {
+    std::vector<std::int32_t> v(tb.terms);
+    for (int q = 0; q < tb.terms; ++q) v[q] = tb.nx[q] + tb.ny[q] + tb.nz[q];
+    return v;
+  }());
+  for (auto [key, vec] : {std::pair{"nx", &tb.nx}, {"ny", &tb.ny}, {"nz", &tb.nz}, {"mono_parent", &tb.mono_parent},
+                          {"mono_axis", &tb.mono_axis}, {"pair_start", &tb.pair_start}, {"pair_n", &tb.pair_n},
+                          {"pair_sum", &tb.pair_sum}})
+    d[key] = copy_vector(*vec);
+  d["mono_scale"] = copy_vector(tb.mono_scale);
+  d["factorial"] = copy_vector(tb.factorial);
+  for (int i = 0; i < 3; ++i) {
+    d[("minus_one_" + std::to_string(i)).c_str()] = copy_vector(tb.minus_one[i]);
+    d[("minus_two_" + std::to_string(i)).c_str()] = copy_vector(tb.minus_two[i]);
+    d[("plus_one_" + std::to_string(i)).c_str()] = copy_vector(tb.plus_one[i]);
+  }
+  return d;
+}
+
+py::dict lists_as_dict(const FmmLists& lists) {
+  py::dict d;
+  d["m2l_start"] = copy_vector(lists.m2l_start);
+  d["m2l_source"] = copy_vector(lists.m2l_source);
+  d["p2p_start"] = copy_vector(lists.p2p_start);
+  d["p2p_source"] = copy_vector(lists.p2p_source);
+  d["leaves"] = copy_vector(lists.leaves);
+  d["parent"] = copy_vector(lists.parent);
+  d["depth_start"] = copy_vector(lists.depth_start);
+  d["by_depth"] = copy_vector(lists.by_depth);
+  py::array_t<double> centre({lists.centre.size() / 3, std::size_t(3)});
+  std::copy(lists.centre.begin(), lists.centre.end(), centre.mutable_data());
+  d["centre"] = centre;
+  return d;
+}
+
+py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& skip,
+                    const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& leaf_box,
+                    const std::array<double, 3>& cube_min, double cube_side, double theta, unsigned threads) {
+  const std::size_t nodes = skip.size();
+  if (nodes == 0 || leaf_box.ndim() != 2 || std::size_t(leaf_box.shape(0)) != nodes || leaf_box.shape(1) != 6)
+    throw std::invalid_argument("skip must be non-empty and leaf_box of shape (nodes, 6)");
+  if (!(cube_side > 0.0)) throw std::invalid_argument("cube_side must be > 0");
+  const BoundingCube cube{{cube_min[0], cube_min[1], cube_min[2]}, cube_side};
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const std::uint32_t s = skip.data()[i];
+    if (s <= i || s > nodes) throw std::invalid_argument("not a depth-first node array (skip out of range)");
+  }
+  if (skip.data()[0] != nodes) throw std::invalid_argument("node 0 must be the root");
+  FmmLists lists;
+  {
+    py::gil_scoped_release release;
+    lists = fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads));
+  }
+  return lists_as_dict(lists);
+}
+
+}  // namespace
+
+void register_fmm(py::module_& m) {
+  m.attr("FMM_MAX_ORDER") = kFmmMaxOrder;
+  register_engine<float>(m, "FmmF32");
+  register_engine<double>(m, "FmmF64");
+  m.def("fmm_tables", &tables_dict, py::arg("order"),
+        "The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays.");
+  m.def("fmm_lists", &lists_dict, py::arg("skip"), py::arg("leaf_box"), py::arg("cube_min"),
+        py::arg("cube_side"), py::arg("theta"),
+        py::arg("threads") = 0,
+        "The FMM dual walk's interaction lists of a depth-first node array (fmm_lists.hpp), as arrays.");
+}
+
+}  // namespace orrery

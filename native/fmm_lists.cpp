@@ -1,0 +1,216 @@
+// The FMM dual tree walk (see fmm_lists.hpp).
+#include "fmm_lists.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "morton.hpp"
+#include "parallel.hpp"
+
+namespace orrery {
+namespace {
+
+struct Geometry {
+  std::vector<double> centre2;   // twice the box centre, 3 per node, in finest-cell units
+  std::vector<double> diagonal;  // the box's diagonal (twice its half diagonal), same units
+};
+
+// Boxes of internal nodes as unions of their children's (children follow their parent).
+Geometry box_geometry(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                      const BoundingCube& cube, std::vector<double>& centre) {
+  std::vector<std::uint32_t> box(6 * nodes);
+  for (std::size_t i = nodes; i-- > 0;) {
+    std::uint32_t* own = box.data() + 6 * i;
+    if (skip[i] == i + 1) {
+      std::copy_n(leaf_box + 6 * i, 6, own);
+      continue;
+    }
+    for (int a = 0; a < 3; ++a) {
+      own[a] = ~0u;
+      own[3 + a] = 0;
+    }
+    for (std::uint32_t c = std::uint32_t(i) + 1; c < skip[i]; c = skip[c])
+      for (int a = 0; a < 3; ++a) {
+        own[a] = std::min(own[a], box[6 * c + a]);
+        own[3 + a] = std::max(own[3 + a], box[6 * c + 3 + a]);
+      }
+  }
+  Geometry g;
+  g.centre2.resize(3 * nodes);
+  g.diagonal.resize(nodes);
+  centre.resize(3 * nodes);
+  const double unit = std::ldexp(cube.side, -kMortonLevels);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    double d2 = 0.0;
+    for (int a = 0; a < 3; ++a) {
+      const double low = box[6 * i + a], high = double(box[6 * i + 3 + a]) + 1.0;
+      g.centre2[3 * i + a] = low + high;
+      d2 += (high - low) * (high - low);
+      centre[3 * i + a] = cube.min[a] + 0.5 * (low + high) * unit;
+    }
+    g.diagonal[i] = std::sqrt(d2);
+  }
+  return g;
+}
+
+struct DualWalk {
+  const std::uint32_t* skip;
+  const Geometry& g;
+  double theta2;
+  std::vector<std::uint64_t> m2l, p2p;  // unordered pairs, (a << 32) | b
+
+  bool leaf(std::uint32_t a) const { return skip[a] == a + 1; }
+
+  // theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared.
+  bool well_separated(std::uint32_t a, std::uint32_t b) const {
+    double d2 = 0.0;
+    for (int k = 0; k < 3; ++k) {
+      const double d = g.centre2[3 * a + k] - g.centre2[3 * b + k];
+      d2 += d * d;
+    }
+    const double r = g.diagonal[a] + g.diagonal[b];
+    return theta2 * d2 > r * r;
+  }
+
+  void pair(std::uint32_t a, std::uint32_t b) {
+    if (well_separated(a, b)) {
+      m2l.push_back((std::uint64_t(a) << 32) | b);
+      return;
+    }
+    const bool leaf_a = leaf(a), leaf_b = leaf(b);
+    if (leaf_a && leaf_b) {
+      p2p.push_back((std::uint64_t(a) << 32) | b);
+      return;
+    }
+    const bool split_a = leaf_b || (!leaf_a && g.diagonal[a] >= g.diagonal[b]);
+    const std::uint32_t split = split_a ? a : b, other = split_a ? b : a;
+    for (std::uint32_t c = split + 1; c < skip[split]; c = skip[c]) pair(c, other);
+  }
+
+  void self(std::uint32_t a) {
+    if (leaf(a)) return;
+    for (std::uint32_t c = a + 1; c < skip[a]; c = skip[c]) {
+      self(c);
+      for (std::uint32_t d = skip[c]; d < skip[a]; d = skip[d]) pair(c, d);
+    }
+  }
+
+  // One step of self (a == b) or pair (a != b) that leaves the rest as tasks: what run() would
+  // visit next. Returns false when the task emits at once (nothing to split).
+  bool split(std::uint32_t a, std::uint32_t b, std::vector<std::uint64_t>& out) const {
+    if (a == b) {
+      if (leaf(a)) return false;
+      for (std::uint32_t c = a + 1; c < skip[a]; c = skip[c]) {
+        out.push_back((std::uint64_t(c) << 32) | c);
+        for (std::uint32_t d = skip[c]; d < skip[a]; d = skip[d]) out.push_back((std::uint64_t(c) << 32) | d);
+      }
+      return true;
+    }
+    if (well_separated(a, b) || (leaf(a) && leaf(b))) return false;
+    const bool split_a = leaf(b) || (!leaf(a) && g.diagonal[a] >= g.diagonal[b]);
+    const std::uint32_t s = split_a ? a : b, other = split_a ? b : a;
+    for (std::uint32_t c = s + 1; c < skip[s]; c = skip[c]) out.push_back((std::uint64_t(c) << 32) | other);
+    return true;
+  }
+
+  void run(std::uint32_t a, std::uint32_t b) {
+    if (a == b) self(a);
+    else pair(a, b);
+  }
+};
+
+// The walk in parallel: its first steps are unrolled into independent tasks (each an unordered
+// node pair, or a node with itself), which threads walk into their own pair lists. Which thread
+// finds a pair does not matter: the lists are gathered by target and sorted afterwards.
+void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
+                   std::vector<std::uint64_t>& m2l, std::vector<std::uint64_t>& p2p) {
+  const DualWalk probe{skip, g, theta2, {}, {}};
+  std::vector<std::uint64_t> tasks{0}, next;
+  const std::size_t wanted = std::size_t(64) * threads;
+  for (bool split = threads > 1 && nodes > 1; split && tasks.size() < wanted;) {
+    split = false;
+    next.clear();
+    for (std::uint64_t t : tasks) {
+      if (probe.split(std::uint32_t(t >> 32), std::uint32_t(t), next)) split = true;
+      else next.push_back(t);
+    }
+    tasks.swap(next);
+  }
+  std::vector<DualWalk> walks(tasks.size(), DualWalk{skip, g, theta2, {}, {}});
+  ThreadPool::instance().parallel_for(tasks.size(), 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) walks[k].run(std::uint32_t(tasks[k] >> 32), std::uint32_t(tasks[k]));
+  });
+  for (const DualWalk& w : walks) {
+    m2l.insert(m2l.end(), w.m2l.begin(), w.m2l.end());
+    p2p.insert(p2p.end(), w.p2p.begin(), w.p2p.end());
+  }
+}
+
+// Both directions of every unordered pair, gathered by target, sources ascending.
+void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, unsigned threads,
+                    std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
+  start.assign(nodes + 1, 0);
+  for (std::uint64_t p : pairs) {
+    ++start[(p >> 32) + 1];
+    ++start[(p & 0xffffffffu) + 1];
+  }
+  for (std::size_t i = 0; i < nodes; ++i) start[i + 1] += start[i];
+  source.resize(start[nodes]);
+  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+  for (std::uint64_t p : pairs) {
+    const std::uint32_t a = std::uint32_t(p >> 32), b = std::uint32_t(p & 0xffffffffu);
+    source[fill[a]++] = b;
+    source[fill[b]++] = a;
+  }
+  ThreadPool::instance().parallel_for(nodes, 1024, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) std::sort(source.begin() + start[i], source.begin() + start[i + 1]);
+  });
+}
+
+}  // namespace
+
+void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]) {
+  for (int a = 0; a < 3; ++a) {
+    box[a] = ~0u;
+    box[3 + a] = 0;
+  }
+  for (std::size_t p = first; p < first + count; ++p) {
+    std::uint32_t q[3];
+    cell_coordinates(keys[p], kMortonLevels, q);
+    for (int a = 0; a < 3; ++a) {
+      box[a] = std::min(box[a], q[a]);
+      box[3 + a] = std::max(box[3 + a], q[a]);
+    }
+  }
+}
+
+FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                               const BoundingCube& cube, double theta, unsigned threads) {
+  FmmLists lists;
+  const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
+  std::vector<std::uint64_t> m2l, p2p;
+  parallel_walk(skip, g, theta * theta, nodes, threads, m2l, p2p);
+  directed_lists(m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
+  directed_lists(p2p, nodes, threads, lists.p2p_start, lists.p2p_source);
+
+  lists.parent.assign(nodes, 0);
+  std::vector<std::uint32_t> depth(nodes, 0);
+  std::uint32_t deepest = 0;
+  for (std::uint32_t i = 0; i < nodes; ++i) {
+    if (skip[i] == i + 1) lists.leaves.push_back(i);
+    for (std::uint32_t c = i + 1; c < skip[i]; c = skip[c]) {
+      lists.parent[c] = i;
+      depth[c] = depth[i] + 1;
+      deepest = std::max(deepest, depth[c]);
+    }
+  }
+  lists.depth_start.assign(deepest + 2, 0);
+  for (std::uint32_t d : depth) ++lists.depth_start[d + 1];
+  for (std::uint32_t d = 0; d <= deepest; ++d) lists.depth_start[d + 1] += lists.depth_start[d];
+  lists.by_depth.resize(nodes);
+  std::vector<std::uint32_t> fill(lists.depth_start.begin(), lists.depth_start.end() - 1);
+  for (std::uint32_t i = 0; i < nodes; ++i) lists.by_depth[fill[depth[i]]++] = i;
+  return lists;
+}
+
+}  // namespace orrery

@@ -1,0 +1,49 @@
+// The FMM's dual tree walk: which node pairs interact through their expansions (M2L) and which
+// leaf pairs pair by pair (P2P), plus the tree's parent links and depth ordering that the upward
+// and downward passes follow. One algorithm for both FMM solvers: cpu-fmm calls it on its host
+// tree, gpu-fmm on the topology of the device-built tree (the same tree, ADR-0010), so both
+// evaluate the same lists.
+//
+// Opening criterion (docs/adr/0110), on integer geometry only: a node's box is the smallest box
+// of finest Morton cells (2^-21 of the cube) holding all its bodies' keys; c is its centre and r
+// its half diagonal, so every body lies within r of c. Nodes A and B interact through
+// expansions when theta * |c_A - c_B| > r_A + r_B (then the Taylor series about c_A and c_B
+// converge: the bodies' offsets sum to less than theta times the distance). The boxes come from
+// the keys alone, so the lists depend only on the keys, the topology and theta, never on how a
+// device rounded a centre of mass; expansions are about the box centres.
+//
+// Walk (Dehnen 2002, ExaFMM's horizontalPass): interact(A, A) splits A into all pairs of its
+// children (each unordered pair once); interact(A, B) for A != B emits M2L when the criterion
+// holds, P2P when both are leaves, else splits the larger cell (the one at the coarser level;
+// a leaf is never split). Each unordered pair is visited once; the lists store it in both
+// directions, gathered by target and sorted by source index, so every target sums its sources
+// in one fixed order (no atomics, the same sums on any thread count or device).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "morton.hpp"
+
+namespace orrery {
+
+struct FmmLists {
+  std::vector<std::uint32_t> m2l_start, m2l_source;  // sources of node i: [m2l_start[i], m2l_start[i+1])
+  std::vector<std::uint32_t> p2p_start, p2p_source;  // other leaves of leaf node i (not itself)
+  std::vector<std::uint32_t> leaves;                  // leaf nodes in index order
+  std::vector<std::uint32_t> parent;                  // parent of each node (the root's is itself)
+  std::vector<std::uint32_t> depth_start, by_depth;   // nodes of tree depth d: by_depth[depth_start[d] ..]
+  std::vector<double> centre;  // expansion centre of each node (3 per node): its box centre
+};
+
+// skip: one past each node's subtree (depth-first layout); leaf_box: 6 per node, read for leaves
+// only: the smallest and largest quantised coordinates of its bodies' keys (x, y, z, then x, y,
+// z; morton.hpp); cube: the cube the keys quantise.
+FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                               const BoundingCube& cube, double theta, unsigned threads);
+
+// The leaf_box rows of one leaf from its bodies' sorted keys [first, first + count).
+void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]);
+
+}  // namespace orrery

@@ -1,0 +1,97 @@
+// The kernels compiled once per instruction set. Each simd_*.cpp file includes the kernel
+// templates with its own traits and its own compiler flags and exports one SimdKernels table;
+// simd.cpp picks the table at run time. Only plain data and function pointers cross the
+// boundary, so no code built for a wider instruction set can leak into the baseline files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fmm_m2l.hpp"
+#include "tree_lists.hpp"
+
+namespace orrery {
+
+// What the direct-summation kernel reads, prepared once per call by direct.cpp.
+template <typename T>
+struct DirectInput {
+  const T* sources;  // per particle j: x, y, z and the mass terms (pack_sources), j = 0 .. n-1
+  const T* x;        // targets, structure of arrays, padded to a whole number of blocks
+  const T* y;
+  const T* z;
+  std::size_t n;
+  T eps2;
+  // Target i is source first + i (its own lane is left out of its sum): a call may evaluate a
+  // contiguous range of the sources, e.g. one rank's share of a distributed run.
+  std::size_t first = 0;
+};
+
+// Where it writes: structure of arrays padded like the targets; pot is null when not wanted.
+template <typename T>
+struct DirectOutput {
+  T* ax;
+  T* ay;
+  T* az;
+  T* pot;
+};
+
+// Computes the targets of blocks [first_block, end_block); a block is SimdKernels::block_* targets.
+template <typename T>
+using DirectBlocksFn = void (*)(const DirectInput<T>&, std::size_t first_block,
+                                std::size_t end_block, const DirectOutput<T>&);
+
+// A throughput probe's result: how many operations it performed (flop, sqrt+divide pairs,
+// estimates or bytes) and a checksum that keeps the compiler from dropping the work.
+struct ProbeCount {
+  double operations;
+  double checksum;
+};
+using ProbeFn = ProbeCount (*)(std::uint64_t rounds);
+using ReadProbeFn = ProbeCount (*)(const double* data, std::size_t count);
+
+// Writes the sources as the level's kernel reads them (stride values per particle).
+template <typename T>
+using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* out);
+
+// The kernel's own 1/sqrt (or x^(-3/2)) applied to an array (count a multiple of the lanes), so its error
+// can be measured against an exact one.
+template <typename T>
+using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
+
+struct SimdKernels {
+  const char* name;
+  std::size_t block_f32;  // targets per block
+  std::size_t block_f64;
+  const char* rsqrt_f32;  // how 1/sqrt is computed
+  const char* rsqrt_f64;
+  std::size_t source_stride_f32;  // values per packed source
+  std::size_t source_stride_f64;
+  PackSourcesFn<float> pack_sources_f32;
+  PackSourcesFn<double> pack_sources_f64;
+  DirectBlocksFn<float> direct_f32;
+  DirectBlocksFn<double> direct_f64;
+  InverseSqrtFn<float> inverse_sqrt_f32;
+  InverseSqrtFn<double> inverse_sqrt_f64;
+  InverseSqrtFn<float> inverse_cube_f32;
+  InverseSqrtFn<double> inverse_cube_f64;
+  ProbeFn fma_f32;
+  ProbeFn fma_f64;
+  ProbeFn sqrt_div_f32;
+  ProbeFn sqrt_div_f64;
+  ProbeFn estimate_f32;  // null: no approximate 1/sqrt instruction at this level
+  ProbeFn estimate_f64;
+  ReadProbeFn read;
+  TreeMonopoleFn<float> tree_monopole_f32;  // cpu-tree's interaction kernels (tree_kernels.hpp)
+  TreeMonopoleFn<double> tree_monopole_f64;
+  TreeQuadrupoleFn<float> tree_quadrupole_f32;
+  TreeQuadrupoleFn<double> tree_quadrupole_f64;
+  FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
+};
+
+extern const SimdKernels kScalarKernels;
+#ifdef ORRERY_X86_KERNELS
+extern const SimdKernels kAvx2Kernels;
+extern const SimdKernels kAvx512Kernels;
+#endif
+
+}  // namespace orrery

@@ -1,0 +1,47 @@
+// Builds the SimdKernels table an simd_*.cpp file exports from the kernel templates.
+#pragma once
+
+#include <cstddef>
+
+#include "ceilings_kernel.hpp"
+#include "direct_kernel.hpp"
+#include "fmm_kernels.hpp"
+#include "simd_kernels.hpp"
+#include "tree_kernels.hpp"
+
+namespace orrery {
+
+// The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
+// targets per block in the direct kernel.
+template <template <typename> class Vec, std::size_t K32, std::size_t K64>
+constexpr SimdKernels make_simd_kernels(const char* name) {
+  return SimdKernels{name,
+                    K32 * Vec<float>::lanes,
+                    K64 * Vec<double>::lanes,
+                    Vec<float>::refinement,
+                    Vec<double>::refinement,
+                    SourceLaw<Vec<float>>::stride,
+                    SourceLaw<Vec<double>>::stride,
+                    &pack_sources<Vec<float>>,
+                    &pack_sources<Vec<double>>,
+                    &direct_blocks_dispatch<Vec<float>, K32>,
+                    &direct_blocks_dispatch<Vec<double>, K64>,
+                    &kernel_inverse_sqrt<Vec<float>>,
+                    &kernel_inverse_sqrt<Vec<double>>,
+                    &kernel_inverse_cube<Vec<float>>,
+                    &kernel_inverse_cube<Vec<double>>,
+                    &fma_probe<Vec<float>>,
+                    &fma_probe<Vec<double>>,
+                    &sqrt_div_probe<Vec<float>>,
+                    &sqrt_div_probe<Vec<double>>,
+                    estimate_probe_or_null<Vec<float>>(),
+                    estimate_probe_or_null<Vec<double>>(),
+                    &read_probe<Vec<double>>,
+                    &tree_monopole_dispatch<Vec<float>>,
+                    &tree_monopole_dispatch<Vec<double>>,
+                    &tree_quadrupole_dispatch<Vec<float>>,
+                    &tree_quadrupole_dispatch<Vec<double>>,
+                    &fmm_m2l_kernel<Vec<double>>};
+}
+
+}  // namespace orrery

@@ -1,0 +1,43 @@
+"""``orrery bench fmm`` end to end at a tiny size: the grid carries errors and every stage, and
+the equal-error table picks, per target, the fastest setting that reached it."""
+
+import json
+
+from orrery.app.cli import main
+
+
+def test_bench_fmm_tables(tmp_path, capsys):
+    out = tmp_path / "fmm.json"
+    assert main(["bench", "fmm", "--n", "1024", "--orders", "2", "5", "--thetas", "0.5", "--trials", "1",
+                 "--error-targets", "64", "--versus", "cpu-tree", "--versus-thetas", "0.4", "0.7",
+                 "--targets", "1e-1", "1e-9", "--json", str(out)]) == 0
+    assert "fastest setting reaching each error target" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["rows"]
+    grid = [r for r in rows if r["table"] == "grid"]
+    assert [(r["order"], r["theta"]) for r in grid] == [(2, 0.5), (5, 0.5)]
+    for row in grid:
+        assert {"walk_s", "upward_s", "m2l_s", "p2p_s", "downward_s"} <= set(row)
+        assert 0 < row["p90"] and 0 < row["rms"]
+    assert grid[1]["rms"] < grid[0]["rms"]
+    versus = [r for r in rows if r["table"] == "versus"]
+    assert len(versus) == 4  # two thetas, with and without quadrupoles
+    for row in (r for r in rows if r["table"] == "equal_error"):
+        if row["target"] == 1e-9:
+            assert row["cpu-fmm_setting"] == "none reached it"
+        else:
+            fastest = min((r for r in grid if r[row["metric"]] <= row["target"]), key=lambda r: r["median_s"])
+            assert row["cpu-fmm_s"] == fastest["median_s"]
+
+
+def test_bench_fmm_is_a_keyword_function_that_checks_its_options():
+    import pytest
+
+    from orrery.bench import fmm
+    from orrery.engine.errors import InvalidInputError
+
+    rows = fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, error_targets=32)
+    assert [(r["order"], r["theta"]) for r in rows if r["table"] == "grid"] == [(3, 0.6)]
+    with pytest.raises(InvalidInputError, match="order option"):
+        fmm.run(n=[512], solver="cpu-tree", trials=1)
+    with pytest.raises(InvalidInputError, match="no option"):
+        fmm.run(n=[512], order=[3])

@@ -1,0 +1,182 @@
+"""cpu-fmm: accuracy against the reference solver as order and opening angle change, hard inputs,
+thread-count invariance, momentum conservation of the symmetric lists, and the dual walk's lists."""
+
+import numpy as np
+import pytest
+
+from orrery import _native
+from orrery.app.cli import main
+from orrery.engine import ics, make_solver
+from orrery.engine.accuracy import relative_errors, rms_relative_error
+from orrery.engine.errors import InvalidInputError
+
+SOFTENING = 0.01
+
+
+def _reference(pos, mass):
+    return make_solver("reference", softening=SOFTENING).accelerations(pos, mass, potential=True)
+
+
+@pytest.fixture(scope="module")
+def plummer_4096():
+    particles = ics.plummer(4096, seed=3)
+    return particles, _reference(particles.pos, particles.mass)
+
+
+def _fmm(pos, mass, **options):
+    options = {"precision": "f64", "softening": SOFTENING, **options}
+    solver = make_solver("cpu-fmm", **options)
+    acc, pot = solver.accelerations(pos, mass, potential=True)
+    return acc, pot, solver.last_stats
+
+
+def test_error_falls_with_every_step_of_the_order(plummer_4096):
+    particles, (ref, _) = plummer_4096
+    errors = [rms_relative_error(_fmm(particles.pos, particles.mass, order=p, theta=0.5)[0], ref)
+              for p in range(1, 8)]
+    assert all(later < earlier for earlier, later in zip(errors, errors[1:])), errors
+    assert errors[-1] < 3e-4
+
+
+def test_error_falls_as_theta_falls(plummer_4096):
+    particles, (ref, _) = plummer_4096
+    errors = [rms_relative_error(_fmm(particles.pos, particles.mass, order=4, theta=theta)[0], ref)
+              for theta in (0.8, 0.6, 0.4, 0.2)]
+    assert all(later < earlier for earlier, later in zip(errors, errors[1:])), errors
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_default_settings_error_below_1e3(plummer_4096, precision):
+    particles, (ref, ref_pot) = plummer_4096
+    acc, pot, _ = _fmm(particles.pos, particles.mass, precision=precision)
+    assert rms_relative_error(acc, ref) < 1e-3
+    assert np.max(np.abs(pot - ref_pot) / np.abs(ref_pot)) < 1e-3
+
+
+def test_theta_zero_is_direct_summation(plummer_4096):
+    particles, (ref, ref_pot) = plummer_4096
+    acc, pot, stats = _fmm(particles.pos, particles.mass, theta=0.0)
+    assert stats["m2l_interactions"] == 0
+    assert stats["particle_particle"] == 4096 * 4095
+    assert np.max(relative_errors(acc, ref)) < 1e-12
+    assert np.allclose(pot, ref_pot, rtol=1e-12)
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_results_do_not_depend_on_thread_count(precision):
+    particles = ics.hernquist(5000, seed=9)
+    results = [_fmm(particles.pos, particles.mass, precision=precision, threads=threads) for threads in (1, 2, 3)]
+    for acc, pot, stats in results[1:]:
+        assert np.array_equal(acc, results[0][0])
+        assert np.array_equal(pot, results[0][1])
+        assert stats["m2l_interactions"] == results[0][2]["m2l_interactions"]
+
+
+# Bounds on |sum m a| / sum m |a|: the lists are symmetric and the truncation |k| + |n| <= p is
+# symmetric, so only rounding is left (measured about 1e-17 in f64 and 2e-9 in f32).
+@pytest.mark.parametrize("precision, bound", [("f64", 1e-14), ("f32", 1e-7)])
+def test_total_force_vanishes(precision, bound):
+    for seed, particles in enumerate((ics.plummer(4000, seed=12), ics.hernquist(4000, seed=13))):
+        for order in (1, 4, 7):
+            acc, _, _ = _fmm(particles.pos, particles.mass, precision=precision, order=order, theta=0.7)
+            weighted = particles.mass[:, None] * acc.astype(np.float64)
+            assert np.abs(weighted.sum(axis=0)).max() < bound * np.abs(weighted).sum(), (seed, order)
+
+
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+@pytest.mark.parametrize("name", ["clustered_hernquist", "thin_disk", "coincident", "two_clumps"])
+def test_hard_inputs_match_the_reference(fmm_hard_cases, precision, name):
+    pos, mass = fmm_hard_cases[name]
+    # The reference sees the positions the solver sees (two clumps 1e4 apart lose digits in f32).
+    pos = pos.astype(np.dtype(np.float32 if precision == "f32" else np.float64)).astype(np.float64)
+    ref, ref_pot = _reference(pos, mass)
+    errors = []
+    for order in (3, 7):
+        acc, pot, _ = _fmm(pos, mass, precision=precision, order=order)
+        assert np.all(np.isfinite(acc)) and np.all(np.isfinite(pot))
+        errors.append(rms_relative_error(acc, ref))
+    assert errors[0] < 5e-2 and errors[1] < 1e-3 and errors[1] < errors[0], errors
+
+
+@pytest.mark.parametrize("precision, tolerance", [("f32", 1e-6), ("f64", 1e-13)])
+@pytest.mark.parametrize("name", ["one", "two", "three"])
+def test_tiny_systems_are_exact(fmm_hard_cases, precision, tolerance, name):
+    pos, mass = fmm_hard_cases[name]
+    ref, ref_pot = _reference(pos, mass)
+    acc, pot, _ = _fmm(pos, mass, precision=precision)
+    assert np.allclose(acc, ref, rtol=tolerance, atol=tolerance * np.abs(ref).max(initial=0.0))
+    assert np.allclose(pot, ref_pot, rtol=tolerance, atol=0.0)
+
+
+def test_results_come_back_in_the_callers_order():
+    particles = ics.plummer(3000, seed=10)
+    shuffle = np.random.default_rng(0).permutation(3000)
+    acc, _, _ = _fmm(particles.pos, particles.mass, precision="f32")
+    shuffled, _, _ = _fmm(particles.pos[shuffle], particles.mass[shuffle], precision="f32")
+    assert np.array_equal(shuffled, acc[shuffle])
+
+
+def test_reused_buffers_carry_no_state():
+    particles = ics.plummer(4000, seed=11)
+    moved = particles.pos + 0.01 * particles.vel
+    warm = make_solver("cpu-fmm", order=3)
+    warm.accelerations(particles.pos, particles.mass)
+    warm.accelerations(ics.plummer(100, seed=1).pos, ics.plummer(100, seed=1).mass)
+    fresh = make_solver("cpu-fmm", order=3)
+    assert np.array_equal(warm.accelerations(moved, particles.mass), fresh.accelerations(moved, particles.mass))
+
+
+def test_stats_report_every_stage(plummer_4096):
+    particles, _ = plummer_4096
+    _, _, stats = _fmm(particles.pos, particles.mass)
+    for stage in ("sort", "build", "walk", "upward", "m2l", "p2p", "downward"):
+        assert stats[f"{stage}_s"] >= 0.0
+    assert stats["m2l_interactions"] > 0 and stats["particle_particle"] > 0
+    assert stats["terms"] == 56  # order 5: (p+1)(p+2)(p+3)/6
+
+
+def test_lists_are_symmetric_and_cover_every_pair_once():
+    particles = ics.hernquist(3000, seed=14)
+    solver = make_solver("cpu-fmm", theta=0.6, leaf_capacity=16)
+    solver.accelerations(particles.pos, particles.mass)
+    lists = solver.last_lists()
+    tree = _native.build_tree_f32(particles.pos.astype(np.float32), particles.mass.astype(np.float32),
+                              leaf_capacity=16)
+    nodes = tree["nodes"]
+    count = len(nodes)
+    assert len(lists["parent"]) == count
+
+    def directed(name):
+        start, source = lists[f"{name}_start"], lists[f"{name}_source"]
+        return {(int(t), int(s)) for t in range(count) for s in source[start[t]:start[t + 1]]}
+
+    m2l, p2p = directed("m2l"), directed("p2p")
+    assert m2l == {(s, t) for t, s in m2l} and p2p == {(s, t) for t, s in p2p}
+    # Every pair of bodies meets exactly once: through one M2L pair of nodes holding them (or
+    # their ancestors), one P2P pair of leaves, or the same leaf.
+    leaf_of = np.empty(len(particles.pos), np.int64)
+    ancestors = [[0]]
+    for i in range(1, count):
+        ancestors.append([i] + ancestors[lists["parent"][i]])
+    for i in lists["leaves"]:
+        leaf_of[nodes["first"][i]:nodes["first"][i] + nodes["count"][i]] = i
+    rng = np.random.default_rng(0)
+    for a, b in rng.integers(0, len(particles.pos), (300, 2)):
+        la, lb = leaf_of[a], leaf_of[b]
+        meetings = sum((x, y) in m2l for x in ancestors[la] for y in ancestors[lb])
+        meetings += (la, lb) in p2p or la == lb
+        assert meetings == 1, (a, b)
+
+
+def test_options_are_checked():
+    with pytest.raises(InvalidInputError):
+        make_solver("cpu-fmm", order=0)
+    with pytest.raises(InvalidInputError):
+        make_solver("cpu-fmm", order=_native.FMM_MAX_ORDER + 1)
+    with pytest.raises(InvalidInputError):
+        make_solver("cpu-fmm", theta=0.99)
+
+
+def test_orrery_run_with_cpu_fmm(capsys):
+    assert main(["run", "--n", "512", "--steps", "3", "--solver", "cpu-fmm", "--order", "3", "--quiet"]) == 0
+    assert "solver cpu-fmm" in capsys.readouterr().out

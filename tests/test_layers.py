@@ -1,0 +1,66 @@
+"""The layers import downwards only: the engine imports neither the app nor the benchmarks,
+and the app does not import the benchmarks except through the ``orrery bench`` command."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Source folder -> the package it installs as (pyproject's wheel.packages).
+PACKAGES = {"engine": "orrery.engine", "app": "orrery.app", "bench": "orrery.bench"}
+
+
+def imported_modules(path: Path, package: str):
+    """Absolute names of every module ``path`` (part of ``package``) imports."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                yield node.module or ""
+                continue
+            base = package.split(".")
+            base = base[:len(base) - node.level + 1]
+            yield ".".join(base + ([node.module] if node.module else []))
+
+
+def modules_of(folder: str):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        relative = path.relative_to(ROOT / folder).with_suffix("")
+        parts = list(relative.parts)
+        # A relative import resolves against the containing package, __init__ or not.
+        yield path, ".".join([PACKAGES[folder], *parts[:-1]])
+
+
+@pytest.mark.parametrize("folder, forbidden, allowed_files", [
+    ("engine", ("orrery.app", "orrery.bench"), ()),
+    ("app", ("orrery.bench",), ("app/cli/bench.py", "app/cli/calibrate.py")),
+])
+def test_a_layer_never_imports_the_layers_above_it(folder, forbidden, allowed_files):
+    offences = []
+    for path, package in modules_of(folder):
+        if str(path.relative_to(ROOT)) in allowed_files:
+            continue
+        for name in imported_modules(path, package):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offences == []
+
+
+def test_the_import_resolver_sees_relative_imports():
+    bench_cli = ROOT / "app/cli/bench.py"
+    assert any(name.startswith("orrery.bench") for name in imported_modules(bench_cli, "orrery.app.cli"))
+
+
+@pytest.mark.parametrize("folder", ["engine", "app", "bench"])
+def test_only_the_compute_layer_imports_a_gpu_api(folder):
+    offences = []
+    for path, package in modules_of(folder):
+        if package.startswith("orrery.engine.compute"):
+            continue
+        for name in imported_modules(path, package):
+            if name.split(".")[0] in ("cupy", "dpctl"):
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offences == []
