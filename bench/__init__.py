@@ -27,8 +27,8 @@ from types import ModuleType
 from ..engine.errors import InvalidInputError
 from ._options import BenchmarkSpec, Several
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "render", "live", "playback",
-                               "report")
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "live",
+                               "playback", "report")
 
 
 def benchmark_module(name: str) -> ModuleType:

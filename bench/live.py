@@ -9,12 +9,14 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
   the ``Renderer`` into an output of ``--size``, then sleeps to the next tick of ``--fps``
-  (what vsync does);
+  (what vsync does); as the window does, the particles are accumulated again only when a new
+  frame arrived (the camera is still), and the accumulated light is tone-mapped every frame;
 - ``uncapped``: the same with no sleep, waiting for the GPU to finish every frame (through a
   call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
-the solver thread published and the renderer showed, and the upload path.
+the solver thread published and the renderer showed, the upload path, and the particle pass
+(the compute splat where the frames are on a CUDA device, else GL points).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .render import window_size
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped")
 _COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
-            "shown", "upload"]
+            "shown", "upload", "particles"]
 
 
 SPEC = BenchmarkSpec("live", HELP, options=(
@@ -47,6 +49,8 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     Option("target", str, "rgba32f", "accumulation format", choices=("rgba32f", "rgba16f")),
     Option("interop", bool, True, "show frames through CUDA-GL interop where it works (off: "
                                   "upload every frame through the host)"),
+    Option("splat", bool, True, "draw particles with the compute splat where the frames are on "
+                                "a CUDA device (off: GL points)"),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
     Option("libegl", str, None, "path of libEGL.so.1 where the loader cannot find it"),
 ))
@@ -103,7 +107,7 @@ def _headless(scenario, settings, args) -> dict:
     sim.positions()  # the device has finished every step
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (sim.steps - steps) / elapsed, "render_fps": None,
-            "published": None, "shown": None, "upload": None}
+            "published": None, "shown": None, "upload": None, "particles": None}
 
 
 def _run_for(seconds: float, body) -> int:
@@ -129,7 +133,7 @@ def _reader_only(runner, args) -> dict:
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (last.step - first.step) / elapsed,
             "render_fps": frames / elapsed, "published": runner.frames_published - published,
-            "shown": None, "upload": None}
+            "shown": None, "upload": None, "particles": None}
 
 
 def _rendered(runner, args, *, capped: bool) -> dict:
@@ -141,7 +145,7 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
     scene = ParticleScene(ctx, interop=args.interop)
-    renderer = Renderer(ctx, target_format=args.target)
+    renderer = Renderer(ctx, target_format=args.target, splat=args.splat)
     style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
     tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)
@@ -152,8 +156,12 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     def frame():
         nonlocal shown
         tick = time.perf_counter()
-        shown += scene.show(runner.latest(), runner.population)
-        renderer.render(scene, view_projection, style, tone, output)
+        changed = scene.show(runner.latest(), runner.population)
+        shown += changed
+        if changed or renderer.size != (width, height):
+            renderer.resize(width, height)
+            renderer.accumulate(scene, view_projection, style)
+        renderer.present(output, tone)  # like the window: light reused while nothing changed
         if capped:
             _gl_calls.flush(ctx)
             rest = period - (time.perf_counter() - tick)
@@ -174,7 +182,9 @@ def _rendered(runner, args, *, capped: bool) -> dict:
                 "render_fps": frames / elapsed,
                 "published": runner.frames_published - published, "shown": shown,
                 "upload": scene.upload_path if scene.interop_unavailable is None else
-                f"{scene.upload_path} ({scene.interop_unavailable})"}
+                f"{scene.upload_path} ({scene.interop_unavailable})",
+                "particles": renderer.particle_path if renderer.splat_unavailable is None else
+                f"{renderer.particle_path} ({renderer.splat_unavailable})"}
     finally:
         scene.release()
         renderer.release()

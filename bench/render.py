@@ -6,7 +6,9 @@ bare draw of the same points (constant colour, no sprite profile, no tone mappin
 target, so the ratio says what the look costs. A third figure adds uploading a new frame of
 positions, as the live viewer does whenever the solver publishes one. With ``--replay`` the run
 also replays a recording of each N through the viewer's own upload and render path
-(``_render_replay``), beside the static frame and the bare draw of the same N.
+(``_render_replay``), beside the static frame and the bare draw of the same N. With
+``--splat DEVICE`` the frame's particles are kept on that compute device and drawn by the
+compute splat instead of GL points.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ SPEC = BenchmarkSpec("render", HELP, options=(
            minimum=0.0, exclusive_minimum=True),
     several(Option("target", str, None, "", choices=("rgba32f", "rgba16f")), ("rgba32f",),
             "accumulation formats to time"),
+    Option("splat", str, None, "draw with the compute splat on this device (e.g. cuda:0)"),
     Option("trials", int, 15, "timed frames", minimum=1),
     Option("warmup", int, 3, "untimed frames first", minimum=0),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
@@ -51,6 +54,7 @@ def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
     from ..app.render import (BarePointPass, Camera, ParticleScene, PointStyle, Renderer,
                                ToneMap, describe, headless_context)
+    from ..engine.compute import open_device
     from ..engine.frames import Frame
     from ..engine.ics import plummer
 
@@ -60,10 +64,11 @@ def run(**options) -> list[dict]:
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
     style, tone = PointStyle(point_size=args.point_size), ToneMap()
     rows, replay_rows = [], []
+    splat_device = open_device(args.splat) if args.splat else None
     for n in args.n:
         particles = plummer(n, seed=1)
         positions = particles.pos.astype(np.float32)
-        scene = ParticleScene(ctx)
+        scene = ParticleScene(ctx, compute=splat_device)
         scene.show(Frame(positions, 0.0, 0, 0), particles.population)
         camera = Camera()
         camera.fit(positions)
@@ -102,6 +107,7 @@ def run(**options) -> list[dict]:
                 "ratio_to_bare": frame.median / timings["bare"].median,
                 "with_upload_ms": 1e3 * timings["upload"].median,
                 "drift": frame.drift, "device": device,
+                "particles": renderer.particle_path,
             }
             rows.append({"source": "static", **static})
             if args.replay:
@@ -119,7 +125,7 @@ def run(**options) -> list[dict]:
         scene.release()
     print(f"renderer: {device}")
     print(format_table(rows, ["n", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
-                              "ratio_to_bare", "with_upload_ms", "drift"]))
+                              "ratio_to_bare", "with_upload_ms", "drift", "particles"]))
     if replay_rows:
         print(format_table(replay_rows, ["n", "target", "source", "frame_ms", "frame_iqr_ms",
                                          "fps", "wait_ms", "upload_ms", "draw_ms", "render_ms",

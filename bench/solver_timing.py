@@ -3,8 +3,9 @@ under a time budget per solver: what ``orrery calibrate`` and ``orrery bench rep
 the crossovers from.
 
 An evaluation is ``solver.accelerations(pos, mass)`` on a Plummer sphere (by default) with the
-solver's default accuracy options, so a GPU solver's time includes its host transfers: the
-cost a caller outside a simulation pays, and an upper bound on the in-simulation cost.
+solver's default options (approximate solvers at ``auto``'s default accuracy), so a GPU
+solver's time includes its host transfers: the cost a caller outside a simulation pays, and an
+upper bound on the in-simulation cost.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..engine import ics
+from ..engine.accuracy_table import DEFAULT_ACCURACY
 from ..engine.errors import InvalidInputError
 from ..engine.particles import as_dtype
 from ..engine.solvers import make_solver, solver_specs
@@ -62,6 +64,14 @@ def solver_kwargs(name: str, precision: str) -> dict:
     return {"precision": precision} if "precision" in options else {}
 
 
+def timing_kwargs(name: str, precision: str) -> dict:
+    """Options the crossovers are timed with: :func:`solver_kwargs`, and an approximate solver
+    at ``auto``'s default accuracy (the accuracy ``auto`` runs it at)."""
+    options = {o.name for o in solver_specs()[name].options}
+    return {**solver_kwargs(name, precision),
+            **({"accuracy": DEFAULT_ACCURACY} if "accuracy" in options else {})}
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     solver: str
@@ -88,7 +98,7 @@ def measure_curves(solvers: list[str], sizes: list[int], *, precision: str = "f3
     inputs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     curves: dict[str, list[CurvePoint]] = {}
     for name in solvers:
-        solver = make_solver(name, **solver_kwargs(name, precision))
+        solver = make_solver(name, **timing_kwargs(name, precision))
         spent = 0.0
         points: list[CurvePoint] = []
         for index, n in enumerate(sizes):

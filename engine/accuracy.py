@@ -20,6 +20,12 @@ def rms_relative_error(approx, exact) -> float:
     return float(np.sqrt(np.mean(relative_errors(approx, exact) ** 2)))
 
 
+def error_percentiles(approx, exact) -> tuple[float, float]:
+    """(RMS, 90th percentile) of the per-particle relative errors."""
+    errors = relative_errors(approx, exact)
+    return float(np.sqrt(np.mean(errors ** 2))), float(np.quantile(errors, 0.9))
+
+
 # Source chunks per sample target in sampled_reference.cl: enough work-items to fill a GPU
 # with a few thousand targets; the host adds each target's partial sums.
 _SAMPLE_CHUNKS = 128

@@ -56,6 +56,11 @@ def reference_accelerations(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: 
     """Double-precision compensated direct summation: (acc (n, 3), potential (n,) or None)."""
 
 
+def narrow_to_half(source: F32, out: npt.NDArray[np.float16], simd: str = "") -> None:
+    """float32 ``source`` into float16 ``out`` (same size, C-contiguous), round to nearest even:
+    numpy's ``astype(float16)`` bits, with F16C/AVX-512 where present; releases the GIL."""
+
+
 def kernel_inverse_sqrt_f32(x: npt.ArrayLike, simd: str = "") -> F32:
     """1/sqrt(x) exactly as the float32 direct kernel's potential gets it."""
 
@@ -125,3 +130,52 @@ class TreeF64:
     @property
     def stats(self) -> dict[str, Any]:
         """Last evaluation: stage seconds, interaction counts, node/leaf counts, depth."""
+
+
+FMM_MAX_ORDER: int
+"""Highest expansion order the FMM tables are built for."""
+
+
+class FmmF32:
+    """Fast multipole solver state (buffers reused across evaluations), float32."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F32, F32 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Last evaluation: stage seconds, interaction counts, node/leaf counts."""
+
+    @property
+    def lists(self) -> dict[str, np.ndarray]:
+        """Last evaluation's interaction lists, depth order and centres, as arrays."""
+
+
+class FmmF64:
+    """As :class:`FmmF32`, float64."""
+
+    def __init__(self) -> None: ...
+
+    def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
+                 order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
+                 simd: str = "") -> tuple[F64, F64 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+
+    @property
+    def stats(self) -> dict[str, Any]: ...
+
+    @property
+    def lists(self) -> dict[str, np.ndarray]: ...
+
+
+def fmm_tables(order: int) -> dict[str, np.ndarray]:
+    """The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays."""
+
+
+def fmm_lists(skip: npt.ArrayLike, leaf_box: npt.ArrayLike, cube_min: npt.ArrayLike,
+              cube_side: float, theta: float, threads: int = 0) -> dict[str, np.ndarray]:
+    """The FMM dual walk's interaction lists of a depth-first node array, as arrays."""

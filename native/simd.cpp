@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
+
+#include <pybind11/numpy.h>
 
 #include "parallel.hpp"
 
@@ -29,7 +32,9 @@ SimdLevel cpu_simd_level() {
 #ifdef ORRERY_X86_KERNELS
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return SimdLevel::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return SimdLevel::avx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return SimdLevel::avx2;
 #endif
   return SimdLevel::scalar;
 }
@@ -114,7 +119,29 @@ py::dict level_description(const std::string& requested) {
 
 }  // namespace
 
+void narrow_to_half(py::array source, py::array out, const std::string& simd) {
+  // Checked here, not coerced: a silent copy would hide the cost this function exists to save.
+  if (!py::isinstance<py::array_t<float>>(source) || !(source.flags() & py::array::c_style))
+    throw std::invalid_argument("narrow_to_half: source must be a C-contiguous float32 array");
+  if (out.dtype().kind() != 'f' || out.itemsize() != 2 || !(out.flags() & py::array::c_style) ||
+      !out.writeable())
+    throw std::invalid_argument("narrow_to_half: out must be a writable C-contiguous float16 array");
+  if (out.size() != source.size())
+    throw std::invalid_argument("narrow_to_half: source and out must hold as many values");
+  const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
+  const auto* from = static_cast<const float*>(source.data());
+  auto* to = static_cast<std::uint16_t*>(out.mutable_data());
+  const std::size_t count = static_cast<std::size_t>(source.size());
+  py::gil_scoped_release unlocked;  // the recorder's writer thread converts while Python runs
+  kernels.narrow_to_half(from, to, count);
+}
+
 void register_simd(py::module_& m) {
+  m.def("narrow_to_half", &narrow_to_half, py::arg("source"), py::arg("out"),
+        py::arg("simd") = "",
+        "Write float32 `source` into float16 `out` (same size, both C-contiguous), rounding to "
+        "nearest even: numpy's astype(float16) bits, with F16C/AVX-512 where the CPU has them. "
+        "Releases the GIL.");
   m.def("build_info", &build_info,
         "How this module was built: compiler, flags, SIMD levels compiled and the CPU's level.");
   m.def("simd_level", &level_description, py::arg("simd") = "",

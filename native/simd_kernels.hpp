@@ -55,6 +55,9 @@ using PackSourcesFn = void (*)(const T* pos, const T* mass, std::size_t n, T* ou
 
 // The kernel's own 1/sqrt (or x^(-3/2)) applied to an array (count a multiple of the lanes), so its error
 // can be measured against an exact one.
+// float32 -> IEEE half, round to nearest even (half_kernel.hpp).
+using NarrowToHalfFn = void (*)(const float* source, std::uint16_t* out, std::size_t count);
+
 template <typename T>
 using InverseSqrtFn = void (*)(const T* x, T* out, std::size_t count);
 
@@ -86,6 +89,7 @@ struct SimdKernels {
   TreeQuadrupoleFn<float> tree_quadrupole_f32;
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
   FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
+  NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
 };
 
 extern const SimdKernels kScalarKernels;

@@ -12,9 +12,10 @@
 namespace orrery {
 
 // The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
-// targets per block in the direct kernel.
+// targets per block in the direct kernel; narrow_to_half the file's own conversion loop (its
+// instructions are not Vec operations).
 template <template <typename> class Vec, std::size_t K32, std::size_t K64>
-constexpr SimdKernels make_simd_kernels(const char* name) {
+constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_to_half) {
   return SimdKernels{name,
                     K32 * Vec<float>::lanes,
                     K64 * Vec<double>::lanes,
@@ -41,7 +42,8 @@ constexpr SimdKernels make_simd_kernels(const char* name) {
                     &tree_monopole_dispatch<Vec<double>>,
                     &tree_quadrupole_dispatch<Vec<float>>,
                     &tree_quadrupole_dispatch<Vec<double>>,
-                    &fmm_m2l_kernel<Vec<double>>};
+                    &fmm_m2l_kernel<Vec<double>>,
+                    narrow_to_half};
 }
 
 }  // namespace orrery

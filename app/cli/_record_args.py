@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ...engine.errors import InvalidInputError, RecordingError
-from ...engine.recording import Recorder
+from ...engine.recording import KEYFRAME_EVERY, Recorder, keyframe_due
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,29 +24,58 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
                        help="commit recorded frames to disk at least this often (at most 3600); "
                             "a killed run keeps every frame committed (default: 2)")
+    group.add_argument("--keyframe-every", type=int, default=KEYFRAME_EVERY, metavar="K",
+                       help="store the whole state every K recorded frames and at the end, to "
+                            "continue the run with --resume (0: only at the end; default: "
+                            f"{KEYFRAME_EVERY})")
+    group.add_argument("--record-fsync", type=int, default=0, metavar="N",
+                       help="commit and fsync the recording every N frames, so a power loss "
+                            "keeps them too (default: 0, the OS writes back when it chooses)")
 
 
 class CommandLineRecording:
     """The recording of one ``orrery run``: when writing fails (a full disk, say) the error is
     printed once, the file keeps the frames committed before, and the run goes on without
-    recording; ``failed`` then tells the command to exit with status 1."""
+    recording; ``failed`` then tells the command to exit with status 1.
 
-    def __init__(self, recorder: Recorder):
-        self._recorder: Recorder | None = recorder
-        self._velocities = recorder.records_velocities
+    Without a recorder (the ranks of a distributed run other than 0, or after a failure) it
+    still reads the state a recorder would: in a distributed run each read is a gather every
+    rank takes part in, so every rank follows the same frame and keyframe schedule."""
+
+    def __init__(self, recorder: Recorder | None, *, velocities: bool, keyframe_every: int):
+        self._recorder = recorder
+        self._velocities = velocities
+        self._keyframe_every = keyframe_every
+        self._frames = 0
+        self._last_keyframe_step: int | None = None
         self.failed = False
 
     def append_simulation(self, simulation) -> None:
+        keyframe = keyframe_due(self._frames, self._keyframe_every)
+        self._frames += 1
+        if keyframe:
+            self._last_keyframe_step = simulation.steps
         if self._recorder is None:
-            # Still read the state the recorder would have: in a distributed run that read is
-            # a gather every rank takes part in.
-            if self._velocities:
-                simulation.particles  # noqa: B018
+            if self._velocities or keyframe:
+                simulation.particles  # noqa: B018 - the gather
             else:
                 simulation.positions()
             return
         try:
             self._recorder.append_simulation(simulation)
+        except RecordingError as error:
+            self._stop(error)
+
+    def append_last_keyframe(self, simulation) -> None:
+        """The run's final state as a keyframe (unless the last frame came with one)."""
+        if self._last_keyframe_step == simulation.steps:
+            return
+        self._last_keyframe_step = simulation.steps
+        if self._recorder is None:
+            simulation.particles  # noqa: B018 - the gather
+            return
+        try:
+            self._recorder.append_last_keyframe(simulation)
         except RecordingError as error:
             self._stop(error)
 
@@ -82,8 +111,18 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
     :class:`RecordingError` here, before the run starts."""
     if args.record is None:
         return None
-    if args.every < 1:
-        raise InvalidInputError(f"--every must be at least 1, got {args.every}")
+    check_record_arguments(args)
     return CommandLineRecording(Recorder.for_simulation(
         args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
-        velocities=args.record_velocities, flush_seconds=args.record_flush))
+        velocities=args.record_velocities, flush_seconds=args.record_flush,
+        keyframe_every=args.keyframe_every, fsync_every=args.record_fsync),
+        velocities=args.record_velocities, keyframe_every=args.keyframe_every)
+
+
+def check_record_arguments(args: argparse.Namespace) -> None:
+    if args.every < 1:
+        raise InvalidInputError(f"--every must be at least 1, got {args.every}")
+    for flag, value in (("--keyframe-every", args.keyframe_every),
+                        ("--record-fsync", args.record_fsync)):
+        if value < 0:
+            raise InvalidInputError(f"{flag} must be 0 or more, got {value}")

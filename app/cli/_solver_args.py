@@ -25,8 +25,9 @@ def add_solver_arguments(parser: argparse.ArgumentParser, *, default_solver: str
         else:
             # Values are checked by the solver's options table, not by argparse: solvers share
             # flags but not always the allowed values (reference is f64 only).
+            default = "" if option.default is None else f" (solver default: {option.default})"
             parser.add_argument(flag, dest=option.name, default=None, type=option.type,
-                                help=f"{option.doc} (solver default: {option.default})")
+                                help=option.doc + default)
 
 
 def solver_options(args: argparse.Namespace) -> dict:

@@ -1,26 +1,33 @@
 """``orrery calibrate``: time every solver that can run here over a geometric range of particle
-counts, find where each is fastest, and store the crossovers for the ``auto`` solver."""
+counts, find where each is fastest, and store the crossovers for the ``auto`` solver; with
+``--accuracy``, measure the accuracy table instead (each approximate solver's RMS and
+90th-percentile force error at each theta on every shipped scenario), which ``accuracy=``
+chooses theta from."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
-from ...engine import ics
 from ...bench.harness import format_table
 from ...bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
-                                           solver_kwargs, timed_solvers)
+                                    timed_solvers, timing_kwargs)
+from ...engine import accuracy_table, ics
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
+from ...engine.errors import InvalidInputError
+from ...engine.solvers import solver_specs
 from ._arg_types import integer, number
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "calibrate", help="measure solver crossovers on this machine for `auto`",
-        description="Time each available solver (at its default accuracy) over a geometric "
-                    "range of particle counts, find which is fastest where, and store the "
-                    "crossovers in the cache directory for the `auto` solver.")
+        description="Time each available solver (approximate ones at auto's default accuracy, "
+                    "1e-3) over a geometric range of particle counts, find which is fastest "
+                    "where, and store the crossovers in the cache directory for the `auto` "
+                    "solver. With --accuracy, measure the accuracy table instead.")
     parser.add_argument("--n-min", type=integer(minimum=2), default=256, help="smallest N (default: 256)")
     parser.add_argument("--n-max", type=integer(minimum=2), default=262_144,
                         help="largest N, if the budget allows (default: 262144)")
@@ -46,12 +53,33 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="measure and print, but do not store the result")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    accuracy = parser.add_argument_group(
+        "accuracy table", "with --accuracy: errors of each approximate solver (one with an "
+        "accuracy option) against float64 direct summation, instead of timings")
+    accuracy.add_argument("--accuracy", action="store_true",
+                          help="measure the accuracy table that accuracy= chooses theta from")
+    accuracy.add_argument("--thetas", type=number(at_least=0), nargs="+",
+                          default=list(accuracy_table.DEFAULT_THETAS),
+                          help="opening angles measured (default: 0.05 to 1.5)")
+    accuracy.add_argument("--sizes", type=integer(minimum=2), nargs="+",
+                          default=list(accuracy_table.DEFAULT_SIZES),
+                          help="particle counts measured (default: 1024 to 65536, factors of 2)")
+    accuracy.add_argument("--scenarios", nargs="+", default=None, metavar="NAME",
+                          help="scenarios measured (default: every shipped one but the "
+                               "uniform cube, engine/accuracy_table.py says why)")
+    accuracy.add_argument("--device", default=None,
+                          help="compute device of the GPU solvers (default: the first found)")
+    accuracy.add_argument("--output", default=None, metavar="PATH",
+                          help="write the table here instead of the cache directory (the "
+                               "package's defaults: engine/accuracy_defaults.json)")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    if not args.dry_run:
+    if not args.dry_run and not args.output:
         check_cache_writable()  # before measuring for the whole budget
+    if args.accuracy:
+        return run_accuracy(args)
     solvers, unavailable = timed_solvers(args.solvers)
     for name, reason in unavailable.items():
         print(f"skipping {name}: {reason}", file=sys.stderr)
@@ -71,8 +99,8 @@ def run(args) -> int:
                                 seed=args.seed, warmup=args.warmup, trials=args.trials,
                                 budget_s=args.budget, max_eval_s=args.max_eval, on_point=advance)
     settings = {"ic": args.ic, "seed": args.seed, "trials": args.trials, "warmup": args.warmup,
-                "options": {name: solver_kwargs(name, args.precision) for name in solvers},
-                "note": "every solver at its default accuracy options (trees: default theta)"}
+                "options": {name: timing_kwargs(name, args.precision) for name in solvers},
+                "note": "approximate solvers at auto's default accuracy, the others at their defaults"}
     calibration = Calibration(precision=args.precision, curves=as_timing_curves(curves),
                               settings=settings)
     print(_timing_table(curves, sizes))
@@ -83,6 +111,79 @@ def run(args) -> int:
     else:
         print(f"Stored in {save_calibration(calibration)}; `auto` uses it from now on.")
     return 0
+
+
+def approximate_solvers(requested) -> tuple[list[str], dict[str, str]]:
+    """Solvers with an accuracy option that can run here, and why the others cannot."""
+    specs = solver_specs()
+    names = [name for name, spec in specs.items() if name != "auto"
+             and any(option.name == "accuracy" for option in spec.options)]
+    if requested:
+        names = [name for name in names if name in requested]
+    available, unavailable = [], {}
+    for name in names:
+        reason = specs[name].unavailable_reason()
+        if reason is None:
+            available.append(name)
+        else:
+            unavailable[name] = reason
+    return available, unavailable
+
+
+def run_accuracy(args) -> int:
+    solvers, unavailable = approximate_solvers(args.solvers)
+    for name, reason in unavailable.items():
+        print(f"skipping {name}: {reason}", file=sys.stderr)
+    if not solvers:
+        print("orrery calibrate --accuracy: no approximate solver can run here", file=sys.stderr)
+        return 1
+    names = args.scenarios or list(accuracy_table.SCENARIOS)
+    specs = solver_specs()
+    rows = {}
+    for name in solvers:
+        variants = {accuracy_table.variant_key(v): v for v in specs[name].factory.accuracy_variants}
+        has_device = any(option.name == "device" for option in specs[name].options)
+        options = {"precision": args.precision, **({"device": args.device} if has_device and
+                                                    args.device else {})}
+        with tqdm(total=len(names) * len(args.sizes), unit="case", disable=args.quiet,
+                  file=sys.stderr, dynamic_ncols=True, desc=name) as bar:
+            def advance(solver, variant, scenario, size):
+                bar.set_postfix_str(f"{scenario} N={size:,}")
+                if variant == next(reversed(variants)):
+                    bar.update(1)
+
+            rows.update(accuracy_table.measure(name, variants, args.thetas, names, args.sizes,
+                                               seed=args.seed, solver_options=options,
+                                               on_point=advance))
+    settings = {"precision": args.precision, "seed": args.seed, "targets": accuracy_table.TARGETS,
+                "scenarios": names, "sizes": args.sizes, "thetas": args.thetas,
+                "note": "RMS and 90th-percentile relative force errors against float64 direct "
+                        "summation, each scenario with its own softening"}
+    table = accuracy_table.AccuracyTable(rows, {key: "this run" for key in rows})
+    print(_accuracy_summary(table, rows, args.sizes))
+    if args.dry_run:
+        print("Not stored (--dry-run).")
+    else:
+        path = accuracy_table.save_table(rows, settings, path=args.output and Path(args.output))
+        print(f"Stored in {path}; accuracy= chooses theta from it from now on.")
+    return 0
+
+
+def _accuracy_summary(table, rows, sizes) -> str:
+    """Theta chosen per solver, variant and target at the largest size measured."""
+    out = []
+    for solver, variant in rows:
+        row = {"solver": solver, "variant": variant}
+        for target in (1e-2, 1e-3, 1e-4):
+            try:
+                choice = table.choose(solver, [variant], target, max(sizes))
+                row[f"theta @ {target:g}"] = f"{choice.theta:g} ({choice.worst_rms:.2g})"
+            except InvalidInputError:
+                row[f"theta @ {target:g}"] = "unreachable"
+        out.append(row)
+    columns = ["solver", "variant"] + [f"theta @ {t:g}" for t in (1e-2, 1e-3, 1e-4)]
+    return ("\nTheta chosen for each target at N >= " + f"{max(sizes):,}" +
+            " (worst RMS over the scenarios and sizes):\n" + format_table(out, columns))
 
 
 def _timing_table(curves, sizes) -> str:

@@ -56,6 +56,10 @@ def describe(recording: RecordingFile) -> str:
         every = f", every {strides[0]} steps" if strides.size == 1 else ""
         lines.append(f"time:          {recording.times[0]:g} .. {recording.times[-1]:g} "
                      f"(steps {recording.steps[0]} .. {recording.steps[-1]}{every})")
+    if recording.keyframe_count:
+        steps = recording.keyframe_steps
+        lines.append(f"keyframes:     {recording.keyframe_count} x {recording.keyframe_dtype.name} "
+                     f"states at steps {steps[0]} .. {steps[-1]} (orrery run --resume)")
     for name in ("scenario", "solver", "solver_params", "integrator", "dt", "softening", "G",
                  "units"):
         if name in attrs:

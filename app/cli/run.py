@@ -10,14 +10,17 @@ from tqdm import tqdm
 
 from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
+from ...engine.recording import resume
+from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
 from ._arg_types import integer
-from ._record_args import add_record_arguments, open_recorder
+from ._record_args import CommandLineRecording, add_record_arguments, open_recorder
 from ._solver_args import add_solver_arguments, solver_options
 
 # Used when neither a flag nor a preset names a solver: picks by particle count.
 DEFAULT_SOLVER = "auto"
 DEFAULT_COUNT = 4096
+DEFAULT_INTEGRATOR = INTEGRATORS[0]  # kick-drift-kick, the Simulation's default
 
 
 def add_parser(subparsers) -> None:
@@ -34,6 +37,14 @@ def add_parser(subparsers) -> None:
                         help="start from another code's snapshot (GADGET, SWIFT, AREPO, Tipsy, "
                              "RAMSES ... through pynbody: pip install 'orrery[formats]'); "
                              "softening and dt are estimated from it unless given")
+    source.add_argument("--resume", metavar="RECORDING",
+                        help="continue the run recorded in RECORDING from a keyframe, with its "
+                             "solver, options, integrator and dt (bit-identical for cpu-direct, "
+                             "cpu-tree and reference); --steps more steps, recorded (--record) "
+                             "to a new file")
+    parser.add_argument("--from-frame", type=integer(minimum=0), default=None, metavar="K",
+                        help="with --resume: the last keyframe at or before frame K (default: "
+                             "the recording's last keyframe)")
     parser.add_argument("--family", default=None,
                         help="with --load: evolve only this family (dm, star, gas, ...)")
     parser.add_argument("--n", type=integer(minimum=1), default=None,
@@ -44,8 +55,8 @@ def add_parser(subparsers) -> None:
                         help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
                         help=f"time step (default: the preset's, else {scenarios.DT.default:g})")
-    parser.add_argument("--integrator", default="kdk", choices=("kdk", "dkd"),
-                        help="leapfrog variant (default: kdk)")
+    parser.add_argument("--integrator", default=None, choices=INTEGRATORS,
+                        help=f"leapfrog variant (default: {DEFAULT_INTEGRATOR})")
     add_solver_arguments(parser, default_solver=None,
                          default_description="the preset's solver, else auto")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -63,17 +74,62 @@ def run(args) -> int:
 
 def _run(args, mpi) -> int:
     """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
+    if args.resume is not None or args.from_frame is not None:
+        return _run_resumed(args, mpi)
     particles, dt, solver_name, options, source = _setup(args)
+    source = {**(source or {}), **_scenario_attributes(args)}
     if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
         options["device"] = distributed.rank_device(mpi)
     solver = make_solver(solver_name, **options)
+    integrator = args.integrator or DEFAULT_INTEGRATOR
     if mpi is None:
-        sim = Simulation(particles, solver, dt=dt, integrator=args.integrator)
+        sim = Simulation(particles, solver, dt=dt, integrator=integrator)
     else:
         sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
-                                                integrator=args.integrator)
+                                                integrator=integrator)
     root = mpi is None or mpi.rank == 0
-    recording = _open_recording(args, sim, root, source=source)
+    scenario = args.load or args.scenario or args.ic or "plummer"
+    recording = _open_recording(args, sim, root, scenario=scenario, source=source)
+    return _advance(args, sim, solver, recording, mpi)
+
+
+def _run_resumed(args, mpi) -> int:
+    """``--resume``: the recorded run continued from a keyframe, recorded to a new file."""
+    if args.resume is None:
+        raise InvalidInputError("--from-frame picks the keyframe of a --resume recording")
+    if mpi is not None:
+        raise InvalidInputError("--resume continues a run on one process; start it without "
+                                "mpirun")
+    if args.n is not None or args.family is not None or args.dt is not None:
+        raise InvalidInputError("--resume continues the recorded run: its particles and dt "
+                                "come from the recording, not from --n, --family or --dt")
+    if args.solver is not None:
+        raise InvalidInputError("--resume continues with the recorded solver; solver options "
+                                "(another --device, say) may still be given")
+    resumed = resume(args.resume, from_frame=args.from_frame,
+                     solver_options=solver_options(args))
+    sim, original = resumed.simulation, resumed.attributes
+    if args.integrator not in (None, sim.integrator):
+        raise InvalidInputError(f"--resume continues with the recorded integrator "
+                                f"({sim.integrator}), not {args.integrator}")
+    kept = ("seed", "scenario_parameters")
+    source = {**{key: original[key] for key in kept if key in original},
+              "resumed_from": str(resumed.path), "resumed_from_step": sim.steps}
+    recording = _open_recording(args, sim, True, scenario=str(original.get("scenario", "")),
+                                source=source)
+    return _advance(args, sim, sim.solver, recording, None)
+
+
+def _scenario_attributes(args) -> dict:
+    """What, besides the solver's settings, rebuilds a run's initial conditions."""
+    return {"seed": args.seed,
+            "scenario_parameters": {"n": args.n, "seed": args.seed, "family": args.family}}
+
+
+def _advance(args, sim, solver, recording, mpi) -> int:
+    """Run ``args.steps`` steps of ``sim``, recording a frame on every step divisible by
+    ``--every`` (counted from the run's start, so a resumed run records the same steps)."""
+    root = mpi is None or mpi.rank == 0
     start = time.perf_counter()
     with recording or contextlib.nullcontext() as recorder, \
             tqdm(total=args.steps, unit="step", disable=args.quiet or not root, file=sys.stderr,
@@ -85,12 +141,14 @@ def _run(args, mpi) -> int:
         while done < args.steps:
             todo = min(chunk, args.steps - done)
             if recorder is not None:  # stop on every K-th step to record it
-                todo = min(todo, args.every - done % args.every)
+                todo = min(todo, args.every - sim.steps % args.every)
             sim.step(todo)
             done += todo
             bar.update(todo)
-            if recorder is not None and done % args.every == 0:
+            if recorder is not None and sim.steps % args.every == 0:
                 recorder.append_simulation(sim)
+        if recorder is not None:
+            recorder.append_last_keyframe(sim)
     elapsed = time.perf_counter() - start
     error = sim.energy_error()
     rate = args.steps / elapsed if elapsed > 0 else 0.0
@@ -102,36 +160,17 @@ def _run(args, mpi) -> int:
     return 1 if root and recording is not None and recording.failed else 0
 
 
-def _open_recording(args, sim, root: bool, *, source):
+def _open_recording(args, sim, root: bool, *, scenario: str, source):
     """The recorder on the process that writes (rank 0 gathers every frame: h5py's wheels have
     no parallel HDF5, and one writer keeps the file's SWMR commit order); the other ranks take
     part in the gathers without writing."""
-    scenario = args.load or args.scenario or args.ic or "plummer"
     if root:
         return open_recorder(args, sim, scenario=scenario, source=source)
     if not args.record:
         return None
     sim.particles  # noqa: B018 - the gather rank 0's recorder makes to learn the masses
-    return _GatherOnly(args.record_velocities)
-
-
-class _GatherOnly:
-    """What a rank other than 0 does for each recorded frame: its part of the gather."""
-
-    def __init__(self, velocities: bool):
-        self.velocities = velocities
-
-    def append_simulation(self, simulation) -> None:
-        if self.velocities:
-            simulation.particles  # noqa: B018 - a collective gather
-        else:
-            simulation.positions()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        return None
+    return CommandLineRecording(None, velocities=args.record_velocities,
+                                keyframe_every=args.keyframe_every)
 
 
 def _setup(args):

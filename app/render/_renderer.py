@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...engine.compute import DeviceUnavailableError, KernelBuildError
 from ...engine.errors import InvalidInputError
 from ._density_pass import DensityPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
+from ._splat_pass import SplatPass
 from ._style import DensityStyle, PointStyle, ToneMap
 from ._tonemap_pass import ToneMapPass
 
@@ -18,25 +20,37 @@ from ._tonemap_pass import ToneMapPass
 TARGET_FORMATS = {"rgba32f": "f4", "rgba16f": "f2"}
 DEFAULT_TARGET_FORMAT = "rgba32f"
 
+# How point sprites are drawn (shown in the viewer's panel beside the upload path).
+GL_POINTS = "GL points"
+
 
 class Renderer:
     """Draw a :class:`ParticleScene` with a :class:`PointStyle` (light of point sprites, tone
     mapped with a :class:`ToneMap`) or a :class:`DensityStyle` (a kernel-splatted density image
     through a colour map).
 
+    Point sprites are splatted on the compute device (:class:`SplatPass`) where the scene holds
+    the positions there (a live GPU run, or a scene given a ``compute`` context) and the target
+    is RGBA32F; otherwise, or with ``splat=False``, drawn as GL points (:class:`ParticlePass`).
+    ``particle_path`` says which, ``splat_unavailable`` why the splat failed, if it did.
+
     Parameters
     ----------
     ctx : moderngl.Context
     target_format : "rgba32f" (default) or "rgba16f"
+    splat : allow the compute splat (default True)
     """
 
-    def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT):
+    def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
         self.ctx = ctx
         self.target_format = target_format
         self.particles = ParticlePass(ctx)
+        self.splat = SplatPass(ctx)
+        self.splat_unavailable: str | None = None if splat else "turned off"
+        self.particle_path = GL_POINTS
         self.density = DensityPass(ctx)
         self.tone_map = ToneMapPass(ctx)
         self._style = None  # the style of the last accumulation: how to present it
@@ -70,6 +84,10 @@ class Renderer:
     def accumulate(self, scene: ParticleScene, view_projection: np.ndarray,
                    style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0) -> None:
         """Clear the accumulation target and add every particle into it."""
+        if isinstance(style, PointStyle) and self._splat(scene, view_projection, style,
+                                                         pixel_ratio):
+            self._style = style
+            return
         self.begin_accumulation()
         if isinstance(style, DensityStyle):
             # pixels per world unit at clip w = 1: the projection's y scale (the view's rows are
@@ -79,8 +97,23 @@ class Renderer:
                               pixels_per_unit=scale * self.size[1] / 2.0)
         else:
             self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
+            self.particle_path = GL_POINTS
         self.ctx.disable(self.ctx.BLEND)
         self._style = style
+
+    def _splat(self, scene, view_projection, style, pixel_ratio) -> bool:
+        if scene.device is None or self.splat_unavailable is not None or \
+                self.target_format != "rgba32f":
+            return False
+        try:
+            self.splat.draw(scene, view_projection, style, self.accumulation,
+                            pixel_ratio=pixel_ratio)
+        except (DeviceUnavailableError, KernelBuildError) as error:
+            self.splat_unavailable = str(error)
+            self.splat.release()
+            return False
+        self.particle_path = self.splat.path
+        return True
 
     def present(self, output, tone: ToneMap) -> None:
         """Show the accumulation target in ``output`` (a framebuffer of the same size): tone
@@ -108,6 +141,7 @@ class Renderer:
 
     def release(self) -> None:
         self.tone_map.release()
+        self.splat.release()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()

@@ -3,6 +3,8 @@ in GPU buffers."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...engine.compute import InteropUnavailableError, gl_buffer_view
@@ -22,6 +24,18 @@ _SPEED_SAMPLE = 4096
 _POSITION_FORMATS = {np.dtype(np.float32): "3f4", np.dtype(np.float16): "3f2"}
 
 
+@dataclass(frozen=True)
+class DeviceParticles:
+    """The shown frame's positions where a compute device holds them (for the compute splat):
+    this frame's and the previous one's (n, 3) float32 arrays on ``context``, and the snapshots
+    they belong to (empty where the scene uploaded them itself)."""
+
+    context: object
+    current: object
+    previous: object
+    snapshots: tuple = ()
+
+
 class ParticleScene:
     """GPU copies of the latest frame. Two position buffers alternate: the new frame goes into
     the older one, so the previous positions stay for speed colouring without a copy.
@@ -33,13 +47,20 @@ class ParticleScene:
     vertex buffer where the compute layer can view that buffer (CUDA-GL interop), else through
     the host; ``upload_path`` says which, ``interop_unavailable`` why not. ``interop=False``
     keeps every frame on the host path.
+
+    ``device`` holds the frame's positions on a compute device where they are there anyway (a
+    live frame's snapshot) or where ``compute`` names a context to upload host frames to (so
+    their particles can be splatted there); else None.
     """
 
-    def __init__(self, ctx, *, interop: bool = True):
+    def __init__(self, ctx, *, interop: bool = True, compute=None):
         self.ctx = ctx
         self.upload_path = HOST
         self.interop_unavailable: str | None = None if interop else "turned off"
         self._views: list = []  # device views of the two position buffers, when interop works
+        self.device: DeviceParticles | None = None
+        self._compute = compute
+        self.population_version = 0  # changes whenever the population labels change
         self.count = 0
         self.position_format = _POSITION_FORMATS[np.dtype(np.float32)]
         self.layout_version = 0  # changes whenever buffers are reallocated
@@ -64,6 +85,11 @@ class ParticleScene:
     def sequence(self):
         """The ``sequence`` of the frame shown (None before the first)."""
         return self._sequence
+
+    @property
+    def population(self) -> np.ndarray | None:
+        """The labels of the shown particles (host copy)."""
+        return self._population_labels
 
     @property
     def current(self):
@@ -103,10 +129,19 @@ class ParticleScene:
             _gl_calls.write(self.current, positions)
             _gl_calls.write(self.previous, positions)
             self.interval = 0.0
+        self._keep_on_device(positions, moved=interval is not None and interval > 0)
         self._host_current, self._host_time = positions, frame.time
         self._time = frame.time
         self._sequence = frame.sequence
         return True
+
+    def _keep_on_device(self, positions: np.ndarray, *, moved: bool) -> None:
+        if self._compute is None:
+            self.device = None
+            return
+        current = self._compute.upload(positions.astype(np.float32))
+        previous = self.device.current if moved and self.device is not None else current
+        self.device = DeviceParticles(self._compute, current, previous)
 
     def _show_on_device(self, frame: Frame, population: np.ndarray) -> bool:
         snapshot = frame.snapshot
@@ -124,6 +159,7 @@ class ParticleScene:
         self._show_population(population, count)
         interval = None if self._time is None else frame.time - self._time
         moving = interval is not None and interval > 0
+        before = self.device
         if moving:
             self.parity = 1 - self.parity
             self._views[self.parity].write(snapshot)
@@ -133,6 +169,9 @@ class ParticleScene:
                 view.write(snapshot)
             self._host_current = None
             self.interval = 0.0
+        last = before.snapshots[0] if moving and before and before.snapshots else snapshot
+        self.device = DeviceParticles(snapshot.context, snapshot.device, last.device,
+                                      (snapshot, last) if last is not snapshot else (snapshot,))
         # The speed scale comes from a host sample; the host copy is taken only once it has
         # arrived (it is downloaded beside the step), otherwise the last scale stays.
         if snapshot.ready():
@@ -156,6 +195,7 @@ class ParticleScene:
                                                                      population):
                 self._population_labels = np.array(population, copy=True)
                 self.population_buffer.write(np.asarray(population, dtype=np.float32))
+                self.population_version += 1
             self._population_source = population
 
     def _release_views(self) -> None:
@@ -204,6 +244,7 @@ class ParticleScene:
         self._population_labels = None
         self._population_source = None
         self._host_current = None
+        self.device = None
         self._time = None
         self.count = count
         self.layout_version += 1
@@ -224,5 +265,6 @@ class ParticleScene:
             if buffer is not None:
                 buffer.release()
         self._buffers, self.population_buffer, self.count = [], None, 0
+        self.device = None
         self._extras = {}
         self.mass_buffer = self.value_buffer = self.support_buffer = None

@@ -87,6 +87,8 @@ def _open_source(args):
         from ...engine.recording import Player
 
         player = Player(args.play)
+        if player.live:  # a recording still being written: join it at its newest frame
+            player.seek(player.frame_count - 1)
         if not args.paused:
             player.play()
         return player

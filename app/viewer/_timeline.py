@@ -3,7 +3,8 @@
 Duck-typed: a source qualifies when it has ``seek``, ``play``, ``pause``, ``frame_count``,
 ``position``, ``speed`` and ``loop``. ``position`` is a frame index; ``speed`` is frames of the
 recording per second of wall time (negative plays backwards) and ``loop`` a flag, both writable.
-A ``playing`` flag and a ``step(delta)`` method are used when the source has them.
+A ``playing`` flag and a ``step(delta)`` method are used when the source has them, and a
+``live`` flag (a recording still being written, followed as it grows) is shown as "live".
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ PLAYBACK_MEMBERS = ("seek", "play", "pause", "frame_count", "position", "speed",
 MAX_SPEED = 240.0
 # Height of the panel at the bottom of the window, and the gap above it (window pixels).
 TIMELINE_HEIGHT = 90.0
+# The "live" mark of a recording still being written (RGBA).
+LIVE_COLOUR = imgui.ImVec4(1.0, 0.35, 0.3, 1.0)
 
 
 def has_playback(source) -> bool:
@@ -71,6 +74,9 @@ class TimelinePanel:
                                             MAX_SPEED, "%.1f", imgui.SliderFlags_.logarithmic)
         if changed:
             player.speed = speed
+        if getattr(player, "live", False):
+            imgui.same_line()
+            imgui.text_colored(LIVE_COLOUR, "live")
         imgui.set_next_item_width(-1)
         last = max(int(player.frame_count) - 1, 0)
         changed, index = imgui.slider_int("##frame", int(player.position), 0, last,

@@ -131,7 +131,8 @@ class ViewerWindow(pyglet.window.Window):
         imgui.new_frame()
         if self.ui_visible:
             self.panel.draw((self.width, self.height), self.clock.fps, self._frame,
-                            self.source_error, self.scene.upload_path)
+                            self.source_error,
+                            f"{self.scene.upload_path}, {self.renderer.particle_path}")
             if self.timeline is not None:
                 self.timeline.draw((self.width, self.height))
             if self.capture_message:
@@ -220,7 +221,8 @@ class ViewerWindow(pyglet.window.Window):
         stats = dict(frame.stats) if frame else {}
         stats.pop("error", None)
         record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
-                  "upload": self.scene.upload_path, "live_ratio": live_ratio(stats),
+                  "upload": self.scene.upload_path, "particles": self.renderer.particle_path,
+                  "live_ratio": live_ratio(stats),
                   "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
                   "stats": stats,
                   "error": getattr(self.source, "error", None) or self.source_error,

@@ -3,6 +3,8 @@ device arrays, and one non-blocking stream per device so every operation is orde
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from .._optional import MissingPackageError, require
@@ -14,6 +16,9 @@ from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError,
 
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
+# CUDA clamps a stream priority to the device's range (lower is higher; 0 to -5 on the H200),
+# and CuPy does not expose the range: asking for far more than any device has gives its highest.
+HIGHEST_PRIORITY = -(1 << 16)
 # Transfers of at least this many bytes go through the context's pinned staging buffers
 # (_cuda_pinned.py); smaller ones are not worth the pipeline.
 PINNED_THRESHOLD = 1 << 20
@@ -137,14 +142,14 @@ class CudaProgram(Program):
 
 
 class CudaContext(Context):
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int, *, priority: int | None = None):
         super().__init__(describe(ordinal))
         cupy = _cupy()
         self.device = cupy.cuda.Device(ordinal)
         self.max_threads_per_unit = int(
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
-            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.stream = cupy.cuda.Stream(non_blocking=True, priority=priority)
         self.pinned = PinnedStaging(self.device, self.stream)
 
         self._staging = None
@@ -158,6 +163,27 @@ class CudaContext(Context):
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)
+
+    def another_queue(self) -> "CudaContext":
+        # The highest stream priority: the block scheduler starts its kernels' blocks before
+        # more blocks of the simulation's long kernels, so a frame does not wait a step for SMs.
+        return CudaContext(self.device.id, priority=HIGHEST_PRIORITY)
+
+    @contextmanager
+    def reading(self, snapshots):
+        cupy = _cupy()
+        with self.device:
+            for snapshot in snapshots:
+                written = getattr(snapshot, "written", None)
+                if written is not None:  # a staging copy on another stream: the device waits
+                    self.stream.wait_event(written)
+        yield
+        with self.device:
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(self.stream)
+        for snapshot in snapshots:
+            if hasattr(snapshot, "add_reader"):
+                snapshot.add_reader(done)
 
     def _backend_defines(self) -> dict[str, object]:
         return {"SUBGROUP_SIZE": self.info.subgroup_size,

@@ -4,6 +4,7 @@ a device description, device arrays, programs and kernels, launch events, and th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
@@ -141,6 +142,7 @@ class Snapshot(ABC):
     it is taken, so any thread may read it for as long as it holds it."""
 
     device: "DeviceArray | None" = None
+    context: "Context | None" = None  # the context ``device`` belongs to
 
     @abstractmethod
     def ready(self) -> bool:
@@ -274,6 +276,19 @@ class Context(ABC):
         array = self.empty(shape, dtype)
         write(array)
         return HostSnapshot(array.download())
+
+    def another_queue(self) -> "Context":
+        """A context on the same device whose queue runs beside this one's (a renderer's work
+        then does not wait behind queued simulation steps); arrays of either may be used on
+        both. Backends without concurrent queues return this context itself."""
+        return self
+
+    @contextmanager
+    def reading(self, snapshots: Sequence["Snapshot"]):
+        """Order the work queued inside the block after the copies ``snapshots`` hold and keep
+        their device copies from being reused until that work is done. An in-order queue that
+        took the snapshots needs nothing; a backend with several queues overrides this."""
+        yield
 
     # -- programs -----------------------------------------------------------------------------
     def build(self, sources: Sequence[str] = (), *, text: str = "",

@@ -2,14 +2,17 @@
 
 ``Recorder`` writes frames on its own thread behind a bounded queue, crash-safe up to the last
 flush; ``Player`` replays a file as a :class:`~orrery.engine.frames.FrameSource`;
-``RecordingFile`` opens and validates a file for reading frames directly.
+``RecordingFile`` opens and validates a file for reading frames directly; ``resume`` continues
+a recorded run from one of its keyframes.
 """
 
 from ..errors import NotARecordingError, RecordingError
-from ._format import FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES
+from ._format import FORMAT_NAME, FORMAT_VERSION, KEYFRAME_EVERY, MAX_FRAMES, MAX_PARTICLES
 from ._player import Player
 from ._reader import RecordingFile
-from ._recorder import Recorder, run_attributes
+from ._recorder import Recorder, keyframe_due, run_attributes
+from ._resume import Resumed, resume
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES", "NotARecordingError",
-           "Player", "Recorder", "RecordingError", "RecordingFile", "run_attributes"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "KEYFRAME_EVERY", "MAX_FRAMES", "MAX_PARTICLES",
+           "NotARecordingError", "Player", "Recorder", "RecordingError", "RecordingFile",
+           "Resumed", "keyframe_due", "resume", "run_attributes"]

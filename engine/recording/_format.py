@@ -13,7 +13,10 @@ from ..errors import InvalidInputError
 
 FORMAT_NAME = "orrery-recording"
 # Bump when a reader of the old version would misread a new file; readers refuse newer versions.
-FORMAT_VERSION = 1
+# Version 2 added keyframes (the full state every few frames, for exact restarts); a version-1
+# file reads as a recording without keyframes.
+FORMAT_VERSION = 2
+FIRST_VERSION_WITH_KEYFRAMES = 2
 
 POSITIONS = "positions"
 VELOCITIES = "velocities"
@@ -23,6 +26,19 @@ MASSES = "masses"
 POPULATION = "population"
 POPULATION_NAMES = "population_names"
 REQUIRED_DATASETS = (POSITIONS, TIME, STEP, MASSES, POPULATION, POPULATION_NAMES)
+
+# Keyframes: the whole state (positions, velocities in the run's own precision, time, step)
+# every few frames and at the end, so a run can be continued from them exactly. Committed like
+# frames: a keyframe exists once its step entry does.
+KEYFRAME_POSITIONS = "keyframe_positions"
+KEYFRAME_VELOCITIES = "keyframe_velocities"
+KEYFRAME_TIME = "keyframe_time"
+KEYFRAME_STEP = "keyframe_step"
+KEYFRAME_DATASETS = (KEYFRAME_POSITIONS, KEYFRAME_VELOCITIES, KEYFRAME_TIME, KEYFRAME_STEP)
+# Keyframes hold the state in the solver's precision: float32 or float64.
+KEYFRAME_DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
+# Default: a keyframe every this many frames (plus the first and the last state).
+KEYFRAME_EVERY = 10
 
 # ``step`` is filled with this value where no frame was committed yet, so a reader of a file
 # whose writer died can tell a committed frame from space HDF5 merely reserved.
@@ -60,6 +76,14 @@ def frame_dtype(name) -> np.dtype:
     if key not in FRAME_DTYPES:
         raise InvalidInputError(f"recording dtype must be float32 or float16, got {name!r}")
     return FRAME_DTYPES[key]
+
+
+def keyframe_dtype(dtype) -> np.dtype:
+    """The run's precision (a numpy dtype) as a keyframe dtype; anything else is an error."""
+    name = np.dtype(dtype).name
+    if name not in KEYFRAME_DTYPES:
+        raise InvalidInputError(f"keyframes hold float32 or float64 states, got {dtype!r}")
+    return KEYFRAME_DTYPES[name]
 
 
 def frames_per_chunk(frame_bytes: int) -> int:

@@ -8,6 +8,10 @@ renderer uploads them as half floats).
 A buffer handed out in a :class:`Frame` is never refilled while anything still refers to it
 (the frame, its array, or a view of it): the ring checks reference counts before reusing a
 buffer, so a renderer may hold a frame as long as it likes.
+
+A recording still being written is followed: the prefetch thread takes in newly committed
+frames every ``REFRESH_SECONDS``, and a play head that reaches the last frame waits there
+(``live`` is True) and plays on through each frame as it arrives, until the writer finishes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from ._reader import RecordingFile
 
 # More buffers than this buys no smoother playback (the ring only needs the frames just ahead).
 MAX_BUFFERS = 64
+# How often a live recording is asked for new frames (the writer commits every 2 s by default).
+REFRESH_SECONDS = 0.1
 
 
 class _Slot:
@@ -76,6 +82,8 @@ class Player(FrameSource):
         self._last_index = -1
         self._sequence = 0
         self._closed = False
+        self._waiting_for_frames = False  # the play head reached the live edge while playing
+        self._refreshed_at = _time.monotonic()
         self._error: Exception | None = None
         self._cond = threading.Condition()
         self._slots = [_Slot(self._file.n, self._file.dtype) for _ in range(buffers)]
@@ -89,6 +97,11 @@ class Player(FrameSource):
     @property
     def frame_count(self) -> int:
         return self._file.frame_count
+
+    @property
+    def live(self) -> bool:
+        """The recording is still being written: new frames appear as they are committed."""
+        return bool(getattr(self._file, "being_written", False))
 
     @property
     def n(self) -> int:
@@ -162,9 +175,9 @@ class Player(FrameSource):
         ``loop`` playback restarts from the other end."""
         with self._cond:
             self._advance()
-            if self.frame_count == 0:
+            if self.frame_count == 0 and not self.live:
                 return
-            if not self.loop:
+            if not self.loop and not self.live:
                 if self._speed > 0 and self._position == self.frame_count - 1:
                     self._position = 0
                 elif self._speed < 0 and self._position == 0:
@@ -245,6 +258,9 @@ class Player(FrameSource):
         count = self.frame_count
         if self.loop:
             target %= count
+        elif target >= count and self.live:
+            target = count - 1  # wait at the live edge; refresh re-anchors when frames arrive
+            self._waiting_for_frames = True
         elif not 0 <= target < count:
             target = min(max(target, 0), count - 1)
             self._playing = False
@@ -253,6 +269,7 @@ class Player(FrameSource):
             self._cond.notify_all()
 
     def _reanchor(self) -> None:
+        self._waiting_for_frames = False
         self._anchor_time = _time.monotonic()
         self._anchor_position = self._position
         self._cond.notify_all()
@@ -322,12 +339,19 @@ class Player(FrameSource):
                     if self._closed:
                         return
                     self._advance()
+                    if self.live and _time.monotonic() - self._refreshed_at >= REFRESH_SECONDS:
+                        job = None
+                        break
                     job = self._next_job()
                     if job is not None:
                         break
                     # Woken by the play head moving; the timeout catches buffers released by
                     # the renderer dropping a frame, which nothing signals.
                     self._cond.wait(timeout=0.02)
+            if job is None:
+                if not self._take_in_new_frames():
+                    return
+                continue
             slot, index = job
             try:
                 self._file.read_into(index, slot.array)
@@ -339,6 +363,22 @@ class Player(FrameSource):
             with self._cond:
                 slot.ready = True
                 self._cond.notify_all()
+
+
+    def _take_in_new_frames(self) -> bool:
+        """Refresh a live file (on the prefetch thread, without the lock: reads of the frames
+        already known go on meanwhile); False when that failed."""
+        try:
+            new = self._file.refresh()
+        except Exception as error:  # reported by latest(), like a failed read
+            self._error = error
+            return False
+        with self._cond:
+            self._refreshed_at = _time.monotonic()
+            if new and self._waiting_for_frames:  # play on from the old edge at the set speed
+                self._reanchor()
+            self._cond.notify_all()
+        return True
 
 
 def _refcount(slot: _Slot) -> int:

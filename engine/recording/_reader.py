@@ -42,9 +42,11 @@ class RecordingFile:
     Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype``,
     ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False
     while a Recorder writes the file, or when its writer died or stopped on a write error),
-    ``being_written`` (a live Recorder holds the file now), ``times``/``steps`` (arrays of length
+    ``being_written`` (a live Recorder holds the file now: :meth:`refresh` takes in the frames
+    it commits), ``times``/``steps`` (arrays of length
     ``frame_count``), ``masses``, ``population``, ``population_names``, ``file_size`` (bytes),
-    ``frames_per_chunk``.
+    ``frames_per_chunk``; ``keyframe_count``, ``keyframe_steps``/``keyframe_times`` and
+    ``keyframe_dtype`` (None without keyframes: format version 1, or none recorded).
     """
 
     def __init__(self, path):
@@ -70,11 +72,13 @@ class RecordingFile:
         self._check_format()
         self._check_datasets()
         self._read_particles()
+        self.frame_count = self.keyframe_count = 0
+        self.keyframe_dtype = None
+        self.keyframe_steps = np.zeros(0, np.int64)
+        self.keyframe_times = np.zeros(0, np.float64)
         self._read_series()
-        self._layouts = {name: self._direct_layout(dataset)
-                         for name, dataset in ((fmt.POSITIONS, self._positions),
-                                               (fmt.VELOCITIES, self._velocities))
-                         if dataset is not None}
+        self._read_keyframes()
+        self._find_layouts()
         self.frames_per_chunk = self._positions.chunks[0] if self._positions.chunks else None
 
     def _check_format(self) -> None:
@@ -130,8 +134,39 @@ class RecordingFile:
             fmt.check_population(labels, len(self.population_names))
         self.population = labels.astype(np.uint8)
 
-    def _read_series(self) -> None:
-        """Times and steps of the committed frames (see the Recorder's commit protocol)."""
+    def _find_layouts(self) -> None:
+        self._layouts = {name: self._direct_layout(dataset)
+                         for name, dataset in ((fmt.POSITIONS, self._positions),
+                                               (fmt.VELOCITIES, self._velocities))
+                         if dataset is not None}
+
+    def refresh(self) -> int:
+        """Take in the frames (and keyframes) a live writer committed since this file was opened
+        or last refreshed; returns how many frames are new (0 for a file nobody writes). Frames
+        already read never change: a writer only appends."""
+        if self.closed_cleanly or self._h5 is None:
+            return 0
+        before = self.frame_count
+        with _damage_reported(self.path, "it changed in a way its writer never does"):
+            # Each open handle keeps the shape it last read: refresh the ones held, and the
+            # series and keyframes (opened afresh by each read).
+            for dataset in (self._positions, self._velocities):
+                if dataset is not None:
+                    dataset.refresh()
+            for name in (fmt.TIME, fmt.STEP, *fmt.KEYFRAME_DATASETS):
+                if name in self._h5:
+                    self._h5[name].refresh()
+            self.file_size = self.path.stat().st_size
+            self._read_series(start=before)
+            self._read_keyframes()
+            if self.frame_count != before:
+                self._find_layouts()
+        self.being_written = writer_is_active(self.path)
+        return self.frame_count - before
+
+    def _read_series(self, start: int = 0) -> None:
+        """Times and steps of the committed frames (see the Recorder's commit protocol), read
+        from frame ``start`` on (the frames before it were read already)."""
         h5, where, positions = self._h5, str(self.path), self._positions
         if h5[fmt.TIME].ndim != 1 or h5[fmt.STEP].ndim != 1:
             raise RecordingError(f"{where}: 'time' and 'step' must be one-dimensional")
@@ -141,23 +176,59 @@ class RecordingFile:
                                  f"{fmt.MAX_FRAMES}: damaged")
         if self._velocities is not None:
             length = min(length, self._velocities.shape[0])
-        steps = self._small_array(fmt.STEP, None, "i", rows=length)
-        times = self._small_array(fmt.TIME, None, "f", rows=length)
+        steps = self._small_array(fmt.STEP, None, "i", rows=length, start=start)
+        times = self._small_array(fmt.TIME, None, "f", rows=length, start=start)
         uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
-        count = int(uncommitted[0]) if uncommitted.size else length
-        steps, times = steps[:count].astype(np.int64), times[:count].astype(np.float64)
+        count = start + (int(uncommitted[0]) if uncommitted.size else len(steps))
+        steps = steps[:count - start].astype(np.int64)
+        times = times[:count - start].astype(np.float64)
+        if start:
+            steps = np.concatenate([self.steps, steps])
+            times = np.concatenate([self.times, times])
         with _rule_reported(self.path, "damaged"):
-            fmt.check_series(steps, times)
+            fmt.check_series(steps[max(start - 1, 0):], times[max(start - 1, 0):])
         stored = count * self.frame_bytes * (2 if self.has_velocities else 1)
         compressed = positions.id.get_create_plist().get_nfilters() > 0
         if stored > self.file_size and not compressed:
             raise RecordingError(f"{where} declares {count} frames of {self.n} particles "
                                  f"({stored / 1e9:.3g} GB) but the file holds only "
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
-        self.frame_count = count
         self.steps, self.times = steps, times
+        self.frame_count = count  # last: a reader on another thread sees the arrays first
 
-    def _small_array(self, name, shape, kind, rows=None) -> np.ndarray:
+    def _read_keyframes(self) -> None:
+        """The committed keyframes, by the same rules as frames; none in a version-1 file."""
+        h5, where = self._h5, str(self.path)
+        present = [name for name in fmt.KEYFRAME_DATASETS if _dataset(h5, name, where) is not None]
+        if not present or self.format_version < fmt.FIRST_VERSION_WITH_KEYFRAMES:
+            return
+        if len(present) != len(fmt.KEYFRAME_DATASETS):
+            missing = sorted(set(fmt.KEYFRAME_DATASETS) - set(present))
+            raise RecordingError(f"{where}: damaged recording, missing dataset(s) {missing}")
+        states = [h5[fmt.KEYFRAME_POSITIONS], h5[fmt.KEYFRAME_VELOCITIES]]
+        for state in states:
+            if state.ndim != 3 or state.shape[1:] != (self.n, 3) \
+                    or state.dtype.str not in ("<f4", "<f8") or state.dtype != states[0].dtype:
+                raise RecordingError(f"{where}: '{state.name}' must be little-endian float32 or "
+                                     f"float64 of shape (keyframes, {self.n}, 3), got "
+                                     f"{state.shape} {state.dtype}")
+            _check_chunks(state, f"{where}: '{state.name}'", state.dtype.itemsize,
+                          max(fmt.MAX_CHUNK_BYTES, self.n * 3 * state.dtype.itemsize))
+        length = min(states[0].shape[0], states[1].shape[0], h5[fmt.KEYFRAME_TIME].shape[0],
+                     h5[fmt.KEYFRAME_STEP].shape[0])
+        if length > fmt.MAX_FRAMES:
+            raise RecordingError(f"{where} declares {length} keyframes: damaged")
+        steps = self._small_array(fmt.KEYFRAME_STEP, None, "i", rows=length)
+        times = self._small_array(fmt.KEYFRAME_TIME, None, "f", rows=length)
+        uncommitted = np.flatnonzero(steps == fmt.STEP_FILL)
+        count = int(uncommitted[0]) if uncommitted.size else length
+        steps, times = steps[:count].astype(np.int64), times[:count].astype(np.float64)
+        with _rule_reported(self.path, "damaged keyframes"):
+            fmt.check_series(steps, times)
+        self.keyframe_steps, self.keyframe_times = steps, times
+        self.keyframe_count, self.keyframe_dtype = count, np.dtype(states[0].dtype)
+
+    def _small_array(self, name, shape, kind, rows=None, start=0) -> np.ndarray:
         """Read a dataset that must be small, refusing before reading if its size is not
         plausible for this file."""
         dataset = self._h5[name]
@@ -166,8 +237,8 @@ class RecordingFile:
             raise RecordingError(f"{where} has shape {dataset.shape}, expected {shape}")
         if dataset.dtype.kind not in _ACCEPTED_KINDS[kind]:
             raise RecordingError(f"{where} has type {dataset.dtype}, expected {_KIND_NAMES[kind]}")
-        selection = np.s_[:rows] if rows is not None else ()
-        count = rows if rows is not None else int(np.prod(dataset.shape, dtype=np.int64))
+        selection = np.s_[start:rows] if rows is not None else ()
+        count = rows - start if rows is not None else int(np.prod(dataset.shape, dtype=np.int64))
         if kind != "O" and count * dataset.dtype.itemsize > self.file_size:
             raise RecordingError(f"{where} declares {count} values, more than the file's "
                                  f"{self.file_size} bytes can hold: damaged")
@@ -253,6 +324,39 @@ class RecordingFile:
     def read(self, index: int, *, velocities: bool = False) -> np.ndarray:
         """Frame ``index`` as a new (n, 3) array of the recording's dtype."""
         return self.read_into(index, np.empty((self.n, 3), self.dtype), velocities=velocities)
+
+    def read_keyframe(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keyframe ``index``'s (positions, velocities), (n, 3) arrays of ``keyframe_dtype``
+        exactly as the run held them; its time and step are ``keyframe_times[index]`` and
+        ``keyframe_steps[index]``."""
+        if not 0 <= index < self.keyframe_count:
+            raise IndexError(f"keyframe {index} outside 0..{self.keyframe_count - 1}"
+                             if self.keyframe_count else f"{self.path} holds no keyframes")
+        state = []
+        for name in (fmt.KEYFRAME_POSITIONS, fmt.KEYFRAME_VELOCITIES):
+            out = np.empty((self.n, 3), self.keyframe_dtype)
+            with _damage_reported(self.path, f"keyframe {index} cannot be read"):
+                self._h5[name].read_direct(out, source_sel=np.s_[index])
+            state.append(out)
+        return state[0], state[1]
+
+    def keyframe_before(self, frame: int | None = None) -> int:
+        """The index of the last keyframe at or before frame ``frame``'s step (default: the
+        last keyframe of the file)."""
+        if self.keyframe_count == 0:
+            version = "" if self.format_version >= fmt.FIRST_VERSION_WITH_KEYFRAMES else \
+                f" (it uses format version {self.format_version}, from before keyframes)"
+            raise RecordingError(f"{self.path} holds no keyframes{version}: a run cannot be "
+                                 "continued from it")
+        if frame is None:
+            return self.keyframe_count - 1
+        if not 0 <= frame < self.frame_count:
+            raise InvalidInputError(f"frame {frame} outside 0..{self.frame_count - 1}")
+        index = int(np.searchsorted(self.keyframe_steps, self.steps[frame], side="right")) - 1
+        if index < 0:
+            raise RecordingError(f"{self.path}: no keyframe at or before frame {frame} "
+                                 f"(step {self.steps[frame]})")
+        return index
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -7,6 +7,10 @@ positions (and velocities) as frames arrive, and every ``flush_seconds`` it flus
 extends ``time`` and ``step`` and flushes again. A process killed at any instant therefore leaves a
 file holding every frame committed by the last flush, each one complete, and possibly some
 uncommitted positions after them that readers ignore.
+
+Keyframes (the whole state in the run's precision, for exact restarts) are written and
+committed the same way, in their own datasets. Durability against power loss, beyond what the
+operating system's cache keeps after the process dies, comes from ``fsync_every``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import warnings
 import h5py
 import numpy as np
 
+from ... import _native
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
 from ._hdf5 import H5_ERRORS, error_text
@@ -61,6 +66,16 @@ class Recorder:
         keeps about 3 significant digits (relative spacing 2**-10; largest value 65504).
     velocities
         Also store velocities; ``append`` then requires them.
+    keyframe_dtype
+        The run's precision (float32 or float64) for keyframes, the full states
+        ``append_keyframe`` stores for exact restarts; None (default): no keyframes.
+    keyframe_every
+        ``append_simulation`` also stores a keyframe every this many frames, from the first
+        (default 10; 0: only those asked for with ``append_keyframe``).
+    fsync_every
+        Commit and ``fsync`` the file after every this many frames (default 0: never, the
+        operating system writes back when it chooses). Without it a killed process loses
+        nothing the last commit made, but a power loss can lose what the OS had not written.
     flush_seconds
         Longest time (seconds, default 2, at most 3600) a frame waits before it is committed to
         disk. A process killed at any moment keeps every frame appended more than this long
@@ -84,9 +99,13 @@ class Recorder:
 
     def __init__(self, path, *, masses, population=None, population_names=("all",),
                  attributes: dict | None = None, dtype="float32", velocities: bool = False,
-                 flush_seconds: float = 2.0, queue_bytes: int = 256 << 20,
-                 overwrite: bool = False):
+                 keyframe_dtype=None, keyframe_every: int = fmt.KEYFRAME_EVERY,
+                 fsync_every: int = 0, flush_seconds: float = 2.0,
+                 queue_bytes: int = 256 << 20, overwrite: bool = False):
         self.dtype = fmt.frame_dtype(dtype)
+        self.keyframe_dtype = None if keyframe_dtype is None else fmt.keyframe_dtype(keyframe_dtype)
+        self.keyframe_every = _checked_count(keyframe_every, "keyframe_every")
+        self.fsync_every = _checked_count(fsync_every, "fsync_every")
         masses = np.asarray(masses)
         if masses.ndim != 1 or masses.shape[0] == 0:
             raise InvalidInputError(f"masses must have shape (n,) with n > 0, got {masses.shape}")
@@ -104,9 +123,9 @@ class Recorder:
         # HDF5 writes whole chunks: the one being filled may take a chunk's worth of space.
         self._reserve_bytes = (_METADATA_RESERVE_BYTES
                                + datasets * self._frames_per_chunk * self.frame_bytes)
-        # The caller only copies (as float32); narrowing to float16 is slower than the copy, so
-        # the writer thread does it, off the simulation's thread.
-        self._queued_dtype = np.dtype(np.float32)
+        # append() copies each frame in the recording's dtype: for float16 the native narrowing
+        # (F16C where present, without the GIL) is that copy, and faster than a float32 one.
+        self._queued_dtype = self.dtype
         per_frame = self.n * 3 * self._queued_dtype.itemsize * datasets
         self.queue_capacity = max(2, int(queue_bytes) // per_frame)
         self._queue: queue.Queue = queue.Queue(maxsize=self.queue_capacity)
@@ -116,7 +135,13 @@ class Recorder:
         self._last_time = -np.inf
         self.frames_appended = 0
         self.frames_committed = 0
+        self.keyframes_appended = 0
+        self.keyframes_committed = 0
+        self._last_keyframe_step: int | None = None
+        self._last_keyframe_time = -np.inf
         self._uncommitted = 0  # written by the writer thread, not yet committed
+        self._uncommitted_keyframes = 0
+        self._frames_since_fsync = 0
         self._unflushed_bytes = 0  # frame bytes HDF5 may still hold in memory
         self._file_removed = False
 
@@ -149,6 +174,7 @@ class Recorder:
         constructor (dtype, velocities, flush_seconds, ...)."""
         particles = simulation.particles
         attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
+        options.setdefault("keyframe_dtype", particles.pos.dtype)  # the run's own precision
         return cls(path, masses=particles.mass, population=particles.population,
                    population_names=particles.population_names, attributes=attributes, **options)
 
@@ -175,11 +201,21 @@ class Recorder:
             made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames)
             if self.records_velocities:
                 made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames)
-            made[fmt.TIME] = file.create_dataset(fmt.TIME, shape=(0,), maxshape=(None,),
-                                                 chunks=(4096,), dtype="<f8", fillvalue=np.nan)
-            made[fmt.STEP] = file.create_dataset(fmt.STEP, shape=(0,), maxshape=(None,),
-                                                 chunks=(4096,), dtype="<i8",
-                                                 fillvalue=fmt.STEP_FILL)
+            series = [(fmt.TIME, fmt.STEP)]
+            if self.keyframe_dtype is not None:  # one state per chunk: read one at a time
+                state = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3),
+                             chunks=(1, self.n, 3), dtype=self.keyframe_dtype)
+                made[fmt.KEYFRAME_POSITIONS] = file.create_dataset(fmt.KEYFRAME_POSITIONS, **state)
+                made[fmt.KEYFRAME_VELOCITIES] = file.create_dataset(fmt.KEYFRAME_VELOCITIES,
+                                                                    **state)
+                series.append((fmt.KEYFRAME_TIME, fmt.KEYFRAME_STEP))
+            for time_name, step_name in series:
+                made[time_name] = file.create_dataset(time_name, shape=(0,), maxshape=(None,),
+                                                      chunks=(4096,), dtype="<f8",
+                                                      fillvalue=np.nan)
+                made[step_name] = file.create_dataset(step_name, shape=(0,), maxshape=(None,),
+                                                      chunks=(4096,), dtype="<i8",
+                                                      fillvalue=fmt.STEP_FILL)
             made[fmt.MASSES] = file.create_dataset(fmt.MASSES,
                                                    data=np.asarray(masses, dtype="<f8"))
             made[fmt.POPULATION] = file.create_dataset(fmt.POPULATION, data=population)
@@ -191,7 +227,8 @@ class Recorder:
             _abandon(file, made)
             raise
         self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.VELOCITIES, fmt.TIME,
-                                                        fmt.STEP) if name in made}
+                                                        fmt.STEP, *fmt.KEYFRAME_DATASETS)
+                          if name in made}
         return file
 
     # -- the caller's side ---------------------------------------------------------------------
@@ -214,22 +251,71 @@ class Recorder:
             raise InvalidInputError(f"a recording holds at most {fmt.MAX_FRAMES} frames")
         fmt.check_frame(self.frames_appended, step, time,
                         None if self._last_step is None else (self._last_step, self._last_time))
-        self._put((positions, velocities, time, step))
+        self._put((False, positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
 
+    def append_keyframe(self, positions, velocities, time: float, step: int) -> None:
+        """Queue one keyframe: the whole state (arrays in the run's precision, stored exactly)
+        at ``step``; keyframes come in increasing step order, like frames."""
+        self._raise_if_failed()
+        if self._closed:
+            raise RecordingError(f"{self.path}: the recorder is closed")
+        if self.keyframe_dtype is None:
+            raise InvalidInputError("this recording was created without keyframe_dtype=")
+        state = [np.asarray(array) for array in (positions, velocities)]
+        for what, array in zip(("positions", "velocities"), state):
+            if array.shape != (self.n, 3):
+                raise InvalidInputError(f"keyframe {what} must have shape ({self.n}, 3), got "
+                                        f"{array.shape}")
+            if array.dtype != self.keyframe_dtype:  # a keyframe is exact or it is useless
+                raise InvalidInputError(f"keyframe {what} are {array.dtype}, the recording "
+                                        f"keeps {self.keyframe_dtype} states")
+        step, time = _checked_step(step), float(time)
+        if self.keyframes_appended >= fmt.MAX_FRAMES:
+            raise InvalidInputError(f"a recording holds at most {fmt.MAX_FRAMES} keyframes")
+        fmt.check_frame(self.keyframes_appended, step, time,
+                        None if self._last_keyframe_step is None
+                        else (self._last_keyframe_step, self._last_keyframe_time))
+        self._put((True, *(np.array(array, order="C", copy=True) for array in state), time,
+                   step))
+        self._last_keyframe_step, self._last_keyframe_time = step, time
+        self.keyframes_appended += 1
+
+    def keyframe_due(self) -> bool:
+        """Whether the next ``append_simulation`` also stores a keyframe."""
+        return keyframe_due(self.frames_appended, self.keyframe_every) \
+            and self.keyframe_dtype is not None
+
     def append_simulation(self, simulation) -> None:
-        """Append ``simulation``'s current state (positions, velocities if recorded, time, step)."""
-        if self.records_velocities:
+        """Append ``simulation``'s current state (positions, velocities if recorded, time, step)
+        as a frame, and as a keyframe when one is due (:meth:`keyframe_due`)."""
+        keyframe = self.keyframe_due()
+        if self.records_velocities or keyframe:
             particles = simulation.particles
-            self.append(particles.pos, simulation.time, simulation.steps, velocities=particles.vel)
+            self.append(particles.pos, simulation.time, simulation.steps,
+                        velocities=particles.vel if self.records_velocities else None)
+            if keyframe:
+                self.append_keyframe(particles.pos, particles.vel, simulation.time,
+                                     simulation.steps)
         else:
             self.append(simulation.positions(), simulation.time, simulation.steps)
+
+    def append_last_keyframe(self, simulation) -> None:
+        """Store ``simulation``'s state as a keyframe unless the last one is of this step (call
+        it when the run ends, so the recording can be continued from its last state)."""
+        if self.keyframe_dtype is not None and self._last_keyframe_step != simulation.steps:
+            particles = simulation.particles
+            self.append_keyframe(particles.pos, particles.vel, simulation.time, simulation.steps)
 
     def _frame_array(self, array, what: str) -> np.ndarray:
         array = np.asarray(array)
         if array.shape != (self.n, 3):
             raise InvalidInputError(f"{what} must have shape ({self.n}, 3), got {array.shape}")
+        if self.dtype.itemsize == 2:
+            narrowed = np.empty((self.n, 3), self.dtype)
+            _native.narrow_to_half(np.ascontiguousarray(array, dtype=np.float32), narrowed)
+            return narrowed
         return np.array(array, dtype=self._queued_dtype, order="C", copy=True)
 
     def _put(self, item) -> None:
@@ -289,7 +375,7 @@ class Recorder:
     # -- the writer thread ---------------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        pending: list[tuple[float, int]] = []
+        pending: list[tuple[bool, float, int]] = []
         deadline = None
         error: BaseException | None = None
         intact = True  # False once HDF5 failed a write: the file must not be touched again
@@ -302,9 +388,11 @@ class Recorder:
                     item = None
                 if item is _STOP:
                     self._commit(pending)
+                    if self.fsync_every:
+                        self._fsync()
                     break
                 if item is not None:
-                    needed = self._stored_frame_bytes + self._reserve_bytes
+                    needed = _item_bytes(item, self) + self._reserve_bytes
                     if self._lock.free_bytes() < self._unflushed_bytes + needed:
                         # Short of room: commit early, so what HDF5 holds takes its place on
                         # disk, then look again.
@@ -312,9 +400,15 @@ class Recorder:
                         pending, deadline = [], None
                         self._require_space(needed, "write another frame")
                     self._write_frame(item)
-                    pending.append((item[2], item[3]))
+                    pending.append((item[0], item[3], item[4]))
                     if deadline is None:
                         deadline = _time.monotonic() + self.flush_seconds
+                    if not item[0]:
+                        self._frames_since_fsync += 1
+                if self.fsync_every and self._frames_since_fsync >= self.fsync_every:
+                    self._commit(pending)
+                    self._fsync()
+                    pending, deadline = [], None
                 if deadline is not None and _time.monotonic() >= deadline:
                     self._commit(pending)
                     pending, deadline = [], None
@@ -332,33 +426,67 @@ class Recorder:
             self._error = error  # last: append/close report it with the file's final state
 
     def _write_frame(self, item) -> None:
-        positions, velocities, _, _ = item
-        index = self.frames_committed + self._uncommitted
-        for name, data in ((fmt.POSITIONS, positions), (fmt.VELOCITIES, velocities)):
-            if data is not None:
-                dataset = self._datasets[name]
-                dataset.resize(index + 1, axis=0)
-                dataset.write_direct(data.astype(self.dtype, copy=False), dest_sel=np.s_[index])
-        self._uncommitted += 1
-        self._unflushed_bytes += self._stored_frame_bytes
+        keyframe, positions, velocities, _, _ = item
+        if keyframe:
+            index = self.keyframes_committed + self._uncommitted_keyframes
+            names, dtype = (fmt.KEYFRAME_POSITIONS, fmt.KEYFRAME_VELOCITIES), self.keyframe_dtype
+        else:
+            index = self.frames_committed + self._uncommitted
+            names, dtype = (fmt.POSITIONS, fmt.VELOCITIES), self.dtype
+        for name, data in zip(names, (positions, velocities)):
+            if data is None:
+                continue
+            dataset = self._datasets[name]
+            dataset.resize(index + 1, axis=0)
+            if not keyframe and self._frames_per_chunk == 1:
+                # A frame is a whole chunk: hand HDF5 its bytes, past the chunk cache (one copy
+                # fewer) and the filter pipeline (there are no filters).
+                dataset.id.write_direct_chunk((index, 0, 0), data)
+            else:
+                dataset.write_direct(data.astype(dtype, copy=False), dest_sel=np.s_[index])
+        if keyframe:
+            self._uncommitted_keyframes += 1
+        else:
+            self._uncommitted += 1
+        self._unflushed_bytes += _item_bytes(item, self)
 
     def _commit(self, pending) -> None:
-        """Make ``pending`` frames visible: their data reaches the file before their time and
-        step entries do, so a reader (or a crash) never sees a step without its positions."""
+        """Make ``pending`` frames and keyframes visible: their data reaches the file before
+        their time and step entries do, so a reader (or a crash) never sees a step without its
+        positions."""
         if not pending:
             return
         self._file.flush()
         self._unflushed_bytes = 0
-        start, count = self.frames_committed, len(pending)
-        times = np.array([t for t, _ in pending], dtype="<f8")
-        steps = np.array([s for _, s in pending], dtype="<i8")
-        for name, values in ((fmt.TIME, times), (fmt.STEP, steps)):
-            dataset = self._datasets[name]
-            dataset.resize(start + count, axis=0)
-            dataset[start:start + count] = values
+        for keyframes, (time_name, step_name) in ((False, (fmt.TIME, fmt.STEP)),
+                                                  (True, (fmt.KEYFRAME_TIME, fmt.KEYFRAME_STEP))):
+            entries = [(t, s) for kind, t, s in pending if kind == keyframes]
+            if not entries:
+                continue
+            start = self.keyframes_committed if keyframes else self.frames_committed
+            count = len(entries)
+            times = np.array([t for t, _ in entries], dtype="<f8")
+            steps = np.array([s for _, s in entries], dtype="<i8")
+            for name, values in ((time_name, times), (step_name, steps)):
+                dataset = self._datasets[name]
+                dataset.resize(start + count, axis=0)
+                dataset[start:start + count] = values
         self._file.flush()
-        self.frames_committed += count
-        self._uncommitted -= count
+        for keyframes in (False, True):
+            count = sum(1 for kind, _, _ in pending if kind == keyframes)
+            if keyframes:
+                self.keyframes_committed += count
+                self._uncommitted_keyframes -= count
+            else:
+                self.frames_committed += count
+                self._uncommitted -= count
+
+    def _fsync(self) -> None:
+        """Ask the OS to put what the last commit wrote on the disk itself (power-loss safe)."""
+        handle = self._file.id.get_vfd_handle()
+        if isinstance(handle, int) and handle >= 0:
+            os.fsync(handle)
+        self._frames_since_fsync = 0
 
     def _require_space(self, needed: int, what: str) -> None:
         free = self._lock.free_bytes()
@@ -421,6 +549,30 @@ def _abandon(file: h5py.File, objects: dict | None = None) -> None:
         pass  # the writes it failed went to /dev/null; nothing on disk depends on them
 
 
+def keyframe_due(frame_index: int, keyframe_every: int) -> bool:
+    """Whether frame ``frame_index`` (0-based) of a run recording a keyframe every
+    ``keyframe_every`` frames (0: never on its own) comes with a keyframe."""
+    return keyframe_every > 0 and frame_index % keyframe_every == 0
+
+
+def _item_bytes(item, recorder: Recorder) -> int:
+    """Bytes a queued frame or keyframe takes in the file."""
+    keyframe, positions, velocities, _, _ = item
+    if keyframe:
+        return 2 * positions.size * recorder.keyframe_dtype.itemsize
+    return recorder._stored_frame_bytes
+
+
+def _checked_count(value, what: str) -> int:
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InvalidInputError(f"{what} must be an integer, got {value!r}") from None
+    if value < 0:
+        raise InvalidInputError(f"{what} must be 0 or more, got {value}")
+    return value
+
+
 def _checked_step(step) -> int:
     try:
         return operator.index(step)
@@ -453,6 +605,7 @@ def run_attributes(simulation, *, scenario: str) -> dict:
     """The attributes that describe a :class:`~orrery.engine.Simulation` run."""
     solver = simulation.solver
     return {"scenario": scenario, "solver": solver.name, "solver_params": dict(solver.params),
+            "n": simulation.n,
             "integrator": simulation.integrator, "dt": simulation.dt,
             "softening": float(solver.softening), "G": 1.0,
             "units": "N-body units (G = 1; length, mass and time dimensionless)"}

@@ -4,8 +4,9 @@ bottom-up moments. The result is cpu-tree's node array (ADR-0010: depth-first, s
 32-bit indices, 32-byte float32 nodes), node for node; kernels in ``tree_keys.cl``,
 ``tree_build.cl``, ``tree_moments.cl`` (and ``scan.cl``, ``radix_sort.cl``).
 
-Only two numbers come back to the host per build: the node count and, for the group walk, the
-group count (4 bytes each), which size the launches that follow.
+Only two numbers come back to the host per build: the node count and, when walk groups are
+asked for (the group walk, and the per-body walks' group opening test), the group count (4
+bytes each), which size the launches that follow.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class DeviceTreeBuilder:
                  group_capacity: int, quadrupole: bool):
         self.context = context
         self.dtype = np.dtype(dtype)
+        # The opening angle of the next build (gpu-tree with accuracy= sets it per body count).
         self.theta = theta
         self.quadrupole = quadrupole
         fp64 = context.info.fp64

@@ -86,7 +86,7 @@ class GpuSolver(Solver):
         else:
             acc, pot = self._evaluate(*wrapped, potential, on_host=False)
             acc, pot = (self.context.export(acc), self.context.export(pot) if potential else None)
-        self.last_stats = {"seconds": time.perf_counter() - start, **self._extra_stats()}
+        self.store_stats(start)
         return (acc, pot) if potential else acc
 
     def _wrapped(self, pos, mass) -> tuple[DeviceArray, DeviceArray] | None:

@@ -87,6 +87,10 @@ THREADS = Option("threads", int, None, "CPU threads (default: all cores)", minim
                  maximum=MAX_THREADS)
 THETA = Option("theta", float, 0.5, "opening angle: smaller is more accurate and slower",
                minimum=0.0, maximum=2.0)
+ACCURACY = Option("accuracy", float, None,
+                  "target RMS relative force error, e.g. 1e-3: the solver picks theta from the "
+                  "accuracy table (docs/accuracy.md); give theta or accuracy, not both",
+                  minimum=0.0, exclusive_minimum=True, maximum=1.0)
 QUADRUPOLE = Option("quadrupole", bool, False, "add traceless quadrupole moments of cells")
 LEAF_CAPACITY = Option("leaf_capacity", int, 16, "most particles a leaf holds", minimum=1)
 SIMD = Option("simd", str, None, "CPU instruction set for the native kernels (default: ORRERY_SIMD, "

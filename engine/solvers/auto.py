@@ -21,22 +21,28 @@ gpu-tree       9,000      where the GPU tree overtook GPU direct in the referenc
 GPU solvers get default thresholds only when a real GPU is present (or a device was named): on
 the Intel OpenCL CPU device, which is how CI runs GPU kernels, the native CPU solvers are faster.
 ``cpu-tree`` is left out when ``gpu-direct`` can run: GPU direct summation beat the CPU tree
-at every size the reference study measured up to the GPU tree's threshold. Trees always run at
-the opening angle they are given (default θ = 0.5, the accuracy every crossover is measured
-at): ``auto`` never trades accuracy for speed on its own.
+at every size the reference study measured up to the GPU tree's threshold.
+
+Accuracy: every approximate solver runs at the requested ``accuracy`` (default 1e-3, an RMS
+relative force error), each choosing its own parameters from the accuracy table
+(engine/accuracy_table.py), so switching solvers does not change the error; direct summation
+is exact to round-off and meets any target. With ``theta`` given instead, trees run at that
+opening angle. ``orrery calibrate`` times the trees at the default accuracy: ``auto`` never
+trades accuracy for speed on its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from ..accuracy_table import DEFAULT_ACCURACY, check_accuracy
 from ..calibration import Calibration, load_calibration
 from ..crossovers import Schedule
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
 from ._base import HostState, Solver
-from ._options import (DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
-                       THREADS, SolverSpec)
+from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
+                       THETA, THREADS, SolverSpec)
 
 DEFAULT_THRESHOLDS: dict[str, int] = {
     "cpu-direct": 0,
@@ -73,10 +79,17 @@ class AutoSolver(Solver):
 
     name = "auto"
 
-    def __init__(self, *, precision, softening, theta, quadrupole, leaf_capacity, threads,
-                 device):
-        passed = dict(theta=theta, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
-                      threads=threads, device=device)
+    def __init__(self, *, precision, softening, theta, accuracy, quadrupole, leaf_capacity,
+                 threads, device):
+        if theta is not None and accuracy is not None:
+            raise InvalidInputError(f"auto: give theta or accuracy, not both (theta={theta!r}, "
+                                    f"accuracy={accuracy!r})")
+        if accuracy is not None:
+            accuracy = check_accuracy(accuracy)
+        elif theta is None:
+            accuracy = DEFAULT_ACCURACY
+        passed = dict(theta=theta, accuracy=accuracy, quadrupole=quadrupole,
+                      leaf_capacity=leaf_capacity, threads=threads, device=device)
         super().__init__(precision=precision, softening=softening, **passed)
         self._requested = {"precision": precision, "softening": softening,
                            **{k: v for k, v in passed.items() if v is not None}}
@@ -172,7 +185,11 @@ class AutoSolver(Solver):
 SPEC = SolverSpec(
     name="auto",
     doc="picks a solver by particle count from crossovers measured by `orrery calibrate`",
-    options=(PRECISION, SOFTENING, _pass_through(THETA), _pass_through(QUADRUPOLE),
+    options=(PRECISION, SOFTENING, _pass_through(THETA),
+             dataclasses.replace(_pass_through(ACCURACY),
+                                 doc=f"{ACCURACY.doc} (default {DEFAULT_ACCURACY:g} unless theta "
+                                     f"is given; passed to every approximate solver)"),
+             _pass_through(QUADRUPOLE),
              _pass_through(LEAF_CAPACITY), _pass_through(THREADS), _pass_through(DEVICE)),
     factory=AutoSolver,
     kind="any",

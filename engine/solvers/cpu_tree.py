@@ -5,7 +5,8 @@ moments and a group walk with the opening test ``d > side/theta + |com - cell ce
 (docs/adr/0010-tree-node-layout.md). Cost about N log N; ``theta = 0`` opens every cell and is
 direct summation. The interaction kernels run on the SIMD level chosen as for ``cpu-direct``
 (``simd`` option, else ``ORRERY_SIMD``, else the widest available). Results do not depend on the
-thread count, bit for bit.
+thread count, bit for bit. ``accuracy=`` instead of ``theta`` picks theta for each particle
+count from the accuracy table (engine/accuracy_table.py, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -13,12 +14,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import _native
+from ..accuracy_table import ThetaSetting
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA, THREADS, SolverSpec
+from ._options import (ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA,
+                       THREADS, SolverSpec)
 
 # The leaf-capacity sweep in docs/performance.md ("CPU Barnes-Hut tree") chose this default.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
+# No default of its own, so that theta and accuracy given together can be refused; without
+# either the tree runs at THETA's default.
+TREE_THETA = replace(THETA, default=None,
+                     doc=f"{THETA.doc} (default {THETA.default} unless accuracy is given)")
 
 
 class CpuTreeSolver(Solver):
@@ -32,8 +39,12 @@ class CpuTreeSolver(Solver):
         Plummer softening length (N-body units).
     threads : int or None
         Worker threads; None uses every core.
-    theta : float
-        Opening angle; 0.5 gives RMS relative errors near 1e-3 on a Plummer sphere.
+    theta : float or None
+        Opening angle; 0.5 (the default unless ``accuracy`` is given) gives RMS relative errors
+        near 1e-3 on a Plummer sphere.
+    accuracy : float or None
+        Target RMS relative force error in (0, 1]: theta is then chosen for each particle count
+        from the accuracy table (``chosen`` says which and why). Not together with ``theta``.
     quadrupole : bool
         Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
     leaf_capacity : int
@@ -45,18 +56,24 @@ class CpuTreeSolver(Solver):
     ``last_stats`` after an evaluation: ``seconds`` and the native breakdown ``sort_s`` (keys,
     radix sort and gather), ``build_s``, ``moments_s``, ``walk_s``, the interaction counters
     ``particle_particle`` and ``particle_cell``, ``interactions_per_particle``, ``nodes``,
-    ``leaves``, ``depth`` and the ``simd`` level.
+    ``leaves``, ``depth``, the ``simd`` level and ``theta`` (with ``accuracy`` when given).
     """
 
     name = "cpu-tree"
+    # The options besides theta that the accuracy table measures apart (``orrery calibrate
+    # --accuracy``), in the order of the table's variant keys.
+    accuracy_variants = ({"quadrupole": False}, {"quadrupole": True})
 
-    def __init__(self, *, precision, softening, threads, theta, quadrupole, leaf_capacity, simd):
+    def __init__(self, *, precision, softening, threads, theta, accuracy, quadrupole,
+                 leaf_capacity, simd):
         # Resolved once here, so ORRERY_SIMD changing later cannot change a running solver.
         self.simd = simd_level(simd)["level"]
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
-                         quadrupole=quadrupole, leaf_capacity=leaf_capacity, simd=self.simd)
+                         accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
+                         simd=self.simd)
         self.threads = threads or 0
-        self.theta = theta
+        self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
+                                    default=THETA.default, variants=[{"quadrupole": quadrupole}])
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an
@@ -65,18 +82,30 @@ class CpuTreeSolver(Solver):
         # Holds the tree's buffers between evaluations (no other state: the tree is rebuilt).
         self._engine = _native.TreeF32() if precision == "f32" else _native.TreeF64()
 
+    @property
+    def chosen(self) -> dict | None:
+        """With ``accuracy``: the theta chosen at the last evaluation and the measurement
+        behind it; None before it, or when theta was given."""
+        return self.setting.chosen
+
     def _compute(self, pos, mass, potential):
-        return self._engine.evaluate(pos, mass, self.softening, self.theta, self.quadrupole,
+        theta = self.setting.theta(pos.shape[0])
+        return self._engine.evaluate(pos, mass, self.softening, theta, self.quadrupole,
                                      self.leaf_capacity, group_capacity=self.group_capacity,
                                      threads=self.threads, potential=potential, simd=self.simd)
 
     def _extra_stats(self) -> dict:
-        return {**self._engine.stats, "simd": self.simd}
+        return {**self._engine.stats, "simd": self.simd, **self.setting.stats()}
+
+    def describe(self) -> str:
+        clause = self.setting.describe()
+        return super().describe() + (f"; {clause}" if clause else "")
 
 
 SPEC = SolverSpec(
     name="cpu-tree",
     doc="Barnes-Hut tree on the CPU: O(N log N), error set by the opening angle theta",
-    options=(PRECISION, SOFTENING, THREADS, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY, SIMD),
+    options=(PRECISION, SOFTENING, THREADS, TREE_THETA, ACCURACY, QUADRUPOLE, TREE_LEAF_CAPACITY,
+             SIMD),
     factory=CpuTreeSolver,
 )

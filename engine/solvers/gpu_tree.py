@@ -8,8 +8,12 @@ Stages (``last_stats`` reports each one's device seconds): ``box`` (bounding cub
 test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Three walks
 (``walk``): ``coherent`` (default: a sub-group shares one node index, lanes that accepted a cell
 wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index)
-and ``group`` (cpu-tree's group walk: one sub-group per group of up to 128 bodies, decisions
-for the group's bounding box; the interaction counts of cpu-tree with the same group capacity).
+and ``group`` (cpu-tree's group walk: one sub-group per walk group). Every walk decides, by
+default (``opening="group"``), for the bounding box of the body's walk group, cpu-tree's groups
+of up to 256 bodies, so it makes cpu-tree's decisions: the same interaction counts and the same
+accuracy at the same theta (ADR-0071). ``opening="body"`` lets the per-body walks decide for
+the body itself: fewer interactions and a larger error at the same theta (``accuracy=`` picks a
+theta for it from its own rows of the accuracy table).
 """
 
 from __future__ import annotations
@@ -18,23 +22,33 @@ from dataclasses import replace
 
 import numpy as np
 
+from ... import _native
 from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
 from ._device_tree import STAGES, DeviceTreeBuilder
+from ..accuracy_table import ThetaSetting
+from ..errors import InvalidInputError
 from ._gpu import GpuSolver
-from ._options import DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA, Option, SolverSpec
+from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
+                       Option, SolverSpec)
+from .cpu_tree import TREE_THETA
 
 WALK = Option("walk", str, "coherent",
               "tree walk: 'coherent' (a sub-group at one node, lanes masked), 'independent' (one "
               "node index per work-item) or 'group' (cpu-tree's group walk)",
               choices=("coherent", "independent", "group"))
+OPENING = Option("opening", str, "group",
+                 "what a per-body walk tests a node against: 'group' (the box of the body's walk "
+                 "group: cpu-tree's test, so the same theta gives cpu-tree's accuracy) or 'body' "
+                 "(the body itself: fewer interactions and a larger error at the same theta)",
+                 choices=("group", "body"))
 # Same default as cpu-tree, so both solvers build the same tree unless told otherwise.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
-# Most bodies in a group of the group walk: 4 per lane of a 32-lane sub-group (the H200 figures
-# in docs/performance.md). cpu-tree finds the same groups when its group_capacity is set to this
-# (its own default, 256, suits its SIMD lists).
-GROUP_CAPACITY = 128
+# Most bodies in a walk group: cpu-tree's, so that every walk finds cpu-tree's groups and makes
+# its opening decisions (ADR-0071).
+GROUP_CAPACITY = _native.TREE_GROUP_CAPACITY
 WALK_GROUP_SIZE = 128
 _WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}
+_OPENING_CODES = {"body": 0, "group": 1}
 
 
 class GpuTreeSolver(GpuSolver):
@@ -49,33 +63,54 @@ class GpuTreeSolver(GpuSolver):
         Plummer softening length (N-body units).
     device : str or None
         Compute device (``"cuda:0"``, ``"sycl:cpu"``, ...; None: the first found).
-    theta : float
-        Opening angle (0 opens every cell: direct summation).
+    theta : float or None
+        Opening angle (0 opens every cell: direct summation; default 0.5 unless ``accuracy``
+        is given). With the default opening test it means what it means for cpu-tree.
+    accuracy : float or None
+        Target RMS relative force error in (0, 1]: theta is chosen for each particle count from
+        the accuracy table rows of this walk's opening test (``chosen``). Not with ``theta``.
     quadrupole : bool
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
     walk : {"coherent", "independent", "group"}
         How the walk maps onto sub-groups.
+    opening : {"group", "body"}
+        What the per-body walks test a node against: the box of the body's walk group
+        (cpu-tree's test) or the body itself (the group walk always uses its group's box).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s``,
     ``keys_s``, ``sort_s`` (sort and gather), ``build_s``, ``moments_s``, ``walk_s``,
     ``reorder_s``; ``particle_particle``, ``particle_cell``, ``interactions_per_particle``,
-    ``nodes``, ``walk``, ``device``.
+    ``nodes``, ``walk``, ``opening``, ``device``, ``theta`` (with ``accuracy`` when given).
     """
 
     name = "gpu-tree"
+    # The options besides theta that the accuracy table measures apart (``orrery calibrate
+    # --accuracy``), in the order of the table's variant keys; the walks differ in speed only.
+    accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
+                              for opening in ("group", "body") for quadrupole in (False, True))
 
-    def __init__(self, *, precision, softening, device, theta, quadrupole, leaf_capacity, walk):
+    def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
+                 leaf_capacity, walk, opening):
+        if walk == "group" and opening == "body":
+            raise InvalidInputError("gpu-tree: the group walk decides for its group's box; "
+                                    "opening='body' needs walk='coherent' or 'independent'")
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         quadrupole=quadrupole, leaf_capacity=leaf_capacity, walk=walk)
-        self.theta = theta
+                         accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
+                         walk=walk, opening=opening)
+        self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
+                                    default=THETA.default,
+                                    variants=[{"opening": opening, "quadrupole": quadrupole}])
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         self.walk = walk
-        self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=theta,
+        self.opening = opening
+        self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=THETA.default,
                                           leaf_capacity=leaf_capacity,
                                           group_capacity=GROUP_CAPACITY, quadrupole=quadrupole)
+        self._boxes: DeviceArray | None = None
+        self._body_group: DeviceArray | None = None
         self._result: DeviceArray | None = None
         self._tally: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
@@ -85,15 +120,42 @@ class GpuTreeSolver(GpuSolver):
     def _walk_kernel(self, potential: bool):
         subgroup = self.context.info.subgroup_size
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": 64 if self.context.info.fp64 else 32,
-                   "WALK": _WALK_CODES[self.walk], "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
+                   "WALK": _WALK_CODES[self.walk], "OPENING": _OPENING_CODES[self.opening],
+                   "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
                    "GROUP_TARGETS": ceil_div(GROUP_CAPACITY, subgroup),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
-        return program.kernel("tree_walk")
+        return program.kernel("tree_walk"), program.kernel("group_boxes")
+
+    @property
+    def chosen(self) -> dict | None:
+        """With ``accuracy``: the theta chosen at the last evaluation and the measurement
+        behind it; None before it, or when theta was given."""
+        return self.setting.chosen
+
+    def describe(self) -> str:
+        clause = self.setting.describe()
+        return super().describe() + (f"; {clause}" if clause else "")
+
+    def _opening_boxes(self, tree, boxes_kernel) -> list[KernelEvent]:
+        """Per walk group its bodies' box, per body its group (only the per-body walks with
+        the group opening test read them; the others get one-element placeholders)."""
+        per_body = self.walk != "group" and self.opening == "group"
+        groups, count = (tree.group_count, tree.count) if per_body else (1, 1)
+        if self._boxes is None or self._boxes.shape[0] < 2 * groups:
+            self._boxes = self.context.empty((2 * groups, 4), self.dtype)
+        if self._body_group is None or self._body_group.shape[0] != count:
+            self._body_group = self.context.empty(count, np.uint32)
+        if not per_body:
+            return []
+        size = max(1, -(-groups // WALK_GROUP_SIZE)) * WALK_GROUP_SIZE
+        return [boxes_kernel.launch(size, WALK_GROUP_SIZE, tree.nodes, tree.body, tree.groups,
+                                    np.int32(groups), self._boxes, self._body_group)]
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
-        tree = self._builder.build(body, count, groups=self.walk == "group")
+        self._builder.theta = self.setting.theta(count)
+        tree = self._builder.build(body, count, groups=self.walk == "group" or self.opening == "group")
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
         if self.walk == "group":
@@ -104,13 +166,15 @@ class GpuTreeSolver(GpuSolver):
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
             self._tally = self.context.empty(2 * work_groups, np.uint64)
         self._tally_groups = work_groups
-        walk = self._walk_kernel(potential).launch(
+        walk_kernel, boxes_kernel = self._walk_kernel(potential)
+        boxes = self._opening_boxes(tree, boxes_kernel)
+        walk = walk_kernel.launch(
             work_groups * WALK_GROUP_SIZE, WALK_GROUP_SIZE, tree.nodes, tree.quadrupoles, tree.body,
             np.int32(count), self.dtype.type(self.softening ** 2), tree.groups,
-            np.int32(tree.group_count), self._result, self._tally)
+            np.int32(tree.group_count), self._boxes, self._body_group, self._result, self._tally)
         reorder = self._builder.scatter(tree, self._result, out)
         self._tree = tree
-        self._stage_events = {**tree.events, "walk": [walk], "reorder": [reorder]}
+        self._stage_events = {**tree.events, "walk": boxes + [walk], "reorder": [reorder]}
         return [event for events in self._stage_events.values() for event in events]
 
     def _breakdown(self) -> dict:
@@ -121,8 +185,8 @@ class GpuTreeSolver(GpuSolver):
         count = self._tree.count
         stats.update(particle_particle=int(tally[0]), particle_cell=int(tally[1]),
                      interactions_per_particle=float(tally.sum()) / count,
-                     nodes=self._tree.node_count, walk=self.walk,
-                     device=self.context.info.spec)
+                     nodes=self._tree.node_count, walk=self.walk, opening=self.opening,
+                     device=self.context.info.spec, **self.setting.stats())
         return stats
 
     def _device_stats(self, events, launch) -> dict:
@@ -138,7 +202,8 @@ class GpuTreeSolver(GpuSolver):
 SPEC = SolverSpec(
     name="gpu-tree",
     doc="Barnes-Hut tree on a GPU (CUDA or SYCL), every stage on the device: O(N log N)",
-    options=(PRECISION, SOFTENING, DEVICE, THETA, QUADRUPOLE, TREE_LEAF_CAPACITY, WALK),
+    options=(PRECISION, SOFTENING, DEVICE, TREE_THETA, ACCURACY, QUADRUPOLE, TREE_LEAF_CAPACITY,
+             WALK, OPENING),
     factory=GpuTreeSolver,
     unavailable_reason=unavailable_reason,
     kind="gpu",

@@ -9,7 +9,7 @@
  *   MAX_THREADS_PER_UNIT (CUDA only) most threads resident on one multiprocessor; use it only
  *                    inside LAUNCH_BOUNDS, which OpenCL drops
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
- * ALIGNED(bytes) for struct alignment.
+ * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -45,6 +45,8 @@ typedef unsigned int uint;
 #define MEM_FENCE __threadfence_block()
 #define ATOMIC_ADD(pointer, value) atomicAdd((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomicMin((pointer), (value))
+#define ATOMIC_ADD_ULONG(pointer, value) \
+  atomicAdd((unsigned long long*)(pointer), (unsigned long long)(value))
 
 #define SUBGROUP_LANE ((int)(threadIdx.x & (SUBGROUP_SIZE - 1)))
 #define SUBGROUP_ID ((int)(threadIdx.x / SUBGROUP_SIZE))
@@ -126,6 +128,8 @@ typedef float4 real4;
 #define MEM_FENCE mem_fence(CLK_LOCAL_MEM_FENCE)
 #define ATOMIC_ADD(pointer, value) atomic_add((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomic_min((pointer), (value))
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#define ATOMIC_ADD_ULONG(pointer, value) atom_add((volatile GLOBAL ulong*)(pointer), (ulong)(value))
 
 #define SUBGROUP_LANE ((int)get_sub_group_local_id())
 #define SUBGROUP_ID ((int)get_sub_group_id())

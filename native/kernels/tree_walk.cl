@@ -8,21 +8,27 @@
  *                     is masked until the sub-group leaves that subtree, and the sub-group steps
  *                     into a node when any lane opens it, over it otherwise;
  *   WALK_GROUP        cpu-tree's group walk: one sub-group per walk group (a node of at most
- *                     GROUP_CAPACITY bodies, or a leaf), each lane GROUP_TARGETS of its bodies;
- *                     a node is accepted for the whole group when its centre of mass is farther
- *                     than sqrt(open2) from the group's bounding box, so every decision is the
- *                     same in every lane and the interaction counts equal cpu-tree's.
- * Per-body walks accept a node when |com - x|^2 > open2. A walk follows skip indices and keeps
- * no stack. Results are written in key order: result[k] = (ax, ay, az, potential); tally holds
- * per work-group (particle-particle, particle-cell) interaction counts.
+ *                     GROUP_CAPACITY bodies, or a leaf), each lane GROUP_TARGETS of its bodies.
+ * The opening test is cpu-tree's (ADR-0010): a node is accepted when its centre of mass is
+ * farther than sqrt(open2) from a box. The group walk and, under OPENING_GROUP, the per-body
+ * walks use the box of the body's walk group (group_boxes below computes them), so every walk
+ * makes cpu-tree's decisions and has its interaction counts and its accuracy at the same theta
+ * (ADR-0071). Under OPENING_BODY a per-body walk uses the body itself (a box of zero size):
+ * fewer interactions at the same theta, and a larger error.
+ * A walk follows skip indices and keeps no stack. Results are written in key order: result[k] =
+ * (ax, ay, az, potential); tally holds per work-group (particle-particle, particle-cell)
+ * interaction counts.
  * Force law as in direct.cl, with traceless quadrupoles for accepted cells under QUADRUPOLE
  * (the formulas of native/tree_lists.hpp). A body never interacts with itself.
- * Needs tree_common.cl first. Host defines: WALK, WALK_GROUP_SIZE (work-group size),
+ * Determinism: each body's terms are summed in walk order by one work-item, with no atomics.
+ * Needs tree_common.cl first. Host defines: WALK, OPENING, WALK_GROUP_SIZE (work-group size),
  * GROUP_TARGETS, QUADRUPOLE, WITH_POTENTIAL. */
 
 #define WALK_INDEPENDENT 0
 #define WALK_COHERENT 1
 #define WALK_GROUP 2
+#define OPENING_BODY 0
+#define OPENING_GROUP 1
 
 DEVICE real4 body_term(real4 a, const real4 source, const real4 target, const real eps2) {
   const real dx = source.x - target.x;
@@ -78,12 +84,47 @@ DEVICE real4 leaf_terms(real4 a, GLOBAL const real4* RESTRICT body, const uint f
   return a;
 }
 
+/* Squared distance from the node's centre of mass to the box [lo, hi] (zero inside), in real,
+ * without FMA, left to right: cpu-tree's d2 (ADR-0010). For a box of zero size, lo = hi = x,
+ * it is |com - x|^2 bit for bit. */
+DEVICE real box_distance2(const TreeNode node, const real4 lo, const real4 hi) {
+  const real dx = MAX(MAX(lo.x - node.cx, node.cx - hi.x), (real)0);
+  const real dy = MAX(MAX(lo.y - node.cy, node.cy - hi.y), (real)0);
+  const real dz = MAX(MAX(lo.z - node.cz, node.cz - hi.z), (real)0);
+  return dx * dx + dy * dy + dz * dz;
+}
+
+/* boxes[2g], boxes[2g + 1] = the lower and upper corner of walk group g's bodies, and
+ * body_group[k] = g for each of its bodies: one work-item per group, in key order. */
+KERNEL void group_boxes(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real4* RESTRICT body,
+                        GLOBAL const uint* RESTRICT groups, const int group_count,
+                        GLOBAL real4* RESTRICT boxes, GLOBAL uint* RESTRICT body_group) {
+  const int g = GLOBAL_ID;
+  if (g >= group_count) return;
+  const TreeNode own = nodes[groups[g]];
+  real4 lo = body[own.first], hi = lo;
+  for (uint j = own.first; j < own.first + own.count; ++j) {
+    const real4 b = body[j];
+    lo.x = MIN(lo.x, b.x); lo.y = MIN(lo.y, b.y); lo.z = MIN(lo.z, b.z);
+    hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
+    body_group[j] = (uint)g;
+  }
+  boxes[2 * g] = lo;
+  boxes[2 * g + 1] = hi;
+}
+
 #if WALK != WALK_GROUP
 /* One body per work-item (key order); the sub-group's lanes hold consecutive bodies. */
 DEVICE real4 walk_body(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
-                       GLOBAL const real4* RESTRICT body, const int k, const int valid, const real eps2,
-                       ulong* particle_particle, ulong* particle_cell) {
+                       GLOBAL const real4* RESTRICT body, GLOBAL const real4* RESTRICT boxes,
+                       GLOBAL const uint* RESTRICT body_group, const int k, const int valid,
+                       const real eps2, ulong* particle_particle, ulong* particle_cell) {
   const real4 target = body[k];
+#if OPENING == OPENING_GROUP
+  const real4 lo = boxes[2 * body_group[k]], hi = boxes[2 * body_group[k] + 1];
+#else
+  const real4 lo = target, hi = target;
+#endif
   real4 a = MAKE_REAL4(0, 0, 0, 0);
   const uint node_count = nodes[0].skip;
   uint pp = 0, pc = 0;
@@ -94,8 +135,7 @@ DEVICE real4 walk_body(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real*
     const TreeNode node = nodes[i];
     int open = 0;
     if (i >= resume) {
-      const real dx = node.cx - target.x, dy = node.cy - target.y, dz = node.cz - target.z;
-      if (dx * dx + dy * dy + dz * dz > node.open2) {
+      if (box_distance2(node, lo, hi) > node.open2) {
         a = cell_term(a, node, quad, i, target, eps2);
         ++pc;
         resume = node.skip;
@@ -112,8 +152,7 @@ DEVICE real4 walk_body(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real*
 #else
   while (valid && i < node_count) {
     const TreeNode node = nodes[i];
-    const real dx = node.cx - target.x, dy = node.cy - target.y, dz = node.cz - target.z;
-    if (dx * dx + dy * dy + dz * dz > node.open2) {
+    if (box_distance2(node, lo, hi) > node.open2) {
       a = cell_term(a, node, quad, i, target, eps2);
       ++pc;
       i = node.skip;
@@ -145,6 +184,7 @@ DEVICE real subgroup_max(real v) {
 KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, const int group_count,
+                      GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
                       GLOBAL real4* RESTRICT result, GLOBAL ulong* RESTRICT tally) {
   ulong particle_particle = 0, particle_cell = 0;
 #if WALK == WALK_GROUP
@@ -160,8 +200,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       lo_x = MIN(lo_x, b.x); lo_y = MIN(lo_y, b.y); lo_z = MIN(lo_z, b.z);
       hi_x = MAX(hi_x, b.x); hi_y = MAX(hi_y, b.y); hi_z = MAX(hi_z, b.z);
     }
-    lo_x = subgroup_min(lo_x); lo_y = subgroup_min(lo_y); lo_z = subgroup_min(lo_z);
-    hi_x = subgroup_max(hi_x); hi_y = subgroup_max(hi_y); hi_z = subgroup_max(hi_z);
+    const real4 lo = MAKE_REAL4(subgroup_min(lo_x), subgroup_min(lo_y), subgroup_min(lo_z), 0);
+    const real4 hi = MAKE_REAL4(subgroup_max(hi_x), subgroup_max(hi_y), subgroup_max(hi_z), 0);
     const uint node_count = nodes[0].skip;
     for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
       real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
@@ -183,10 +223,7 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
           i = node.skip;
           continue;
         }
-        const real dx = MAX(MAX(lo_x - node.cx, node.cx - hi_x), (real)0);
-        const real dy = MAX(MAX(lo_y - node.cy, node.cy - hi_y), (real)0);
-        const real dz = MAX(MAX(lo_z - node.cz, node.cz - hi_z), (real)0);
-        if (dx * dx + dy * dy + dz * dz > node.open2) {
+        if (box_distance2(node, lo, hi) > node.open2) {
           for (int t = 0; t < GROUP_TARGETS; ++t)
             if ((uint)t < used) a[t] = cell_term(a[t], node, quad, i, target[t], eps2);
           ++cells;
@@ -211,8 +248,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
 #else
   const int k = GLOBAL_ID;
   const int valid = k < count;
-  const real4 a = walk_body(nodes, quad, body, valid ? k : count - 1, valid, eps2,
-                            &particle_particle, &particle_cell);
+  const real4 a = walk_body(nodes, quad, body, boxes, body_group, valid ? k : count - 1, valid,
+                            eps2, &particle_particle, &particle_cell);
   if (valid) result[k] = a;
 #endif
   /* Per work-group totals of the interaction counters. */

@@ -103,7 +103,8 @@ def test_info_prints_what_a_recording_holds(tmp_path, capsys):
     out = capsys.readouterr().out
     for expected in ("particles:     128", "frames:        3 x float16 positions",
                      "steps 0 .. 20, every 10 steps", "scenario:      plummer",
-                     "solver:        cpu-direct", "closed cleanly", "dt:            0.002"):
+                     "solver:        cpu-direct", "closed cleanly", "dt:            0.002",
+                     "keyframes:     2 x float32 states at steps 0 .. 20"):
         assert expected in out, (expected, out)
 
 

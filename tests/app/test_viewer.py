@@ -166,6 +166,7 @@ class FakePlayer(FrameSource):
     population = np.zeros(500, np.uint8)
     population_names = ("stars",)
     frame_count, speed, loop = 10, 1.0, False
+    live = len(sys.argv) > 2 and sys.argv[2] == "live"
 
     def __init__(self):
         self.position, self.calls = 3, []
@@ -198,18 +199,35 @@ print(player.calls)
 """
 
 
-def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
+def _replay_shot(display, tmp_path, *flags):
     shot = tmp_path / "replay.png"
     env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
-    done = subprocess.run([sys.executable, "-c", _REPLAY_SCRIPT, str(shot)], env=env,
+    done = subprocess.run([sys.executable, "-c", _REPLAY_SCRIPT, str(shot), *flags], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('seek', 4), ('close',)]"
     image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     assert image.shape == (600, 800, 3)
+    return image
+
+
+def _live_mark_pixels(image) -> int:
+    """Pixels of the timeline's red "live" mark (nothing else there is red)."""
+    timeline = image[600 - 90:]
+    return int(np.count_nonzero((timeline[..., 0] - timeline[..., 2] > 120)
+                                & (timeline[..., 0] > 150)))
+
+
+def test_a_source_with_playback_controls_gets_a_timeline(display, tmp_path):
+    image = _replay_shot(display, tmp_path)
     title = image[600 - 90 + 4: 600 - 90 + 14, 30:700]  # the timeline's title bar, at the bottom
     assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline panel"
     assert np.count_nonzero(image[:, 360:].max(axis=2) > 40) > 50, "the replayed frame is not drawn"
+    assert _live_mark_pixels(image) == 0
+
+
+def test_the_timeline_says_live_for_a_recording_being_written(display, tmp_path):
+    assert _live_mark_pixels(_replay_shot(display, tmp_path, "live")) > 10
 
 
 def test_play_of_a_file_that_is_not_a_recording_is_a_clear_error(monkeypatch, capsys, tmp_path):

@@ -17,5 +17,8 @@ def test_bench_playback_measures_every_stage_at_a_tiny_size(tmp_path, capsys):
         assert ("write", precision) in stages
         assert ("read direct", name) in stages and ("Player.latest", name) in stages
     assert ("simulate cpu-direct", "f32") in stages
+    writes = [row for row in rows if row["stage"] == "write"]
+    assert len(writes) == 2 and all(0 < row["of_ceiling"] for row in writes)
+    assert stages.count(("write ceiling", "raw")) == 2
     assert all(row["frames_per_s"] > 0 for row in rows)
     assert list(tmp_path.glob("orrery-playback-*")) == []  # the temporary recording is gone

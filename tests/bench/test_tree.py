@@ -15,7 +15,8 @@ def test_bench_tree_tables(tmp_path, capsys):
     out = tmp_path / "tree.json"
     assert main(["bench", "tree", "--n", "512", "1024", "--trials", "1", "--warmup", "1",
                  "--error-targets", "64", "--accuracy", "--accuracy-n", "1024", "--leaf-sweep", "4", "16",
-                 "--group-sweep", "32", "64", "--sweep-n", "1024", "--json", str(out)]) == 0
+                 "--group-sweep", "32", "64", "--sweep-n", "1024", "--scaling-error",
+                 "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "accuracy vs cost" in printed and "leaf capacity sweep" in printed
     rows = json.loads(out.read_text())["rows"]
@@ -25,13 +26,16 @@ def test_bench_tree_tables(tmp_path, capsys):
         assert row["direct_source"] == "measured" and row["direct_s"] > 0
         assert {"sort_s", "build_s", "moments_s", "walk_s"} <= set(row)
         assert row["interactions_per_particle"] > 0
+        # Errors of the default theta (0.5) against exact sums: RMS and 90th percentile.
+        assert 1e-5 < row["rms_error"] < 3e-3 and 1e-5 < row["p90_error"] < 5e-3
+    assert "p90_error" in printed
     summary = next(r for r in rows if r["table"] == "summary")
     assert "time_exponent" in summary and "crossover_n" in summary
     accuracy = [r for r in rows if r["table"] == "accuracy"]
     assert len(accuracy) == 6
     for row in accuracy:
         if row["theta"] == row["theta"]:  # reached: the error found meets the target
-            assert row["rms_error"] <= row["target_error"]
+            assert row["rms_error"] <= row["target_error"] and row["p90_error"] > 0
     sweep = [(r["leaf_capacity"], r["group_capacity"]) for r in rows if r["table"] == "leaf_sweep"]
     assert sweep == [(4, 32), (4, 64), (16, 32), (16, 64)]
 

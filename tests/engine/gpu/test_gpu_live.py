@@ -54,7 +54,7 @@ def _gl_context():
 def _render(ctx, scene, frame, population, size=(96, 64)):
     from orrery.app.render import Camera, PointStyle, Renderer
 
-    renderer = Renderer(ctx)
+    renderer = Renderer(ctx, splat=False)  # the GL point path: these tests compare upload paths
     renderer.resize(*size)
     camera = Camera()
     camera.fit(frame.positions)

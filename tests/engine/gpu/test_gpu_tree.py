@@ -127,7 +127,8 @@ def test_per_body_walks_equal_a_host_walk_of_the_same_tree(device):
     particles = ics.plummer(1500, seed=8)
     results = {}
     for walk in ("coherent", "independent"):
-        solver = make_solver("gpu-tree", device=device, theta=0.7, walk=walk, softening=SOFTENING)
+        solver = make_solver("gpu-tree", device=device, theta=0.7, walk=walk, opening="body",
+                             softening=SOFTENING)
         results[walk] = (solver.accelerations(particles.pos, particles.mass), dict(solver.last_stats))
     tree = solver.last_tree()
     nodes = tree.node_records(np.float32)

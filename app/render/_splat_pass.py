@@ -1,0 +1,140 @@
+"""The particle pass as a compute splat (``kernels/splat.cl``): the same Gaussian sprites as
+:class:`ParticlePass`, added with integer atomics on the compute device that already holds the
+positions, then written into the renderer's float accumulation texture. No point is rasterised
+and, on CUDA, no pixel visits the host: the resolved light goes into a GL pixel buffer
+registered with CUDA and from there into the texture on the GPU. Elsewhere (SYCL devices) the
+light is downloaded and uploaded, which is what the tests compare against the GL point path.
+
+The kernels run on a queue of their own beside the simulation's (``Context.another_queue``), so a
+frame does not wait behind queued steps; they start after the snapshot copies they read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.compute import InteropUnavailableError, gl_buffer_view
+from ._scene import DeviceParticles, ParticleScene
+from ._style import COLOUR_MODES, PointStyle
+
+# Counts per unit of light, and the largest contribution in counts (the largest float32 below
+# 2^32): see the fixed-point paragraph of splat.cl.
+FIXED_ONE = 2.0 ** 20
+FIXED_CAP = 2.0 ** 32 - 256
+GROUP = 256
+_DEFINES = {"FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f"}
+CHANNELS = 4
+
+
+class SplatPass:
+    """Splat a scene's :class:`DeviceParticles` into an RGBA32F accumulation texture."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._queues: dict = {}    # source context -> the context the splat runs on
+        self._target = None        # (queue, size) the buffers below are for
+        self._accumulation = None  # integer counts, zero between frames
+        self._light = None         # resolved light where the GL buffer cannot be mapped
+        self._pixels = None        # GL buffer the light goes through into the texture
+        self._pixels_view = None   # its CUDA view, where interop works
+        self.interop_unavailable: str | None = None
+        self._population = (None, None, None)  # (queue, (scene, version), device labels)
+        self._palette = (None, None, None)     # (queue, bytes, device palette)
+
+    def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
+             accumulation, *, pixel_ratio: float = 1.0) -> None:
+        """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
+        ``scene``'s particles (``scene.device`` must be set)."""
+        style.validate()
+        particles: DeviceParticles = scene.device
+        queue = self._queue(particles.context)
+        width, height = accumulation.size
+        self._allocate(queue, (width, height))
+        labels = self._labels(queue, scene)
+        palette = self._palette_array(queue, style)
+        program = queue.build(["splat.cl"], defines=_DEFINES)
+        count = particles.current.shape[0]
+        matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
+        values = width * height * CHANNELS
+        with queue.reading(particles.snapshots):
+            if count:
+                program.kernel("splat_points").launch(
+                    _padded(count), GROUP, particles.current, particles.previous, labels,
+                    np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
+                    np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
+                    np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
+                    self._accumulation)
+            resolve = program.kernel("splat_resolve")
+            if self._pixels_view is not None:
+                with self._pixels_view.mapped((values,), np.float32) as light:
+                    resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
+                                   light)
+                accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
+                return
+            resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
+                           self._light)
+        accumulation.write(self._light.download().tobytes())
+
+    @property
+    def path(self) -> str:
+        """How the light reaches the texture (for the panel)."""
+        if self._target is None:
+            return "compute splat"
+        where = "device" if self._pixels_view is not None else "through the host"
+        return f"compute splat ({self._target[0].info.spec}, {where})"
+
+    def _queue(self, context):
+        if context not in self._queues:
+            self._queues[context] = context.another_queue()
+        return self._queues[context]
+
+    def _allocate(self, queue, size) -> None:
+        if self._target == (queue, size):
+            return
+        self._release_buffers()
+        values = size[0] * size[1] * CHANNELS
+        self._accumulation = queue.zeros((values,), np.uint64)
+        self._pixels = self.ctx.buffer(reserve=values * 4)
+        try:
+            self._pixels_view = gl_buffer_view(queue, self._pixels.glo, self._pixels.size)
+        except InteropUnavailableError as error:
+            self.interop_unavailable = str(error)
+            self._light = queue.empty((values,), np.float32)
+        self._target = (queue, size)
+
+    def _labels(self, queue, scene: ParticleScene):
+        held_queue, key, labels = self._population
+        wanted = (id(scene), scene.population_version, scene.count)
+        if held_queue is not queue or key != wanted:
+            host = scene.population
+            if host is None or len(host) != scene.count:
+                host = np.zeros(scene.count, np.int32)
+            labels = queue.upload(np.asarray(host, np.int32).reshape(-1) if scene.count
+                                  else np.zeros(1, np.int32))
+            self._population = (queue, wanted, labels)
+        return labels
+
+    def _palette_array(self, queue, style: PointStyle):
+        palette = style.palette().tobytes()
+        held_queue, held, array = self._palette
+        if held_queue is not queue or held != palette:
+            array = queue.upload(np.frombuffer(palette, np.float32))
+            self._palette = (queue, palette, array)
+        return array
+
+    def _release_buffers(self) -> None:
+        if self._pixels_view is not None:
+            self._pixels_view.release()  # CUDA lets go before GL deletes the buffer
+        if self._pixels is not None:
+            self._pixels.release()
+        self._accumulation = self._light = self._pixels = self._pixels_view = None
+        self._target = None
+
+    def release(self) -> None:
+        self._release_buffers()
+        self._population = self._palette = (None, None, None)
+        self._queues = {}
+
+
+def _padded(count: int) -> int:
+    return max(-(-count // GROUP) * GROUP, GROUP)

@@ -1,0 +1,385 @@
+"""The accuracy table: how large each approximate solver's force error is at each setting of its
+accuracy parameter, measured on every shipped scenario at a range of particle counts, and the
+rule that turns a requested accuracy into a setting (``make_solver(..., accuracy=1e-3)``).
+
+A row is one measurement: solver, variant (the options that change the error besides theta,
+as ``"name=value,..."`` in option order, e.g. ``"quadrupole=False"`` for cpu-tree,
+``"opening=group,quadrupole=False"`` for gpu-tree, ``"order=5"`` for an FMM), scenario, N,
+theta, and the RMS and 90th-percentile relative force errors |a - a_ref| / |a_ref| over up to
+``TARGETS`` sampled particles against float64 direct summation with the scenario's softening,
+plus ``cost``, a work measure per particle (trees: interactions per particle) that only
+compares variants of one solver. The defaults ship in ``accuracy_defaults.json`` beside this
+module (docs/accuracy.md says how they were measured); ``orrery calibrate --accuracy``
+measures this machine's solvers again and stores the rows in the cache directory, where they
+replace the defaults of the same solver and variant.
+
+The rule, for a target accuracy ``a`` and ``n`` particles:
+
+1. ``a`` must be a finite number in (0, 1].
+2. The sizes that speak for ``n`` are every measured size up to ``n``, or the smallest measured
+   size when ``n`` is below them all. (Errors at fixed theta do not fall monotonically with N on
+   the galaxy models, so no single nearby size is safe on its own; the worst of all smaller
+   sizes is.)
+3. A theta qualifies when its RMS error is at most ``a / MARGIN`` on every scenario of
+   ``SCENARIOS`` (every shipped one but the uniform cube, see there) at every size that speaks
+   for ``n``. ``MARGIN`` covers the spread between random realisations of the
+   same scenario (the table is one seed; tests use others).
+4. The largest qualifying theta is chosen: the cheapest setting. Among several variants (an
+   FMM's expansion orders) the one with the smallest cost at its chosen theta wins.
+5. When no measured theta qualifies, the target is out of the table's reach: InvalidInputError,
+   naming the smallest error measured.
+
+A solver joins in three steps: the ``ACCURACY`` option in its ``SPEC`` (and a theta option
+without a default of its own, so that both given together can be refused); ``accuracy_variants``
+on its class, the option sets the table measures apart (``orrery calibrate --accuracy`` makes
+the solver with each set and every theta); and a :class:`ThetaSetting` that it asks for theta
+(and, with several variants, the variant) at each evaluation, exposing ``chosen`` and adding
+``ThetaSetting.stats()`` to ``last_stats``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .errors import InvalidInputError
+
+# ``auto``'s target when neither accuracy nor theta is given.
+DEFAULT_ACCURACY = 1e-3
+# Spread between random realisations that a chosen setting must leave room for (rule step 3):
+# the RMS over 1024 sampled targets is set by a few large errors, and over seeds 0-5 it varied
+# up to 1.8x on the disk galaxy at N = 3000 and 2.2x at 8192 (cpu-tree, theta 0.3 and 0.45).
+MARGIN = 2.0
+# Particles sampled per measurement for the errors (all of them below this).
+TARGETS = 1024
+TABLE_FORMAT = 1
+DEFAULTS_FILE = "accuracy_defaults.json"
+# What ``orrery calibrate --accuracy`` measures by default: opening angles finer where errors
+# are small, and sizes up to where the galaxy models' errors stopped growing.
+DEFAULT_THETAS = (0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55,
+                  0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5)
+DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+# The scenarios a chosen setting must hold on: every shipped one but the uniform cube, whose
+# acceleration vanishes at its centre: there a relative error is ill-conditioned and one
+# particle decides the RMS (cpu-tree, theta 0.3, N = 16384: one target with |a| 50x below the
+# median has error 2.5e-2 and triples the RMS, 9.0e-4 against 3.3e-4 without it).
+SCENARIOS = ("plummer", "plummer-cluster", "hernquist", "gaussian", "disk-galaxy",
+             "galaxy-collision")
+# What ``orrery calibrate --accuracy`` measures by default: opening angles finer where errors
+# are small, and sizes up to where the galaxy models' errors stopped growing.
+DEFAULT_THETAS = (0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55,
+                  0.6, 0.65, 0.7, 0.75, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5)
+DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+# The scenarios a chosen setting must hold on: every shipped one but the uniform cube, whose
+# acceleration vanishes at its centre: there a relative error is ill-conditioned and one
+# particle decides the RMS (cpu-tree, theta 0.3, N = 16384: one target with |a| 50x below the
+# median has error 2.5e-2 and triples the RMS, 9.0e-4 against 3.3e-4 without it).
+SCENARIOS = ("plummer", "plummer-cluster", "hernquist", "gaussian", "disk-galaxy",
+             "galaxy-collision")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the rule chose: ``theta`` of ``variant``, and the measurement that bounds it (the
+    worst RMS error over the scenarios and sizes that speak for ``n``)."""
+
+    accuracy: float
+    n: int
+    variant: str
+    theta: float
+    worst_rms: float
+    worst_scenario: str
+    worst_n: int
+    source: str
+
+    def as_dict(self) -> dict:
+        return {"accuracy": self.accuracy, "theta": self.theta, "variant": self.variant,
+                "n": self.n, "worst_rms": self.worst_rms, "worst_scenario": self.worst_scenario,
+                "worst_n": self.worst_n, "table": self.source}
+
+
+def check_accuracy(accuracy) -> float:
+    """Rule step 1: a finite target in (0, 1]."""
+    value = float(accuracy)
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise InvalidInputError(f"accuracy must be a finite number in (0, 1] (an RMS relative "
+                                f"force error such as 1e-3), got {accuracy!r}")
+    return value
+
+
+def variant_key(options: dict) -> str:
+    """``{"quadrupole": False}`` -> ``"quadrupole=False"`` (the order given)."""
+    return ",".join(f"{name}={value}" for name, value in options.items())
+
+
+class AccuracyTable:
+    """Measured errors by solver and variant: ``rows[(solver, variant)][scenario][n]`` is a list
+    of ``(theta, rms, p90, cost)`` in increasing theta; ``sources[(solver, variant)]`` says where
+    those rows came from."""
+
+    def __init__(self, rows: dict, sources: dict):
+        self.rows = rows
+        self.sources = sources
+
+    def has(self, solver: str, variant: str) -> bool:
+        return (solver, variant) in self.rows
+
+    def choose(self, solver: str, variants: Iterable[str], accuracy: float, n: int) -> Choice:
+        """The setting for ``accuracy`` at ``n`` particles (the rule in the module docstring)."""
+        accuracy = check_accuracy(accuracy)
+        choices, best_reachable = [], math.inf
+        for variant in variants:
+            if (solver, variant) not in self.rows:
+                raise InvalidInputError(
+                    f"the accuracy table has no rows for {solver} ({variant or 'defaults'}); "
+                    f"measure them with `orrery calibrate --accuracy --solvers {solver}` or "
+                    f"give theta instead")
+            choice, reachable = self._choose_variant(solver, variant, accuracy, n)
+            best_reachable = min(best_reachable, reachable)
+            if choice is not None:
+                choices.append((choice, self._cost(solver, choice)))
+        if not choices:
+            raise InvalidInputError(
+                f"accuracy {accuracy:g} is beyond {solver}'s measured settings at N = {n}: the "
+                f"smallest RMS error its table reaches there is {best_reachable:.2g} (with the "
+                f"margin {MARGIN} the target must be at least {best_reachable * MARGIN:.2g})")
+        return min(choices, key=lambda item: item[1])[0]
+
+    def _sizes(self, by_scenario: dict, n: int) -> list[int]:
+        sizes = sorted({size for by_n in by_scenario.values() for size in by_n})
+        below = [size for size in sizes if size <= n]
+        return below or sizes[:1]
+
+    def _choose_variant(self, solver, variant, accuracy, n) -> tuple[Choice | None, float]:
+        by_scenario = self.rows[(solver, variant)]
+        sizes = self._sizes(by_scenario, n)
+        # worst[theta] = (rms, scenario, size) over every scenario and size that speaks for n.
+        worst: dict[float, tuple[float, str, int]] = {}
+        for scenario, by_n in by_scenario.items():
+            for size in sizes:
+                for theta, rms, _, _ in by_n.get(size, ()):
+                    if theta not in worst or rms > worst[theta][0]:
+                        worst[theta] = (rms, scenario, size)
+        limit = accuracy / MARGIN
+        qualifying = [theta for theta, (rms, _, _) in worst.items() if rms <= limit]
+        reachable = min((rms for rms, _, _ in worst.values()), default=math.inf)
+        if not qualifying:
+            return None, reachable
+        theta = max(qualifying)
+        rms, scenario, size = worst[theta]
+        return Choice(accuracy=accuracy, n=n, variant=variant, theta=theta, worst_rms=rms,
+                      worst_scenario=scenario, worst_n=size,
+                      source=self.sources[(solver, variant)]), reachable
+
+    def _cost(self, solver: str, choice: Choice) -> float:
+        by_scenario = self.rows[(solver, choice.variant)]
+        costs = [cost for by_n in by_scenario.values() for row in by_n.get(choice.worst_n, ())
+                 for theta, _, _, cost in [row] if theta == choice.theta and math.isfinite(cost)]
+        return max(costs, default=0.0)
+
+
+# --- files -------------------------------------------------------------------------------------
+
+def cache_file() -> Path:
+    """Where ``orrery calibrate --accuracy`` stores its rows: beside the calibration cache."""
+    from .calibration import cache_path
+
+    return cache_path().parent / "accuracy.json"
+
+
+def _parse(payload: dict) -> dict:
+    if not isinstance(payload, dict) or payload.get("format") != TABLE_FORMAT:
+        raise ValueError(f"format {payload.get('format') if isinstance(payload, dict) else None!r}, "
+                         f"expected {TABLE_FORMAT}")
+    rows = {}
+    for solver, variants in payload["rows"].items():
+        for variant, scenarios in variants.items():
+            rows[(str(solver), str(variant))] = {
+                str(scenario): {int(size): sorted((float(t), float(r), float(p), float(c))
+                                                  for t, r, p, c in points)
+                                for size, points in by_n.items()}
+                for scenario, by_n in scenarios.items()}
+    return rows
+
+
+def _digits(value: float) -> float:
+    """Four significant digits: more than the errors' sampling noise, a third of the file."""
+    return float(f"{value:.4g}")
+
+
+def _to_payload(rows: dict, settings: dict) -> dict:
+    nested: dict = {}
+    for (solver, variant), scenarios in rows.items():
+        nested.setdefault(solver, {})[variant] = {
+            scenario: {str(size): [[t, _digits(r), _digits(p), round(c, 1)]
+                                   for t, r, p, c in points]
+                       for size, points in sorted(by_n.items())}
+            for scenario, by_n in scenarios.items()}
+    return {"format": TABLE_FORMAT, "settings": settings, "rows": nested}
+
+
+def _read(text: str) -> tuple[dict, dict]:
+    payload = json.loads(text)
+    return _parse(payload), dict(payload.get("settings", {}))
+
+
+def load_table(*, path: Path | None = None) -> AccuracyTable:
+    """The shipped defaults, with the rows of this machine's cache (``path``, default
+    :func:`cache_file`) replacing those of the same solver and variant. A cache that cannot be
+    read is ignored with a warning."""
+    import warnings
+
+    text = (resources.files(__package__) / DEFAULTS_FILE).read_text()
+    rows, settings = _read(text)
+    source = f"shipped defaults (measured {settings.get('created', '?')[:10]})"
+    sources = {key: source for key in rows}
+    path = path or cache_file()
+    if path.exists():
+        try:
+            cached, cached_settings = _read(path.read_text())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            warnings.warn(f"ignoring the accuracy table {path}: {error}; run "
+                          f"`orrery calibrate --accuracy` to measure again", UserWarning,
+                          stacklevel=2)
+        else:
+            rows.update(cached)
+            source = f"{path} (measured {cached_settings.get('created', '?')[:10]})"
+            sources.update({key: source for key in cached})
+    return AccuracyTable(rows, sources)
+
+
+def save_table(rows: dict, settings: dict, *, path: Path | None = None) -> Path:
+    """Store measured ``rows`` (merged over the rows already stored there) in ``path``."""
+    path = path or cache_file()
+    kept = {}
+    if path.exists():
+        try:
+            kept = _read(path.read_text())[0]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            kept = {}  # a damaged file is being replaced
+    kept.update(rows)
+    settings = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **settings}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(_to_payload(kept, settings), indent=None))
+    os.replace(temporary, path)
+    return path
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
+            scenario_names: Iterable[str], sizes: Iterable[int], *, seed: int = 0,
+            solver_options: dict | None = None, on_point=None) -> dict:
+    """Rows for ``solver``: every variant (``{key: options}``) at every theta, scenario and size.
+
+    Each scenario is built with ``seed`` at each size and measured with its own softening
+    against float64 direct summation over ``TARGETS`` sampled particles. ``on_point(solver,
+    variant, scenario, size)`` is called after each (scenario, size) of a variant.
+    """
+    from . import scenarios
+    from .accuracy import error_percentiles, sampled_exact
+    from .solvers import make_solver
+
+    thetas = sorted(thetas)
+    rows: dict = {(solver, key): {} for key in variants}
+    for scenario in scenario_names:
+        for size in sizes:
+            built = scenarios.load(scenario, n=size, seed=seed)
+            particles = built.particles
+            rng = np.random.default_rng(seed)
+            targets = np.sort(rng.choice(size, size=min(size, TARGETS), replace=False))
+            exact = sampled_exact(particles.pos, particles.mass, targets, built.softening)
+            for key, options in variants.items():
+                points = []
+                for theta in thetas:
+                    instance = make_solver(solver, theta=theta, softening=built.softening,
+                                           **(solver_options or {}), **options)
+                    acc = instance.accelerations(particles.pos, particles.mass)
+                    rms, p90 = error_percentiles(acc[targets], exact)
+                    cost = float(instance.last_stats.get("interactions_per_particle", math.nan))
+                    points.append((theta, rms, p90, cost))
+                rows[(solver, key)].setdefault(scenario, {})[size] = points
+                if on_point:
+                    on_point(solver, key, scenario, size)
+    return rows
+
+
+
+# --- a solver's setting ------------------------------------------------------------------------
+
+class ThetaSetting:
+    """A solver's theta: the one given (or ``default`` when neither theta nor accuracy is
+    given), or with ``accuracy`` the one the table chooses for each particle count among
+    ``variants`` (one for a tree, whose options are fixed; an FMM whose order is left to the
+    table passes one per order and reads the winner back with :meth:`variant`).
+
+    ``chosen`` is None until the first choice, then :meth:`Choice.as_dict` of the latest.
+    """
+
+    def __init__(self, solver: str, *, theta: float | None, accuracy: float | None,
+                 default: float, variants: list[dict], table: AccuracyTable | None = None):
+        if theta is not None and accuracy is not None:
+            raise InvalidInputError(
+                f"{solver}: give theta or accuracy, not both (theta={theta!r}, "
+                f"accuracy={accuracy!r}); accuracy picks theta from the accuracy table")
+        self.solver = solver
+        self._variants = {variant_key(options): dict(options) for options in variants}
+        self.accuracy = None if accuracy is None else check_accuracy(accuracy)
+        self._fixed = default if theta is None else float(theta)
+        self._table = None
+        if self.accuracy is not None:
+            self._table = table or load_table()
+            for key in self._variants:
+                if not self._table.has(solver, key):
+                    self._table.choose(solver, [key], self.accuracy, 1)  # raises, says why
+        self._choice: Choice | None = None
+
+    def _choose(self, n: int) -> Choice:
+        if self._choice is None or self._choice.n != n:
+            self._choice = self._table.choose(self.solver, list(self._variants), self.accuracy, n)
+        return self._choice
+
+    def theta(self, n: int) -> float:
+        """Theta for an evaluation of ``n`` particles."""
+        return self._fixed if self.accuracy is None else self._choose(n).theta
+
+    def variant(self, n: int) -> dict:
+        """The options of the variant chosen for ``n`` particles (the only one without
+        accuracy, or when there is one)."""
+        if self.accuracy is None or len(self._variants) == 1:
+            return next(iter(self._variants.values()))
+        return self._variants[self._choose(n).variant]
+
+    @property
+    def chosen(self) -> dict | None:
+        return None if self._choice is None else self._choice.as_dict()
+
+    def stats(self) -> dict:
+        """What ``last_stats`` reports about the setting."""
+        if self.accuracy is None:
+            return {"theta": self._fixed}
+        return {"theta": self._choice.theta, "accuracy": self.accuracy}
+
+    def describe(self) -> str | None:
+        """One clause for ``describe()`` when theta was chosen, else None."""
+        if self._choice is None:
+            return None if self.accuracy is None else \
+                f"theta chosen for accuracy {self.accuracy:g} at the first evaluation"
+        c = self._choice
+        return (f"theta {c.theta:g} chosen for accuracy {c.accuracy:g} at N = {c.n:,} (worst "
+                f"measured RMS {c.worst_rms:.2g}: {c.worst_scenario}, N = {c.worst_n:,}; "
+                f"{c.source})")
+
+
+__all__ = ["AccuracyTable", "Choice", "DEFAULT_ACCURACY", "DEFAULT_SIZES", "DEFAULT_THETAS",
+           "MARGIN", "SCENARIOS", "ThetaSetting",
+           "check_accuracy", "load_table", "measure", "save_table", "variant_key"]

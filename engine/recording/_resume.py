@@ -1,0 +1,67 @@
+"""Continuing a recorded run from one of its keyframes.
+
+A keyframe holds the whole state in the run's precision, and the file's attributes hold the
+solver, its options, the integrator and dt, so the continued run is the original one: the
+kick-drift-kick leapfrog keeps the accelerations of its last drift, and the first step of the
+continued run recomputes them from the stored positions, which for a deterministic solver
+(cpu-direct, cpu-tree, reference) gives the same bits. GPU solvers that sum in a run-dependent
+order agree to their rounding instead (``docs/recording-format.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import RecordingError
+from ..particles import Particles
+from ..simulation import INTEGRATORS, Simulation
+from ..solvers import make_solver, solver_specs
+from ._reader import RecordingFile
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A simulation set to a recording's keyframe, and what it came from."""
+
+    simulation: Simulation
+    attributes: dict  # the original recording's, for the continued recording to carry on
+    keyframe: int
+    path: str
+
+
+def resume(path, *, from_frame: int | None = None, solver_options: dict | None = None) -> Resumed:
+    """The run recorded in ``path``, continued from the last keyframe at or before frame
+    ``from_frame`` (default: the file's last keyframe). ``solver_options`` override the recorded
+    ones (another device, say; changing the physics loses the exact continuation)."""
+    with RecordingFile(path) as recording:
+        index = recording.keyframe_before(from_frame)
+        positions, velocities = recording.read_keyframe(index)
+        attributes = dict(recording.attributes)
+        time, step = float(recording.keyframe_times[index]), int(recording.keyframe_steps[index])
+        particles = Particles(positions, velocities, recording.masses.astype(positions.dtype),
+                              recording.population, recording.population_names)
+    solver, options, dt, integrator = _run_settings(path, attributes)
+    options.update(solver_options or {})
+    if integrator not in INTEGRATORS:
+        raise RecordingError(f"{path}: integrator {integrator!r} is not one of {INTEGRATORS}")
+    simulation = Simulation(particles, make_solver(solver, **options), dt=dt,
+                            integrator=integrator)
+    simulation.time, simulation.steps = time, step
+    return Resumed(simulation, attributes, index, str(path))
+
+
+def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
+    """The solver name and options, dt and integrator a recording was made with."""
+    missing = [name for name in ("solver", "solver_params", "dt", "integrator")
+               if name not in attributes]
+    if missing:
+        raise RecordingError(f"{path} lacks the run setting(s) {missing} a restart needs")
+    name, params = attributes["solver"], attributes["solver_params"]
+    if not isinstance(params, dict):
+        raise RecordingError(f"{path}: solver_params is not a table of options: damaged")
+    spec = solver_specs().get(name)
+    if spec is None:
+        raise RecordingError(f"{path} was recorded with solver {name!r}, unknown to this Orrery")
+    known = {option.name for option in spec.options}
+    options = {key: value for key, value in params.items() if key in known and value is not None}
+    return name, options, float(attributes["dt"]), str(attributes["integrator"])
