@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..engine._optional import missing
 from ..engine.accuracy import sampled_exact
 
 
@@ -29,16 +30,14 @@ class Peer:
 
 def available_peers(theta: float, softening: float, threads: int) -> tuple[list[Peer], list[str]]:
     """The peers installed here, and one message per missing peer."""
-    peers, missing = [], []
-    try:
-        peers.append(_pytreegrav_peer(theta, softening, threads))
-    except ImportError:
-        missing.append("pytreegrav not installed (pip install 'orrery[bench]'): peer skipped")
-    try:
-        peers.append(_rebound_peer(theta, softening))
-    except ImportError:
-        missing.append("rebound not installed (pip install 'orrery[bench]'): peer skipped")
-    return peers, missing
+    peers, skipped = [], []
+    for packages, make in ((("pytreegrav", "numba"), lambda: _pytreegrav_peer(theta, softening, threads)),
+                           (("rebound",), lambda: _rebound_peer(theta, softening))):
+        if why := missing(*packages):
+            skipped.append(f"peer {packages[0]} skipped: {why}")
+        else:
+            peers.append(make())
+    return peers, skipped
 
 
 def _pytreegrav_peer(theta, softening, threads) -> Peer:

@@ -5,11 +5,12 @@ the reason. A peer is a callable that evaluates every particle's acceleration on
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from ..engine._optional import missing
 
 
 @dataclass(frozen=True)
@@ -35,18 +36,12 @@ def make_peers(pos: np.ndarray, mass: np.ndarray, softening: float, threads: int
     return peers
 
 
-def _import(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
 def _pytreegrav(pos, mass, softening, threads) -> Peer | str:
-    pytreegrav = _import("pytreegrav")
-    numba = _import("numba")
-    if pytreegrav is None or numba is None:
-        return "peer pytreegrav skipped: not installed (pip install 'orrery[bench]')"
+    if why := missing("pytreegrav", "numba"):
+        return f"peer pytreegrav skipped: {why}"
+    import numba
+    import pytreegrav
+
     threads = min(threads, numba.config.NUMBA_NUM_THREADS)
     pos = np.ascontiguousarray(pos, dtype=np.float64)
     mass = np.ascontiguousarray(mass, dtype=np.float64)
@@ -62,9 +57,10 @@ def _pytreegrav(pos, mass, softening, threads) -> Peer | str:
 
 
 def _rebound(pos, mass, softening, threads) -> Peer | str:
-    rebound = _import("rebound")
-    if rebound is None:
-        return "peer rebound skipped: not installed (pip install 'orrery[bench]')"
+    if why := missing("rebound"):
+        return f"peer rebound skipped: {why}"
+    import rebound
+
     sim = rebound.Simulation()
     sim.gravity = "basic"
     sim.integrator = "leapfrog"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._optional import MissingPackageError, require
 from .errors import InvalidInputError, OrreryError
 from .particles import Particles
 
@@ -35,9 +36,6 @@ DEFAULT_MASS_UNIT = "1e10 Msol"
 _G_KPC_KMS2_PER_MSOL = 4.300917270e-6
 _KM_PER_KPC = 3.0856775814913673e16
 _SECONDS_PER_GYR = 3.15576e16
-
-FORMATS_EXTRA = "pip install 'orrery[formats]'"
-
 
 class SnapshotError(OrreryError):
     """A snapshot file that cannot be read: unknown format, missing family, empty selection."""
@@ -92,11 +90,7 @@ class Snapshot:
 
 
 def _pynbody():
-    try:
-        import pynbody
-    except ImportError:
-        raise SnapshotError(f"reading snapshots needs pynbody: {FORMATS_EXTRA}") from None
-    return pynbody
+    return require("pynbody")
 
 
 @contextlib.contextmanager
@@ -253,6 +247,6 @@ def looks_like_snapshot(path: str) -> bool:
     """Whether pynbody recognises ``path`` (False without pynbody)."""
     try:
         open_raw(path)
-    except SnapshotError:
+    except (SnapshotError, MissingPackageError):
         return False
     return True

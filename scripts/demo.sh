@@ -3,6 +3,8 @@
 # headless (progress bar and summary), then renders the viewer off-screen under Xvfb and saves a
 # screenshot, so every machine shows something.
 set -euo pipefail
+source "$(dirname "$0")/_env.sh"
+use_orrery_env
 
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec orrery-viewer --scenario galaxy-collision "$@"

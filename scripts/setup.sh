@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Installs what Orrery needs on a fresh Debian machine (system GL and X packages, then the package
-# itself with its test, viewer and SYCL extras) into the current Python. Safe to run again.
+# Installs what Orrery needs on a fresh Debian machine: the system GL and X packages, then the
+# package itself (editable, with the extras named in _env.sh) into a virtual environment: the
+# one already active, else the project's `.venv`, made here from `python3`. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/_env.sh
+
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "Orrery needs Python 3.11 or newer; python3 here is $(python3 -V 2>&1)." >&2
+  exit 1
+fi
 
 system_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth xdotool imagemagick)
+# What Debian's python3 lacks until asked: virtual environments, and the headers and compiler
+# the native module builds with.
+in_active_venv || python3 -c 'import ensurepip' 2>/dev/null || system_packages+=(python3-venv)
+python3 -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+  system_packages+=(python3-dev)
+command -v c++ >/dev/null || system_packages+=(g++)
 missing=()
 for package in "${system_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -16,5 +30,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-python3 -m pip install -q --upgrade pip
-python3 -m pip install -q -e '.[test,sycl,viewer]'
+if ! in_active_venv && [ ! -x "$PROJECT_VENV/bin/python" ]; then
+  python3 -m venv "$PROJECT_VENV"
+fi
+use_orrery_env
+# The build requirements live in the environment rather than in a fresh isolated one per run, so
+# the native module builds in place (build/) and a second run recompiles only what changed.
+read -r -a build_requires < <(python -c 'import tomllib
+print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+python -m pip install -q --upgrade pip "${build_requires[@]}" cmake ninja
+python -m pip install -q --no-build-isolation -e ".[$ORRERY_EXTRAS]"
+if [ "$VIRTUAL_ENV" = "$PROJECT_VENV" ]; then
+  echo "Installed into .venv; 'source .venv/bin/activate' puts orrery, orrery-viewer and its python on PATH."
+fi

@@ -1,6 +1,38 @@
+import importlib
+import os
+from importlib import resources
+from pathlib import Path
+
 import pytest
 
 from orrery.engine import ics
+
+# What must come from the environment's orrery when CI tests the installed wheel.
+_PACKAGE_PARTS = ("orrery", "orrery.engine", "orrery.app", "orrery._native")
+_PACKAGE_DATA = ("shaders", "kernels", "assets")
+
+
+def _package_files() -> dict[str, Path]:
+    files = {name: Path(importlib.import_module(name).__file__) for name in _PACKAGE_PARTS}
+    files.update({name: Path(str(resources.files("orrery") / name)) for name in _PACKAGE_DATA})
+    return {name: path.resolve() for name, path in files.items()}
+
+
+def pytest_report_header(config):
+    return f"orrery under test: {Path(importlib.import_module('orrery').__file__).parent}"
+
+
+def pytest_configure(config):
+    """With ORRERY_TEST_INSTALLED=1 (CI, testing the built wheel) every part of the package must
+    come from the installed environment, never from this checkout."""
+    if not os.environ.get("ORRERY_TEST_INSTALLED"):
+        return
+    checkout = config.rootpath.resolve()
+    wrong = {name: path for name, path in _package_files().items()
+             if path.is_relative_to(checkout) or not path.exists()}
+    if wrong:
+        raise pytest.UsageError("ORRERY_TEST_INSTALLED is set but these parts of orrery are missing "
+                                f"or come from the checkout {checkout}: {wrong}")
 
 
 @pytest.fixture(scope="session")

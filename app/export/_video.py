@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ...engine._optional import require
 from ...engine.errors import InvalidInputError, OrreryError
 
-VIDEO_EXTRA = "pip install 'orrery[video]'"
 DEFAULT_CODEC = "h264"
 # Quality (constant rate factor: 0 lossless .. 51 worst; 18 is visually lossless for x264) and
 # speed preset: "veryfast" keeps a 1080p movie ahead of the renderer on a few cores.
@@ -27,15 +27,11 @@ DEFAULT_PRESET = "veryfast"
 
 
 class VideoError(OrreryError):
-    """The video cannot be written (no PyAV, an unknown codec, an unwritable path)."""
+    """The video cannot be written (an unknown codec, an unwritable path)."""
 
 
 def _av():
-    try:
-        import av
-    except ImportError:
-        raise VideoError(f"writing video needs PyAV: {VIDEO_EXTRA}") from None
-    return av
+    return require("av")
 
 
 class VideoWriter:

@@ -6,7 +6,7 @@ from ._camera import Camera, gl_bytes
 from ._camera_path import CameraKey, CameraPath
 from ._colormaps import colour_map, colour_maps
 from ._density_pass import DensityPass, default_smoothing
-from ._context import describe, headless_context
+from ._context import GLContextError, describe, headless_context
 from ._particle_pass import BarePointPass, ParticlePass
 from ._renderer import DEFAULT_TARGET_FORMAT, TARGET_FORMATS, Renderer
 from ._scene import DeviceParticles, ParticleScene
@@ -17,7 +17,8 @@ from ._tonemap_pass import ToneMapPass
 
 __all__ = [
     "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_TARGET_FORMAT",
-    "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "SplatPass", "PALETTE_SIZE", "colour_map",
+    "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "GLContextError",
+    "SplatPass", "PALETTE_SIZE", "colour_map",
     "colour_maps", "default_smoothing",
     "ParticlePass",
     "ParticleScene", "PointStyle", "Renderer", "TARGET_FORMATS", "ToneMap", "ToneMapPass",

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import os
 
+from ...engine._optional import require
+from ...engine.errors import OrreryError
+
+EGL_PACKAGES = "apt: libegl1 libegl-mesa0 libgl1-mesa-dri"
+
+
+class GLContextError(OrreryError, RuntimeError):
+    """No OpenGL context could be created (no EGL driver, or a library path that does not load)."""
+
 
 def headless_context(*, libgl: str | None = None, libegl: str | None = None):
     """A standalone moderngl context through EGL (OpenGL 3.3 core or later).
 
     ``libgl``/``libegl`` name the GL and EGL libraries where the loader cannot find them (the
     H200 machine's image lacks the glvnd loaders); ``ORRERY_LIBGL``/``ORRERY_LIBEGL`` do the
-    same from the environment.
+    same from the environment. Raises :class:`GLContextError` saying what to fix.
     """
-    import moderngl
-
+    moderngl = require("moderngl")
     options = {"backend": "egl", "require": 330}
     libgl = libgl or os.environ.get("ORRERY_LIBGL")
     libegl = libegl or os.environ.get("ORRERY_LIBEGL")
@@ -21,7 +29,13 @@ def headless_context(*, libgl: str | None = None, libegl: str | None = None):
         options["libgl"] = libgl
     if libegl:
         options["libegl"] = libegl
-    return moderngl.create_standalone_context(**options)
+    try:
+        return moderngl.create_standalone_context(**options)
+    except Exception as error:  # glcontext raises a bare Exception ("/x not loaded", "eglInitialize failed")
+        chosen = ", ".join(f"{key}={options[key]}" for key in ("libgl", "libegl") if key in options)
+        hint = (f"check {chosen} (--libgl/--libegl or ORRERY_LIBGL/ORRERY_LIBEGL)" if chosen
+                else f"install EGL and Mesa ({EGL_PACKAGES})")
+        raise GLContextError(f"no headless OpenGL 3.3 context through EGL ({error}); {hint}") from None
 
 
 def describe(ctx) -> str:

@@ -7,11 +7,15 @@ import os
 import sys
 
 from ...engine import scenarios
+from ...engine._optional import require
 from ..cli._arg_types import integer, number, output_file, window_size
 from ..cli._errors import REPORTED, report
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
               "`orrery run` (simulate), `orrery bench` (benchmarks)")
+# What the window, renderer, panel and screenshots import: checked before anything starts, so a
+# broken install is one line up front rather than a traceback (or, for Pillow, one at the end).
+VIEWER_PACKAGES = ("pyglet", "moderngl", "imgui_bundle", "OpenGL", "PIL")
 
 
 def default_scenario() -> str:
@@ -126,12 +130,14 @@ def _main(args) -> int:
     if args.screenshot and args.frames is None:
         print("orrery-viewer: error: --screenshot needs --frames", file=sys.stderr)
         return 2
+    # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
+    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
+    for package in VIEWER_PACKAGES:
+        require(package)  # a MissingPackageError, reported in one line by main()
     problem = _display_problem()
     if problem:
         print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
         return 2
-    # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
-    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
     try:
         source = _open_source(args)
     except OSError as error:

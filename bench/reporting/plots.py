@@ -3,17 +3,15 @@ matplotlib, :func:`draw_plots` draws nothing and says why; the report is written
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+from ...engine._optional import missing
 from .analysis import scaling_exponents, series_from_rows
 
 
 def plotting_unavailable() -> str | None:
     """Why plots cannot be drawn here, or None."""
-    if importlib.util.find_spec("matplotlib") is None:
-        return "matplotlib is not installed (pip install 'orrery[bench]')"
-    return None
+    return missing("matplotlib")
 
 
 def draw_plots(session, curves: dict, out: Path) -> dict[str, str]:

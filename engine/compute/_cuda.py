@@ -7,13 +7,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .._optional import MissingPackageError, require
 from ..errors import InvalidInputError
 from ._cuda_pinned import PinnedStaging
 from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
 
-MISSING = "CuPy is not installed (pip install 'orrery[cuda]')"
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
 # CUDA clamps a stream priority to the device's range (lower is higher; 0 to -5 on the H200),
@@ -25,16 +25,15 @@ PINNED_THRESHOLD = 1 << 20
 
 
 def _cupy():
-    import cupy
-    return cupy
+    return require("cupy")
 
 
 def usable_devices() -> tuple[list[int], str | None]:
     """CUDA device ordinals, and why the list is empty (if so)."""
     try:
         cupy = _cupy()
-    except ImportError:
-        return [], MISSING
+    except MissingPackageError as error:
+        return [], str(error)
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # no driver, no device: say so instead of failing discovery

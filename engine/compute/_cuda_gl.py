@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from .._optional import MissingPackageError, require
 from ._types import InteropUnavailableError, Snapshot
 
 _registered = 0  # GL buffers registered with CUDA and not yet released, in this process
@@ -43,11 +44,9 @@ def gl_buffer_view(source, gl_buffer: int, nbytes: int) -> "CudaGLBuffer":
 
 def _runtime():
     try:
-        from cuda.bindings import runtime
-    except ImportError:
-        raise InteropUnavailableError("cuda.bindings is not installed (pip install "
-                                      "cuda-python), so GL buffers cannot be registered") from None
-    return runtime
+        return require("cuda.bindings.runtime")
+    except MissingPackageError as error:
+        raise InteropUnavailableError(f"{error}, so GL buffers cannot be registered") from None
 
 
 def _check(runtime, result, what: str):

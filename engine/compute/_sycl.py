@@ -16,11 +16,11 @@ import sysconfig
 
 import numpy as np
 
+from .._optional import MissingPackageError, require
 from ..errors import InvalidInputError
 from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
                      Program, check_scalar)
 
-MISSING = "dpctl is not installed (pip install 'orrery[sycl]')"
 # OpenCL C 3.0 exposes the sub-group functions (cl_khr_subgroups is not listed on the CPU device).
 COMPILE_OPTIONS = "-cl-std=CL3.0"
 
@@ -46,12 +46,12 @@ def configure_loader() -> str | None:
 
 
 def _dpctl():
-    """Import dpctl (configuring the loader first); ImportError when it is not installed."""
+    """Import dpctl (configuring the loader first); MissingPackageError when it is not installed."""
     if "dpctl" not in sys.modules:
         configure_loader()
-    import dpctl
-    import dpctl.memory
-    import dpctl.program
+    dpctl = require("dpctl")
+    require("dpctl.memory")
+    require("dpctl.program")
     return dpctl
 
 
@@ -59,8 +59,8 @@ def usable_devices() -> tuple[list, str | None]:
     """SYCL devices dpctl can allocate USM on, GPUs first, and why the list is empty (if so)."""
     try:
         dpctl = _dpctl()
-    except ImportError:
-        return [], MISSING
+    except MissingPackageError as error:
+        return [], str(error)
     try:
         devices = dpctl.get_devices()
     except Exception as error:  # a broken runtime must not stop discovery of other backends

@@ -10,9 +10,9 @@ import traceback
 
 import numpy as np
 
+from .._optional import MissingPackageError, require
 from ..errors import OrreryError
 
-MPI_EXTRA = "pip install 'orrery[mpi]'"
 # Environment variables MPI launchers set in the processes they start (MPICH/Hydra and Intel
 # MPI, Open MPI, PMIx-based launchers such as srun).
 _LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
@@ -111,11 +111,9 @@ def rank_device(world: World) -> str | None:
 
 def _mpi():
     try:
-        from mpi4py import MPI
-    except ImportError:
-        raise DistributedError(f"this process was started by an MPI launcher, but mpi4py is not "
-                               f"installed: {MPI_EXTRA}") from None
-    return MPI
+        return require("mpi4py.MPI")
+    except MissingPackageError as error:
+        raise DistributedError(f"this process was started by an MPI launcher, but {error}") from None
 
 
 def world() -> World | None:

@@ -7,7 +7,6 @@ import ctypes.util
 import numpy as np
 import pytest
 
-moderngl = pytest.importorskip("moderngl", reason="the viewer's moderngl is not installed")
 if ctypes.util.find_library("EGL") is None:
     pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
                 allow_module_level=True)

@@ -10,13 +10,9 @@ import time
 
 import numpy as np
 import pytest
+from PIL import Image
 
-pytest.importorskip("pyglet", reason="the viewer extra (pyglet) is not installed")
-pytest.importorskip("imgui_bundle", reason="the viewer extra (imgui-bundle) is not installed")
-pytest.importorskip("PIL", reason="the viewer extra (pillow) is not installed")
-from PIL import Image  # noqa: E402
-
-from orrery.app.viewer import main  # noqa: E402
+from orrery.app.viewer import main
 
 SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "--seed", "2"]
 

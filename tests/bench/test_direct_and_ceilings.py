@@ -1,11 +1,12 @@
 """`orrery bench direct` and `orrery bench ceilings` end to end at tiny sizes."""
 
 import json
+import sys
 
 import pytest
 
 from orrery.app.cli import main
-from orrery.bench import direct, peers
+from orrery.bench import direct
 from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import InvalidInputError
 
@@ -45,11 +46,13 @@ def test_bench_direct_reports_rates_and_fractions(tmp_path):
 
 
 def test_bench_direct_skips_missing_peers_with_a_reason(monkeypatch, capsys):
-    monkeypatch.setattr(peers, "_import", lambda name: None)
+    for package in ("pytreegrav", "rebound"):
+        monkeypatch.setitem(sys.modules, package, None)
     assert main(["bench", "direct", "--n", "16", "--precision", "f64", "--trials", "1",
                  "--warmup", "0", "--no-ceilings", "--peers"]) == 0
     out = capsys.readouterr().out
-    assert "peer pytreegrav skipped: not installed" in out and "peer rebound skipped" in out
+    assert "peer pytreegrav skipped: pytreegrav is not installed (pip install 'orrery[bench]')" in out
+    assert "peer rebound skipped: rebound is not installed (pip install 'orrery[bench]')" in out
 
 
 def test_bench_direct_times_pytreegrav_beside_ours(tmp_path):

@@ -9,7 +9,6 @@ from orrery.app.cli import main
 
 
 def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(tmp_path):
-    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
     if ctypes.util.find_library("EGL") is None:
         pytest.skip("libEGL is absent")
     out = tmp_path / "live.json"
@@ -28,7 +27,6 @@ def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(t
 
 
 def test_live_ratio_is_the_share_of_the_solvers_own_rate():
-    pytest.importorskip("imgui_bundle", reason="the viewer extra (imgui-bundle) is not installed")
     from orrery.app.viewer._panel import live_ratio
 
     assert live_ratio({"steps_per_second": 90.0, "solver_seconds_per_step": 0.01}) == \

@@ -45,7 +45,8 @@ def test_bench_tree_skips_missing_peers(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "rebound", None)
     assert main(["bench", "tree", "--n", "256", "--trials", "1", "--peers"]) == 0
     printed = capsys.readouterr().out
-    assert "pytreegrav not installed" in printed and "rebound not installed" in printed
+    assert "peer pytreegrav skipped: pytreegrav is not installed (pip install 'orrery[bench]')" in printed
+    assert "peer rebound skipped: rebound is not installed (pip install 'orrery[bench]')" in printed
 
 
 def test_bench_tree_rejects_solvers_without_theta(capsys):
