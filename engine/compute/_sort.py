@@ -9,6 +9,8 @@ from ``order = 0..n-1`` and keep equal keys in that order, as cpu-tree does.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from ._scan import DeviceScan
@@ -22,7 +24,7 @@ RADIX_BLOCKS = 256
 RADIX_GROUP = 16
 
 
-class KeySort:
+class KeySort(ABC):
     """``sort(keys, order, spare_keys, spare_order, count)`` sorts the first ``count`` pairs of
     ``keys`` and ``order``, using the spare arrays (same sizes) as scratch, and returns the
     launches' events and the (keys, order) arrays that hold the result."""
@@ -30,10 +32,11 @@ class KeySort:
     def __init__(self, context: Context):
         self.context = context
 
+    @abstractmethod
     def sort(self, keys: DeviceArray, order: DeviceArray, spare_keys: DeviceArray,
              spare_order: DeviceArray, count: int
              ) -> tuple[list[KernelEvent], tuple[DeviceArray, DeviceArray]]:
-        raise NotImplementedError
+        """Sort, on the context's queue."""
 
 
 class RadixKeySort(KeySort):
