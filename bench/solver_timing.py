@@ -21,7 +21,7 @@ from ..engine import ics
 from ..engine.accuracy_table import DEFAULT_ACCURACY
 from ..engine.errors import InvalidInputError
 from ..engine.particles import as_dtype
-from ..engine.solvers import make_solver, solver_specs
+from ..engine.solvers import make_solver, solver_specs, split_available
 from ..engine.solvers.auto import EXCLUDED
 from .harness import Timing, time_trials
 
@@ -38,14 +38,7 @@ def timed_solvers(requested: Iterable[str] | None = None) -> tuple[list[str], di
         if unknown:
             raise InvalidInputError(f"cannot time {unknown}; choose from {names}")
         names = [n for n in names if n in requested]
-    available, unavailable = [], {}
-    for name in names:
-        reason = specs[name].unavailable_reason()
-        if reason is None:
-            available.append(name)
-        else:
-            unavailable[name] = reason
-    return available, unavailable
+    return split_available(names)
 
 
 def geometric_sizes(n_min: int, n_max: int, factor: float = 2.0) -> list[int]:

@@ -17,7 +17,7 @@ from ...bench.solver_timing import (as_timing_curves, geometric_sizes, measure_c
 from ...engine import accuracy_table, ics
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
 from ...engine.errors import InvalidInputError
-from ...engine.solvers import solver_specs
+from ...engine.solvers import solver_specs, split_available
 from ._arg_types import integer, number
 
 
@@ -120,14 +120,7 @@ def approximate_solvers(requested) -> tuple[list[str], dict[str, str]]:
              and any(option.name == "accuracy" for option in spec.options)]
     if requested:
         names = [name for name in names if name in requested]
-    available, unavailable = [], {}
-    for name in names:
-        reason = specs[name].unavailable_reason()
-        if reason is None:
-            available.append(name)
-        else:
-            unavailable[name] = reason
-    return available, unavailable
+    return split_available(names)
 
 
 def run_accuracy(args) -> int:

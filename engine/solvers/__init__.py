@@ -25,6 +25,20 @@ def solver_specs() -> dict[str, SolverSpec]:
     return specs
 
 
+def split_available(names) -> tuple[list[str], dict[str, str]]:
+    """``names`` split into the solvers that can run here (in order) and, for the others, the
+    reason each cannot."""
+    specs = solver_specs()
+    available, unavailable = [], {}
+    for name in names:
+        reason = specs[name].unavailable_reason()
+        if reason is None:
+            available.append(name)
+        else:
+            unavailable[name] = reason
+    return available, unavailable
+
+
 def make_solver(name: str, **options) -> Solver:
     """Create a solver by name; unknown names or options raise :class:`UnknownSolverError`,
     a solver that cannot run here raises :class:`SolverUnavailableError`."""
@@ -39,4 +53,5 @@ def make_solver(name: str, **options) -> Solver:
     return spec.factory(**resolved)
 
 
-__all__ = ["HostState", "Option", "Solver", "SolverSpec", "make_solver", "solver_specs"]
+__all__ = ["HostState", "Option", "Solver", "SolverSpec", "make_solver", "solver_specs",
+           "split_available"]

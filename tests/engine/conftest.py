@@ -3,7 +3,26 @@
 import numpy as np
 import pytest
 
-from orrery.engine import ics
+from orrery.engine import accuracy_table, ics, scenarios
+from orrery.engine.accuracy import sampled_exact
+
+# The accuracy tests' scenarios: a size and a seed the shipped table was not measured at.
+ACCURACY_N = 3000
+ACCURACY_SEED = 3
+
+
+@pytest.fixture(scope="session")
+def shipped_scenarios():
+    """Every scenario of the accuracy table at ACCURACY_N with the exact accelerations of every
+    particle (the realisation's own RMS, no sampling)."""
+    built = {}
+    for name in accuracy_table.SCENARIOS:
+        scenario = scenarios.load(name, n=ACCURACY_N, seed=ACCURACY_SEED)
+        p = scenario.particles
+        targets = np.arange(ACCURACY_N)
+        built[name] = (scenario, targets,
+                       sampled_exact(p.pos, p.mass, targets, scenario.softening))
+    return built
 
 
 @pytest.fixture(scope="session")

@@ -13,23 +13,10 @@ from orrery.engine.accuracy_table import AccuracyTable, load_table, save_table
 from orrery.engine.calibration import Calibration, save_calibration
 from orrery.engine.errors import InvalidInputError
 
-# Not a size of the shipped table (1024, 2048, ...), and a seed it was not measured with: the
-# rule must carry over to other sizes and realisations.
-N = 3000
-SEED = 3
+# shipped_scenarios (conftest) are at a size and seed the table was not measured with: the rule
+# must carry over to other sizes and realisations.
+from .conftest import ACCURACY_N as N  # noqa: E402
 
-
-@pytest.fixture(scope="session")
-def shipped_scenarios():
-    """Every shipped scenario at N with its exact accelerations on a sample of targets."""
-    built = {}
-    for name in accuracy_table.SCENARIOS:
-        scenario = scenarios.load(name, n=N, seed=SEED)
-        p = scenario.particles
-        targets = np.arange(N)  # every particle: the realisation's own RMS, no sampling
-        built[name] = (scenario, targets,
-                       sampled_exact(p.pos, p.mass, targets, scenario.softening))
-    return built
 
 
 def measured_errors(solver_name, shipped, **options):

@@ -13,15 +13,30 @@ from orrery.engine import compute
 DEVICES = ["sycl:cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)]
 
 
+def _opened(spec: str) -> str:
+    try:
+        compute.open_device(spec)
+    except compute.DeviceUnavailableError as error:
+        if spec in os.environ.get("ORRERY_REQUIRE_DEVICES", "").split(","):
+            pytest.fail(f"{spec} is required here but unavailable: {error}")
+        pytest.skip(f"{spec} is not available here: {error}")
+    return spec
+
+
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
-    try:
-        compute.open_device(request.param)
-    except compute.DeviceUnavailableError as error:
-        if request.param in os.environ.get("ORRERY_REQUIRE_DEVICES", "").split(","):
-            pytest.fail(f"{request.param} is required here but unavailable: {error}")
-        pytest.skip(f"{request.param} is not available here: {error}")
-    return request.param
+    return _opened(request.param)
+
+
+# For what one backend alone has (the SYCL or the CUDA array interface): the same rules.
+@pytest.fixture(params=DEVICES[:1])
+def sycl_device(request) -> str:
+    return _opened(request.param)
+
+
+@pytest.fixture(params=DEVICES[1:])
+def cuda_device(request) -> str:
+    return _opened(request.param)
 
 
 @pytest.fixture

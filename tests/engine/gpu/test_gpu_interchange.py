@@ -116,13 +116,11 @@ def test_the_host_path_moves_the_arrays_once_each_way(device, bodies):
     assert transfers.downloaded - before[1] == acc.nbytes + 32  # the results and the checks
 
 
-def test_a_read_only_device_array_is_read_in_place(device, bodies):
+def test_a_read_only_device_array_is_read_in_place(sycl_device, bodies):
     # The solvers only read their inputs, so read-only memory (JAX exports it) is accepted.
-    if not device.startswith("sycl"):
-        pytest.skip("the read-only flag of the SYCL interface")
     pos, mass = (values.astype(np.float32) for values in bodies)
-    gpu = make_solver("gpu-direct", device=device, softening=0.01)
-    handle = compute.open_device(device).device
+    gpu = make_solver("gpu-direct", device=sycl_device, softening=0.01)
+    handle = compute.open_device(sycl_device).device
     acc = gpu.accelerations(UsmArray(pos, handle, readonly=True), UsmArray(mass, handle,
                                                                            readonly=True))
     np.testing.assert_array_equal(to_host(acc), gpu.accelerations(pos, mass))
@@ -199,15 +197,13 @@ def test_an_array_of_the_other_backend_is_refused(device):
         gpu.accelerations(foreign, foreign)
 
 
-def test_host_memory_behind_the_sycl_interface_is_refused(device):
-    if not device.startswith("sycl"):
-        pytest.skip("the SYCL array interface")
+def test_host_memory_behind_the_sycl_interface_is_refused(sycl_device):
     host = np.ones((4, 3), np.float32)
     fake = ForeignInterface("__sycl_usm_array_interface__", {
         "data": (host.ctypes.data, False), "shape": (4, 3), "typestr": "<f4", "version": 1,
-        "syclobj": compute.open_device(device).queue})
+        "syclobj": compute.open_device(sycl_device).queue})
     with pytest.raises(InvalidInputError, match="positions are not USM memory"):
-        make_solver("gpu-direct", device=device).accelerations(fake, np.ones(4))
+        make_solver("gpu-direct", device=sycl_device).accelerations(fake, np.ones(4))
 
 
 def test_a_simulation_from_device_arrays_runs_and_shows_its_state_on_the_device(device):
@@ -253,12 +249,10 @@ def test_transfers_round_trip_at_every_size(context, size):
     np.testing.assert_array_equal(array.download(), values)
 
 
-def test_pytorch_cuda_tensors_in_and_out(device, bodies):
-    if not device.startswith("cuda"):
-        pytest.skip("PyTorch CUDA tensors need a CUDA device")
+def test_pytorch_cuda_tensors_in_and_out(cuda_device, bodies):
     torch = pytest.importorskip("torch")
     pos, mass = (values.astype(np.float32) for values in bodies)
-    gpu = make_solver("gpu-tree", device=device, softening=0.01)
+    gpu = make_solver("gpu-tree", device=cuda_device, softening=0.01)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):  # produced on a stream of PyTorch's own
         device_pos = torch.from_numpy(pos).cuda()[:, :3]
@@ -282,14 +276,12 @@ def test_the_periodic_check_of_a_device_state_moves_no_particle_data(device, mon
     assert transfers.downloaded - before[1] == 6 * 32  # six checks of eight integers
 
 
-def test_cuda_arrays_through_the_array_interface_alone_and_on_a_stream_of_the_caller(device,
-                                                                                   bodies):
-    if not device.startswith("cuda"):
-        pytest.skip("the CUDA array interface")
+def test_cuda_arrays_through_the_array_interface_alone_and_on_a_stream_of_the_caller(
+        cuda_device, bodies):
     import cupy
 
     pos, mass = (values.astype(np.float32) for values in bodies)
-    gpu = make_solver("gpu-direct", device=device, softening=0.01)
+    gpu = make_solver("gpu-direct", device=cuda_device, softening=0.01)
     expected = gpu.accelerations(pos, mass)
     with cupy.cuda.Stream(non_blocking=True):  # the caller's own stream: its writes come first
         device_pos = cupy.zeros((700, 4), cupy.float32)

@@ -7,26 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from orrery.engine import accuracy_table, ics, make_solver, scenarios
+from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import error_percentiles, sampled_exact
 from orrery.engine.errors import InvalidInputError
 
-N = 3000  # not a size of the shipped table
-SEED = 3  # not its seed
 # Same interaction lists as cpu-tree; only the order of the float32 sums differs.
 EQUAL_THETA_FACTOR = 1.02
 
-
-@pytest.fixture(scope="module")
-def shipped_scenarios():
-    built = {}
-    for name in accuracy_table.SCENARIOS:
-        scenario = scenarios.load(name, n=N, seed=SEED)
-        p = scenario.particles
-        targets = np.arange(N)  # every particle: the realisation's own RMS, no sampling
-        built[name] = (scenario, targets,
-                       sampled_exact(p.pos, p.mass, targets, scenario.softening))
-    return built
 
 
 @pytest.mark.parametrize("target", [1e-2, 1e-3, 1e-4])
