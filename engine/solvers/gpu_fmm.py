@@ -21,9 +21,10 @@ import numpy as np
 from ... import _native
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
 from ._device_tree import ITEM_GROUP, STAGES, DeviceTreeBuilder
-from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
+                   cost_per_particle, expansion_tables, fmm_setting, particle_pairs)
 from ._gpu import GpuSolver
-from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
+from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 
 FMM_STAGES = ("upward", "m2l", "downward", "p2p", "reorder")
 
@@ -67,49 +68,67 @@ class GpuFmmSolver(GpuSolver):
         Plummer softening length (N-body units), in P2P and in the expansions' kernel.
     device : str or None
         Compute device (``"cuda:0"``, ``"sycl:cpu"``, ...; None: the first found).
-    theta : float
-        Opening angle in [0, 0.95]; 0 is direct summation.
-    order : int
-        Expansion order p.
+    theta : float or None
+        Opening angle in [0, 0.95]; 0 is direct summation; 0.5 unless ``accuracy`` is given.
+    order : int or None
+        Expansion order p; 5 unless ``accuracy`` is given, which then chooses it with theta.
+    accuracy : float or None
+        Target RMS relative force error: theta (and the order, unless given) from the accuracy
+        table for each body count, as for cpu-fmm (``chosen``). Not together with ``theta``.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``moments_s`` (tree build), ``lists_s`` (host walk and transfers, wall), ``upward_s``,
-    ``m2l_s``, ``downward_s``, ``p2p_s``, ``reorder_s``; ``m2l_interactions``, ``nodes``,
-    ``leaves``, ``terms``, ``device``.
+    ``m2l_s``, ``downward_s``, ``p2p_s``, ``reorder_s``; ``m2l_interactions``,
+    ``particle_particle``, ``cost_per_particle`` (the accuracy table's work measure), ``nodes``,
+    ``leaves``, ``terms``, ``device``, ``theta``, ``order`` (with ``accuracy`` when given).
     """
 
     name = "gpu-fmm"
+    accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
+    accuracy_thetas = ACCURACY_THETAS
 
-    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity):
+    def __init__(self, *, precision, softening, device, theta, accuracy, order, leaf_capacity):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         order=order, leaf_capacity=leaf_capacity)
-        self.theta = theta
-        self.order = order
+                         accuracy=accuracy, order=order, leaf_capacity=leaf_capacity)
+        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.theta = self.setting.theta(1)
+        self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
         self.accum = self._builder.accum
-        table, scales, self._table_defines = table_layout(order)
-        self._table = self.context.upload(table)
-        self._scales = self.context.upload(scales.astype(self.accum))
         self._programs = {}
+        self._use_order(self.order)
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
 
+    @property
+    def chosen(self) -> dict | None:
+        """With ``accuracy``: the theta and order chosen at the last evaluation (cpu-fmm's)."""
+        return self.setting.chosen
+
+    def _use_order(self, order: int) -> None:
+        """The index tables of ``order`` on the device (kernels are built per order)."""
+        self.order = order
+        table, scales, self._table_defines = table_layout(order)
+        self._table = self.context.upload(table)
+        self._scales = self.context.upload(scales.astype(self.accum))
+
     def _kernels(self, potential: bool):
-        if potential not in self._programs:
+        key = (self.order, potential)
+        if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "WITH_POTENTIAL": potential, **self._table_defines}
             program = self.context.build(["tree_common.cl", "fmm.cl"], defines=defines)
-            self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("leaf_boxes", "p2m", "m2m", "signed_multipoles", "m2l",
-                                          "l2l", "body_leaves", "evaluate")}
-        return self._programs[potential]
+            self._programs[key] = {name: program.kernel(name) for name in
+                                   ("leaf_boxes", "p2m", "m2m", "signed_multipoles", "m2l",
+                                    "l2l", "body_leaves", "evaluate")}
+        return self._programs[key]
 
     def _lists(self, tree, k, skip, leaves):
         """The dual walk on the host (cpu-fmm's), from the device tree's skips and leaf boxes."""
@@ -132,10 +151,14 @@ class GpuFmmSolver(GpuSolver):
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
+        self.theta = self.setting.theta(count)
+        if self.setting.variant(count)["order"] != self.order:
+            self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
         tree = self._builder.build(body, count, groups=False)
         start = time.perf_counter()
-        skip = np.ascontiguousarray(tree.node_records(self.dtype)["skip"])
+        records = tree.node_records(self.dtype)
+        skip = np.ascontiguousarray(records["skip"])
         leaves = np.flatnonzero(skip == np.arange(1, tree.node_count + 1)).astype(np.uint32)
         lists, d = self._lists(tree, k, skip, leaves)
         lists_s = time.perf_counter() - start
@@ -179,8 +202,11 @@ class GpuFmmSolver(GpuSolver):
         self._keep = (multipole, local, d)  # alive until the kernels have run
         self._stage_events = {**tree.events, **events}
         self._lists_host = lists
+        self._counts = np.asarray(records["count"])
+        self._n = count
         self._info = {"lists_s": lists_s, "m2l_interactions": int(len(lists["m2l_source"])),
-                      "nodes": nodes_n, "leaves": leaves, "terms": terms}
+                      "nodes": nodes_n, "leaves": leaves, "terms": terms,
+                      "order": self.order, **self.setting.stats()}
         return [event for stage in self._stage_events.values() for event in stage]
 
     def last_lists(self) -> dict:
@@ -191,7 +217,14 @@ class GpuFmmSolver(GpuSolver):
         stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
                  for stage in (*STAGES, *FMM_STAGES)}
         stats["kernel_s"] = sum(stats.values())
-        return {**stats, **self._info, "device": self.context.info.spec}
+        counts = {"particle_particle": particle_pairs(self._counts, self._lists_host),
+                  "m2l_interactions": self._info["m2l_interactions"]}
+        return {**stats, **self._info, **counts, "device": self.context.info.spec,
+                "cost_per_particle": cost_per_particle(counts, self._n, self.order)}
+
+    def describe(self) -> str:
+        clause = self.setting.describe()
+        return super().describe() + (f"; {clause}" if clause else "")
 
     def _device_stats(self, events, launch) -> dict:
         # Waited for only when last_stats is read, like gpu-tree's (GpuSolver.record_stats).
@@ -202,7 +235,7 @@ SPEC = SolverSpec(
     name="gpu-fmm",
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
-    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY),
+    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )
