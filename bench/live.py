@@ -8,11 +8,12 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   render cap's rate and drawing nothing;
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
-  the ``Renderer`` into an output of ``--size``, then sleeps to the next tick of ``--fps``
-  (what vsync does); as the window does, the particles are accumulated again only when a new
-  frame arrived (the camera is still), and the accumulated light is tone-mapped every frame;
-- ``uncapped``: the same with no sleep, waiting for the GPU to finish every frame (through a
-  call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
+  the ``Renderer`` into an output of ``--size``, waits for GL to finish the frame (through a
+  call that drops the GIL, as a swap does), then sleeps to the next tick of ``--fps`` (what
+  vsync does); as the window does, the particles are accumulated again only when a new frame
+  arrived (the camera is still), their light lands in the target once its kernels have run
+  (``Renderer.land``), and the target is tone-mapped every frame;
+- ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains.
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, and the particle pass
@@ -160,15 +161,14 @@ def _rendered(runner, args, *, capped: bool) -> dict:
         shown += changed
         if changed or renderer.size != (width, height):
             renderer.resize(width, height)
-            renderer.accumulate(scene, view_projection, style)
+            renderer.accumulate(scene, view_projection, style, deferred=True)
+        renderer.land()
         renderer.present(output, tone)  # like the window: light reused while nothing changed
+        _gl_calls.finish(ctx)  # like a swap: the frame is done before the next one starts
         if capped:
-            _gl_calls.flush(ctx)
             rest = period - (time.perf_counter() - tick)
             if rest > 0:
                 time.sleep(rest)
-        else:
-            _gl_calls.finish(ctx)
 
     try:
         _run_for(args.warmup, frame)
