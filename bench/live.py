@@ -17,11 +17,15 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, and the particle pass
-(the compute splat where the frames are on a CUDA device, else GL points).
+(the compute splat where the frames are on a CUDA device, else GL points). With ``--rounds`` R
+above 1 the modes run R times in turn and each row gives the medians over the rounds, the ratio
+as the median of each round's ratio to that round's headless run (neighbouring runs share the
+machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from ..engine.solvers._options import Option
@@ -31,8 +35,8 @@ from .render import window_size
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped")
-_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
-            "shown", "upload", "particles"]
+_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "ratio_min", "ratio_max",
+            "render_fps", "published", "shown", "upload", "particles"]
 
 
 SPEC = BenchmarkSpec("live", HELP, options=(
@@ -42,6 +46,7 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     several(Option("modes", str, None, "", choices=MODES), MODES, "what to run"),
     Option("seconds", float, 5.0, "timed seconds per run", minimum=0.0, exclusive_minimum=True),
     Option("warmup", float, 1.0, "untimed seconds first", minimum=0.0),
+    Option("rounds", int, 1, "times each mode runs, in turn (rows give medians)", minimum=1),
     Option("fps", float, 60.0, "render cap of the capped run and the reader's rate",
            minimum=0.0, exclusive_minimum=True),
     Option("size", window_size, "1280x720", "output size WxH"),
@@ -67,17 +72,33 @@ def run(**options) -> list[dict]:
         for n in args.n:
             scenario = scenarios.load(args.scenario, n=n, seed=0)
             settings = RunSettings(scenario=args.scenario, n=n, solver=solver)
-            headless = None
-            for mode in args.modes:
-                row = {"solver": solver, "n": n, "mode": mode,
-                       **_measure(mode, scenario, settings, args)}
-                if mode == "headless":
-                    headless = row["steps_per_second"]
-                row["ratio"] = (row["steps_per_second"] / headless) if headless else None
-                rows.append(row)
-                print(format_table([row], _COLUMNS), flush=True)
+            runs: dict[str, list[dict]] = {mode: [] for mode in args.modes}
+            for _ in range(args.rounds):
+                headless = None
+                for mode in args.modes:
+                    row = {"solver": solver, "n": n, "mode": mode,
+                           **_measure(mode, scenario, settings, args)}
+                    if mode == "headless":
+                        headless = row["steps_per_second"]
+                    row["ratio"] = (row["steps_per_second"] / headless) if headless else None
+                    runs[mode].append(row)
+                    print(format_table([row], _COLUMNS), flush=True)
+            rows += [_summary(runs[mode]) for mode in args.modes]
     print(format_table(rows, _COLUMNS))
     return rows
+
+
+def _summary(runs: list[dict]) -> dict:
+    """One mode's row over its rounds: medians of the rates, the ratio's median and range."""
+    row = dict(runs[-1])
+    for key in ("steps_per_second", "render_fps", "published", "shown"):
+        values = [run[key] for run in runs if run[key] is not None]
+        row[key] = float(statistics.median(values)) if values else None
+    ratios = [run["ratio"] for run in runs if run["ratio"] is not None]
+    row["ratio"] = statistics.median(ratios) if ratios else None
+    row["ratio_min"] = min(ratios) if ratios else None
+    row["ratio_max"] = max(ratios) if ratios else None
+    return row
 
 
 def _measure(mode: str, scenario, settings, args) -> dict:
