@@ -17,6 +17,8 @@
 namespace orrery {
 
 constexpr int kFmmKernelMaxTerms = 286;  // order 10
+// The moments of a padding source.
+alignas(64) inline constexpr double kFmmZeroMoments[kFmmKernelMaxTerms] = {};
 
 // Sources per batch: 64 bytes of doubles, in kFmmRegisters<S> registers of S::lanes, so that
 // every level runs several independent FMA chains.
@@ -171,6 +173,7 @@ struct FmmM2LFixed {
       for (std::size_t r = 0; r < NR; ++r) L[k][r] = S::zero();
     const double* zt = task.centre + 3 * std::size_t(task.target);
     for (std::size_t begin = 0; begin < task.count; begin += W) {
+      const double* rows[W];
       for (std::size_t b = 0; b < W; ++b) {
         const bool real = begin + b < task.count;
         const std::size_t j = real ? task.sources[begin + b] : 0;
@@ -182,9 +185,16 @@ struct FmmM2LFixed {
         }
         inv_r2[b] = 1.0 / r2;
         inv_r[b] = std::sqrt(inv_r2[b]);
-        const double* Mj = task.signed_multipole + j * terms;
-        for (int q = 0; q < terms; ++q) M[q * W + b] = real ? Mj[q] : 0.0;
+        rows[b] = real ? task.signed_multipole + j * terms : kFmmZeroMoments;
       }
+      // The sources' moments into lanes, M[q * W + b]: whole S::lanes x S::lanes blocks by the
+      // traits' in-register transpose (a fifth of the instructions of moving them one by one),
+      // the last terms one by one.
+      constexpr int blocked = terms / int(LN) * int(LN);
+      for (int q = 0; q < blocked; q += int(LN))
+        for (std::size_t r = 0; r < NR; ++r) S::transpose(rows + r * LN, std::size_t(q), M + q * W + r * LN, W);
+      for (int q = blocked; q < terms; ++q)
+        for (std::size_t b = 0; b < W; ++b) M[q * W + b] = rows[b][q];
       for (std::size_t r = 0; r < NR; ++r) {
         const std::size_t o = r * LN;
         const V rv[3] = {S::load(R + o), S::load(R + W + o), S::load(R + 2 * W + o)};
