@@ -36,7 +36,7 @@ def jzfmm_peer(softening: float) -> FmmPeer | str:
     import jax
 
     try:
-        jax.devices("cuda")
+        jax.devices("gpu")
     except RuntimeError as error:
         return f"peer jz-fmm skipped: it runs on CUDA only and JAX has no CUDA device here ({error})"
     import jax.numpy as jnp
