@@ -203,6 +203,7 @@ class GpuFmmSolver(GpuSolver):
         self._stage_events = {**tree.events, **events}
         self._lists_host = lists
         self._counts = np.asarray(records["count"])
+        self._pairs = None  # counted from the lists when last_stats is first read
         self._n = count
         self._info = {"lists_s": lists_s, "m2l_interactions": int(len(lists["m2l_source"])),
                       "nodes": nodes_n, "leaves": leaves, "terms": terms,
@@ -217,8 +218,9 @@ class GpuFmmSolver(GpuSolver):
         stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
                  for stage in (*STAGES, *FMM_STAGES)}
         stats["kernel_s"] = sum(stats.values())
-        counts = {"particle_particle": particle_pairs(self._counts, self._lists_host),
-                  "m2l_interactions": self._info["m2l_interactions"]}
+        if self._pairs is None:
+            self._pairs = particle_pairs(self._counts, self._lists_host)
+        counts = {"particle_particle": self._pairs, "m2l_interactions": self._info["m2l_interactions"]}
         return {**stats, **self._info, **counts, "device": self.context.info.spec,
                 "cost_per_particle": cost_per_particle(counts, self._n, self.order)}
 
