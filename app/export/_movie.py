@@ -10,7 +10,9 @@ machine's speed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
 from typing import Protocol
 
 import numpy as np
@@ -20,7 +22,9 @@ from ...engine.frames import Frame
 from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
                       headless_context, population_weights)
 from ..render._camera_path import CameraPath
-from ._video import VideoWriter
+from ._video import VideoWriter, segment_length
+
+time_now = time.perf_counter  # (``render`` has an argument named ``time``)
 
 # Frames a movie of a live run has when neither --frames nor --duration says.
 DEFAULT_LIVE_FRAMES = 300
@@ -55,6 +59,9 @@ class FileFrames:
 
     def frame(self, index: int):
         return self.file.read(index), float(self._times[index]), int(self._steps[index])
+
+    # frames may be read ahead on another thread (the file is not read by anything else meanwhile)
+    read_ahead = True
 
 
 class LiveFrames:
@@ -132,11 +139,55 @@ def source_index(frame: int, frames: int, count: int) -> int:
     return int(round(frame * (count - 1) / (frames - 1)))
 
 
+@dataclass
+class MovieTimes:
+    """Where a movie's time went, in seconds summed over its frames: the render thread's wall
+    time reading (or waiting for) source frames, uploading them, drawing (CPU side; ``gpu`` is the
+    GL timer's device time of the same draw), reading the picture back and reordering its rows;
+    then the encoder's (:class:`~._video.EncodeTimes`): conversion to YUV and x264 (CPU time summed
+    over the encoders), the render thread waiting for encoders, muxing, and finishing the last
+    segments; ``total`` is the wall time of the whole movie."""
+
+    read: float = 0.0
+    upload: float = 0.0
+    draw: float = 0.0
+    gpu: float = 0.0
+    readback: float = 0.0
+    reorder: float = 0.0
+    convert: float = 0.0
+    encode: float = 0.0
+    wait: float = 0.0
+    mux: float = 0.0
+    finish: float = 0.0
+    total: float = 0.0
+    frames: int = 0
+    segments: int = 0
+    encoders: int = 0
+    bytes: int = 0
+
+    def per_frame_ms(self) -> dict:
+        """Each stage in milliseconds per frame, and frames per second of the whole."""
+        count = max(self.frames, 1)
+        stages = {f.name: 1e3 * getattr(self, f.name) / count for f in fields(self)
+                  if f.type in ("float", float)}
+        return {**stages, "fps": self.frames / self.total if self.total else 0.0}
+
+    def describe(self) -> str:
+        stages = self.per_frame_ms()
+        fps = stages.pop("fps")
+        body = ", ".join(f"{name} {value:.2f}" for name, value in stages.items())
+        return (f"{self.frames} frames at {fps:.1f} frames/s; ms per frame: {body} "
+                f"({self.segments} segments on {self.encoders} encoders, "
+                f"{self.bytes / max(self.frames, 1) / 1e3:.0f} kB a frame)")
+
+
 class MovieRenderer:
     """Draws numbered frames off screen: ``render(positions, population, time, index)`` gives a
-    (height, width, 3) uint8 image, top row first."""
+    (height, width, 3) uint8 image, top row first. With ``compute`` (a compute context) point
+    sprites are splatted on that device (``Renderer``'s compute splat) instead of drawn as GL
+    points. ``times`` adds up where the time went."""
 
-    def __init__(self, settings: MovieSettings, *, ctx=None):
+    def __init__(self, settings: MovieSettings, *, ctx=None, compute=None):
         width, height = settings.size
         if not (2 <= width <= 16384 and 2 <= height <= 16384):
             raise InvalidInputError(f"movie size must be 2..16384 pixels a side, got "
@@ -144,7 +195,9 @@ class MovieRenderer:
         self.settings = settings
         self.ctx = ctx or headless_context()
         self.renderer = Renderer(self.ctx)
-        self.scene = ParticleScene(self.ctx)
+        self.scene = ParticleScene(self.ctx, compute=compute)
+        self.times = MovieTimes()
+        self._timer = self.ctx.query(time=True)
         self._colour = self.ctx.renderbuffer((width, height), components=4)
         self.output = self.ctx.framebuffer(color_attachments=[self._colour])
         self.style = settings.style or PointStyle()
@@ -164,15 +217,28 @@ class MovieRenderer:
     def render(self, positions: np.ndarray, population: np.ndarray, time: float, step: int,
                index: int, *, masses: np.ndarray | None = None) -> np.ndarray:
         width, height = self.settings.size
+        times = self.times
+        start = time_now()
         self.scene.show(Frame(positions=positions, time=time, step=step, sequence=index),
                         population)
         if isinstance(self.style, DensityStyle):
             self.scene.set_masses(masses)
+        uploaded = time_now()
         camera = self.camera_at(index, positions)
-        self.renderer.render(self.scene, camera.view_projection(width / height), self.style,
-                             self.tone, self.output)
+        with self._timer:
+            self.renderer.render(self.scene, camera.view_projection(width / height), self.style,
+                                 self.tone, self.output)
+        drawn = time_now()
         data = self.output.read(components=3, alignment=1)
-        return np.frombuffer(data, np.uint8).reshape(height, width, 3)[::-1]
+        read = time_now()
+        image = np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(height, width, 3)[::-1])
+        times.upload += uploaded - start
+        times.draw += drawn - uploaded
+        times.readback += read - drawn
+        times.reorder += time_now() - read
+        times.gpu += self._timer.elapsed * 1e-9  # ready: the read waited for the draw
+        times.frames += 1
+        return image
 
     def release(self) -> None:
         self.scene.release()
@@ -182,26 +248,60 @@ class MovieRenderer:
 
 
 def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progress=None,
-                 ctx=None, **video_options) -> int:
+                 ctx=None, compute=None, times: MovieTimes | None = None,
+                 **video_options) -> int:
     """Film ``source`` into the video file ``path``; returns the number of frames written.
-    ``progress(done, total)`` is called after every frame."""
+    ``progress(done, total)`` is called after every frame; ``times`` (a :class:`MovieTimes`)
+    receives where the time went; ``compute`` splats sprites on that compute device;
+    ``video_options`` go to :class:`~._video.VideoWriter` (its segments are cut from the
+    movie's length, so the file does not depend on the machine)."""
+    started = time_now()
     frames = settings.frame_count(source)
     if settings.style is not None and settings.style.weights is None:
         settings.style.weights = population_weights(source.population_names)
-    renderer = MovieRenderer(settings, ctx=ctx)
+    video_options.setdefault("segment_frames", segment_length(settings.fps, frames))
+    renderer = MovieRenderer(settings, ctx=ctx, compute=compute)
+    # the next source frame is read on a thread while this one is drawn and read back
+    reader = ThreadPoolExecutor(1, thread_name_prefix="orrery-reader") \
+        if getattr(source, "read_ahead", False) else None
+    indices = [source_index(index, frames, source.count) for index in range(frames)]
+    video = None
     try:
-        with VideoWriter(path, size=settings.size, fps=settings.fps,
-                         metadata={"orrery_movie": settings.description()},
-                         **video_options) as video:
+        video = VideoWriter(path, size=settings.size, fps=settings.fps,
+                            metadata={"orrery_movie": settings.description()}, **video_options)
+        with video:
+            pending = reader.submit(source.frame, indices[0]) if reader else None
             for index in range(frames):
-                positions, time, step = source.frame(source_index(index, frames, source.count))
-                video.write(renderer.render(positions, source.population, time, step, index,
+                start = time_now()
+                if reader is None:
+                    positions, time_, step = source.frame(indices[index])
+                else:
+                    positions, time_, step = pending.result()
+                    if index + 1 < frames:
+                        pending = reader.submit(source.frame, indices[index + 1])
+                renderer.times.read += time_now() - start
+                video.write(renderer.render(positions, source.population, time_, step, index,
                                             masses=source.masses))
                 if progress is not None:
                     progress(index + 1, frames)
-            return video.frames
+        return video.frames
     finally:
+        if reader is not None:
+            reader.shutdown(wait=True)
         renderer.release()
+        if times is not None:
+            _add_times(times, renderer.times, video, time_now() - started)
+
+
+def _add_times(times: MovieTimes, drawn: MovieTimes, video, total: float) -> None:
+    for name in ("read", "upload", "draw", "gpu", "readback", "reorder", "frames"):
+        setattr(times, name, getattr(times, name) + getattr(drawn, name))
+    if video is not None:
+        encoded = video.times
+        for name in ("convert", "encode", "wait", "mux", "finish", "segments", "bytes"):
+            setattr(times, name, getattr(times, name) + getattr(encoded, name))
+        times.encoders = video.encoders
+    times.total += total
 
 
 def parse_size(text: str) -> tuple[int, int]:
