@@ -22,6 +22,8 @@ from ...engine.frames import Frame
 from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
                       headless_context, population_weights)
 from ..render._camera_path import CameraPath
+from ..render._context import is_software
+from ..render._yuv420_pass import PIXEL_BUFFERS, Yuv420Pass
 from ._video import VideoWriter, segment_length
 
 time_now = time.perf_counter  # (``render`` has an argument named ``time``)
@@ -182,12 +184,18 @@ class MovieTimes:
 
 
 class MovieRenderer:
-    """Draws numbered frames off screen: ``render(positions, population, time, index)`` gives a
-    (height, width, 3) uint8 image, top row first. With ``compute`` (a compute context) point
+    """Draws numbered frames off screen. ``render(positions, population, time, step, index)``
+    gives a (height, width, 3) uint8 image, top row first; ``submit(...)`` the same frame
+    converted to yuv420p on the GPU, later, through ``collect()`` (two frames in flight: the
+    host reads one while the GPU draws the next). With ``compute`` (a compute context) point
     sprites are splatted on that device (``Renderer``'s compute splat) instead of drawn as GL
-    points. ``times`` adds up where the time went."""
+    points. ``times`` adds up where the time went.
 
-    def __init__(self, settings: MovieSettings, *, ctx=None, compute=None):
+    ``gpu_yuv`` (default: unless the GL renderer is a software one, where the conversion pass
+    costs more than swscale) says whether ``render_movie`` converts on the GPU."""
+
+    def __init__(self, settings: MovieSettings, *, ctx=None, compute=None,
+                 gpu_yuv: bool | None = None):
         width, height = settings.size
         if not (2 <= width <= 16384 and 2 <= height <= 16384):
             raise InvalidInputError(f"movie size must be 2..16384 pixels a side, got "
@@ -197,14 +205,18 @@ class MovieRenderer:
         self.renderer = Renderer(self.ctx)
         self.scene = ParticleScene(self.ctx, compute=compute)
         self.times = MovieTimes()
-        self._timer = self.ctx.query(time=True)
-        self._colour = self.ctx.renderbuffer((width, height), components=4)
+        self._colour = self.ctx.texture((width, height), 4)
         self.output = self.ctx.framebuffer(color_attachments=[self._colour])
         self.style = settings.style or PointStyle()
         self.tone = settings.tone or ToneMap()
         self.style.validate()
         self.tone.validate()
         self._fixed_camera: Camera | None = None
+        self.gpu_yuv = not is_software(self.ctx) if gpu_yuv is None else bool(gpu_yuv)
+        self._yuv420 = Yuv420Pass(self.ctx, self._colour, (width + width % 2, height + height % 2))
+        # a GL timer per frame in flight, and the draws they timed, oldest first
+        self._timers = [self.ctx.query(time=True) for _ in range(PIXEL_BUFFERS)]
+        self._timed: list = []
 
     def camera_at(self, index: int, positions: np.ndarray) -> Camera:
         if self.settings.camera is not None:
@@ -214,10 +226,9 @@ class MovieRenderer:
             self._fixed_camera.fit(positions)
         return self._fixed_camera
 
-    def render(self, positions: np.ndarray, population: np.ndarray, time: float, step: int,
-               index: int, *, masses: np.ndarray | None = None) -> np.ndarray:
+    def _draw(self, positions, population, time, step, index, masses):
+        """Upload and draw a frame into ``output``; returns the GL timer of the draw."""
         width, height = self.settings.size
-        times = self.times
         start = time_now()
         self.scene.show(Frame(positions=positions, time=time, step=step, sequence=index),
                         population)
@@ -225,22 +236,53 @@ class MovieRenderer:
             self.scene.set_masses(masses)
         uploaded = time_now()
         camera = self.camera_at(index, positions)
-        with self._timer:
+        timer = self._timers[index % PIXEL_BUFFERS]
+        with timer:
             self.renderer.render(self.scene, camera.view_projection(width / height), self.style,
                                  self.tone, self.output)
-        drawn = time_now()
+        self.times.upload += uploaded - start
+        self.times.draw += time_now() - uploaded
+        self.times.frames += 1
+        return timer
+
+    def render(self, positions: np.ndarray, population: np.ndarray, time: float, step: int,
+               index: int, *, masses: np.ndarray | None = None) -> np.ndarray:
+        width, height = self.settings.size
+        timer = self._draw(positions, population, time, step, index, masses)
+        start = time_now()
         data = self.output.read(components=3, alignment=1)
         read = time_now()
         image = np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(height, width, 3)[::-1])
-        times.upload += uploaded - start
-        times.draw += drawn - uploaded
-        times.readback += read - drawn
-        times.reorder += time_now() - read
-        times.gpu += self._timer.elapsed * 1e-9  # ready: the read waited for the draw
-        times.frames += 1
+        self.times.readback += read - start
+        self.times.reorder += time_now() - read
+        self.times.gpu += timer.elapsed * 1e-9  # ready: the read waited for the draw
         return image
 
+    def submit(self, positions: np.ndarray, population: np.ndarray, time: float, step: int,
+               index: int, *, masses: np.ndarray | None = None) -> np.ndarray | None:
+        """Draw and convert a frame; returns the frame submitted before it once it is read back
+        (None while the pipeline fills)."""
+        done = self.collect() if self._yuv420.pending == PIXEL_BUFFERS else None
+        self._timed.append(self._draw(positions, population, time, step, index, masses))
+        start = time_now()
+        self._yuv420.submit()
+        self.times.readback += time_now() - start
+        return done
+
+    @property
+    def pending(self) -> int:
+        return self._yuv420.pending
+
+    def collect(self) -> np.ndarray:
+        """The oldest submitted frame as yuv420p (``_video.yuv420_layout``)."""
+        start = time_now()
+        frame = self._yuv420.collect()
+        self.times.readback += time_now() - start
+        self.times.gpu += self._timed.pop(0).elapsed * 1e-9
+        return frame
+
     def release(self) -> None:
+        self._yuv420.release()
         self.scene.release()
         self.renderer.release()
         self.output.release()
@@ -248,11 +290,12 @@ class MovieRenderer:
 
 
 def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progress=None,
-                 ctx=None, compute=None, times: MovieTimes | None = None,
-                 **video_options) -> int:
+                 ctx=None, compute=None, gpu_yuv: bool | None = None,
+                 times: MovieTimes | None = None, **video_options) -> int:
     """Film ``source`` into the video file ``path``; returns the number of frames written.
     ``progress(done, total)`` is called after every frame; ``times`` (a :class:`MovieTimes`)
-    receives where the time went; ``compute`` splats sprites on that compute device;
+    receives where the time went; ``compute`` splats sprites on that compute device; ``gpu_yuv``
+    converts frames to YUV on the GPU (default: unless GL draws on the CPU);
     ``video_options`` go to :class:`~._video.VideoWriter` (its segments are cut from the
     movie's length, so the file does not depend on the machine)."""
     started = time_now()
@@ -260,7 +303,7 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
     if settings.style is not None and settings.style.weights is None:
         settings.style.weights = population_weights(source.population_names)
     video_options.setdefault("segment_frames", segment_length(settings.fps, frames))
-    renderer = MovieRenderer(settings, ctx=ctx, compute=compute)
+    renderer = MovieRenderer(settings, ctx=ctx, compute=compute, gpu_yuv=gpu_yuv)
     # the next source frame is read on a thread while this one is drawn and read back
     reader = ThreadPoolExecutor(1, thread_name_prefix="orrery-reader") \
         if getattr(source, "read_ahead", False) else None
@@ -280,10 +323,17 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
                     if index + 1 < frames:
                         pending = reader.submit(source.frame, indices[index + 1])
                 renderer.times.read += time_now() - start
-                video.write(renderer.render(positions, source.population, time_, step, index,
-                                            masses=source.masses))
-                if progress is not None:
-                    progress(index + 1, frames)
+                if renderer.gpu_yuv:
+                    done = renderer.submit(positions, source.population, time_, step, index,
+                                           masses=source.masses)
+                    if done is not None:
+                        _write(video, video.write_yuv420, done, progress, frames)
+                else:
+                    _write(video, video.write, renderer.render(
+                        positions, source.population, time_, step, index,
+                        masses=source.masses), progress, frames)
+            while renderer.pending:
+                _write(video, video.write_yuv420, renderer.collect(), progress, frames)
         return video.frames
     finally:
         if reader is not None:
@@ -291,6 +341,12 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
         renderer.release()
         if times is not None:
             _add_times(times, renderer.times, video, time_now() - started)
+
+
+def _write(video, write, frame, progress, frames: int) -> None:
+    write(frame)
+    if progress is not None:
+        progress(video.frames, frames)
 
 
 def _add_times(times: MovieTimes, drawn: MovieTimes, video, total: float) -> None:
