@@ -64,8 +64,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--encoders", type=integer(minimum=1), default=None,
                         help="segments encoded at once, each by its own x264 (default: the "
                              "cores this process may use; the file does not depend on it)")
-    parser.add_argument("--device", default=None, help="splat point sprites on this compute "
-                        "device (e.g. cuda:0) instead of drawing GL points")
+    parser.add_argument("--device", default="auto", help="splat point sprites on this compute "
+                        "device (e.g. cuda:0) instead of drawing GL points; 'none': GL points "
+                        "(default 'auto': the first CUDA device, if there is one)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true",
                         help="print where the time went, per stage and frame")
@@ -73,7 +74,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..export import FileFrames, LiveFrames, MovieSettings, MovieTimes, parse_size, render_movie
+    from ..export import (FileFrames, LiveFrames, MovieSettings, MovieTimes, parse_size,
+                          render_movie, splat_device)
     from ..render import DensityStyle, PointStyle, ToneMap
     from ..render._camera_path import CameraPath
 
@@ -91,11 +93,7 @@ def run(args) -> int:
                              duration=args.duration, style=style, tone=tone,
                              camera=CameraPath.load(args.camera) if args.camera else None)
     source = _open(args, FileFrames, LiveFrames, settings)
-    compute = None
-    if args.device:
-        from ...engine.compute import open_device
-
-        compute = open_device(args.device)
+    compute = splat_device(args.device)
     times = MovieTimes()
     with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
               file=sys.stderr, dynamic_ncols=True) as bar:

@@ -166,6 +166,8 @@ class MovieTimes:
     segments: int = 0
     encoders: int = 0
     bytes: int = 0
+    particles: str = ""  # how sprites were drawn (``Renderer.particle_path``)
+    conversion: str = ""  # where RGB became YUV
 
     def per_frame_ms(self) -> dict:
         """Each stage in milliseconds per frame, and frames per second of the whole."""
@@ -180,7 +182,8 @@ class MovieTimes:
         body = ", ".join(f"{name} {value:.2f}" for name, value in stages.items())
         return (f"{self.frames} frames at {fps:.1f} frames/s; ms per frame: {body} "
                 f"({self.segments} segments on {self.encoders} encoders, "
-                f"{self.bytes / max(self.frames, 1) / 1e3:.0f} kB a frame)")
+                f"{self.bytes / max(self.frames, 1) / 1e3:.0f} kB a frame; particles: "
+                f"{self.particles}; YUV on the {self.conversion})")
 
 
 class MovieRenderer:
@@ -340,7 +343,7 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
             reader.shutdown(wait=True)
         renderer.release()
         if times is not None:
-            _add_times(times, renderer.times, video, time_now() - started)
+            _add_times(times, renderer, video, time_now() - started)
 
 
 def _write(video, write, frame, progress, frames: int) -> None:
@@ -349,7 +352,10 @@ def _write(video, write, frame, progress, frames: int) -> None:
         progress(video.frames, frames)
 
 
-def _add_times(times: MovieTimes, drawn: MovieTimes, video, total: float) -> None:
+def _add_times(times: MovieTimes, renderer: MovieRenderer, video, total: float) -> None:
+    drawn = renderer.times
+    times.particles = renderer.renderer.particle_path
+    times.conversion = "GPU" if renderer.gpu_yuv else "CPU (swscale)"
     for name in ("read", "upload", "draw", "gpu", "readback", "reorder", "frames"):
         setattr(times, name, getattr(times, name) + getattr(drawn, name))
     if video is not None:
@@ -358,6 +364,21 @@ def _add_times(times: MovieTimes, drawn: MovieTimes, video, total: float) -> Non
             setattr(times, name, getattr(times, name) + getattr(encoded, name))
         times.encoders = video.encoders
     times.total += total
+
+
+def splat_device(spec: str | None):
+    """The compute context ``spec`` names for splatting sprites, or None (GL points) for
+    ``"none"``, or for ``"auto"`` where no CUDA device is found."""
+    from ...engine.compute import DeviceUnavailableError, open_device
+
+    if spec is None or spec == "none":
+        return None
+    if spec == "auto":
+        try:
+            return open_device("cuda")
+        except DeviceUnavailableError:
+            return None
+    return open_device(spec)
 
 
 def parse_size(text: str) -> tuple[int, int]:
