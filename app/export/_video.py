@@ -53,6 +53,10 @@ X264_WITHOUT_AVX512 = "MMX2,SSE,SSE2,SSE3,SSSE3,SSE4,SSE4.2,AVX,FMA3,BMI1,BMI2,A
 # How many frames a packet may be decoded before it is shown: x264's B-frame delay, 2 with
 # B-pyramids (every preset but ultrafast, which has no B-frames), 1 without, 0 without B-frames.
 DECODE_AHEAD = 2
+# Frames handed to the encoders but not yet encoded are kept to this many bytes (at least one
+# segment's worth): enough to keep every encoder busy at 1080p (16 encoders of 60-frame
+# segments hold 3 GB of RGB), not a 4K movie's worth on a small machine.
+FRAMES_IN_FLIGHT_BYTES = 2 << 30
 # What the stream is tagged with and what RGB is converted with: BT.709, limited range
 # (FFmpeg's AVCOL_PRI/TRC/SPC_BT709 and AVCOL_RANGE_MPEG are all 1).
 BT709, LIMITED_RANGE = 1, 1
@@ -189,8 +193,9 @@ class VideoWriter:
         self._pool = ThreadPoolExecutor(self.encoders, thread_name_prefix="orrery-encoder")
         self._segments: deque = deque()  # futures of _Segment, in movie order
         self._feed: queue.Queue | None = None  # frames of the segment being written
-        # frames handed over but not yet encoded: enough to keep every encoder busy
-        self._room = threading.Semaphore(self.encoders * self.segment_frames)
+        frame_bytes = 3 * self.encoded_size[0] * self.encoded_size[1]
+        self._room = threading.Semaphore(max(self.segment_frames, min(
+            self.encoders * self.segment_frames, FRAMES_IN_FLIGHT_BYTES // frame_bytes)))
 
     def write(self, rgb: np.ndarray) -> None:
         height, width = rgb.shape[:2]

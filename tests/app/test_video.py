@@ -101,3 +101,24 @@ def test_segments_are_a_second_at_most_and_short_movies_still_have_many():
     assert -(-121 // segment_length(60, 121)) == PARALLEL_SEGMENTS
     assert segment_length(60, 10) == 4   # but never shorter than 4 frames
     assert segment_length(2, 100) == 2   # nor longer than a second
+
+
+def test_an_encoder_that_fails_stops_the_movie_with_its_error_and_nothing_hangs(tmp_path,
+                                                                               monkeypatch):
+    from orrery.app.export import _video
+
+    opened = _video._Settings.open_encoder
+    calls = []
+
+    def second_fails(settings):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("encoder broke")
+        return opened(settings)
+
+    monkeypatch.setattr(_video._Settings, "open_encoder", second_fails)
+    frames = _moving_stars(32, 32, 9)
+    with pytest.raises(RuntimeError, match="encoder broke"):
+        # room for 2 frames only: the writer would wait for ever on a dead encoder's frames
+        monkeypatch.setattr(_video, "FRAMES_IN_FLIGHT_BYTES", 2 * 3 * 32 * 32)
+        _write(tmp_path / "broken.mp4", frames, segment_frames=2, encoders=1)
