@@ -9,6 +9,7 @@ machine's speed.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -307,24 +308,26 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
         settings.style.weights = population_weights(source.population_names)
     video_options.setdefault("segment_frames", segment_length(settings.fps, frames))
     renderer = MovieRenderer(settings, ctx=ctx, compute=compute, gpu_yuv=gpu_yuv)
-    # the next source frame is read on a thread while this one is drawn and read back
+    # the next source frame is read on a thread while this one is drawn and read back (and, for
+    # the compute splat, widened to the float32 it takes: 9 ms for 1M float16 positions here)
     reader = ThreadPoolExecutor(1, thread_name_prefix="orrery-reader") \
         if getattr(source, "read_ahead", False) else None
+    read = source.frame if compute is None else functools.partial(_float32_frame, source)
     indices = [source_index(index, frames, source.count) for index in range(frames)]
     video = None
     try:
         video = VideoWriter(path, size=settings.size, fps=settings.fps,
                             metadata={"orrery_movie": settings.description()}, **video_options)
         with video:
-            pending = reader.submit(source.frame, indices[0]) if reader else None
+            pending = reader.submit(read, indices[0]) if reader else None
             for index in range(frames):
                 start = time_now()
                 if reader is None:
-                    positions, time_, step = source.frame(indices[index])
+                    positions, time_, step = read(indices[index])
                 else:
                     positions, time_, step = pending.result()
                     if index + 1 < frames:
-                        pending = reader.submit(source.frame, indices[index + 1])
+                        pending = reader.submit(read, indices[index + 1])
                 renderer.times.read += time_now() - start
                 if renderer.gpu_yuv:
                     done = renderer.submit(positions, source.population, time_, step, index,
@@ -344,6 +347,11 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
         renderer.release()
         if times is not None:
             _add_times(times, renderer, video, time_now() - started)
+
+
+def _float32_frame(source: FrameSequence, index: int):
+    positions, time, step = source.frame(index)
+    return np.asarray(positions, np.float32), time, step
 
 
 def _write(video, write, frame, progress, frames: int) -> None:

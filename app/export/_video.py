@@ -40,10 +40,12 @@ DEFAULT_CODEC = "h264"
 DEFAULT_CRF = 18
 DEFAULT_PRESET = "veryfast"
 # The longest segment (a keyframe at least this often) and the fewest segments a movie of known
-# length is cut into, so that a short movie still keeps that many encoders busy; a segment is
-# never shorter than SHORTEST_SEGMENT frames (each costs one IDR frame).
+# length is cut into: two for each encoder of a 16-core machine, so that a short movie keeps
+# them all busy and the last segment, encoded after the last frame is drawn, is short. A segment
+# is never shorter than SHORTEST_SEGMENT frames (each starts with an IDR frame; on a 1M-particle
+# movie at 1080p, 4-frame segments made a file 1.4% larger than 24-frame ones).
 SEGMENT_SECONDS = 1.0
-PARALLEL_SEGMENTS = 16
+PARALLEL_SEGMENTS = 32
 SHORTEST_SEGMENT = 4
 # x264's CPU features where the CPU has AVX-512: all but AVX-512. Its AVX-512 routines were
 # measured to make the same frames encode to different bytes from one encoder to the next in one

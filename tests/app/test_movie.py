@@ -152,3 +152,20 @@ def test_render_verbose_says_where_the_time_went(tmp_path, capsys):
                  "--quiet", "--verbose", "--encoders", "2"]) == 0
     out = capsys.readouterr().out
     assert "3 frames at" in out and "encode" in out and "on 2 encoders" in out
+
+
+def test_sprites_splatted_on_a_compute_device_make_the_same_movie_twice(tmp_path, device):
+    from orrery.app.export import splat_device
+
+    with RecordingFile(_recording(tmp_path / "run.h5", frames=3)) as file:
+        settings = MovieSettings(size=SIZE, fps=12, camera=_path())
+        for name in ("a", "b", "points"):
+            times = MovieTimes()
+            render_movie(FileFrames(file), tmp_path / f"{name}.mp4", settings, times=times,
+                         compute=splat_device("none" if name == "points" else device))
+            assert times.particles.startswith("GL points" if name == "points"
+                                              else "compute splat")
+    first, second, points = (read_video(tmp_path / f"{name}.mp4")[0]
+                             for name in ("a", "b", "points"))
+    assert len(first) == 7 and all(np.array_equal(a, b) for a, b in zip(first, second))
+    assert max(np.abs(a.astype(int) - b).mean() for a, b in zip(first, points)) < 3

@@ -97,9 +97,9 @@ def test_odd_sizes_are_padded_and_a_closed_writer_refuses_frames(tmp_path):
 def test_segments_are_a_second_at_most_and_short_movies_still_have_many():
     assert segment_length(60) == 60
     assert segment_length(60, 100_000) == 60
-    assert segment_length(60, 121) == 8  # 16 segments keep 16 encoders busy
-    assert -(-121 // segment_length(60, 121)) == PARALLEL_SEGMENTS
-    assert segment_length(60, 10) == 4   # but never shorter than 4 frames
+    assert segment_length(60, 640) == 20  # 32 segments keep 16 encoders busy
+    assert -(-640 // segment_length(60, 640)) == PARALLEL_SEGMENTS
+    assert segment_length(60, 121) == 4   # but never shorter than 4 frames
     assert segment_length(2, 100) == 2   # nor longer than a second
 
 
