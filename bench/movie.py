@@ -1,7 +1,7 @@
 """``orrery bench movie``: headless movie export of a recording, stage by stage.
 
 Writes a float16 recording of ``n`` Plummer particles drifting along their velocities
-(``frames`` frames: what a reader of a real run reads), then films it ``repeats`` times with
+(``frames`` frames: what a reader of a real run reads; or films ``recording``), then films it ``repeats`` times with
 ``render_movie`` exactly as ``orrery render`` does, and gives one row per movie: frames per second
 of the whole (reading, drawing and encoding overlap), and per frame the render thread's stages
 (read, upload, draw, GL-timer device time, readback), the encoders' CPU time (conversion, x264,
@@ -35,7 +35,9 @@ SPEC = BenchmarkSpec("movie", HELP, options=(
            choices=("auto", "gpu", "cpu")),
     Option("repeats", int, 2, "movies made (the same file each time, if reproducible)",
            minimum=1),
-    Option("dir", str, None, "where the recording and movies go (default: a temporary folder)"),
+    Option("dir", str, None, "where the movies go (default: a temporary folder)"),
+    Option("recording", str, None, "the recording to film: written there first (and kept) "
+                                   "where it does not exist (default: one in the movies' folder)"),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
     Option("libegl", str, None, "path of libEGL.so.1 where the loader cannot find it"),
 ))
@@ -55,7 +57,9 @@ def run(**options) -> list[dict]:
     compute = splat_device(args.device)
     gpu_yuv = None if args.yuv == "auto" else args.yuv == "gpu"
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
-        recording = _drifting_plummer(Path(folder) / "movie.h5", args.n, args.frames)
+        recording = Path(args.recording or Path(folder) / "movie.h5")
+        if not recording.exists():
+            _drifting_plummer(recording, args.n, args.frames)
         rows, digests = [], set()
         for repeat in range(args.repeats):
             path = Path(folder) / f"movie-{repeat}.mp4"
@@ -67,7 +71,7 @@ def run(**options) -> list[dict]:
             digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
             stages = times.per_frame_ms()
             rows.append({
-                "n": args.n, "frames": times.frames, "size": f"{args.size[0]}x{args.size[1]}",
+                "n": _particles(recording), "frames": times.frames, "size": f"{args.size[0]}x{args.size[1]}",
                 "repeat": repeat, "fps": stages["fps"], "total_s": times.total,
                 **{f"{name}_ms": stages[name] for name in (
                     "read", "upload", "draw", "gpu", "readback", "reorder", "convert", "encode",
@@ -79,6 +83,13 @@ def run(**options) -> list[dict]:
         row["same_bytes"] = len(digests) == 1
     print(format_table(rows, COLUMNS))
     return rows
+
+
+def _particles(path: Path) -> int:
+    from ..engine.recording import RecordingFile
+
+    with RecordingFile(path) as file:
+        return len(file.masses)
 
 
 def _drifting_plummer(path: Path, n: int, frames: int) -> Path:

@@ -5,6 +5,11 @@ Everything is numbered, nothing is timed: movie frame ``i`` shows the camera at 
 seconds and source frame ``round(i * (count - 1) / (frames - 1))`` (a live run advances a fixed
 number of steps per frame), so the same inputs give the same movie, bit for bit, whatever the
 machine's speed.
+
+A pipeline (ADR 0105): a reader thread reads the next source frame while this one is drawn; the
+GPU converts each picture to yuv420p and two pixel buffers carry it back while the next one is
+drawn; encoder threads encode segments of the movie at once (``_video``). ``MovieTimes`` says
+where the time went.
 """
 
 from __future__ import annotations
@@ -217,7 +222,9 @@ class MovieRenderer:
         self.tone.validate()
         self._fixed_camera: Camera | None = None
         self.gpu_yuv = not is_software(self.ctx) if gpu_yuv is None else bool(gpu_yuv)
-        self._yuv420 = Yuv420Pass(self.ctx, self._colour, (width + width % 2, height + height % 2))
+        self._yuv420 = Yuv420Pass(self.ctx, self._colour, (width + width % 2,
+                                                           height + height % 2)) \
+            if self.gpu_yuv else None
         # a GL timer per frame in flight, and the draws they timed, oldest first
         self._timers = [self.ctx.query(time=True) for _ in range(PIXEL_BUFFERS)]
         self._timed: list = []
@@ -266,6 +273,8 @@ class MovieRenderer:
                index: int, *, masses: np.ndarray | None = None) -> np.ndarray | None:
         """Draw and convert a frame; returns the frame submitted before it once it is read back
         (None while the pipeline fills)."""
+        if self._yuv420 is None:
+            raise InvalidInputError("this renderer converts on the CPU (gpu_yuv=False)")
         done = self.collect() if self._yuv420.pending == PIXEL_BUFFERS else None
         self._timed.append(self._draw(positions, population, time, step, index, masses))
         start = time_now()
@@ -275,7 +284,8 @@ class MovieRenderer:
 
     @property
     def pending(self) -> int:
-        return self._yuv420.pending
+        """Frames submitted and not yet collected."""
+        return 0 if self._yuv420 is None else self._yuv420.pending
 
     def collect(self) -> np.ndarray:
         """The oldest submitted frame as yuv420p (``_video.yuv420_layout``)."""
@@ -286,7 +296,8 @@ class MovieRenderer:
         return frame
 
     def release(self) -> None:
-        self._yuv420.release()
+        if self._yuv420 is not None:
+            self._yuv420.release()
         self.scene.release()
         self.renderer.release()
         self.output.release()
