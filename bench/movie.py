@@ -1,9 +1,10 @@
 """``orrery bench movie``: headless movie export of a recording, stage by stage.
 
 Writes a float16 recording of ``n`` Plummer particles drifting along their velocities
-(``frames`` frames: what a reader of a real run reads; or films ``recording``), then films it ``repeats`` times with
-``render_movie`` exactly as ``orrery render`` does, and gives one row per movie: frames per second
-of the whole (reading, drawing and encoding overlap), and per frame the render thread's stages
+(``frames`` frames: what a reader of a real run reads), or takes ``recording``, then films it
+``repeats`` times with ``render_movie`` exactly as ``orrery render`` does, and gives one row per
+movie: frames per second of the whole (reading, drawing and encoding overlap; process start and
+GL context excluded), and per frame the render thread's stages
 (read, upload, draw, GL-timer device time, readback), the encoders' CPU time (conversion, x264,
 summed over encoders), the render thread's wait for encoders and muxing, and the tail (the last
 segments after the last frame). ``same_bytes`` says whether every repeat wrote the same file.
@@ -71,7 +72,8 @@ def run(**options) -> list[dict]:
             digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
             stages = times.per_frame_ms()
             rows.append({
-                "n": _particles(recording), "frames": times.frames, "size": f"{args.size[0]}x{args.size[1]}",
+                "n": _particles(recording), "frames": times.frames,
+                "size": f"{args.size[0]}x{args.size[1]}",
                 "repeat": repeat, "fps": stages["fps"], "total_s": times.total,
                 **{f"{name}_ms": stages[name] for name in (
                     "read", "upload", "draw", "gpu", "readback", "reorder", "convert", "encode",
