@@ -6,7 +6,7 @@ seconds and source frame ``round(i * (count - 1) / (frames - 1))`` (a live run a
 number of steps per frame), so the same inputs give the same movie, bit for bit, whatever the
 machine's speed.
 
-A pipeline (ADR 0105): a reader thread reads the next source frame while this one is drawn; the
+A pipeline (ADR 0128): a reader thread reads the next source frame while this one is drawn; the
 GPU converts each picture to yuv420p and two pixel buffers carry it back while the next one is
 drawn; encoder threads encode segments of the movie at once (``_video``). ``MovieTimes`` says
 where the time went.

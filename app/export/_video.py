@@ -6,7 +6,7 @@ player decodes. The encoder needs even sizes, so odd frames are padded by one bl
 Frame ``i`` gets presentation time ``i / fps``, so the movie's timing does not depend on how fast
 the frames were rendered.
 
-Reproducible and parallel (ADR 0105): the movie is cut into segments of ``segment_frames`` frames
+Reproducible and parallel (ADR 0128): the movie is cut into segments of ``segment_frames`` frames
 (whole GOPs: each encoder starts with an IDR frame), each segment is encoded by its own x264 on
 one thread (x264's threaded encoder was measured to give different bytes for the same frames run
 to run, ADR 0102), on a pool of ``encoders`` threads (PyAV lets go of the GIL while swscale and
@@ -50,7 +50,7 @@ SHORTEST_SEGMENT = 4
 # x264's CPU features where the CPU has AVX-512: all but AVX-512. Its AVX-512 routines were
 # measured to make the same frames encode to different bytes from one encoder to the next in one
 # process (reading memory they did not write): 8 of 10 encodes of ten 320x240 frames differed;
-# without them 30 of 30 agreed, at the same speed and size (ADR 0105).
+# without them 30 of 30 agreed, at the same speed and size (ADR 0128).
 X264_WITHOUT_AVX512 = "MMX2,SSE,SSE2,SSE3,SSSE3,SSE4,SSE4.2,AVX,FMA3,BMI1,BMI2,AVX2"
 # How many frames a packet may be decoded before it is shown: x264's B-frame delay, 2 with
 # B-pyramids (every preset but ultrafast, which has no B-frames), 1 without, 0 without B-frames.
