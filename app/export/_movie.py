@@ -30,7 +30,7 @@ from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer,
 from ..render._camera_path import CameraPath
 from ..render._context import is_software
 from ..render._yuv420_pass import PIXEL_BUFFERS, Yuv420Pass
-from ._video import VideoWriter, segment_length
+from ._video import VideoWriter, segment_plan
 
 time_now = time.perf_counter  # (``render`` has an argument named ``time``)
 
@@ -317,7 +317,7 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
     frames = settings.frame_count(source)
     if settings.style is not None and settings.style.weights is None:
         settings.style.weights = population_weights(source.population_names)
-    video_options.setdefault("segment_frames", segment_length(settings.fps, frames))
+    video_options.setdefault("segment_frames", segment_plan(settings.fps, frames))
     renderer = MovieRenderer(settings, ctx=ctx, compute=compute, gpu_yuv=gpu_yuv)
     # the next source frame is read on a thread while this one is drawn and read back (and, for
     # the compute splat, widened to the float32 it takes: 9 ms for 1M float16 positions here)

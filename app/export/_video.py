@@ -6,8 +6,8 @@ player decodes. The encoder needs even sizes, so odd frames are padded by one bl
 Frame ``i`` gets presentation time ``i / fps``, so the movie's timing does not depend on how fast
 the frames were rendered.
 
-Reproducible and parallel (ADR 0128): the movie is cut into segments of ``segment_frames`` frames
-(whole GOPs: each encoder starts with an IDR frame), each segment is encoded by its own x264 on
+Reproducible and parallel (ADR 0128): the movie is cut into segments (``segment_plan``: whole
+GOPs, each encoder starts with an IDR frame), each segment is encoded by its own x264 on
 one thread (x264's threaded encoder was measured to give different bytes for the same frames run
 to run, ADR 0102), on a pool of ``encoders`` threads (PyAV lets go of the GIL while swscale and
 x264 run), and the packets are muxed in movie order. The file depends on the frames and the
@@ -39,13 +39,17 @@ DEFAULT_CODEC = "h264"
 # speed preset: "veryfast" keeps a 1080p movie ahead of the renderer on a few cores.
 DEFAULT_CRF = 18
 DEFAULT_PRESET = "veryfast"
-# The longest segment (a keyframe at least this often) and the fewest segments a movie of known
-# length is cut into: two for each encoder of a 16-core machine, so that a short movie keeps
-# them all busy and the last segment, encoded after the last frame is drawn, is short. A segment
-# is never shorter than SHORTEST_SEGMENT frames (each starts with an IDR frame; on a 1M-particle
-# movie at 1080p, 4-frame segments made a file 1.4% larger than 24-frame ones).
+# How a movie is cut into segments. A keyframe at least every SEGMENT_SECONDS; a movie of known
+# length into at least PARALLEL_SEGMENTS segments (two for each encoder of a 16-core machine, so
+# a short movie keeps them all busy); and towards its end, no segment longer than the frames
+# after it over TAIL_GROWTH, so that the segments encoded last, after the last frame is drawn,
+# are short (an encoder at 1080p is several times slower than the renderer: with 8 times, every
+# segment ends about when the last one does). Never shorter than SHORTEST_SEGMENT frames: each
+# starts with an IDR frame (on a 1M-particle movie at 1080p, 4-frame segments made a file 1.4%
+# larger than 24-frame ones).
 SEGMENT_SECONDS = 1.0
 PARALLEL_SEGMENTS = 32
+TAIL_GROWTH = 8
 SHORTEST_SEGMENT = 4
 # x264's CPU features where the CPU has AVX-512: all but AVX-512. Its AVX-512 routines were
 # measured to make the same frames encode to different bytes from one encoder to the next in one
@@ -72,12 +76,23 @@ def _av():
     return require("av")
 
 
-def segment_length(fps: float, frames: int | None = None) -> int:
-    """Frames per segment for a movie at ``fps`` of ``frames`` frames (None: not known ahead)."""
+def segment_plan(fps: float, frames: int | None = None) -> tuple[int, ...]:
+    """Segment lengths, in order, for a movie at ``fps`` of ``frames`` frames; the last length
+    repeats (for ``frames=None``, a movie of unknown length, it is the only one)."""
     longest = max(int(round(fps * SEGMENT_SECONDS)), 1)
     if frames is None:
-        return longest
-    return max(min(longest, -(-int(frames) // PARALLEL_SEGMENTS)), min(SHORTEST_SEGMENT, longest))
+        return (longest,)
+    shortest = min(SHORTEST_SEGMENT, longest)
+    upper = max(shortest, min(longest, -(-int(frames) // PARALLEL_SEGMENTS)))
+    lengths, behind = [], 0  # built from the end
+    while behind < frames:
+        length = min(max(-(-behind // TAIL_GROWTH), shortest), upper, frames - behind)
+        lengths.append(length)
+        behind += length
+    if len(lengths) > 1 and lengths[-1] < shortest and lengths[-1] + lengths[-2] <= longest:
+        remainder = lengths.pop()  # the first segment takes the remainder
+        lengths[-1] += remainder
+    return tuple(reversed(lengths)) + (longest,)
 
 
 def available_cores() -> int:
@@ -144,7 +159,8 @@ class VideoWriter:
 
     Parameters
     ----------
-    segment_frames : frames per independently encoded segment (default: ``segment_length(fps)``)
+    segment_frames : frames per independently encoded segment, or their lengths in order (the
+        last repeating; ``segment_plan``); default ``segment_plan(fps)``, a second each
     encoders : segments encoded at once (default: the cores this process may use); the file
         does not depend on it
     threads : x264 threads per encoder (default 1, reproducible; 0: all cores)
@@ -152,7 +168,8 @@ class VideoWriter:
 
     def __init__(self, path, *, size: tuple[int, int], fps: float, crf: int = DEFAULT_CRF,
                  preset: str = DEFAULT_PRESET, codec: str = DEFAULT_CODEC, threads: int = 1,
-                 segment_frames: int | None = None, encoders: int | None = None,
+                 segment_frames: int | tuple[int, ...] | None = None,
+                 encoders: int | None = None,
                  metadata: dict | None = None):
         av = _av()
         width, height = (int(v) for v in size)
@@ -164,9 +181,10 @@ class VideoWriter:
             raise InvalidInputError(f"crf must be in 0..51, got {crf}")
         if not 0 <= threads <= 256:
             raise InvalidInputError(f"encoder threads must be in 0..256, got {threads}")
-        self.segment_frames = segment_length(fps) if segment_frames is None else int(segment_frames)
+        plan = segment_plan(fps) if segment_frames is None else segment_frames
+        self._plan = tuple(int(v) for v in (plan if isinstance(plan, (tuple, list)) else (plan,)))
         self.encoders = available_cores() if encoders is None else int(encoders)
-        if not 1 <= self.segment_frames <= 100_000:
+        if not self._plan or not all(1 <= v <= 100_000 for v in self._plan):
             raise InvalidInputError(f"segment frames must be in 1..100000, got {segment_frames}")
         if not 1 <= self.encoders <= 1024:
             raise InvalidInputError(f"encoders must be in 1..1024, got {encoders}")
@@ -196,8 +214,11 @@ class VideoWriter:
         self._segments: deque = deque()  # futures of _Segment, in movie order
         self._feed: queue.Queue | None = None  # frames of the segment being written
         frame_bytes = 3 * self.encoded_size[0] * self.encoded_size[1]
-        self._room = threading.Semaphore(max(self.segment_frames, min(
-            self.encoders * self.segment_frames, FRAMES_IN_FLIGHT_BYTES // frame_bytes)))
+        longest = max(self._plan)
+        self._room = threading.Semaphore(max(longest, min(
+            self.encoders * longest, FRAMES_IN_FLIGHT_BYTES // frame_bytes)))
+        self._next_segment = 0  # the frame the next segment starts at
+        self._started = 0       # segments started
 
     def write(self, rgb: np.ndarray) -> None:
         height, width = rgb.shape[:2]
@@ -220,7 +241,7 @@ class VideoWriter:
     def _hand_over(self, kind: str, image: np.ndarray) -> None:
         if self._container is None:
             raise VideoError(f"{self.path} is closed")
-        if self.frames % self.segment_frames == 0:
+        if self.frames == self._next_segment:
             self._start_segment()
         start = time.perf_counter()
         self._room.acquire()
@@ -230,6 +251,8 @@ class VideoWriter:
         self._mux_finished()
 
     def _start_segment(self) -> None:
+        self._next_segment += self._plan[min(self._started, len(self._plan) - 1)]
+        self._started += 1
         if self._feed is not None:
             self._feed.put(None)
         self._feed = queue.Queue()

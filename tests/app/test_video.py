@@ -8,7 +8,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
 
-from orrery.app.export import VideoWriter, read_video, segment_length  # noqa: E402
+from orrery.app.export import VideoWriter, read_video, segment_plan  # noqa: E402
 from orrery.app.export._video import PARALLEL_SEGMENTS, yuv420_layout  # noqa: E402
 from orrery.engine.errors import InvalidInputError  # noqa: E402
 
@@ -94,31 +94,28 @@ def test_odd_sizes_are_padded_and_a_closed_writer_refuses_frames(tmp_path):
         video.write(frames[0])
 
 
-def test_segments_are_a_second_at_most_and_short_movies_still_have_many():
-    assert segment_length(60) == 60
-    assert segment_length(60, 100_000) == 60
-    assert segment_length(60, 640) == 20  # 32 segments keep 16 encoders busy
-    assert -(-640 // segment_length(60, 640)) == PARALLEL_SEGMENTS
-    assert segment_length(60, 121) == 4   # but never shorter than 4 frames
-    assert segment_length(2, 100) == 2   # nor longer than a second
+def test_segments_are_a_second_at_most_many_and_short_towards_the_end():
+    assert segment_plan(60) == (60,)  # unknown length: a second each
+    for frames in (1, 9, 121, 600, 3600, 100_000):
+        plan = segment_plan(60, frames)
+        *lengths, repeated = plan
+        assert sum(lengths) == frames and repeated == 60
+        assert max(lengths) <= 60 and (frames < 8 or min(lengths) >= 4)
+        # at least 32 segments where 4-frame ones allow it
+        assert len(lengths) >= min(PARALLEL_SEGMENTS, frames // 4)
+        # towards the end no segment is longer than an eighth of the frames after it (or 4)
+        behind = 0
+        for length in reversed(lengths[1:]):
+            assert length <= max(4, -(-behind // 8))
+            behind += length
+    assert segment_plan(60, 121)[:-1] == (5,) + (4,) * 29
+    assert segment_plan(2, 100)[:-1] == (2,) * 50  # a second at most, even under 4 frames
 
 
-def test_an_encoder_that_fails_stops_the_movie_with_its_error_and_nothing_hangs(tmp_path,
-                                                                               monkeypatch):
-    from orrery.app.export import _video
-
-    opened = _video._Settings.open_encoder
-    calls = []
-
-    def second_fails(settings):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("encoder broke")
-        return opened(settings)
-
-    monkeypatch.setattr(_video._Settings, "open_encoder", second_fails)
-    frames = _moving_stars(32, 32, 9)
-    with pytest.raises(RuntimeError, match="encoder broke"):
-        # room for 2 frames only: the writer would wait for ever on a dead encoder's frames
-        monkeypatch.setattr(_video, "FRAMES_IN_FLIGHT_BYTES", 2 * 3 * 32 * 32)
-        _write(tmp_path / "broken.mp4", frames, segment_frames=2, encoders=1)
+def test_a_movie_follows_its_segment_plan(tmp_path):
+    video = _write(tmp_path / "plan.mp4", _moving_stars(32, 32, 12), segment_frames=(5, 3))
+    assert video.times.segments == 4  # 5, 3, 3, 1
+    with av.open(str(tmp_path / "plan.mp4")) as container:
+        keys = sorted(round(p.pts * p.time_base * 30) for p in container.demux(video=0)
+                      if p.size and p.is_keyframe)
+    assert {0, 5, 8, 11} <= set(keys)  # each segment starts with an IDR frame
