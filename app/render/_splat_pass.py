@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.compute import InteropUnavailableError, gl_buffer_view
+from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
 
@@ -23,7 +23,6 @@ FIXED_ONE = 2.0 ** 20
 FIXED_CAP = 2.0 ** 32 - 256
 GROUP = 256
 _DEFINES = {"FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f"}
-CHANNELS = 4
 
 
 class SplatPass:
@@ -32,12 +31,8 @@ class SplatPass:
     def __init__(self, ctx):
         self.ctx = ctx
         self._queues: dict = {}    # source context -> the context the splat runs on
-        self._target = None        # (queue, size) the buffers below are for
+        self._image = DeviceImage(ctx)  # the resolved light on its way into the texture
         self._accumulation = None  # integer counts, zero between frames
-        self._light = None         # resolved light where the GL buffer cannot be mapped
-        self._pixels = None        # GL buffer the light goes through into the texture
-        self._pixels_view = None   # its CUDA view, where interop works
-        self.interop_unavailable: str | None = None
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
 
@@ -64,24 +59,21 @@ class SplatPass:
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
                     self._accumulation)
-            resolve = program.kernel("splat_resolve")
-            if self._pixels_view is not None:
-                with self._pixels_view.mapped((values,), np.float32) as light:
-                    resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                                   light)
-                accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
-                return
-            resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                           self._light)
-        accumulation.write(self._light.download().tobytes())
+            with self._image.writing(accumulation) as light:
+                program.kernel("splat_resolve").launch(_padded(values), GROUP,
+                                                       self._accumulation, np.int32(values), light)
 
     @property
     def path(self) -> str:
         """How the light reaches the texture (for the panel)."""
-        if self._target is None:
+        if self._image.target is None:
             return "compute splat"
-        where = "device" if self._pixels_view is not None else "through the host"
-        return f"compute splat ({self._target[0].info.spec}, {where})"
+        where = "device" if self._image.on_device else "through the host"
+        return f"compute splat ({self._image.target[0].info.spec}, {where})"
+
+    @property
+    def interop_unavailable(self) -> str | None:
+        return self._image.interop_unavailable
 
     def _queue(self, context):
         if context not in self._queues:
@@ -89,18 +81,8 @@ class SplatPass:
         return self._queues[context]
 
     def _allocate(self, queue, size) -> None:
-        if self._target == (queue, size):
-            return
-        self._release_buffers()
-        values = size[0] * size[1] * CHANNELS
-        self._accumulation = queue.zeros((values,), np.uint64)
-        self._pixels = self.ctx.buffer(reserve=values * 4)
-        try:
-            self._pixels_view = gl_buffer_view(queue, self._pixels.glo, self._pixels.size)
-        except InteropUnavailableError as error:
-            self.interop_unavailable = str(error)
-            self._light = queue.empty((values,), np.float32)
-        self._target = (queue, size)
+        if self._image.allocate(queue, size):
+            self._accumulation = queue.zeros((size[0] * size[1] * CHANNELS,), np.uint64)
 
     def _labels(self, queue, scene: ParticleScene):
         held_queue, key, labels = self._population
@@ -123,12 +105,8 @@ class SplatPass:
         return array
 
     def _release_buffers(self) -> None:
-        if self._pixels_view is not None:
-            self._pixels_view.release()  # CUDA lets go before GL deletes the buffer
-        if self._pixels is not None:
-            self._pixels.release()
-        self._accumulation = self._light = self._pixels = self._pixels_view = None
-        self._target = None
+        self._image.release()
+        self._accumulation = None
 
     def release(self) -> None:
         self._release_buffers()
