@@ -11,9 +11,10 @@ also replays a recording of each N through the viewer's own upload and render pa
 compute splat instead of GL points (with ``--mode density``: the density pyramid splat).
 
 Every row also gives the frame's stages, medians over the timed frames of device times: on the
-density splat its kernels' events (extent, deposit, reconstruct) and the GL copy into the
-texture; on GL paths the draw into the float target (a GL time query); everywhere the present
-pass (tone map or colour map, a GL time query).
+density splat its kernels' events (extent, deposit, reconstruct), on the point splat its
+kernels' (splat, resolve), on both the GL copy into the texture; on GL paths the draw into the
+float target (a GL time query); everywhere the present pass (tone map or colour map, a GL time
+query).
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ def run(**options) -> list[dict]:
             bare = BarePointPass(ctx)
 
             stages: list[dict] = []
-            # the density splat times its own GL copy (time queries do not nest)
-            gl_draw = not (args.mode == "density" and scene.device is not None)
+            # the compute splats time their own GL copy (time queries do not nest)
+            gl_draw = scene.device is None
 
             def full_frame():
                 renderer.resize(width, height)
@@ -168,7 +169,8 @@ def run(**options) -> list[dict]:
 
 
 # The stages a row reports, in frame order.
-STAGES = ("draw_ms", "extent_ms", "deposit_ms", "reconstruct_ms", "copy_ms", "present_ms")
+STAGES = ("draw_ms", "splat_ms", "resolve_ms", "extent_ms", "deposit_ms", "reconstruct_ms",
+          "copy_ms", "present_ms")
 
 
 def _stages(renderer, draw_timer, present_timer) -> dict[str, float]:
@@ -178,4 +180,6 @@ def _stages(renderer, draw_timer, present_timer) -> dict[str, float]:
         stages["draw"] = draw_timer.elapsed * 1e-9
     elif renderer.particle_path == renderer.density_splat.path:
         stages.update(renderer.density_splat.stage_seconds())
+    elif renderer.particle_path == renderer.splat.path:
+        stages.update(renderer.splat.stage_seconds())
     return stages

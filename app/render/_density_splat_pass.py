@@ -21,7 +21,7 @@ from ._style import DENSITY_QUANTITIES, DensityStyle
 # The largest support radius, in texels, a particle is deposited with on its level: on level 0
 # (supports up to LEVEL_RADIUS pixels) the kernel is exact; beyond, its shape is approximated
 # (density.cl's header). A particle touches at most (2 LEVEL_RADIUS + 1)^2 texels.
-LEVEL_RADIUS = 6.0
+LEVEL_RADIUS = 8.0
 GROUP = 256
 _DEFINES = {"LEVEL_RADIUS": f"{LEVEL_RADIUS!r}f", "DENSITY_GROUP": GROUP}
 PATH = "compute density pyramid"

@@ -35,6 +35,7 @@ class SplatPass:
         self._accumulation = None  # integer counts, zero between frames
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
+        self._events: dict = {}                # stage -> the last frame's kernel events
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
              accumulation, *, pixel_ratio: float = 1.0) -> None:
@@ -51,17 +52,26 @@ class SplatPass:
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
+        events = {"splat": [], "resolve": []}
         with queue.reading(particles.snapshots):
             if count:
-                program.kernel("splat_points").launch(
+                events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation)
+                    self._accumulation))
             with self._image.writing(accumulation) as light:
-                program.kernel("splat_resolve").launch(_padded(values), GROUP,
-                                                       self._accumulation, np.int32(values), light)
+                events["resolve"].append(program.kernel("splat_resolve").launch(
+                    _padded(values), GROUP, self._accumulation, np.int32(values), light))
+        self._events = events
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Device seconds of the last frame's stages (waits for them): the kernels' events, and
+        the GL copy of the light into the texture."""
+        seconds = {stage: sum(event.seconds() for event in events)
+                   for stage, events in self._events.items()}
+        return {**seconds, "copy": self._image.copy_seconds()}
 
     @property
     def path(self) -> str:
@@ -111,6 +121,7 @@ class SplatPass:
     def release(self) -> None:
         self._release_buffers()
         self._population = self._palette = (None, None, None)
+        self._events = {}
         self._queues = {}
 
 

@@ -106,9 +106,9 @@ def test_a_particle_on_level_0_is_the_sampled_kernel_exactly(ctx, context):
 
 def test_a_large_footprint_keeps_mass_and_centroid_and_stays_near_the_exact_disc(ctx,
                                                                                  context):
-    """The approximation ADR 0105 states: above level 0 the image is within 7% of the exact
-    disc in L1 (its peak within 8%), with the disc's mass, its centroid to 1% of the support
-    and its second moment to 1%."""
+    """The approximation ADR 0105 states: above level 0 the image is within 3% of the exact
+    disc in L1 (its peak within 4%), with the disc's mass, its centroid to 0.2% of the support
+    and its second moment to 0.5% (worst of 80 random cases: 2.8%, 3.5%, 0.1%, 0.24%)."""
     from orrery.app.render._density_splat_pass import LEVEL_RADIUS
 
     centre = (80.3, 48.8)
@@ -118,12 +118,12 @@ def test_a_large_footprint_keeps_mass_and_centroid_and_stays_near_the_exact_disc
         image = _image(ctx, _at(centre), _style(support), compute_context=context)[0][..., 0]
         exact = _sampled_kernel(centre, support)
         assert image.sum() == pytest.approx(1.0, abs=1e-6)
-        assert np.abs(image - exact).sum() <= 0.07
-        assert image.max() == pytest.approx(exact.max(), rel=0.08)
+        assert np.abs(image - exact).sum() <= 0.03
+        assert image.max() == pytest.approx(exact.max(), rel=0.04)
         for axis, at in ((columns + 0.5, centre[0]), (rows + 0.5, centre[1])):
-            assert (image * axis).sum() == pytest.approx(at, abs=0.01 * support)
+            assert (image * axis).sum() == pytest.approx(at, abs=0.002 * support)
             variance = (image * (axis - at) ** 2).sum()
-            assert variance == pytest.approx((exact * (axis - at) ** 2).sum(), rel=0.01)
+            assert variance == pytest.approx((exact * (axis - at) ** 2).sum(), rel=0.005)
 
 
 def test_the_image_total_is_the_mass_in_view_exactly(ctx, context):
@@ -150,8 +150,8 @@ def test_an_odd_edge_keeps_the_mass_of_a_coarse_footprint(ctx, context):
 
 
 def test_the_pyramid_and_the_gl_discs_give_the_same_image_of_a_cloud(ctx, context):
-    """A Plummer cloud seen in perspective (supports of 1.5 to 42 pixels, 85% of them above
-    level 0) both ways. The GL
+    """A Plummer cloud seen in perspective (supports of 1.5 to 42 pixels, a quarter of them
+    above level 0) both ways. The GL
     path normalises each disc by its area (off by up to ~5% for discs of a few pixels), the
     pyramid by its sampled weights, and approximates large footprints (above)."""
     from orrery.app.render import Camera, DensityStyle
@@ -171,8 +171,8 @@ def test_the_pyramid_and_the_gl_discs_give_the_same_image_of_a_cloud(ctx, contex
     discs, path = _image(ctx, positions, style, view_projection)
     assert path == "GL points"
     pyramid, discs = pyramid[..., 0].astype(np.float64), discs[..., 0].astype(np.float64)
-    assert discs.sum() == pytest.approx(pyramid.sum(), rel=0.01)  # measured 0.15%
-    assert np.abs(pyramid - discs).sum() <= 0.02 * discs.sum()   # measured 0.7%
+    assert discs.sum() == pytest.approx(pyramid.sum(), rel=0.005)  # measured 0.07%
+    assert np.abs(pyramid - discs).sum() <= 0.01 * discs.sum()    # measured 0.21%
 
 
 def test_a_density_splat_is_the_same_bits_in_any_particle_order(ctx, context):
