@@ -5,7 +5,9 @@ per particle that does not grow with its footprint), then the levels upsampled i
 renderer's RGBA32F accumulation texture (r = sum m W, g = sum m W q per pixel, as the GL path
 ``DensityPass.draw`` adds them), which ``DensityPass.present`` shows unchanged.
 
-A frame is 3 + (levels) launches on the compute device and no host round trip: the fixed-point
+A frame is 3 + (levels) launches on the compute device, then one copy into the texture
+(``DeviceImage``: on CUDA a copy kernel into a GL pixel buffer and a GPU copy, deferrable until
+the kernels have finished, as the point splat's light), and no host round trip: the fixed-point
 scales come from a reduction on the device. ``stage_seconds()`` gives the device time of the
 last frame's stages (extent, deposit, reconstruct: their kernel events; copy: a GL time query).
 """
@@ -56,9 +58,11 @@ class DensitySplatPass:
         self._events: dict = {}    # stage -> the last frame's kernel events
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: DensityStyle,
-             accumulation, *, support: float, pixels_per_unit: float) -> None:
+             accumulation, *, support: float, pixels_per_unit: float,
+             deferred: bool = False) -> None:
         """Replace ``accumulation`` with the density image of ``scene`` (``scene.device`` set,
-        ``DensityPass.prepare`` run: ``support`` is what it returned)."""
+        ``DensityPass.prepare`` run: ``support`` is what it returned); ``deferred``: once
+        ``land`` finds the image ready, where it stays on the device."""
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
         width, height = accumulation.size
@@ -103,9 +107,18 @@ class DensitySplatPass:
                     np.float32(style.min_radius), np.float32(max_radius), quantity,
                     inverse_interval, *matrix, self._level_table, np.int32(len(self._levels)),
                     self._extent, self._counts))
-            with self._image.writing(accumulation) as image:
-                events["reconstruct"] = self._reconstruct(program, image)
+            events["reconstruct"] = self._reconstruct(program, self._image.image)
         self._events = events
+        self._image.finish(accumulation, events["reconstruct"][-1], deferred=deferred)
+
+    def land(self, accumulation, *, wait: bool = True) -> bool:
+        """Bring a deferred image into ``accumulation`` once its kernels have finished (or at
+        once with ``wait``); returns whether it did."""
+        return self._image.land(accumulation, wait=wait)
+
+    def discard(self) -> None:
+        """Forget an image not yet landed (the target is being redrawn or resized)."""
+        self._image.discard()
 
     def _reconstruct(self, program, image) -> list:
         """Launch the upsampling from the top level to the image; the events, in order."""

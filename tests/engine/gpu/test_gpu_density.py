@@ -255,3 +255,36 @@ def test_a_live_gpu_frame_is_splatted_as_density_on_its_device(ctx, device):
     else:  # SYCL frames come through the host: the GL disc path
         assert path == "GL points"
     assert compute.registered_gl_buffers() == 0
+
+
+def test_a_deferred_density_image_lands_with_the_pixels_of_an_immediate_one(ctx, context):
+    import time
+
+    from orrery.app.render import ParticleScene, Renderer
+
+    positions = _at(np.random.default_rng(9).uniform([0, 0], SIZE, size=(2000, 2)))
+    scene = ParticleScene(ctx, compute=context)
+    immediate, deferred = Renderer(ctx), Renderer(ctx)
+    try:
+        scene.show(Frame(positions, 0.0, 0, 1), np.zeros(len(positions), np.uint8))
+        for renderer in (immediate, deferred):
+            renderer.resize(*SIZE)
+        immediate.accumulate(scene, ORTHO, _style(11.0))
+        expected = immediate.read_accumulation().copy()
+        assert immediate.particle_path.startswith("compute density pyramid")
+        deferred.accumulate(scene, ORTHO, _style(11.0), deferred=True)
+
+        def texture():  # what the target holds, without landing anything
+            data = deferred.accumulation.read()
+            return np.frombuffer(data, np.float32).reshape(expected.shape)
+
+        deadline = time.monotonic() + 10
+        while not np.array_equal(texture(), expected) and time.monotonic() < deadline:
+            deferred.land()  # a query: the kernels finish on their own
+        assert expected[..., 0].sum() > 0.9  # footprints at the edges lose their outer parts
+        assert np.array_equal(texture(), expected)
+        assert not deferred.land()  # nothing more to land
+    finally:
+        immediate.release()
+        deferred.release()
+        scene.release()
