@@ -251,7 +251,9 @@ def test_a_live_gpu_frame_is_splatted_as_density_on_its_device(ctx, device):
         assert path == "compute density pyramid (cuda:0, device)", path
         discs, _ = _image(ctx, frame.positions, style, view_projection,
                           population=particles.population)
-        assert live[..., 0].sum() == pytest.approx(discs[..., 0].sum(), rel=0.03)
+        # the same comparison through sycl:cpu's host frames: totals 0.02%, L1 0.13% apart
+        assert live[..., 0].sum() == pytest.approx(discs[..., 0].sum(), rel=0.01)
+        assert np.abs(live - discs)[..., 0].sum() <= 0.02 * discs[..., 0].sum()
     else:  # SYCL frames come through the host: the GL disc path
         assert path == "GL points"
     assert compute.registered_gl_buffers() == 0
