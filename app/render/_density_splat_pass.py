@@ -1,4 +1,4 @@
-"""The density image on the compute device (``kernels/density.cl``, ADR 0105): the mass of the
+"""The density image on the compute device (``kernels/density.cl``, ADR 0107): the mass of the
 scene's :class:`DeviceParticles` deposited with the cubic spline into a pyramid of fixed-point
 levels, each particle on the level where its support spans at most LEVEL_RADIUS texels (a cost
 per particle that does not grow with its footprint), then the levels upsampled into the

@@ -1,5 +1,5 @@
 /* density.cl: the density image (ADR 0101's kernel-weighted mass) as a pyramid splat, whose cost
- * per particle does not grow with its footprint (ADR 0105). Three steps a frame:
+ * per particle does not grow with its footprint (ADR 0107). Three steps a frame:
  *
  *   1. density_extent: the largest weighted mass m' = m * weight[population] and the largest
  *      |m' q| (q: the quantity colouring the image) over the particles; from them the

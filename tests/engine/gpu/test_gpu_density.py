@@ -1,4 +1,4 @@
-"""The density pyramid splat (kernels/density.cl, ADR 0105) against the exact kernel and the GL
+"""The density pyramid splat (kernels/density.cl, ADR 0107) against the exact kernel and the GL
 disc path it replaces on compute devices: exact on level 0, a bounded approximation above it,
 the mass in view kept exactly, the same bits in any particle order, colour by quantity, and
 live GPU frames splatted on their device."""
@@ -106,7 +106,7 @@ def test_a_particle_on_level_0_is_the_sampled_kernel_exactly(ctx, context):
 
 def test_a_large_footprint_keeps_mass_and_centroid_and_stays_near_the_exact_disc(ctx,
                                                                                  context):
-    """The approximation ADR 0105 states: above level 0 the image is within 3% of the exact
+    """The approximation ADR 0107 states: above level 0 the image is within 3% of the exact
     disc in L1 (its peak within 4%), with the disc's mass, its centroid to 0.2% of the support
     and its second moment to 0.5% (worst of 80 random cases: 2.8%, 3.5%, 0.1%, 0.24%)."""
     from orrery.app.render._density_splat_pass import LEVEL_RADIUS
