@@ -41,6 +41,7 @@ class SplatPass:
         self._pixels_view = None   # its CUDA view, where interop works
         self._unlanded = None      # the resolve of light not yet in the texture (its event)
         self.interop_unavailable: str | None = None
+        self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
 
@@ -61,15 +62,18 @@ class SplatPass:
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
         with queue.reading(particles.snapshots):
+            events = {"splat": [], "resolve": [], "copy": []}
             if count:
-                program.kernel("splat_points").launch(
+                events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation)
+                    self._accumulation))
             resolved = program.kernel("splat_resolve").launch(
                 _padded(values), GROUP, self._accumulation, np.int32(values), self._light)
+            events["resolve"].append(resolved)
+        self._events = events
         if self._pixels_view is None:
             accumulation.write(self._light.download().tobytes())
             return
@@ -88,11 +92,17 @@ class SplatPass:
         values = self._light.size
         program = queue.build(["splat.cl"], defines=_DEFINES)
         with self._pixels_view.mapped((values,), np.float32) as pixels:
-            program.kernel("splat_copy").launch(_padded(values), GROUP, self._light,
-                                                np.int32(values), pixels)
+            self._events.setdefault("copy", []).append(program.kernel("splat_copy").launch(
+                _padded(values), GROUP, self._light, np.int32(values), pixels))
         accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
         self._unlanded = None
         return True
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Device seconds of the last frame's kernels (waits for them): splat, resolve, and the
+        copy into the GL pixel buffer where the light went through one."""
+        return {stage: sum(event.seconds() for event in events)
+                for stage, events in self._events.items()}
 
     def discard(self) -> None:
         """Forget light not yet landed (the target is being redrawn or resized)."""
