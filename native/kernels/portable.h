@@ -11,6 +11,7 @@
  * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
  * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory).
+ * `ushort` (16 bits) and FLOAT_AS_UINT (a float's bits as a uint, for exact bit-level conversions).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -67,6 +68,8 @@ __device__ __forceinline__ T orrery_subgroup_reduce_add(T value) {
 }
 #define SUBGROUP_REDUCE_ADD(value) orrery_subgroup_reduce_add(value)
 #define POPCOUNT(bits) __popc(bits)
+typedef unsigned short ushort;
+#define FLOAT_AS_UINT(value) __float_as_uint(value)
 typedef unsigned long long ulong;
 #define CLZ64(bits) __clzll((long long)(bits))
 #define ALIGNED(bytes) __align__(bytes)
@@ -151,6 +154,7 @@ typedef float4 real4;
 #define SUBGROUP_SHUFFLE_XOR(value, mask) intel_sub_group_shuffle_xor((value), (uint)(mask))
 #define SUBGROUP_REDUCE_ADD(value) sub_group_reduce_add(value)
 #define POPCOUNT(bits) popcount(bits)
+#define FLOAT_AS_UINT(value) as_uint(value)
 #define CLZ64(bits) ((int)clz((ulong)(bits)))
 #define ALIGNED(bytes) __attribute__((aligned(bytes)))
 
