@@ -60,7 +60,9 @@ def split_staged(encoding: str, staged: np.ndarray, n: int) -> tuple[np.ndarray,
 def fixed16_box(positions: np.ndarray) -> np.ndarray:
     """The (3, 3) float32 box rows (lo, step, scale) of ``positions`` as the device computes it."""
     xyz = np.asarray(positions, dtype=np.float32)
-    lo, hi = xyz.min(axis=0), xyz.max(axis=0)
+    # Per column: numpy's min(axis=0) over (n, 3) rows is some 20 times slower.
+    lo = np.array([xyz[:, axis].min() for axis in range(3)], np.float32)
+    hi = np.array([xyz[:, axis].max() for axis in range(3)], np.float32)
     extent = hi - lo
     flat = extent <= 0
     with np.errstate(divide="ignore"):
@@ -71,9 +73,11 @@ def fixed16_box(positions: np.ndarray) -> np.ndarray:
 
 def fixed16_quantise(positions: np.ndarray, box: np.ndarray) -> np.ndarray:
     """``positions`` as fixed16 values on ``box`` (the device kernel's arithmetic)."""
-    xyz = np.asarray(positions, dtype=np.float32)
-    scaled = np.rint((xyz - box[0]) * box[2])
-    return np.clip(scaled, 0, FIXED_LEVELS).astype("<u2")
+    scaled = np.subtract(positions, box[0], dtype=np.float32)
+    scaled *= box[2]
+    np.rint(scaled, out=scaled)
+    np.clip(scaled, 0, FIXED_LEVELS, out=scaled)
+    return scaled.astype("<u2")
 
 
 def fixed16_decode(stored: np.ndarray, box: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -98,9 +98,12 @@ class CommandLineRecording:
                   f"{stats['queue_wait_seconds']:.2f} s in all (queue of "
                   f"{stats['queue_capacity']} frames full)" if stats["queue_waits"]
                   else "the simulation never waited for the disk")
+        writer = ", ".join(f"{stage} {stats[f'writer_{stage}_seconds']:.3f} s"
+                           for stage in ("wait_for_copies", "write", "commit",
+                                         "device_narrowing"))
         return (f"recorded {stats['frames_committed']} frame(s) ({stats['device_frames']} "
                 f"narrowed on the device) and {stats['keyframes_appended']} keyframe(s) to "
-                f"{recorder.path}: {waited}")
+                f"{recorder.path}: {waited}; writer thread: {writer}")
 
     def close(self) -> None:
         if self._recorder is not None:

@@ -156,6 +156,11 @@ class Recorder:
         self.queue_waits = 0          # appends that found the queue full and waited
         self.queue_wait_seconds = 0.0
         self.device_frames = 0        # frames handed over narrowed on a device
+        # Where the writer thread's time goes (seconds): waiting for device copies to arrive,
+        # writing frames into the file, committing; and the device time of the kernels that
+        # narrowed the frames (their events, read once the copy has arrived).
+        self._writer_seconds = {"wait_for_copies": 0.0, "write": 0.0, "commit": 0.0,
+                                "device_narrowing": 0.0}
         self.keyframes_appended = 0
         self.keyframes_committed = 0
         self._last_keyframe_step: int | None = None
@@ -367,7 +372,9 @@ class Recorder:
         return {"frames_appended": self.frames_appended, "frames_committed": self.frames_committed,
                 "keyframes_appended": self.keyframes_appended, "device_frames": self.device_frames,
                 "queue_capacity": self.queue_capacity, "queue_waits": self.queue_waits,
-                "queue_wait_seconds": self.queue_wait_seconds}
+                "queue_wait_seconds": self.queue_wait_seconds,
+                **{f"writer_{stage}_seconds": seconds
+                   for stage, seconds in self._writer_seconds.items()}}
 
     def _frame_array(self, array, what: str) -> np.ndarray:
         array = np.asarray(array)
@@ -469,7 +476,9 @@ class Recorder:
                         self._commit(pending)
                         pending, deadline = [], None
                         self._require_space(needed, "write another frame")
+                    started = _time.perf_counter()
                     self._write_frame(item)
+                    self._writer_seconds["write"] += _time.perf_counter() - started
                     pending.append((item[0], item[3], item[4]))
                     if deadline is None:
                         deadline = _time.monotonic() + self.flush_seconds
@@ -533,7 +542,13 @@ class Recorder:
         writer thread waits for it, without the GIL), checked against the file's layout."""
         if not isinstance(array, Snapshot):
             return array
+        started = _time.perf_counter()
         host = array.host()
+        waited = _time.perf_counter() - started
+        self._writer_seconds["wait_for_copies"] += waited
+        self._writer_seconds["write"] -= waited  # counted apart from the write it is inside
+        self._writer_seconds["device_narrowing"] += sum(
+            event.seconds() for event in getattr(array, "kernel_events", ()))
         expected = encodings.staged_shape(self.encoding, self.n) if what == "frame" \
             else (self.n, 3)
         if host.shape != expected or host.dtype.str != np.dtype(dtype).str:
@@ -547,6 +562,13 @@ class Recorder:
         positions."""
         if not pending:
             return
+        started = _time.perf_counter()
+        try:
+            self._commit_now(pending)
+        finally:
+            self._writer_seconds["commit"] += _time.perf_counter() - started
+
+    def _commit_now(self, pending) -> None:
         self._file.flush()
         self._unflushed_bytes = 0
         for keyframes, (time_name, step_name) in ((False, (fmt.TIME, fmt.STEP)),

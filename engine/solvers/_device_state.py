@@ -123,21 +123,26 @@ class DeviceState:
             return self.stage_positions()
         frames = self._frame_program()
         count = np.int32(self._n)
-        if kind == encoding.FLOAT16:
-            def write(out):
-                frames.kernel("frame_half").launch(self._global, INTEGRATE_GROUP, self.body,
-                                                   count, out)
-            return self.solver.context.snapshot((self._n, 3), np.float16, write)
+        events = []  # the narrowing's device time, read by whoever waits for the copy
+
+        def write_half(out):
+            events.append(frames.kernel("frame_half").launch(self._global, INTEGRATE_GROUP,
+                                                             self.body, count, out))
 
         def write_fixed(out):
-            frames.kernel("bounds_partials").launch(BOUNDS_GROUPS * BOUNDS_GROUP, BOUNDS_GROUP,
-                                                    self.body, count, self._box[0])
-            frames.kernel("bounds_finish").launch(BOUNDS_GROUP, BOUNDS_GROUP, self._box[0],
-                                                  np.int32(BOUNDS_GROUPS), self._box[1])
-            frames.kernel("frame_fixed16").launch(self._global, INTEGRATE_GROUP, self.body,
-                                                  count, self._box[1], out)
-        return self.solver.context.snapshot(encoding.staged_shape(kind, self._n), np.uint16,
-                                            write_fixed)
+            events.append(frames.kernel("bounds_partials").launch(
+                BOUNDS_GROUPS * BOUNDS_GROUP, BOUNDS_GROUP, self.body, count, self._box[0]))
+            events.append(frames.kernel("bounds_finish").launch(
+                BOUNDS_GROUP, BOUNDS_GROUP, self._box[0], np.int32(BOUNDS_GROUPS), self._box[1]))
+            events.append(frames.kernel("frame_fixed16").launch(
+                self._global, INTEGRATE_GROUP, self.body, count, self._box[1], out))
+
+        half = kind == encoding.FLOAT16
+        snapshot = self.solver.context.snapshot(
+            encoding.staged_shape(kind, self._n), np.float16 if half else np.uint16,
+            write_half if half else write_fixed)
+        snapshot.kernel_events = events
+        return snapshot
 
     def stage_state(self) -> tuple[Snapshot, Snapshot]:
         """(positions, velocities) as (n, 3) arrays in the run's precision, taken in queue
