@@ -395,6 +395,8 @@ class SimulationRunner(FrameSource):
         self._finish_recording()  # a recording describes one run with one solver
         scenario = scenarios.load(settings.scenario, n=settings.n, seed=settings.seed)
         sim, description = self._make_simulation(scenario, scenario.particles, settings)
+        if scenario.start is not None:  # a keyframe's state carries on from its time and step
+            sim.time, sim.steps = scenario.start
         with self._condition:  # re-entrant: the new labels and their first frame appear together
             self._scenario = scenario
             self._population = scenario.particles.population
@@ -428,7 +430,7 @@ class SimulationRunner(FrameSource):
             return sim, sim.describe()
         name = settings.solver or scenario.solver
         solver = self._solver_factory(name, **solver_options(name, scenario, settings))
-        sim = Simulation(particles, solver, dt=dt)
+        sim = Simulation(particles, solver, dt=dt, integrator=scenario.integrator)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
         return sim, solver.describe()
 

@@ -292,7 +292,7 @@ class Recorder:
         self._put((False, positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
-        self.device_frames += staged
+        self.device_frames += hasattr(positions, "kernel_events")  # narrowed by a device
 
     def append_keyframe(self, positions, velocities, time: float, step: int) -> None:
         """Queue one keyframe: the whole state (arrays in the run's precision, stored exactly)
