@@ -130,6 +130,13 @@ class Simulation:
             return HostSnapshot(frame_encoding.encode_on_host(self._state.positions(), encoding))
         return stage(encoding)
 
+    def prepare_frames(self) -> None:
+        """Get ``stage_frame`` ready (a device state compiles its frame kernels), so that a
+        recording's first frame costs what every other does."""
+        prepare = getattr(self._state, "prepare_frames", None)
+        if prepare is not None:
+            prepare()
+
     def stage_state(self):
         """(positions, velocities) in the run's precision as two snapshots (a keyframe), taken
         on a device state without waiting."""

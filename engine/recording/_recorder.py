@@ -200,6 +200,9 @@ class Recorder:
         constructor (dtype, velocities, flush_seconds, ...)."""
         particles = simulation.particles
         attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
+        prepare = getattr(simulation, "prepare_frames", None)
+        if prepare is not None:  # compile a device's frame kernels before the run is timed
+            prepare()
         options.setdefault("keyframe_dtype", particles.pos.dtype)  # the run's own precision
         return cls(path, masses=particles.mass, population=particles.population,
                    population_names=particles.population_names, attributes=attributes, **options)

@@ -156,6 +156,10 @@ class DeviceState:
             return self.solver.context.snapshot((self._n, 3), dtype, write)
         return rows(self.body), rows(self.vel)
 
+    def prepare_frames(self) -> None:
+        """Build the frame kernels now (a recording about to start), not inside its first frame."""
+        self._frame_program()
+
     def _frame_program(self):
         if self._frames is None:
             context = self.solver.context
