@@ -108,9 +108,10 @@ def run(**options) -> list[dict]:
 
 
 def _frames_to_write(n: int, count: int = 4) -> list[np.ndarray]:
-    """A few distinct float32 frames, cycled: the writer's cost does not depend on the values."""
-    rng = np.random.default_rng(0)
-    return [rng.standard_normal((n, 3), dtype=np.float32) for _ in range(count)]
+    """A few distinct float32 frames, cycled: a Plummer sphere's positions (the values a
+    recording holds, in the order a run keeps them: what a compressor meets), nudged per frame."""
+    positions = ics.plummer(n, seed=0).pos.astype(np.float32)
+    return [positions + np.float32(1e-3 * k) for k in range(count)]
 
 
 def _write(path: Path, n: int, frames: int, precision: str, compression: str) -> dict:

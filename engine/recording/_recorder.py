@@ -383,8 +383,10 @@ class Recorder:
         array = np.asarray(array)
         if array.shape != (self.n, 3):
             raise InvalidInputError(f"{what} must have shape ({self.n}, 3), got {array.shape}")
-        encoding = self.encoding if what == "positions" else encodings.FLOAT32 \
-            if self.dtype.itemsize == 4 else encodings.FLOAT16
+        if what == "positions":
+            encoding = self.encoding
+        else:  # velocities: float32 or float16 (fixed16 recordings refuse them)
+            encoding = encodings.FLOAT32 if self.dtype.itemsize == 4 else encodings.FLOAT16
         return encodings.encode_on_host(array, encoding)
 
     def _put(self, item) -> None:
