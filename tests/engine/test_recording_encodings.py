@@ -115,3 +115,24 @@ def test_a_file_of_an_older_format_version_opens_by_its_dtype(tmp_path, version)
     with RecordingFile(tmp_path / "r.h5") as recording:
         assert recording.format_version == version and recording.encoding == "float16"
         assert np.array_equal(recording.read(1), frames[1].astype(np.float16))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "fixed16"])
+def test_a_staged_frame_of_a_whole_chunk_is_written_from_its_read_only_buffer(tmp_path, dtype):
+    """What a device frame is on the writer thread: a read-only (pinned) host copy, at least
+    a chunk large, handed to the direct chunk write as it is."""
+    n = 60000
+    positions = _frames(count=1, n=n)[0]
+    staged = HostSnapshot(frame_encoding.encode_on_host(positions, fmt_name(dtype)))
+    with Recorder(tmp_path / "r.h5", masses=np.ones(n), dtype=dtype) as recorder:
+        assert recorder._frames_per_chunk == 1
+        recorder.append(staged, 0.0, 0)
+    with RecordingFile(tmp_path / "r.h5") as recording:
+        if dtype == "f16":
+            assert np.array_equal(recording.read(0), staged.host())
+        else:
+            assert (np.abs(recording.read(0) - positions) <= recording.position_error(0)).all()
+
+
+def fmt_name(flag: str) -> str:
+    return {"f16": "float16", "fixed16": "fixed16"}[flag]
