@@ -2,6 +2,7 @@
 its stated error, frame by frame; a full queue is waited for and counted, never dropped; files
 of format versions 1 and 2 still open."""
 
+import sys
 import time
 
 import h5py
@@ -10,7 +11,7 @@ import pytest
 
 from orrery.engine import Simulation, frame_encoding, ics, make_solver
 from orrery.engine.compute import HostSnapshot
-from orrery.engine.errors import InvalidInputError
+from orrery.engine.errors import InvalidInputError, RecordingError
 from orrery.engine.recording import Recorder, RecordingFile
 from orrery.engine.recording import _recorder as recorder_module
 
@@ -136,3 +137,13 @@ def test_a_staged_frame_of_a_whole_chunk_is_written_from_its_read_only_buffer(tm
 
 def fmt_name(flag: str) -> str:
     return {"f16": "float16", "fixed16": "fixed16"}[flag]
+
+
+def test_compressed_frames_without_hdf5plugin_are_a_clear_error(tmp_path, monkeypatch):
+    pytest.importorskip("hdf5plugin")
+    _record(tmp_path / "r.h5", _frames(count=1, n=100), compression="blosc2").close()
+    monkeypatch.setitem(sys.modules, "hdf5plugin", None)  # as if not installed
+    with pytest.raises(RecordingError, match="pip install hdf5plugin"):
+        RecordingFile(tmp_path / "r.h5")
+    with pytest.raises(InvalidInputError, match="needs hdf5plugin"):
+        Recorder(tmp_path / "new.h5", masses=np.ones(3), compression="blosc2")
