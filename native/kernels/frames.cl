@@ -10,8 +10,8 @@
  * frame's bounding box: q = rint((x - lo) * scale) clamped to 0..65535, with lo and scale
  * computed by `bounds_partials` (per-group min/max) and `bounds_finish` (one group: the box,
  * scale = 65535 / (hi - lo), step = (hi - lo) / 65535, both float). The reader gives back
- * lo + q * step; the error per axis is at most 0.5 step plus float rounding (see
- * engine/recording/_format.py, which states the bound). `state_xyz` copies the (x, y, z) of
+ * lo + q * step; the error per axis is at most 0.5 step plus float rounding (the bound
+ * engine/frame_encoding.py states, from the box stored with each frame). `state_xyz` copies the (x, y, z) of
  * real4 rows in the run's own precision (a keyframe, exact).
  *
  * Host defines: REAL_BITS (the state's precision), BOUNDS_GROUP (work-group size of the
@@ -21,10 +21,12 @@
  * least 9 work-items.
  *
  * Determinism: every output element depends on its own input element only (and, for fixed16,
- * on the box); min and max are exact and order-independent, so the box, and every frame, is the
- * same bits for any launch configuration and on every device. No operation here can be
- * contracted into an FMA (no product is followed by an add), and rint rounds to nearest even on
- * both APIs. */
+ * on the box); min and max are exact and order-independent, so the box's lo, and every frame
+ * given a box, is the same bits for any launch configuration and on every device. step and scale
+ * are float divisions: correctly rounded on CUDA, within OpenCL's 2.5 ulp elsewhere, so they may
+ * differ in the last bit between devices; the reader decodes with the box stored with the
+ * frame, so the bound holds either way. No operation here can be contracted into an FMA (no
+ * product is followed by an add), and rint rounds to nearest even on both APIs. */
 
 /* Where a min (max) starts: the largest float (its negation); positions are finite. */
 #define BOUNDS_START 3.40282347e38f
