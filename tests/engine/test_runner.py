@@ -440,3 +440,17 @@ def test_a_disk_filling_up_mid_recording_stops_the_recording_not_the_run(tmp_pat
     from orrery.engine.recording import RecordingFile
     with RecordingFile(tmp_path / "full.h5") as recording:  # every frame before the failure
         assert recording.steps.tolist() == appended
+
+
+def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
+    from orrery.engine import scenarios
+    from orrery.engine.runner import solver_options
+    from orrery.engine.solvers import make_solver
+
+    scenario = scenarios.load("plummer", n=64, seed=1)
+    settings = RunSettings(scenario="plummer", n=64, solver="auto")
+    assert "theta" not in solver_options("auto", scenario, settings)
+    solver = make_solver("auto", **solver_options("auto", scenario, settings))
+    assert solver.params["theta"] is None and solver.params["accuracy"] == 1e-3  # as `orrery run`
+    chosen = RunSettings(scenario="plummer", n=64, solver="cpu-tree", theta=0.7)
+    assert solver_options("cpu-tree", scenario, chosen)["theta"] == 0.7
