@@ -35,9 +35,10 @@ ACCURACY_ORDERS = (2, 3, 4, 5, 6, 7)
 # The opening angles it measures: below 0.2 no order is the cheapest way to any error above
 # 1e-5, and 0.95 is the largest theta allowed.
 ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
-# An M2L costs about as much as 50-100 pair interactions on the CPU, so large leaves pay: at
-# N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at about the same
-# error (docs/performance.md); 64 keeps P2P in check on clustered inputs.
+# An M2L costs about m2l_pair_equivalents(p) pair interactions on the CPU (188 at p 5), so large
+# leaves pay: at N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at
+# about the same error (docs/performance.md); 64 keeps P2P in check on clustered inputs. The
+# accuracy table's FMM rows were measured at 64.
 FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=64)
 
 
