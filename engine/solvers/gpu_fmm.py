@@ -1,31 +1,28 @@
 """``gpu-fmm``: the fast multipole method on a GPU compute device (CUDA through CuPy, SYCL
 through dpctl), the passes in ``native/kernels/fmm.cl``.
 
-Stages (``last_stats`` reports each one's seconds): the device tree build of gpu-tree (``box``,
-``keys``, ``sort``, ``build``, ``moments``: ``_device_tree.py``, the same tree as cpu-fmm's),
-``lists`` (the node skips and the leaves' key boxes come to the host, where cpu-fmm's dual walk,
-``_native.fmm_lists``, builds the interaction lists and centres, which go back: one algorithm,
-so both solvers evaluate the same lists), ``upward`` (P2M, M2M per depth), ``m2l``,
-``downward`` (L2L per depth), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one
-work-item per body) and ``reorder``. Expansions in double where the device has it.
-The host round trip of ``lists`` is this first version's price for sharing one walk; it is
-measured in ``lists_s`` (wall seconds, not device seconds).
+Stages (``last_stats`` reports each one's device seconds), all on the device with the state
+there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
+the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
+signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
+``_device_fmm_walk.py``: the one host round trip, 12 bytes per step), ``lists`` (the pairs sorted
+into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
+L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one work-item
+per body) and ``reorder``. Expansions in double where the device has it (docs/adr/0154).
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from ... import _native
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
-from ._device_tree import ITEM_GROUP, STAGES, DeviceTreeBuilder
+from ._device_fmm_walk import DeviceDualWalk
+from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
 from ._gpu import GpuSolver
 from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
 
-FMM_STAGES = ("upward", "m2l", "downward", "p2p", "reorder")
+FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "reorder")
 
 
 def _launch(count: int) -> int:
@@ -75,9 +72,9 @@ class GpuFmmSolver(GpuSolver):
         Most bodies a leaf holds (coincident bodies may exceed it).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
-    ``moments_s`` (tree build), ``lists_s`` (host walk and transfers, wall), ``upward_s``,
-    ``m2l_s``, ``downward_s``, ``p2p_s``, ``reorder_s``; ``m2l_interactions``, ``nodes``,
-    ``leaves``, ``terms``, ``device``.
+    ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
+    ``p2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
+    entries, both directions), ``walk_steps``, ``nodes``, ``terms``, ``device``.
     """
 
     name = "gpu-fmm"
@@ -97,6 +94,8 @@ class GpuFmmSolver(GpuSolver):
         self._table = self.context.upload(table)
         self._scales = self.context.upload(scales.astype(self.accum))
         self._programs = {}
+        self._walk: DeviceDualWalk | None = None
+        self._node_capacity = 0
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
@@ -106,90 +105,77 @@ class GpuFmmSolver(GpuSolver):
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "WITH_POTENTIAL": potential, **self._table_defines}
             program = self.context.build(["tree_common.cl", "fmm.cl"], defines=defines)
+            if self._walk is None:
+                self._walk = DeviceDualWalk(self.context, program)
             self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("leaf_boxes", "p2m", "m2m", "signed_multipoles", "m2l",
-                                          "l2l", "body_leaves", "evaluate")}
+                                         ("upward", "node_parents", "m2l", "l2l", "body_leaves", "evaluate")}
         return self._programs[potential]
 
-    def _lists(self, tree, k, skip, leaves):
-        """The dual walk on the host (cpu-fmm's), from the device tree's skips and leaf boxes."""
-        nodes_n = tree.node_count
-        leaf_list = self.context.upload(leaves)
-        box = self.context.empty((nodes_n, 6), np.uint32)
-        k["leaf_boxes"].launch(_launch(len(leaves)), ITEM_GROUP, leaf_list, np.int32(len(leaves)), tree.nodes,
-                               tree.keys, box)
-        cube = tree.cube.download()
-        lists = _native.fmm_lists(skip, box.download(), tuple(float(c) for c in cube[:3]), float(cube[3]),
-                                  self.theta)
-        upload = self.context.upload
-        device = {name: upload(np.ascontiguousarray(lists[name], np.uint32)) for name in
-                  ("m2l_start", "p2p_start", "leaves", "parent", "by_depth")}
-        # Empty lists still need a buffer to bind.
-        for name in ("m2l_source", "p2p_source"):
-            device[name] = upload(np.ascontiguousarray(np.append(lists[name], 0), np.uint32))
-        device["centre"] = upload(np.ascontiguousarray(lists["centre"].reshape(-1), self.accum))
-        return lists, device
+    def _node_arrays(self, node_count: int) -> None:
+        if self._node_capacity >= node_count:
+            return
+        capacity = node_count + node_count // 4
+        empty, terms = self.context.empty, self._table_defines["TERMS"]
+        self._box = empty(6 * capacity, np.uint32)
+        self._shape = empty(4 * capacity, self.accum)
+        self._centre = empty(3 * capacity, self.accum)
+        self._parent = empty(capacity, np.uint32)
+        self._multipole = empty(capacity * terms, self.accum)
+        self._local = empty(capacity * terms, self.accum)
+        self._node_capacity = capacity
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         k = self._kernels(potential)
-        tree = self._builder.build(body, count, groups=False)
-        start = time.perf_counter()
-        skip = np.ascontiguousarray(tree.node_records(self.dtype)["skip"])
-        leaves = np.flatnonzero(skip == np.arange(1, tree.node_count + 1)).astype(np.uint32)
-        lists, d = self._lists(tree, k, skip, leaves)
-        lists_s = time.perf_counter() - start
+        tree = self._builder.build(body, count, groups=False, moments=False)
         nodes_n = tree.node_count
-        terms = self._table_defines["TERMS"]
-        multipole = self.context.empty(nodes_n * terms, self.accum)
-        local = self.context.empty(nodes_n * terms, self.accum)
+        self._node_arrays(nodes_n)
         table, scales = self._table, self._scales
-        leaves = len(lists["leaves"])
-        depth_start = lists["depth_start"]
+        width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        events["upward"].append(k["p2m"].launch(_launch(leaves), ITEM_GROUP, d["leaves"], np.int32(leaves),
-                                                tree.nodes, tree.body, d["centre"], table, scales,
-                                                multipole))
-        for depth in range(len(depth_start) - 2, -1, -1):
-            first, width = int(depth_start[depth]), int(depth_start[depth + 1] - depth_start[depth])
-            events["upward"].append(k["m2m"].launch(_launch(width), ITEM_GROUP, d["by_depth"], np.int32(first),
-                                                    np.int32(width), tree.nodes, d["centre"], table,
-                                                    scales, multipole))
-        events["upward"].append(k["signed_multipoles"].launch(_launch(nodes_n), ITEM_GROUP, np.int32(nodes_n),
-                                                              table, multipole))
-        events["m2l"].append(k["m2l"].launch(_launch(nodes_n), ITEM_GROUP, np.int32(nodes_n), d["m2l_start"],
-                                             d["m2l_source"], d["centre"],
-                                             self.accum.type(self.softening ** 2), table, scales,
-                                             multipole, local))
-        for depth in range(1, len(depth_start) - 1):
-            first, width = int(depth_start[depth]), int(depth_start[depth + 1] - depth_start[depth])
-            events["downward"].append(k["l2l"].launch(_launch(width), ITEM_GROUP, d["by_depth"], np.int32(first),
-                                                      np.int32(width), d["parent"], d["centre"], table,
-                                                      scales, local))
+        for level in range(MORTON_LEVELS, -1, -1):
+            events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
+                                                       tree.levels, tree.keys, tree.body, tree.cube, self._box,
+                                                       self._shape, self._centre, table, scales,
+                                                       self._multipole))
+        lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
+        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
+                                             self._centre, self.accum.type(self.softening ** 2), table, scales,
+                                             self._multipole, self._local))
+        events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
+        for level in range(1, MORTON_LEVELS + 1):
+            events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
+                                                      self._parent, self._centre, table, scales, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
             self._body_leaf = self.context.empty(count, np.uint32)
-        events["p2p"].append(k["body_leaves"].launch(_launch(leaves), ITEM_GROUP, d["leaves"], np.int32(leaves),
-                                                     tree.nodes, self._body_leaf))
+        events["p2p"].append(k["body_leaves"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._body_leaf))
         events["p2p"].append(k["evaluate"].launch(_launch(count), ITEM_GROUP, tree.body, np.int32(count),
-                                                  self._body_leaf, tree.nodes, d["p2p_start"],
-                                                  d["p2p_source"], d["centre"], local, table, scales,
+                                                  self._body_leaf, tree.nodes, lists.p2p_start,
+                                                  lists.p2p_source, self._centre, self._local, table, scales,
                                                   self.dtype.type(self.softening ** 2), self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
-        self._keep = (multipole, local, d)  # alive until the kernels have run
         self._stage_events = {**tree.events, **events}
-        self._lists_host = lists
-        self._info = {"lists_s": lists_s, "m2l_interactions": int(len(lists["m2l_source"])),
-                      "nodes": nodes_n, "leaves": leaves, "terms": terms}
+        self._last = (tree, lists)
+        self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
+                      "walk_steps": lists.steps, "nodes": nodes_n, "terms": self._table_defines["TERMS"]}
         return [event for stage in self._stage_events.values() for event in stage]
 
     def last_lists(self) -> dict:
-        """The last evaluation's interaction lists and centres (host arrays, for tests)."""
-        return self._lists_host
+        """The last evaluation's interaction lists, parents and centres, copied to the host (for
+        tests and benchmarks; cpu-fmm's ``last_lists`` names)."""
+        tree, lists = self._last
+        nodes_n = tree.node_count
+        return {"m2l_start": lists.m2l_start.download()[:nodes_n + 1],
+                "m2l_source": lists.m2l_source.download()[:2 * lists.m2l_pairs],
+                "p2p_start": lists.p2p_start.download()[:nodes_n + 1],
+                "p2p_source": lists.p2p_source.download()[:2 * lists.p2p_pairs],
+                "parent": self._parent.download()[:nodes_n],
+                "centre": self._centre.download()[:3 * nodes_n].reshape(-1, 3)}
 
     def _breakdown(self) -> dict:
-        stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
-                 for stage in (*STAGES, *FMM_STAGES)}
+        stats = {f"{stage}_s": sum(event.seconds() for event in events)
+                 for stage, events in self._stage_events.items()}
         stats["kernel_s"] = sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
 
