@@ -18,6 +18,7 @@ import numpy as np
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
+from ._fmm_code import m2l_code
 from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
 from ._gpu import GpuSolver
 from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
@@ -104,7 +105,8 @@ class GpuFmmSolver(GpuSolver):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "WITH_POTENTIAL": potential, **self._table_defines}
-            program = self.context.build(["tree_common.cl", "fmm.cl"], defines=defines)
+            program = self.context.build(["tree_common.cl", "fmm.cl"], text=m2l_code(self.order).text,
+                                         defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[potential] = {name: program.kernel(name) for name in
@@ -140,7 +142,7 @@ class GpuFmmSolver(GpuSolver):
                                                        self._multipole))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
         events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
-                                             self._centre, self.accum.type(self.softening ** 2), table, scales,
+                                             self._centre, self.accum.type(self.softening ** 2),
                                              self._multipole, self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
         for level in range(1, MORTON_LEVELS + 1):

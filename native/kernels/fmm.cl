@@ -231,40 +231,26 @@ KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, cons
   if (k < count) source[k] = (uint)keys[k];
 }
 
+/* One source's M2L added to a local expansion L: L_k += sum_n D_{k+n}(R) S_n over |k| + |n| <=
+ * ORDER, with D the derivative tensor of 1/sqrt(r^2 + eps2) at R = (rx, ry, rz) from the Taylor
+ * recurrence a_k = D_k / k! (fmm_expansions.hpp; a term's k - e_i and k - 2e_i come before it).
+ * The host appends the definition, generated per order with every index a constant
+ * (engine/solvers/_fmm_code.py), so the tensor and L stay in registers. */
+DEVICE void m2l_accumulate(const accum rx, const accum ry, const accum rz, const accum eps2,
+                           GLOBAL const accum* RESTRICT S, accum* L);
+
 KERNEL void m2l(const int node_count, GLOBAL const uint* RESTRICT m2l_start,
                 GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre, const accum eps2,
-                GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
                 GLOBAL const accum* RESTRICT multipole, GLOBAL accum* RESTRICT field) {
   const int i = GLOBAL_ID;
   if (i >= node_count) return;
-  accum L[TERMS], a[TERMS];
+  accum L[TERMS];
   for (int q = 0; q < TERMS; ++q) L[q] = 0;
+  const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
   for (uint s = m2l_start[i]; s < m2l_start[i + 1]; ++s) {
     const uint j = m2l_source[s];
-    const accum rx = centre[3 * i] - centre[3 * j], ry = centre[3 * i + 1] - centre[3 * j + 1];
-    const accum rz = centre[3 * i + 2] - centre[3 * j + 2];
-    const accum inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);
-    /* Taylor coefficients a_k = D_k / k! of the softened 1/r (fmm_expansions.hpp); a term's
-     * k - e_i and k - 2e_i come before it. */
-    a[0] = SQRT(inv_r2);
-    for (int q = 1; q < TERMS; ++q) {
-      const int n = table[T_DEGREE + q];
-      const int x1 = table[T_MINUS_ONE + q], y1 = table[T_MINUS_ONE + TERMS + q];
-      const int z1 = table[T_MINUS_ONE + 2 * TERMS + q];
-      const int x2 = table[T_MINUS_TWO + q], y2 = table[T_MINUS_TWO + TERMS + q];
-      const int z2 = table[T_MINUS_TWO + 2 * TERMS + q];
-      const accum first = (x1 >= 0 ? rx * a[x1] : 0) + (y1 >= 0 ? ry * a[y1] : 0) + (z1 >= 0 ? rz * a[z1] : 0);
-      const accum second = (x2 >= 0 ? a[x2] : 0) + (y2 >= 0 ? a[y2] : 0) + (z2 >= 0 ? a[z2] : 0);
-      a[q] = -((2 * n - 1) * first + (n - 1) * second) * inv_r2 / n;
-    }
-    for (int q = 0; q < TERMS; ++q) a[q] *= scales[S_FACTORIAL + q];
-    GLOBAL const accum* S = multipole + (ulong)j * TERMS;
-    for (int k = 0; k < TERMS; ++k) {
-      accum sum = 0;
-      for (int q = table[T_PAIR_START + k]; q < table[T_PAIR_START + k + 1]; ++q)
-        sum += a[table[T_PAIR_SUM + q]] * S[table[T_PAIR_N + q]];
-      L[k] += sum;
-    }
+    m2l_accumulate(z0 - centre[3 * j], z1 - centre[3 * j + 1], z2 - centre[3 * j + 2], eps2,
+                   multipole + (ulong)j * TERMS, L);
   }
   for (int q = 0; q < TERMS; ++q) field[(ulong)i * TERMS + q] = L[q];
 }
