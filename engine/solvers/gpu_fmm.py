@@ -23,6 +23,9 @@ from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
 from ._gpu import GpuSolver
 from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
 
+# Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
+# the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
+P2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "reorder")
 
 
@@ -104,13 +107,13 @@ class GpuFmmSolver(GpuSolver):
     def _kernels(self, potential: bool):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
-                       "WITH_POTENTIAL": potential, **self._table_defines}
+                       "WITH_POTENTIAL": potential, "P2P_GROUP": P2P_GROUP, **self._table_defines}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=m2l_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("upward", "node_parents", "m2l", "l2l", "body_leaves", "evaluate")}
+                                         ("upward", "node_parents", "m2l", "l2l", "evaluate")}
         return self._programs[potential]
 
     def _node_arrays(self, node_count: int) -> None:
@@ -150,17 +153,17 @@ class GpuFmmSolver(GpuSolver):
                                                       self._parent, self._centre, table, scales, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-            self._body_leaf = self.context.empty(count, np.uint32)
-        events["p2p"].append(k["body_leaves"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._body_leaf))
-        events["p2p"].append(k["evaluate"].launch(_launch(count), ITEM_GROUP, tree.body, np.int32(count),
-                                                  self._body_leaf, tree.nodes, lists.p2p_start,
-                                                  lists.p2p_source, self._centre, self._local, table, scales,
-                                                  self.dtype.type(self.softening ** 2), self._result))
+        events["p2p"].append(k["evaluate"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+                                                  lists.p2p_start, lists.p2p_source, self._centre, self._local,
+                                                  table, scales, self.dtype.type(self.softening ** 2),
+                                                  self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}
         self._last = (tree, lists)
         self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
-                      "walk_steps": lists.steps, "nodes": nodes_n, "terms": self._table_defines["TERMS"]}
+                      "m2l_flops": 2 * lists.m2l_pairs * m2l_code(self.order).flops,
+                      "expansion_bits": 8 * self.accum.itemsize, "walk_steps": lists.steps, "nodes": nodes_n,
+                      "terms": self._table_defines["TERMS"]}
         return [event for stage in self._stage_events.values() for event in stage]
 
     def last_lists(self) -> dict:
@@ -174,6 +177,19 @@ class GpuFmmSolver(GpuSolver):
                 "p2p_source": lists.p2p_source.download()[:2 * lists.p2p_pairs],
                 "parent": self._parent.download()[:nodes_n],
                 "centre": self._centre.download()[:3 * nodes_n].reshape(-1, 3)}
+
+    def interaction_counts(self) -> dict:
+        """The last evaluation's ``leaves`` and ``particle_particle`` (body pairs P2P sums, cpu-fmm's
+        count), from the lists copied to the host: for benchmarks, not part of an evaluation."""
+        tree, _ = self._last
+        lists = self.last_lists()
+        nodes = tree.node_records(self.dtype)
+        leaves = np.flatnonzero(nodes["skip"] == np.arange(1, tree.node_count + 1))
+        count = nodes["count"].astype(np.int64)
+        running = np.concatenate([[0], np.cumsum(count[lists["p2p_source"]])])
+        start = lists["p2p_start"].astype(np.int64)
+        listed = count + running[start[1:]] - running[start[:-1]]
+        return {"leaves": int(len(leaves)), "particle_particle": int(np.sum(count[leaves] * (listed[leaves] - 1)))}
 
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in events)

@@ -277,62 +277,84 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
   }
 }
 
-KERNEL void body_leaves(const int node_count, GLOBAL const TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT body_leaf) {
-  const int leaf = GLOBAL_ID;
-  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;
-  for (uint p = nodes[leaf].first; p < nodes[leaf].first + nodes[leaf].count; ++p) body_leaf[p] = (uint)leaf;
-}
-
-DEVICE void pull(const real4 target, GLOBAL const real4* RESTRICT body, const uint begin, const uint end,
-                 const uint self, const real eps2, real* ax, real* ay, real* az, real* phi) {
-  for (uint j = begin; j < end; ++j) {
-    if (j == self) continue;
-    const real4 source = body[j];
-    const real dx = source.x - target.x;
-    const real dy = source.y - target.y;
-    const real dz = source.z - target.z;
-    const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-    const real inv_r = RSQRT(r2);
-    const real m_inv_r = source.w * inv_r;
-    const real w = m_inv_r * inv_r * inv_r;
-    *ax = FMA(w, dx, *ax);
-    *ay = FMA(w, dy, *ay);
-    *az = FMA(w, dz, *az);
-    *phi -= m_inv_r;
-  }
-}
-
-KERNEL void evaluate(GLOBAL const real4* RESTRICT body, const int count, GLOBAL const uint* RESTRICT body_leaf,
-                     GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
-                     GLOBAL const uint* RESTRICT p2p_source, GLOBAL const accum* RESTRICT centre,
-                     GLOBAL const accum* RESTRICT field, GLOBAL const int* RESTRICT table,
-                     GLOBAL const accum* RESTRICT scales, const real eps2, GLOBAL real4* RESTRICT result) {
-  const int p = GLOBAL_ID;
-  if (p >= count) return;
-  const real4 target = body[p];
-  const uint leaf = body_leaf[p];
-  real ax = 0, ay = 0, az = 0, phi = 0;
-  pull(target, body, nodes[leaf].first, nodes[leaf].first + nodes[leaf].count, (uint)p, eps2, &ax, &ay, &az, &phi);
-  for (uint s = p2p_start[leaf]; s < p2p_start[leaf + 1]; ++s) {
-    const uint source = p2p_source[s];
-    pull(target, body, nodes[source].first, nodes[source].first + nodes[source].count, 0xffffffffu, eps2, &ax,
-         &ay, &az, &phi);
-  }
-  accum t[TERMS];
-  monomials(table, scales, (accum)target.x - centre[3 * leaf], (accum)target.y - centre[3 * leaf + 1],
-            (accum)target.z - centre[3 * leaf + 2], t);
-  GLOBAL const accum* L = field + (ulong)leaf * TERMS;
-  accum fx = 0, fy = 0, fz = 0, fphi = 0;
-  for (int k = 0; k < GRADIENT_TERMS; ++k) {
-    fx += L[table[T_PLUS_ONE + k]] * t[k];
-    fy += L[table[T_PLUS_ONE + GRADIENT_TERMS + k]] * t[k];
-    fz += L[table[T_PLUS_ONE + 2 * GRADIENT_TERMS + k]] * t[k];
-  }
+/* P2P and L2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
+ * the group's work-items take the leaf's bodies P2P_GROUP at a time, and the sources - the own
+ * leaf, then its P2P leaves in list order - stream through local memory as one concatenated
+ * sequence, tiles of P2P_GROUP bodies filled across leaf boundaries, so every work-item runs the
+ * same loop over the same sources (no divergence; a source is read from global memory once per
+ * group instead of once per target body). A body's sum is in the per-body order of the lists
+ * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf). */
+KERNEL LAUNCH_BOUNDS(P2P_GROUP, 1)
+void evaluate(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+              GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source,
+              GLOBAL const accum* RESTRICT centre, GLOBAL const accum* RESTRICT field,
+              GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales, const real eps2,
+              GLOBAL real4* RESTRICT result) {
+  LOCAL real4 tile[P2P_GROUP];
+  const int leaf = GROUP_ID;
+  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
+  const uint first = nodes[leaf].first, end = first + nodes[leaf].count;
+  const uint list_end = p2p_start[leaf + 1];
+  for (uint base = first; base < end; base += P2P_GROUP) {
+    const uint p = base + (uint)LOCAL_ID;
+    const bool active = p < end;
+    const real4 target = body[active ? p : first];
+    real ax = 0, ay = 0, az = 0, phi = 0;
+    /* The sequence's cursor: the next source body `at` of the current leaf [.., stop), the next
+     * list entry `entry`; `streamed` counts the bodies before the current tile. */
+    uint at = first, stop = end, entry = p2p_start[leaf], streamed = 0;
+    for (;;) {
+      uint filled = 0;
+      while (filled < P2P_GROUP) {
+        if (at == stop) {
+          if (entry == list_end) break;
+          const uint source = p2p_source[entry++];
+          at = nodes[source].first;
+          stop = at + nodes[source].count;
+          continue;
+        }
+        const uint take = MIN((uint)P2P_GROUP - filled, stop - at);
+        if ((uint)LOCAL_ID >= filled && (uint)LOCAL_ID < filled + take) tile[LOCAL_ID] = body[at + LOCAL_ID - filled];
+        filled += take;
+        at += take;
+      }
+      if (filled == 0) break;
+      SYNC_THREADS;
+      const uint self = p - first - streamed; /* the target's own place in this tile, if any */
+      for (uint k = 0; k < filled; ++k) {
+        const real4 source = tile[k];
+        const real dx = source.x - target.x;
+        const real dy = source.y - target.y;
+        const real dz = source.z - target.z;
+        const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
+        const real inv_r = k == self ? (real)0 : RSQRT(r2);
+        const real m_inv_r = source.w * inv_r;
+        const real w = m_inv_r * inv_r * inv_r;
+        ax = FMA(w, dx, ax);
+        ay = FMA(w, dy, ay);
+        az = FMA(w, dz, az);
+        phi -= m_inv_r;
+      }
+      streamed += filled;
+      SYNC_THREADS;
+    }
+    if (!active) continue;
+    accum t[TERMS];
+    monomials(table, scales, (accum)target.x - centre[3 * leaf], (accum)target.y - centre[3 * leaf + 1],
+              (accum)target.z - centre[3 * leaf + 2], t);
+    GLOBAL const accum* L = field + (ulong)leaf * TERMS;
+    accum fx = 0, fy = 0, fz = 0, fphi = 0;
+    for (int k = 0; k < GRADIENT_TERMS; ++k) {
+      fx += L[table[T_PLUS_ONE + k]] * t[k];
+      fy += L[table[T_PLUS_ONE + GRADIENT_TERMS + k]] * t[k];
+      fz += L[table[T_PLUS_ONE + 2 * GRADIENT_TERMS + k]] * t[k];
+    }
 #ifdef WITH_POTENTIAL
-  for (int k = 0; k < TERMS; ++k) fphi -= L[k] * t[k];
+    for (int k = 0; k < TERMS; ++k) fphi -= L[k] * t[k];
 #else
-  phi = 0;
+    phi = 0;
 #endif
-  result[p] = MAKE_REAL4((real)((accum)ax + fx), (real)((accum)ay + fy), (real)((accum)az + fz),
-                         (real)((accum)phi + fphi));
+    result[p] = MAKE_REAL4((real)((accum)ax + fx), (real)((accum)ay + fy), (real)((accum)az + fz),
+                           (real)((accum)phi + fphi));
+  }
 }
