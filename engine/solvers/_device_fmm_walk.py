@@ -21,7 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compute import Context, DeviceArray, DeviceScan, KernelEvent, launch_size
+from ..errors import InvalidInputError
 from ._device_tree import ITEM_GROUP
+
+# Kernels index list entries and walk counts with 32-bit signed integers.
+MAX_ENTRIES = 2**31 - 1
 
 
 def _grown(size: int) -> int:
@@ -92,6 +96,9 @@ class DeviceDualWalk:
             walk_events += self._scan.scan(counts, 3 * count, counts)
             walk_events.append(k["walk_totals"].launch(1, 1, counts, np.int32(count), self._totals))
             m2l_new, p2p_new, following = (int(v) for v in self._totals.download())
+            if 2 * (filled["m2l"] + m2l_new) > MAX_ENTRIES or 3 * following > MAX_ENTRIES:
+                raise InvalidInputError(f"gpu-fmm's interaction lists outgrow 32-bit indices at this N "
+                                        f"and theta ({filled['m2l'] + m2l_new} M2L pairs so far)")
             m2l = self._keep_growing("m2l", filled["m2l"] + m2l_new, filled["m2l"], walk_events)
             p2p = self._keep_growing("p2p", filled["p2p"] + p2p_new, filled["p2p"], walk_events)
             next_pairs = self._array(frontiers[steps % 2], following, np.uint64)
@@ -115,9 +122,7 @@ class DeviceDualWalk:
         if entries:
             events.append(self._k["directed_keys"].launch(launch_size(pair_count, ITEM_GROUP), ITEM_GROUP,
                                                           self._arrays[name], np.int32(pair_count), keys))
-            sort_events, (keys, _) = self._sort.sort(keys, self._array("order", entries, np.uint32),
-                                                     self._array("spare_keys", entries, np.uint64),
-                                                     self._array("spare_order", entries, np.uint32), entries)
+            sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries)
             events += sort_events
         events.append(self._k["list_starts"].launch(launch_size(entries + 1, ITEM_GROUP), ITEM_GROUP, keys,
                                                     np.int32(entries), np.int32(node_count), start, source))
