@@ -18,8 +18,8 @@ import numpy as np
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
-from ._fmm_code import m2l_code
 from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
+from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
 from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
 
@@ -31,30 +31,6 @@ FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "reorder")
 
 def _launch(count: int) -> int:
     return max(1, -(-count // ITEM_GROUP)) * ITEM_GROUP
-
-
-def table_layout(order: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """The index tables of ``order`` packed as fmm.cl reads them: an int32 array, an array of
-    scales, and the defines giving each table's offset."""
-    tb = expansion_tables(order)
-    ints = [("T_DEGREE", [tb["degree"]]), ("T_MONO_PARENT", [tb["mono_parent"]]),
-            ("T_MONO_AXIS", [tb["mono_axis"]]),
-            ("T_MINUS_ONE", [tb[f"minus_one_{i}"] for i in range(3)]),
-            ("T_MINUS_TWO", [tb[f"minus_two_{i}"] for i in range(3)]),
-            ("T_PAIR_START", [tb["pair_start"]]), ("T_PAIR_N", [tb["pair_n"]]),
-            ("T_PAIR_SUM", [tb["pair_sum"]]),
-            ("T_PLUS_ONE", [tb[f"plus_one_{i}"] for i in range(3)])]
-    defines = {"ORDER": order, "TERMS": tb["terms"], "GRADIENT_TERMS": tb["gradient_terms"]}
-    parts, at = [], 0
-    for name, arrays in ints:
-        defines[name] = at
-        for array in arrays:
-            parts.append(np.asarray(array, np.int32))
-            at += len(array)
-    defines["S_MONO_SCALE"] = 0
-    defines["S_FACTORIAL"] = tb["terms"]
-    scales = np.concatenate([tb["mono_scale"], tb["factorial"]])
-    return np.concatenate(parts), scales, defines
 
 
 class GpuFmmSolver(GpuSolver):
@@ -94,9 +70,7 @@ class GpuFmmSolver(GpuSolver):
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
         self.accum = self._builder.accum
-        table, scales, self._table_defines = table_layout(order)
-        self._table = self.context.upload(table)
-        self._scales = self.context.upload(scales.astype(self.accum))
+        self._terms = int(expansion_tables(order)["terms"])
         self._programs = {}
         self._walk: DeviceDualWalk | None = None
         self._node_capacity = 0
@@ -107,8 +81,8 @@ class GpuFmmSolver(GpuSolver):
     def _kernels(self, potential: bool):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
-                       "WITH_POTENTIAL": potential, "P2P_GROUP": P2P_GROUP, **self._table_defines}
-            program = self.context.build(["tree_common.cl", "fmm.cl"], text=m2l_code(self.order).text,
+                       "WITH_POTENTIAL": potential, "P2P_GROUP": P2P_GROUP, "TERMS": self._terms}
+            program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
@@ -120,7 +94,7 @@ class GpuFmmSolver(GpuSolver):
         if self._node_capacity >= node_count:
             return
         capacity = node_count + node_count // 4
-        empty, terms = self.context.empty, self._table_defines["TERMS"]
+        empty, terms = self.context.empty, self._terms
         self._box = empty(6 * capacity, np.uint32)
         self._shape = empty(4 * capacity, self.accum)
         self._centre = empty(3 * capacity, self.accum)
@@ -135,14 +109,12 @@ class GpuFmmSolver(GpuSolver):
         tree = self._builder.build(body, count, groups=False, moments=False)
         nodes_n = tree.node_count
         self._node_arrays(nodes_n)
-        table, scales = self._table, self._scales
         width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
         for level in range(MORTON_LEVELS, -1, -1):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
                                                        tree.levels, tree.keys, tree.body, tree.cube, self._box,
-                                                       self._shape, self._centre, table, scales,
-                                                       self._multipole))
+                                                       self._shape, self._centre, self._multipole))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
         events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
                                              self._centre, self.accum.type(self.softening ** 2),
@@ -150,20 +122,19 @@ class GpuFmmSolver(GpuSolver):
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
         for level in range(1, MORTON_LEVELS + 1):
             events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
-                                                      self._parent, self._centre, table, scales, self._local))
+                                                      self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
         events["p2p"].append(k["evaluate"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
                                                   lists.p2p_start, lists.p2p_source, self._centre, self._local,
-                                                  table, scales, self.dtype.type(self.softening ** 2),
-                                                  self._result))
+                                                  self.dtype.type(self.softening ** 2), self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}
         self._last = (tree, lists)
         self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
-                      "m2l_flops": 2 * lists.m2l_pairs * m2l_code(self.order).flops,
+                      "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
                       "expansion_bits": 8 * self.accum.itemsize, "walk_steps": lists.steps, "nodes": nodes_n,
-                      "terms": self._table_defines["TERMS"]}
+                      "terms": self._terms}
         return [event for stage in self._stage_events.values() for event in stage]
 
     def last_lists(self) -> dict:

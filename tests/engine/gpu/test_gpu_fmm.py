@@ -81,6 +81,8 @@ def test_gpu_fmm_is_bitwise_repeatable(device):
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
 
 
+# Slow on the CPU device: order 7's generated operators take ~11 s to compile there.
+@pytest.mark.slow
 def test_gpu_fmm_error_falls_with_the_order(device):
     particles = ics.plummer(2048, seed=24)
     ref = make_solver("reference", softening=SOFTENING).accelerations(particles.pos, particles.mass)
