@@ -36,6 +36,8 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     PRECISION,
     replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
     *SOLVER_RUN,
+    Option("expansions", str, None, "gpu-fmm's expansion precision, f64 or f32 (default: the solver's)",
+           choices=("f64", "f32")),
     Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations and "
                                     "a synchronisation) instead of host arrays in and out"),
     Option("rates", bool, False, "GPU solvers: the M2L flop rate against the device's FMA ceiling "
@@ -58,6 +60,7 @@ def _make(name: str, args, **options):
     known = {option.name for option in solver_specs()[name].options}
     wanted = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
               "device": args.device, "leaf_capacity": args.leaf_capacity if name == args.solver else None,
+              "expansions": args.expansions,
               **options}
     return make_solver(name, **{k: v for k, v in wanted.items() if v is not None and k in known})
 

@@ -27,7 +27,7 @@ class ExpansionCode:
 
 
 def _literal(value: float) -> str:
-    return f"(accum){value!r}"
+    return f"(expansion){value!r}"
 
 
 def _sum(terms: list[str]) -> str:
@@ -36,10 +36,10 @@ def _sum(terms: list[str]) -> str:
 
 def _m2l(tb) -> tuple[list[str], int]:
     terms = tb["terms"]
-    lines = ["DEVICE void m2l_accumulate(const accum rx, const accum ry, const accum rz, const accum eps2,",
-             "                            GLOBAL const accum* RESTRICT S, accum* L) {",
-             "  const accum inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
-             "  const accum u0 = SQRT(inv_r2);"]
+    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,",
+             "                            GLOBAL const expansion* RESTRICT S, expansion* L) {",
+             "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
+             "  const expansion u0 = SQRT(inv_r2);"]
     flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)
     axes = ("rx", "ry", "rz")
     for q in range(1, terms):
@@ -55,14 +55,14 @@ def _m2l(tb) -> tuple[list[str], int]:
         if second:
             value += f" + {_literal((n - 1) / n)} * ({_sum(second)})"
             flops += len(second) + 1
-        lines.append(f"  const accum u{q} = -({value}) * inv_r2;")
+        lines.append(f"  const expansion u{q} = -({value}) * inv_r2;")
         flops += 1
     for q in range(terms):
         scale = float(tb["factorial"][q])
         if scale == 1.0:
-            lines.append(f"  const accum d{q} = u{q};")
+            lines.append(f"  const expansion d{q} = u{q};")
         else:
-            lines.append(f"  const accum d{q} = u{q} * {_literal(scale)};")
+            lines.append(f"  const expansion d{q} = u{q} * {_literal(scale)};")
             flops += 1
     start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
     for k in range(terms):
@@ -74,7 +74,7 @@ def _m2l(tb) -> tuple[list[str], int]:
 
 
 def _monomials(tb) -> list[str]:
-    lines = ["DEVICE void monomials(const accum v0, const accum v1, const accum v2, accum* t) {", "  t[0] = 1;"]
+    lines = ["DEVICE void monomials(const expansion v0, const expansion v1, const expansion v2, expansion* t) {", "  t[0] = 1;"]
     for q in range(1, tb["terms"]):
         scale = float(tb["mono_scale"][q])
         value = f"t[{tb['mono_parent'][q]}] * v{tb['mono_axis'][q]}"
@@ -86,8 +86,8 @@ def _shifts(tb) -> list[str]:
     """M2M (a child's multipole C shifted by t into M) and L2L (a parent's local expansion P
     re-expanded by t, added to out), in the table loops' order."""
     start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
-    m2m = ["DEVICE void m2m_accumulate(const accum* t, GLOBAL const accum* RESTRICT C, accum* M) {"]
-    l2l = ["DEVICE void l2l_accumulate(const accum* t, GLOBAL const accum* RESTRICT P, GLOBAL accum* RESTRICT out) {"]
+    m2m = ["DEVICE void m2m_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT C, expansion* M) {"]
+    l2l = ["DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P, GLOBAL expansion* RESTRICT out) {"]
     for a in range(tb["terms"]):
         pairs = range(start[a], start[a + 1])
         m2m += [f"  M[{pair_sum[q]}] += C[{a}] * t[{pair_n[q]}];" for q in pairs]
@@ -97,7 +97,7 @@ def _shifts(tb) -> list[str]:
 
 def _l2p(tb) -> list[str]:
     """The gradient (f[0..2]) and the potential (f[3]) of a local expansion L at monomials t."""
-    lines = ["DEVICE void l2p(const accum* t, GLOBAL const accum* RESTRICT L, accum* f) {"]
+    lines = ["DEVICE void l2p(const expansion* t, GLOBAL const expansion* RESTRICT L, expansion* f) {"]
     for i in range(3):
         plus = tb[f"plus_one_{i}"]
         lines.append(f"  f[{i}] = {_sum([f'L[{plus[k]}] * t[{k}]' for k in range(tb['gradient_terms'])])};")

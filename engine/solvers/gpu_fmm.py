@@ -21,8 +21,10 @@ from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
+from ._options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
 
+EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and local expansions: f64 "
+                    "(cpu-fmm's) or f32 (half the bytes, twice a GPU's FMA rate)", choices=("f64", "f32"))
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
@@ -50,6 +52,9 @@ class GpuFmmSolver(GpuSolver):
         Expansion order p.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
+    expansions : {"f64", "f32"}
+        Precision of the multipole and local expansions (f64: cpu-fmm's, where the device has
+        doubles; f32: half the bytes and, on a GPU, twice the FMA rate).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
@@ -59,9 +64,9 @@ class GpuFmmSolver(GpuSolver):
 
     name = "gpu-fmm"
 
-    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity):
+    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity, expansions):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         order=order, leaf_capacity=leaf_capacity)
+                         order=order, leaf_capacity=leaf_capacity, expansions=expansions)
         self.theta = theta
         self.order = order
         self.leaf_capacity = leaf_capacity
@@ -70,6 +75,8 @@ class GpuFmmSolver(GpuSolver):
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
         self.accum = self._builder.accum
+        fp64 = expansions == "f64" and self.context.info.fp64
+        self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._terms = int(expansion_tables(order)["terms"])
         self._programs = {}
         self._walk: DeviceDualWalk | None = None
@@ -81,7 +88,8 @@ class GpuFmmSolver(GpuSolver):
     def _kernels(self, potential: bool):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
-                       "WITH_POTENTIAL": potential, "P2P_GROUP": P2P_GROUP, "TERMS": self._terms}
+                       "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
+                       "P2P_GROUP": P2P_GROUP, "TERMS": self._terms}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
@@ -99,8 +107,8 @@ class GpuFmmSolver(GpuSolver):
         self._shape = empty(4 * capacity, self.accum)
         self._centre = empty(3 * capacity, self.accum)
         self._parent = empty(capacity, np.uint32)
-        self._multipole = empty(capacity * terms, self.accum)
-        self._local = empty(capacity * terms, self.accum)
+        self._multipole = empty(capacity * terms, self.expansion)
+        self._local = empty(capacity * terms, self.expansion)
         self._node_capacity = capacity
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
@@ -117,7 +125,7 @@ class GpuFmmSolver(GpuSolver):
                                                        self._shape, self._centre, self._multipole))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
         events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
-                                             self._centre, self.accum.type(self.softening ** 2),
+                                             self._centre, self.expansion.type(self.softening ** 2),
                                              self._multipole, self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
         for level in range(1, MORTON_LEVELS + 1):
@@ -133,7 +141,7 @@ class GpuFmmSolver(GpuSolver):
         self._last = (tree, lists)
         self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
                       "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
-                      "expansion_bits": 8 * self.accum.itemsize, "walk_steps": lists.steps, "nodes": nodes_n,
+                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps, "nodes": nodes_n,
                       "terms": self._terms}
         return [event for stage in self._stage_events.values() for event in stage]
 
@@ -177,7 +185,7 @@ SPEC = SolverSpec(
     name="gpu-fmm",
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
-    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY),
+    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY, EXPANSIONS),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )

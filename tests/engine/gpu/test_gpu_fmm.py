@@ -103,3 +103,15 @@ def test_gpu_fmm_hard_inputs_agree_with_cpu_fmm(device, fmm_hard_cases, name):
     scale = max(np.abs(acc_c).max(), np.finfo(np.float32).tiny)
     assert np.abs(acc_g - acc_c).max() <= AGREEMENT["f32"] * scale
     assert np.abs(pot_g - pot_c).max() <= AGREEMENT["f32"] * np.abs(pot_c).max()
+
+
+def test_gpu_fmm_float32_expansions_keep_the_error(device):
+    particles = ics.plummer(4096, seed=27)
+    ref = make_solver("reference", softening=SOFTENING).accelerations(particles.pos, particles.mass)
+    errors = {}
+    for expansions in ("f64", "f32"):
+        gpu = make_solver("gpu-fmm", device=device, order=5, theta=0.6, expansions=expansions)
+        errors[expansions] = rms_relative_error(gpu.accelerations(particles.pos, particles.mass), ref)
+        assert gpu.last_stats["expansion_bits"] == int(expansions[1:])
+    # float32 rounding (~1e-7 relative per term) is far below the truncation error (~1e-4).
+    assert errors["f32"] <= 1.02 * errors["f64"], errors
