@@ -5,7 +5,8 @@ Stages (``last_stats`` reports each one's device seconds), all on the device wit
 there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
 the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
 signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
-``_device_fmm_walk.py``: the one host round trip, 12 bytes per step), ``lists`` (the pairs sorted
+``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
+planned its steps), ``lists`` (the pairs sorted
 into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
 L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one work-item
 per body) and ``reorder``. Expansions in double where the device has it (docs/adr/0154).
@@ -59,7 +60,8 @@ class GpuFmmSolver(GpuSolver):
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
     ``p2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
-    entries, both directions), ``walk_steps``, ``nodes``, ``terms``, ``device``.
+    entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
+    once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``.
     """
 
     name = "gpu-fmm"
@@ -141,7 +143,8 @@ class GpuFmmSolver(GpuSolver):
         self._last = (tree, lists)
         self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
                       "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
-                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps, "nodes": nodes_n,
+                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
+                      "walk_host_reads": lists.host_reads, "nodes": nodes_n,
                       "terms": self._terms}
         return [event for stage in self._stage_events.values() for event in stage]
 

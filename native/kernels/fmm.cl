@@ -129,10 +129,14 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
  * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_count gives each
  * pair its outputs: 1 M2L pair, 1 P2P pair, or the pairs it splits into (a node with itself: each
  * child with itself and each later sibling; else the larger cell's children with the other,
- * the host's split rule), stored as three runs counts[0, n), [n, 2n), [2n, 3n) so that one
- * exclusive scan (scan.cl) over 3n entries places every output: M2L pairs first, P2P pairs next,
- * then the next frontier, each in the frontier's order. walk_emit writes them there; nothing is
- * contended and the order is fixed, so every run gives the same arrays. */
+ * the host's split rule), stored as three runs counts[0, w), [w, 2w), [2w, 3w) (w, the launch's
+ * width, is at least the frontier's size; entries past it count nothing) so that one exclusive
+ * scan (scan.cl) over 3w entries places every output: M2L pairs first, P2P pairs next, then the
+ * next frontier, each in the frontier's order. walk_emit writes them there and walk_advance
+ * moves the totals on; nothing is contended and the order is fixed, so every run gives the same
+ * arrays. The walk's state stays on the device (`state`: frontier size, M2L and P2P pairs so far,
+ * overflow), so the host may queue steps at widths it expects and read the state once: an
+ * output past an array's capacity is not written but flagged, and the host walks again. */
 
 DEVICE bool walk_leaf(GLOBAL const TreeNode* RESTRICT nodes, const uint a) { return nodes[a].skip == a + 1; }
 
@@ -162,55 +166,91 @@ DEVICE int walk_kind(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* 
   return 2;
 }
 
-KERNEL void walk_count(GLOBAL const ulong* RESTRICT pairs, const int count, GLOBAL const TreeNode* RESTRICT nodes,
-                       GLOBAL const accum* RESTRICT shape, const accum theta2, GLOBAL uint* RESTRICT counts) {
+KERNEL void walk_start(GLOBAL uint* RESTRICT state) {
+  if (GLOBAL_ID != 0) return;
+  state[0] = 1; /* the frontier: the root with itself */
+  state[1] = 0;
+  state[2] = 0;
+  state[3] = 0;
+}
+
+KERNEL void walk_count(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL const uint* RESTRICT state,
+                       GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                       GLOBAL uint* RESTRICT counts) {
   const int i = GLOBAL_ID;
-  if (i >= count) return;
-  const uint a = (uint)(pairs[i] >> 32), b = (uint)pairs[i];
-  uint split = 0, other = 0;
-  const int kind = walk_kind(nodes, shape, theta2, a, b, &split, &other);
-  uint children = 0;
+  if (i >= width) return;
+  int kind = 4;
+  uint split = 0, other = 0, a = 0, children = 0;
+  if ((uint)i < state[0]) {
+    a = (uint)(pairs[i] >> 32);
+    kind = walk_kind(nodes, shape, theta2, a, (uint)pairs[i], &split, &other);
+  }
   if (kind >= 2 && kind <= 3) {
     const uint s = kind == 2 ? split : a;
     for (uint c = s + 1; c < nodes[s].skip; c = nodes[c].skip) ++children;
   }
   counts[i] = kind == 0;
-  counts[count + i] = kind == 1;
-  counts[2 * count + i] = kind == 2 ? children : (kind == 3 ? children * (children + 1) / 2 : 0);
+  counts[width + i] = kind == 1;
+  counts[2 * width + i] = kind == 2 ? children : (kind == 3 ? children * (children + 1) / 2 : 0);
 }
 
-/* offsets: the exclusive scan of walk_count's 3n counts (3n + 1 entries). */
-KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int count, GLOBAL const TreeNode* RESTRICT nodes,
-                      GLOBAL const accum* RESTRICT shape, const accum theta2, GLOBAL const uint* RESTRICT offsets,
-                      GLOBAL ulong* RESTRICT m2l, const uint m2l_base, GLOBAL ulong* RESTRICT p2p,
-                      const uint p2p_base, GLOBAL ulong* RESTRICT next) {
+/* offsets: the exclusive scan of walk_count's 3w counts (3w + 1 entries). */
+KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL uint* RESTRICT state,
+                      GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                      GLOBAL const uint* RESTRICT offsets, GLOBAL ulong* RESTRICT m2l, const uint m2l_capacity,
+                      GLOBAL ulong* RESTRICT p2p, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
+                      const uint next_capacity) {
   const int i = GLOBAL_ID;
-  if (i >= count) return;
+  if (i >= width || (uint)i >= state[0]) return;
   const ulong pair = pairs[i];
   const uint a = (uint)(pair >> 32), b = (uint)pair;
   uint split = 0, other = 0;
   const int kind = walk_kind(nodes, shape, theta2, a, b, &split, &other);
-  const uint m2l_end = offsets[count], p2p_end = offsets[2 * count];
-  if (kind == 0) m2l[m2l_base + offsets[i]] = pair;
-  else if (kind == 1) p2p[p2p_base + offsets[count + i] - m2l_end] = pair;
-  else if (kind == 2) {
-    uint at = offsets[2 * count + i] - p2p_end;
-    for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) next[at++] = ((ulong)c << 32) | other;
-  } else if (kind == 3) {
-    uint at = offsets[2 * count + i] - p2p_end;
-    for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
-      next[at++] = ((ulong)c << 32) | c;
-      for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) next[at++] = ((ulong)c << 32) | d;
+  const uint m2l_end = offsets[width], p2p_end = offsets[2 * width];
+  bool overflow = false;
+  if (kind == 0) {
+    const uint at = state[1] + offsets[i];
+    if (at < m2l_capacity) m2l[at] = pair;
+    else overflow = true;
+  } else if (kind == 1) {
+    const uint at = state[2] + offsets[width + i] - m2l_end;
+    if (at < p2p_capacity) p2p[at] = pair;
+    else overflow = true;
+  } else if (kind >= 2 && kind <= 3) {
+    uint at = offsets[2 * width + i] - p2p_end;
+    if (at + offsets[2 * width + i + 1] - offsets[2 * width + i] > next_capacity) overflow = true;
+    else if (kind == 2) {
+      for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) next[at++] = ((ulong)c << 32) | other;
+    } else {
+      for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
+        next[at++] = ((ulong)c << 32) | c;
+        for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) next[at++] = ((ulong)c << 32) | d;
+      }
     }
   }
+  if (overflow) state[3] = 1; /* every writer stores the same value */
 }
 
-/* The step's three totals (M2L pairs, P2P pairs, next frontier), the one read per step. */
-KERNEL void walk_totals(GLOBAL const uint* RESTRICT offsets, const int count, GLOBAL uint* RESTRICT totals) {
+/* The step's new outputs (M2L pairs, P2P pairs, next frontier), for a host that sizes the arrays
+ * before walk_emit. */
+KERNEL void walk_totals(GLOBAL const uint* RESTRICT offsets, const int width, GLOBAL uint* RESTRICT totals) {
   if (GLOBAL_ID != 0) return;
-  totals[0] = offsets[count];
-  totals[1] = offsets[2 * count] - offsets[count];
-  totals[2] = offsets[3 * count] - offsets[2 * count];
+  totals[0] = offsets[width];
+  totals[1] = offsets[2 * width] - offsets[width];
+  totals[2] = offsets[3 * width] - offsets[2 * width];
+}
+
+/* The step's totals into the state (one work-item, after walk_emit has read the old ones). A
+ * next frontier wider than the next step's launch (next_width) is an overflow too; after an
+ * overflow the frontier is emptied, so that no later step reads pairs that were never written. */
+KERNEL void walk_advance(GLOBAL const uint* RESTRICT offsets, const int width, const uint next_width,
+                         GLOBAL uint* RESTRICT state) {
+  if (GLOBAL_ID != 0) return;
+  state[1] += offsets[width];
+  state[2] += offsets[2 * width] - offsets[width];
+  state[0] = offsets[3 * width] - offsets[2 * width];
+  if (state[0] > next_width) state[3] = 1;
+  if (state[3]) state[0] = 0;
 }
 
 KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBAL ulong* RESTRICT to) {

@@ -61,16 +61,27 @@ def test_gpu_fmm_walk_on_hard_inputs(device, fmm_hard_cases, name):
     _assert_same_lists(cpu, gpu)
 
 
-def test_gpu_fmm_walk_is_repeatable_and_reuses_its_arrays(device):
+def test_gpu_fmm_walk_plan_queues_the_steps_and_recovers_from_overflow(device):
     gpu = make_solver("gpu-fmm", device=device, order=2, theta=0.6)
     small, large = ics.plummer(500, seed=25), ics.plummer(3000, seed=26)
-    gpu.accelerations(small.pos, small.mass)
-    gpu.accelerations(large.pos, large.mass)  # the lists outgrow the small input's arrays
+    small_acc = gpu.accelerations(small.pos, small.mass)
+    assert gpu.last_stats["walk_host_reads"] == gpu.last_stats["walk_steps"]  # step by step: no plan yet
+    small_lists = gpu.last_lists()
+    # The lists outgrow the small input's plan: the queued walk overflows and is walked again.
+    first_acc = gpu.accelerations(large.pos, large.mass)
+    assert gpu.last_stats["walk_host_reads"] == 1 + gpu.last_stats["walk_steps"]
     first = gpu.last_lists()
-    gpu.accelerations(large.pos, large.mass)
+    second_acc = gpu.accelerations(large.pos, large.mass)
+    assert gpu.last_stats["walk_host_reads"] == 1  # the plan's steps queued at once
     second = gpu.last_lists()
     for name, values in first.items():
         assert np.array_equal(values, second[name]), name
+    assert np.array_equal(first_acc, second_acc)
+    # A smaller tree fits the larger one's plan (its last steps run empty).
+    assert np.array_equal(gpu.accelerations(small.pos, small.mass), small_acc)
+    assert gpu.last_stats["walk_host_reads"] == 1
+    for name, values in small_lists.items():
+        assert np.array_equal(values, gpu.last_lists()[name]), name
 
 
 def test_gpu_fmm_is_bitwise_repeatable(device):
