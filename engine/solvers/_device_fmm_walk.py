@@ -1,4 +1,4 @@
-"""gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0154): the
+"""gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0157): the
 interaction lists of native ``fmm_lists`` (cpu-fmm's), computed breadth first over node pairs.
 
 Each step classifies the frontier's pairs (``walk_count``), places every output with one

@@ -1,5 +1,5 @@
 """gpu-fmm's expansion operators of one order as straight-line kernel code, generated from the
-expansion tables (``native/fmm_expansions.hpp``; docs/adr/0154): the monomials t_n(v) = v^n / n!,
+expansion tables (``native/fmm_expansions.hpp``; docs/adr/0157): the monomials t_n(v) = v^n / n!,
 M2M, M2L, L2L and L2P, declared in ``fmm.cl``.
 
 Table-driven loops index the expansions with values read from memory, so a GPU compiler keeps

@@ -9,7 +9,7 @@ signed multipoles, one launch per cell level), ``walk`` (the dual tree walk brea
 planned its steps), ``lists`` (the pairs sorted
 into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
 L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one work-item
-per body) and ``reorder``. Expansions in double where the device has it (docs/adr/0154).
+per body) and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
 """
 
 from __future__ import annotations

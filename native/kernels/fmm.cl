@@ -2,7 +2,7 @@
  * nodes), the same arithmetic as cpu-fmm (native/fmm.cpp, native/fmm_expansions.hpp).
  *
  * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
- * about the centre of each node's key box, every stage on the device (docs/adr/0154):
+ * about the centre of each node's key box, every stage on the device (docs/adr/0157):
  *   upward       once per cell level, deepest first: each node's key box, centre and walk
  *                geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
  *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
