@@ -215,7 +215,7 @@ class CudaKeySort(KeySort):
     """CuPy's stable device sort (``cupy.argsort``) on the context's stream: faster on an
     NVIDIA GPU than the portable radix passes."""
 
-    def sort(self, keys, order, spare_keys, spare_order, count):
+    def sort(self, keys, order, spare_keys, spare_order, count, *, bits=64):
         cupy = _cupy()
         context = self.context
         with context.device, context.stream:
@@ -227,14 +227,16 @@ class CudaKeySort(KeySort):
             end.record(context.stream)
         return [CudaEvent(start, end)], (spare_keys, spare_order)
 
-    def sort_keys(self, keys, spare_keys, count):
+    def sort_keys(self, keys, spare_keys, count, *, bits=64):
         # Keys alone: CuPy's sort of unsigned integers is a radix sort that moves only the keys,
-        # half the bytes of a sort that carries an order (and no gather after it).
+        # half the bytes of a sort that carries an order (and no gather after it); keys below
+        # 2**32 sort as uint32, half the passes of half the bytes.
         cupy = _cupy()
         context = self.context
         with context.device, context.stream:
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record(context.stream)
-            spare_keys.memory[:count] = cupy.sort(keys.memory[:count])
+            view = keys.memory[:count]
+            spare_keys.memory[:count] = cupy.sort(view.astype(cupy.uint32) if bits <= 32 else view)
             end.record(context.stream)
         return [CudaEvent(start, end)], spare_keys

@@ -6,7 +6,8 @@ exclusive scan over three runs of counts (M2L pairs, P2P pairs, next frontier: t
 layer's :class:`DeviceScan`), writes them (``walk_emit``) and moves the totals on
 (``walk_advance``); the walk's state (frontier size, pairs so far, an overflow flag) stays on the
 device. The unordered pairs then become per-target lists: both directions as
-``target << 32 | source`` keys, sorted by the compute layer's key sort, and ``list_starts`` cuts
+``target << b | source`` keys (b the bits of a node index: below 65536 nodes the keys fit 32 bits,
+which halves the sort's passes), sorted by the compute layer's key sort, and ``list_starts`` cuts
 them by target. Sorted by (target, source), the lists are exactly the host's, entry for entry.
 
 Host round trips: the first walk (and any walk after an overflow) reads each step's totals (12
@@ -175,14 +176,16 @@ class DeviceDualWalk:
     def _directed(self, name: str, pair_count: int, node_count: int,
                   events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
         entries = 2 * pair_count
+        shift = np.int32(max(1, (node_count - 1).bit_length()))  # bits of a node index
         keys = self._array("keys", entries, np.uint64)
         start = self._array(f"{name}_start", node_count + 1, np.uint32)
         source = self._array(f"{name}_source", entries, np.uint32)
         if entries:
             events.append(self._k["directed_keys"].launch(launch_size(pair_count, ITEM_GROUP), ITEM_GROUP,
-                                                          self._arrays[name], np.int32(pair_count), keys))
-            sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries)
+                                                          self._arrays[name], np.int32(pair_count), shift, keys))
+            sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries,
+                                                     bits=2 * int(shift))
             events += sort_events
         events.append(self._k["list_starts"].launch(launch_size(entries + 1, ITEM_GROUP), ITEM_GROUP, keys,
-                                                    np.int32(entries), np.int32(node_count), start, source))
+                                                    np.int32(entries), np.int32(node_count), shift, start, source))
         return start, source

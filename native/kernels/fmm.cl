@@ -258,26 +258,28 @@ KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBA
   if (i < count) to[i] = from[i];
 }
 
-/* Both directions of each unordered pair, as target << 32 | source: sorted, they are the lists
- * gathered by target with sources ascending (the host's directed_lists). */
-KERNEL void directed_keys(GLOBAL const ulong* RESTRICT pairs, const int count, GLOBAL ulong* RESTRICT keys) {
+/* Both directions of each unordered pair, as target << shift | source (shift: the bits of a node
+ * index, so that small trees sort narrow keys): sorted, they are the lists gathered by target
+ * with sources ascending (the host's directed_lists). */
+KERNEL void directed_keys(GLOBAL const ulong* RESTRICT pairs, const int count, const int shift,
+                          GLOBAL ulong* RESTRICT keys) {
   const int i = GLOBAL_ID;
   if (i >= count) return;
-  const ulong pair = pairs[i];
-  keys[2 * i] = pair;
-  keys[2 * i + 1] = (pair << 32) | (pair >> 32);
+  const ulong a = pairs[i] >> 32, b = pairs[i] & 0xffffffffUL;
+  keys[2 * i] = (a << shift) | b;
+  keys[2 * i + 1] = (b << shift) | a;
 }
 
 /* From the sorted directed keys: source[k] and start[t] = the first k whose target is >= t
  * (start has node_count + 1 entries), each entry written by exactly one work-item. */
-KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, const int node_count,
+KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, const int node_count, const int shift,
                         GLOBAL uint* RESTRICT start, GLOBAL uint* RESTRICT source) {
   const int k = GLOBAL_ID;
   if (k > count) return;
-  const long target = k < count ? (long)(keys[k] >> 32) : (long)node_count;
-  const long before = k > 0 ? (long)(keys[k - 1] >> 32) : -1;
+  const long target = k < count ? (long)(keys[k] >> shift) : (long)node_count;
+  const long before = k > 0 ? (long)(keys[k - 1] >> shift) : -1;
   for (long t = before + 1; t <= target; ++t) start[t] = (uint)k;
-  if (k < count) source[k] = (uint)keys[k];
+  if (k < count) source[k] = (uint)(keys[k] & ((1UL << shift) - 1));
 }
 
 KERNEL void m2l(const int node_count, GLOBAL const uint* RESTRICT m2l_start,
