@@ -8,8 +8,8 @@ signed multipoles, one launch per cell level), ``walk`` (the dual tree walk brea
 ``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
 planned its steps), ``lists`` (the pairs sorted
 into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
-L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one work-item
-per body) and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
+L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work-group per leaf),
+``l2p`` and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and lo
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
-FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "reorder")
+FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
 def _launch(count: int) -> int:
@@ -59,7 +59,7 @@ class GpuFmmSolver(GpuSolver):
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
-    ``p2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
+    ``p2p_s``, ``l2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
     entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
     once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``.
     """
@@ -97,7 +97,7 @@ class GpuFmmSolver(GpuSolver):
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("upward", "node_parents", "m2l", "l2l", "evaluate")}
+                                         ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
         return self._programs[potential]
 
     def _node_arrays(self, node_count: int) -> None:
@@ -135,9 +135,11 @@ class GpuFmmSolver(GpuSolver):
                                                       self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        events["p2p"].append(k["evaluate"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
-                                                  lists.p2p_start, lists.p2p_source, self._centre, self._local,
-                                                  self.dtype.type(self.softening ** 2), self._result))
+        events["p2p"].append(k["p2p"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+                                             lists.p2p_start, lists.p2p_source,
+                                             self.dtype.type(self.softening ** 2), self._result))
+        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * P2P_GROUP, P2P_GROUP, n_nodes, tree.nodes, tree.body,
+                                                    self._centre, self._local, self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}
         self._last = (tree, lists)

@@ -14,8 +14,9 @@
  *                R = z_target - z_source times the source's signed multipole, over its M2L list;
  *   l2l          once per cell level, shallowest first, each node adding its parent's local
  *                expansion re-expanded about its own centre;
- *   evaluate     every body: the pairwise pull of its own leaf (itself excluded) and its P2P
- *                leaves, then L2P of its leaf's local expansion.
+ *   p2p          every body: the pairwise pull of its own leaf (itself excluded) and its P2P
+ *                leaves;
+ *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP,
@@ -313,18 +314,19 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
   l2l_accumulate(t, field + (ulong)p * TERMS, field + (ulong)c * TERMS);
 }
 
-/* P2P and L2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
+/* P2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
  * the group's work-items take the leaf's bodies P2P_GROUP at a time, and the sources - the own
  * leaf, then its P2P leaves in list order - stream through local memory as one concatenated
  * sequence, tiles of P2P_GROUP bodies filled across leaf boundaries, so every work-item runs the
  * same loop over the same sources (no divergence; a source is read from global memory once per
  * group instead of once per target body). A body's sum is in the per-body order of the lists
- * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf). */
+ * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf).
+ * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
+ * take registers from this loop. */
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, 1)
-void evaluate(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
-              GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source,
-              GLOBAL const accum* RESTRICT centre, GLOBAL const expansion* RESTRICT field, const real eps2,
-              GLOBAL real4* RESTRICT result) {
+void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+         GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
+         GLOBAL real4* RESTRICT result) {
   LOCAL real4 tile[P2P_GROUP];
   const int leaf = GROUP_ID;
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
@@ -373,16 +375,31 @@ void evaluate(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL co
       streamed += filled;
       SYNC_THREADS;
     }
-    if (!active) continue;
+#ifndef WITH_POTENTIAL
+    phi = 0;
+#endif
+    if (active) result[p] = MAKE_REAL4(ax, ay, az, phi);
+  }
+}
+
+/* L2P: each body adds its leaf's local expansion to its pairwise sum (p2p's result), rounding
+ * once: real(accum(pair sum) + far field). One work-group per leaf, as p2p. */
+KERNEL void l2p_bodies(const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+                       GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
+                       GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT result) {
+  const int leaf = GROUP_ID;
+  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;
+  const uint end = nodes[leaf].first + nodes[leaf].count;
+  for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
+    const real4 target = body[p], near = result[p];
     expansion t[TERMS], f[4];
     monomials((expansion)((accum)target.x - centre[3 * leaf]), (expansion)((accum)target.y - centre[3 * leaf + 1]),
               (expansion)((accum)target.z - centre[3 * leaf + 2]), t);
     l2p(t, field + (ulong)leaf * TERMS, f);
 #ifndef WITH_POTENTIAL
-    phi = 0;
     f[3] = 0;
 #endif
-    result[p] = MAKE_REAL4((real)((accum)ax + (accum)f[0]), (real)((accum)ay + (accum)f[1]),
-                           (real)((accum)az + (accum)f[2]), (real)((accum)phi + (accum)f[3]));
+    result[p] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
+                           (real)((accum)near.z + (accum)f[2]), (real)((accum)near.w + (accum)f[3]));
   }
 }
