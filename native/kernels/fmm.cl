@@ -323,7 +323,11 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf).
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
  * take registers from this loop. */
-KERNEL LAUNCH_BOUNDS(P2P_GROUP, 1)
+/* Residency (CUDA): a multiprocessor holds at most 32 work-groups, so groups of 32 reach half
+ * its threads at best; asking for 32 of them caps a thread at 64 registers, which the float32
+ * loop fits (float64 asks for 16). */
+#define P2P_RESIDENT_GROUPS (REAL_BITS == 32 ? 32 : 16)
+KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
          GLOBAL real4* RESTRICT result) {
