@@ -63,6 +63,7 @@ class Renderer:
         size = (max(int(width), 1), max(int(height), 1))
         if size == self.size:
             return
+        self.splat.discard()  # light of the old size
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()
@@ -82,12 +83,18 @@ class Renderer:
         ctx.blend_equation = ctx.FUNC_ADD
 
     def accumulate(self, scene: ParticleScene, view_projection: np.ndarray,
-                   style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0) -> None:
-        """Clear the accumulation target and add every particle into it."""
+                   style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0,
+                   deferred: bool = False) -> None:
+        """Clear the accumulation target and add every particle into it. ``deferred``: light
+        splatted on a compute device reaches the target when :meth:`land` finds it ready (a
+        live frame's splat waits on the device for the step that made the frame; GL work
+        waiting behind it would cost the simulation its time), until then the target keeps the
+        last light."""
         if isinstance(style, PointStyle) and self._splat(scene, view_projection, style,
-                                                         pixel_ratio):
+                                                         pixel_ratio, deferred):
             self._style = style
             return
+        self.splat.discard()  # deferred light must not land over this pass's
         self.begin_accumulation()
         if isinstance(style, DensityStyle):
             # pixels per world unit at clip w = 1: the projection's y scale (the view's rows are
@@ -101,13 +108,18 @@ class Renderer:
         self.ctx.disable(self.ctx.BLEND)
         self._style = style
 
-    def _splat(self, scene, view_projection, style, pixel_ratio) -> bool:
+    def land(self) -> bool:
+        """Bring deferred light into the accumulation target if it is ready; returns whether
+        the target changed."""
+        return self.accumulation is not None and self.splat.land(self.accumulation, wait=False)
+
+    def _splat(self, scene, view_projection, style, pixel_ratio, deferred) -> bool:
         if scene.device is None or self.splat_unavailable is not None or \
                 self.target_format != "rgba32f":
             return False
         try:
             self.splat.draw(scene, view_projection, style, self.accumulation,
-                            pixel_ratio=pixel_ratio)
+                            pixel_ratio=pixel_ratio, deferred=deferred)
         except (DeviceUnavailableError, KernelBuildError) as error:
             self.splat_unavailable = str(error)
             self.splat.release()
@@ -135,7 +147,9 @@ class Renderer:
         self.present(output, tone)
 
     def read_accumulation(self) -> np.ndarray:
-        """The accumulation target as a (height, width, 4) float32 array, bottom row first."""
+        """The accumulation target as a (height, width, 4) float32 array, bottom row first
+        (deferred light included)."""
+        self.splat.land(self.accumulation)
         data = self._accumulation_fbo.read(components=4, dtype="f4")
         return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
 
