@@ -36,8 +36,8 @@ def _sum(terms: list[str]) -> str:
 
 def _m2l(tb) -> tuple[list[str], int]:
     terms = tb["terms"]
-    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,",
-             "                            GLOBAL const expansion* RESTRICT S, expansion* L) {",
+    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
+             "                            const expansion eps2, GLOBAL const expansion* RESTRICT S, expansion* L) {",
              "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
              "  const expansion u0 = SQRT(inv_r2);"]
     flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)
@@ -74,7 +74,8 @@ def _m2l(tb) -> tuple[list[str], int]:
 
 
 def _monomials(tb) -> list[str]:
-    lines = ["DEVICE void monomials(const expansion v0, const expansion v1, const expansion v2, expansion* t) {", "  t[0] = 1;"]
+    lines = ["DEVICE void monomials(const expansion v0, const expansion v1, const expansion v2, expansion* t) {",
+             "  t[0] = 1;"]
     for q in range(1, tb["terms"]):
         scale = float(tb["mono_scale"][q])
         value = f"t[{tb['mono_parent'][q]}] * v{tb['mono_axis'][q]}"
@@ -87,7 +88,8 @@ def _shifts(tb) -> list[str]:
     re-expanded by t, added to out), in the table loops' order."""
     start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
     m2m = ["DEVICE void m2m_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT C, expansion* M) {"]
-    l2l = ["DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P, GLOBAL expansion* RESTRICT out) {"]
+    l2l = ["DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P,",
+           "                            GLOBAL expansion* RESTRICT out) {"]
     for a in range(tb["terms"]):
         pairs = range(start[a], start[a + 1])
         m2m += [f"  M[{pair_sum[q]}] += C[{a}] * t[{pair_n[q]}];" for q in pairs]
