@@ -117,7 +117,7 @@ class DeviceDualWalk:
         events.append(k["walk_count"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts))
         events += self._scan.scan(counts, 3 * width, counts)
         if totals:  # the stepwise walk reads them and sizes the arrays before walk_emit
-            events.append(k["walk_totals"].launch(1, 1, counts, np.int32(width), self._totals))
+            events.append(k["walk_totals"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width), self._totals))
             return
         self._emit(pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events)
 
@@ -127,12 +127,13 @@ class DeviceDualWalk:
         events.append(k["walk_emit"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts,
                                             m2l, np.uint32(m2l.size), p2p, np.uint32(p2p.size), next_pairs,
                                             np.uint32(next_pairs.size)))
-        events.append(k["walk_advance"].launch(1, 1, counts, np.int32(width), np.uint32(next_width), state))
+        events.append(k["walk_advance"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width),
+                                               np.uint32(next_width), state))
 
     def _planned(self, geometry, events: list[KernelEvent]):
         """Every step of the plan queued at once; None when the tree outgrew it."""
         plan = self.plan
-        self._k["walk_start"].launch(1, 1, self._state)
+        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
         widest = max(plan.widths)
         frontiers = [self._array(name, widest, np.uint64) for name in FRONTIERS]
         counts = self._array("counts", 3 * widest + 1, np.uint32)
@@ -150,7 +151,7 @@ class DeviceDualWalk:
 
     def _stepwise(self, geometry, events: list[KernelEvent], reads: int):
         """Step by step, reading each step's totals; renews the plan."""
-        self._k["walk_start"].launch(1, 1, self._state)
+        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
         pairs, count, widths = self._root, 1, []
         filled = {"m2l": 0, "p2p": 0}
         while count:
