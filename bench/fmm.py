@@ -113,6 +113,14 @@ def _rates(stats: dict, limits: dict) -> dict:
     return rates
 
 
+def _print_resources(solver, order: int) -> None:
+    """The expansion and pair kernels' registers and spills, where the backend reports them."""
+    resources = {name: r for name, r in getattr(solver, "kernel_resources", dict)().items() if r}
+    if resources:
+        print(f"order {order} kernels, per work-item: " + "; ".join(
+            f"{name} " + ", ".join(f"{key} {value}" for key, value in r.items()) for name, r in resources.items()))
+
+
 def _limits(args) -> dict:
     """The device's FMA ceilings and gpu-direct's pair rate (device seconds) at ``direct_n``."""
     from .ceilings import measure_device
@@ -153,6 +161,8 @@ def run(**options) -> list[dict]:
                 solver = _make(args.solver, args, order=order, theta=theta)
                 grid.append({"table": "grid", "solver": args.solver, "n": n, "order": order, "theta": theta,
                              **_measure(solver, particles, exact, targets, args, limits)})
+                if limits and theta == args.thetas[0]:
+                    _print_resources(solver, order)
         stage_columns = [f"{s}_s" for s in STAGES if f"{s}_s" in grid[0]]
         rate_columns = [c for c in ("m2l_gflops", "m2l_fma_fraction", "p2p_gpairs", "p2p_direct_fraction")
                         if c in grid[0]]

@@ -109,6 +109,12 @@ class CudaKernel(Kernel):
         self._context = context
         self._function = function
 
+    def resources(self) -> dict[str, int]:
+        names = {"registers": "num_regs", "local_bytes": "local_size_bytes", "shared_bytes": "shared_size_bytes"}
+        with self._context.device:
+            return {key: int(getattr(self._function, attribute)) for key, attribute in names.items()
+                    if hasattr(self._function, attribute)}
+
     def launch(self, global_size: int, local_size: int, *args) -> KernelEvent:
         self._check_sizes(global_size, local_size, self._context.info.max_work_group_size)
         if local_size % WARP:

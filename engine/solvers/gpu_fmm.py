@@ -150,6 +150,12 @@ class GpuFmmSolver(GpuSolver):
                       "terms": self._terms}
         return [event for stage in self._stage_events.values() for event in stage]
 
+    def kernel_resources(self) -> dict[str, dict[str, int]]:
+        """Registers and spills of the expansion and pair kernels where the backend reports them
+        (CUDA), per kernel name: for benchmarks, to tell a kernel that spills."""
+        return {name: kernel.resources() for name, kernel in self._kernels(False).items()
+                if name in ("upward", "m2l", "l2l", "p2p", "l2p_bodies")}
+
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, parents and centres, copied to the host (for
         tests and benchmarks; cpu-fmm's ``last_lists`` names)."""
