@@ -128,9 +128,9 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
 
 /* ---- The dual tree walk, breadth first (native fmm_lists.cpp's DualWalk, one step per launch).
  * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_count gives each
- * pair its outputs: 1 M2L pair, 1 P2P pair, or the pairs it splits into (a node with itself: each
- * child with itself and each later sibling; else the larger cell's children with the other,
- * the host's split rule), stored as three runs counts[0, w), [w, 2w), [2w, 3w) (w, the launch's
+ * pair its outputs two levels down: M2L pairs, P2P pairs and the pairs still to split (a node
+ * with itself splits into each child with itself and each later sibling; else the larger cell's
+ * children pair with the other, the host's split rule), stored as three runs counts[0, w), [w, 2w), [2w, 3w) (w, the launch's
  * width, is at least the frontier's size; entries past it count nothing) so that one exclusive
  * scan (scan.cl) over 3w entries places every output: M2L pairs first, P2P pairs next, then the
  * next frontier, each in the frontier's order. walk_emit writes them there and walk_advance
@@ -175,24 +175,87 @@ KERNEL void walk_start(GLOBAL uint* RESTRICT state) {
   state[3] = 0;
 }
 
+/* The pairs a split pair (kind 2 or 3) turns into, in the host's order, into out (at most 36:
+ * eight children with themselves and each later sibling); returns how many. */
+DEVICE uint child_pairs(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split,
+                        const uint other, ulong* out) {
+  uint n = 0;
+  if (kind == 2) {
+    for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) out[n++] = ((ulong)c << 32) | other;
+  } else {
+    for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
+      out[n++] = ((ulong)c << 32) | c;
+      for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) out[n++] = ((ulong)c << 32) | d;
+    }
+  }
+  return n;
+}
+
+DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split) {
+  const uint s = kind == 2 ? split : a;
+  uint children = 0;
+  for (uint c = s + 1; c < nodes[s].skip; c = nodes[c].skip) ++children;
+  return kind == 2 ? children : children * (children + 1) / 2;
+}
+
+/* One step takes each frontier pair two levels down: the pair itself, and when it splits, each
+ * of its child pairs (which emit, or go to the next frontier as their own child pairs): half the
+ * steps (launches and, walking step by step, host reads) of one level a step. */
 KERNEL void walk_count(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL const uint* RESTRICT state,
                        GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
                        GLOBAL uint* RESTRICT counts) {
   const int i = GLOBAL_ID;
   if (i >= width) return;
-  int kind = 4;
-  uint split = 0, other = 0, a = 0, children = 0;
+  uint m2l = 0, p2p = 0, next = 0;
   if ((uint)i < state[0]) {
-    a = (uint)(pairs[i] >> 32);
-    kind = walk_kind(nodes, shape, theta2, a, (uint)pairs[i], &split, &other);
+    const uint a = (uint)(pairs[i] >> 32);
+    uint split = 0, other = 0;
+    const int kind = walk_kind(nodes, shape, theta2, a, (uint)pairs[i], &split, &other);
+    m2l = kind == 0;
+    p2p = kind == 1;
+    if (kind == 2 || kind == 3) {
+      ulong kids[36];
+      const uint n = child_pairs(nodes, kind, a, split, other, kids);
+      for (uint k = 0; k < n; ++k) {
+        const uint ka = (uint)(kids[k] >> 32);
+        uint ks = 0, ko = 0;
+        const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
+        m2l += kk == 0;
+        p2p += kk == 1;
+        if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
+      }
+    }
   }
-  if (kind >= 2 && kind <= 3) {
-    const uint s = kind == 2 ? split : a;
-    for (uint c = s + 1; c < nodes[s].skip; c = nodes[c].skip) ++children;
+  counts[i] = m2l;
+  counts[width + i] = p2p;
+  counts[2 * width + i] = next;
+}
+
+/* Writes one output pair at m2l_at / p2p_at or its child pairs at next_at (cursors advance);
+ * a write past a capacity is dropped and flagged. */
+DEVICE void walk_write(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                       const ulong pair, GLOBAL ulong* RESTRICT m2l, uint* m2l_at, const uint m2l_capacity,
+                       GLOBAL ulong* RESTRICT p2p, uint* p2p_at, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
+                       uint* next_at, const uint next_capacity, bool* overflow) {
+  const uint a = (uint)(pair >> 32);
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  if (kind == 0) {
+    if (*m2l_at < m2l_capacity) m2l[*m2l_at] = pair;
+    else *overflow = true;
+    ++*m2l_at;
+  } else if (kind == 1) {
+    if (*p2p_at < p2p_capacity) p2p[*p2p_at] = pair;
+    else *overflow = true;
+    ++*p2p_at;
+  } else if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    if (*next_at + n > next_capacity) *overflow = true;
+    else
+      for (uint k = 0; k < n; ++k) next[*next_at + k] = kids[k];
+    *next_at += n;
   }
-  counts[i] = kind == 0;
-  counts[width + i] = kind == 1;
-  counts[2 * width + i] = kind == 2 ? children : (kind == 3 ? children * (children + 1) / 2 : 0);
 }
 
 /* offsets: the exclusive scan of walk_count's 3w counts (3w + 1 entries). */
@@ -204,30 +267,22 @@ KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBA
   const int i = GLOBAL_ID;
   if (i >= width || (uint)i >= state[0]) return;
   const ulong pair = pairs[i];
-  const uint a = (uint)(pair >> 32), b = (uint)pair;
-  uint split = 0, other = 0;
-  const int kind = walk_kind(nodes, shape, theta2, a, b, &split, &other);
-  const uint m2l_end = offsets[width], p2p_end = offsets[2 * width];
+  const uint a = (uint)(pair >> 32);
+  uint m2l_at = state[1] + offsets[i], p2p_at = state[2] + offsets[width + i] - offsets[width];
+  uint next_at = offsets[2 * width + i] - offsets[2 * width];
   bool overflow = false;
-  if (kind == 0) {
-    const uint at = state[1] + offsets[i];
-    if (at < m2l_capacity) m2l[at] = pair;
-    else overflow = true;
-  } else if (kind == 1) {
-    const uint at = state[2] + offsets[width + i] - m2l_end;
-    if (at < p2p_capacity) p2p[at] = pair;
-    else overflow = true;
-  } else if (kind >= 2 && kind <= 3) {
-    uint at = offsets[2 * width + i] - p2p_end;
-    if (at + offsets[2 * width + i + 1] - offsets[2 * width + i] > next_capacity) overflow = true;
-    else if (kind == 2) {
-      for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) next[at++] = ((ulong)c << 32) | other;
-    } else {
-      for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
-        next[at++] = ((ulong)c << 32) | c;
-        for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) next[at++] = ((ulong)c << 32) | d;
-      }
-    }
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    for (uint k = 0; k < n; ++k)
+      walk_write(nodes, shape, theta2, kids[k], m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next,
+                 &next_at, next_capacity, &overflow);
+  } else if (kind <= 1) {
+    /* the pair itself emits: walk_write's first two cases, without splitting it again */
+    walk_write(nodes, shape, theta2, pair, m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next, &next_at,
+               0, &overflow);
   }
   if (overflow) state[3] = 1; /* every writer stores the same value */
 }
