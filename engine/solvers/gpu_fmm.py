@@ -29,6 +29,8 @@ EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and lo
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
+# Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
+P2P_TILE = 4 * P2P_GROUP
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
@@ -91,7 +93,7 @@ class GpuFmmSolver(GpuSolver):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "P2P_GROUP": P2P_GROUP, "TERMS": self._terms}
+                       "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:

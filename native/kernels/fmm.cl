@@ -19,7 +19,7 @@
  *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
- * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP,
+ * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP, P2P_TILE,
  * WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a walk pair's outputs at
  * offsets from a prefix sum, a list start, a body's sum), adding its inputs in the lists' fixed
@@ -372,7 +372,8 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
 /* P2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
  * the group's work-items take the leaf's bodies P2P_GROUP at a time, and the sources - the own
  * leaf, then its P2P leaves in list order - stream through local memory as one concatenated
- * sequence, tiles of P2P_GROUP bodies filled across leaf boundaries, so every work-item runs the
+ * sequence, tiles of P2P_TILE bodies (a few per work-item, so that a barrier pair serves more
+ * interactions) filled across leaf boundaries, so every work-item runs the
  * same loop over the same sources (no divergence; a source is read from global memory once per
  * group instead of once per target body). A body's sum is in the per-body order of the lists
  * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf).
@@ -386,7 +387,7 @@ KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
          GLOBAL real4* RESTRICT result) {
-  LOCAL real4 tile[P2P_GROUP];
+  LOCAL real4 tile[P2P_TILE];
   const int leaf = GROUP_ID;
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
   const uint first = nodes[leaf].first, end = first + nodes[leaf].count;
@@ -401,7 +402,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
     uint at = first, stop = end, entry = p2p_start[leaf], streamed = 0;
     for (;;) {
       uint filled = 0;
-      while (filled < P2P_GROUP) {
+      while (filled < P2P_TILE) {
         if (at == stop) {
           if (entry == list_end) break;
           const uint source = p2p_source[entry++];
@@ -409,8 +410,8 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
           stop = at + nodes[source].count;
           continue;
         }
-        const uint take = MIN((uint)P2P_GROUP - filled, stop - at);
-        if ((uint)LOCAL_ID >= filled && (uint)LOCAL_ID < filled + take) tile[LOCAL_ID] = body[at + LOCAL_ID - filled];
+        const uint take = MIN((uint)P2P_TILE - filled, stop - at);
+        for (uint slot = (uint)LOCAL_ID; slot < take; slot += P2P_GROUP) tile[filled + slot] = body[at + slot];
         filled += take;
         at += take;
       }
