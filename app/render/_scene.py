@@ -240,6 +240,12 @@ class ParticleScene:
         """A per-particle quantity for the density pass to colour by."""
         self.value_buffer = self._extra("value", values)
 
+    def extra(self, name: str):
+        """The host array last given for ``name`` ("mass", "value" or "support") while the
+        buffers kept their layout, or None (what the compute density splat uploads)."""
+        source, version, buffer = self._extras.get(name, (None, None, None))
+        return source if buffer is not None and version == self.layout_version else None
+
     def _extra(self, name: str, array):
         """A float32 buffer of ``array`` (one value a particle), re-uploaded only when the array
         or the buffers' layout changed."""
