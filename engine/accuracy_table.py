@@ -310,7 +310,9 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
                                            **(solver_options or {}), **options)
                     acc = instance.accelerations(particles.pos, particles.mass)
                     rms, p90 = error_percentiles(acc[targets], exact)
-                    stats = instance.last_stats
+                    stats = dict(instance.last_stats)
+                    if hasattr(instance, "interaction_counts"):  # counts a GPU solver copies back
+                        stats.update(instance.interaction_counts())
                     cost = float(stats.get("cost_per_particle",
                                            stats.get("interactions_per_particle", math.nan)))
                     points.append((theta, rms, p90, cost))

@@ -74,17 +74,6 @@ def cost_per_particle(stats: dict, n: int, order: int) -> float:
     return (stats["particle_particle"] + stats["m2l_interactions"] * m2l_pair_equivalents(order)) / n
 
 
-def particle_pairs(counts: np.ndarray, lists: dict) -> int:
-    """P2P pairs of the lists (``_native.fmm_lists``) of a tree whose nodes hold ``counts``
-    bodies: each leaf's bodies against its own others and every body of its listed leaves."""
-    leaves = np.asarray(lists["leaves"], np.int64)
-    own = counts[leaves].astype(np.int64)
-    start = np.asarray(lists["p2p_start"], np.int64)
-    listed = np.cumsum(np.concatenate(([0], counts[np.asarray(lists["p2p_source"], np.int64)])))
-    listed_per_leaf = listed[start[leaves + 1]] - listed[start[leaves]]
-    return int(np.sum(own * (own - 1 + listed_per_leaf)))
-
-
 @functools.lru_cache(maxsize=None)
 def expansion_tables(order: int) -> dict[str, np.ndarray | int]:
     """The index tables of ``native/fmm_expansions.hpp`` for one order, as numpy arrays."""
