@@ -47,7 +47,9 @@ class DeviceFlock:
         self._vel = [context.upload(_rows(vel)), context.empty((n, 4), np.float32)]
         self._sorted_pos = context.empty((n, 4), np.float32)
         self._sorted_vel = context.empty((n, 4), np.float32)
-        self._keys = [context.empty(n, np.uint64), context.empty(n, np.uint64)]
+        # Cell keys fit 30 bits (grids of at most 1024 cells a side): 32-bit keys, sorted over
+        # their significant bits only.
+        self._keys = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
         self._order = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
         self._sort = context.key_sort()
         self._start = None
@@ -95,19 +97,21 @@ class DeviceFlock:
             keys, order = self._keys[0], self._order[0]
             events["grid"].append(program.kernel("flock_cell_keys").launch(
                 width, group, pos, np.int32(n), c, keys, order))
-            sort_events, (keys, order) = self._sort.sort(keys, order, self._keys[1],
-                                                         self._order[1], n)
-            events["sort"] += sort_events
             cells = self._start.size - 1
-            events["grid"].append(program.kernel("flock_cell_starts").launch(
-                _round_up(n + 1, group), group, keys, np.int32(n), np.int32(cells), self._start))
+            sort_events, (keys, order) = self._sort.sort(
+                keys, order, self._keys[1], self._order[1], n,
+                key_bits=max(1, (cells - 1).bit_length()))
+            events["sort"] += sort_events
             if search == "scattered-grid":
+                events["grid"].append(program.kernel("flock_cell_starts").launch(
+                    _round_up(n + 1, group), group, keys, np.int32(n), np.int32(cells),
+                    self._start))
                 events["rules"].append(program.kernel("flock_scattered").launch(
                     width, group, pos, vel, order, self._start, np.int32(n), c, pos_out, vel_out))
-            else:
+            else:  # the cell table is written by the gather's pass
                 events["gather"].append(program.kernel("flock_gather").launch(
-                    width, group, order, pos, vel, np.int32(n), self._sorted_pos,
-                    self._sorted_vel))
+                    _round_up(n + 1, group), group, keys, order, pos, vel, np.int32(n),
+                    np.int32(cells), self._start, self._sorted_pos, self._sorted_vel))
                 events["rules"].append(program.kernel("flock_coherent").launch(
                     width, group, self._sorted_pos, self._sorted_vel, order, self._start,
                     np.int32(n), c, pos_out, vel_out))

@@ -1,12 +1,13 @@
 /* flock.cl: one boids (Reynolds flocking) step on a device, with three neighbour searches.
  *
  * Algorithm (the study's, engine/flock/reference.py states the rule math step by step):
- *   flock_cell_keys    key[i] = boid i's cell, (cz * G + cy) * G + cx; order[i] = i
- *   (sort)             (key, order) pairs by key, stable: Context.key_sort() (radix_sort.cl or
- *                      CuPy's sort on CUDA)
+ *   flock_cell_keys    key[i] = boid i's cell, (cz * G + cy) * G + cx (32 bits); order[i] = i
+ *   (sort)             (key, order) pairs by key, stable, over the key's significant bits only:
+ *                      Context.key_sort() (radix_sort.cl or CuPy's sort on CUDA)
  *   flock_cell_starts  start[c] = first sorted position with key >= c, for c = 0 .. G^3, each
  *                      sorted position filling the cells after its predecessor's key
- *   flock_gather       positions and velocities copied into sorted order (coherent search)
+ *   flock_gather       the same cell table, and positions and velocities copied into sorted
+ *                      order, in one pass (coherent search; scattered runs flock_cell_starts)
  *   flock_naive / flock_scattered / flock_coherent
  *                      one work-item per boid: sums over its neighbours, then the new velocity
  *                      and position, written in boid order to pos_out / vel_out
@@ -17,11 +18,21 @@
  * (1: the 27 cells around a boid's own, 2: the 8 towards its position in the cell). The rule
  * constants come in one double array (indices C_*), so editing a rule does not recompile.
  *
- * Determinism: positions and velocities lie on fixed-point grids, so offsets are exact in
- * float32 and the float64 neighbour sums are exact: the order work-items visit neighbours in
- * cannot change a sum. Every product goes through MUL_RN (no contraction into FMA); float64
- * division and sqrt are correctly rounded in OpenCL and CUDA alike. So every search, work-group
- * size and device gives the bits the CPU gives (tests/engine/gpu/test_gpu_flock.py). */
+ * Speed: a candidate neighbour costs float32 work only. Sums are kept as float32 partial sums
+ * of at most FLUSH_EVERY terms and added into the float64 totals once per chunk of candidates
+ * (a float32 -> float64 conversion runs at a fraction of the float32 rate on GPUs); a
+ * neighbour's velocity is loaded only when it is within the alignment radius; the rule
+ * constants are read into registers once per work-item; and a boid whose cells touch no face
+ * of the box (grids of 5 or more cells a side) skips the nearest-image test, which cannot
+ * change an offset of less than two cells.
+ *
+ * Determinism: positions and velocities lie on fixed-point grids (the world is a multiple of
+ * the position quantum), so offsets are exact in float32, partial sums of FLUSH_EVERY terms
+ * are exact in float32 and the float64 totals are exact: the order work-items visit neighbours
+ * in cannot change a sum (ADR 0095; the CPU keeps the same partial sums). Every product goes
+ * through MUL_RN (no contraction into FMA); float64 division and sqrt are correctly rounded in
+ * OpenCL and CUDA alike. So every search, work-group size and device gives the bits the CPU
+ * gives (tests/engine/gpu/test_gpu_flock.py). */
 
 #define C_WORLD 0
 #define C_HALF_WORLD 1
@@ -38,10 +49,31 @@
 #define C_GRID 12
 #define C_INVERSE_CELL_WIDTH 13
 
+/* Partial sums of at most FLUSH_EVERY terms stay exact in float32: a term is below 2^19
+ * position quanta (an offset, under half the world) or 2^20 velocity quanta (engine/flock/
+ * _parameters.py, _quantum), so 16 of them stay below float32's 2^24. */
+#define FLUSH_EVERY 16
+
 typedef struct {
-  double separation[3], cohesion[3], alignment[3];
+  float separation[3], cohesion[3], alignment[3];  /* partial: at most FLUSH_EVERY terms */
+  double separation_total[3], cohesion_total[3], alignment_total[3];
   int cohesion_count, alignment_count;
 } FlockSums;
+
+/* What a neighbour test reads, as float32 in registers. */
+typedef struct {
+  float world, half_world, separation2, alignment2, cohesion2;
+} PairConstants;
+
+DEVICE PairConstants pair_constants(GLOBAL const double* RESTRICT c) {
+  PairConstants pc;
+  pc.world = (float)c[C_WORLD];
+  pc.half_world = (float)c[C_HALF_WORLD];
+  pc.separation2 = (float)c[C_SEPARATION_RADIUS2];
+  pc.alignment2 = (float)c[C_ALIGNMENT_RADIUS2];
+  pc.cohesion2 = (float)c[C_COHESION_RADIUS2];
+  return pc;
+}
 
 DEVICE float nearest_image(float d, float world, float half_world) {
   if (d > half_world) return d - world;
@@ -49,29 +81,44 @@ DEVICE float nearest_image(float d, float world, float half_world) {
   return d;
 }
 
-DEVICE void accumulate(FlockSums* s, GLOBAL const double* RESTRICT c, float4 pi, float4 pj,
-                       float4 vj) {
-  const float world = (float)c[C_WORLD], half_world = (float)c[C_HALF_WORLD];
-  const float dx = nearest_image(pj.x - pi.x, world, half_world);
-  const float dy = nearest_image(pj.y - pi.y, world, half_world);
-  const float dz = nearest_image(pj.z - pi.z, world, half_world);
+/* Neighbour j (position pj, velocity vel[j]) of the boid at pi. `wrap`: apply the nearest
+ * image; without it the offsets must already be the nearest ones. */
+DEVICE void accumulate(FlockSums* s, const PairConstants* pc, float4 pi, float4 pj,
+                       GLOBAL const float4* RESTRICT vel, uint j, bool wrap) {
+  float dx = pj.x - pi.x, dy = pj.y - pi.y, dz = pj.z - pi.z;
+  if (wrap) {
+    dx = nearest_image(dx, pc->world, pc->half_world);
+    dy = nearest_image(dy, pc->world, pc->half_world);
+    dz = nearest_image(dz, pc->world, pc->half_world);
+  }
   const float r2 = MUL_RN(dx, dx) + MUL_RN(dy, dy) + MUL_RN(dz, dz);
-  if (r2 < (float)c[C_SEPARATION_RADIUS2]) {
+  if (r2 < pc->separation2) {
     s->separation[0] += dx;
     s->separation[1] += dy;
     s->separation[2] += dz;
   }
-  if (r2 < (float)c[C_COHESION_RADIUS2]) {
+  if (r2 < pc->cohesion2) {
     s->cohesion[0] += dx;
     s->cohesion[1] += dy;
     s->cohesion[2] += dz;
     s->cohesion_count += 1;
   }
-  if (r2 < (float)c[C_ALIGNMENT_RADIUS2]) {
+  if (r2 < pc->alignment2) {
+    const float4 vj = vel[j];
     s->alignment[0] += vj.x;
     s->alignment[1] += vj.y;
     s->alignment[2] += vj.z;
     s->alignment_count += 1;
+  }
+}
+
+/* Adds the partial sums into the float64 totals (exactly) and clears them. */
+DEVICE void flush(FlockSums* s) {
+  for (int k = 0; k < 3; ++k) {
+    s->separation_total[k] += (double)s->separation[k];
+    s->cohesion_total[k] += (double)s->cohesion[k];
+    s->alignment_total[k] += (double)s->alignment[k];
+    s->separation[k] = s->cohesion[k] = s->alignment[k] = 0.0f;
   }
 }
 
@@ -84,11 +131,12 @@ DEVICE void finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4 p
   const double p0[3] = {p.x, p.y, p.z};
   double w[3];
   for (int k = 0; k < 3; ++k) {
-    double a = -MUL_RN(c[C_SEPARATION_WEIGHT], s->separation[k]);
+    double a = -MUL_RN(c[C_SEPARATION_WEIGHT], s->separation_total[k]);
     if (s->cohesion_count > 0)
-      a = a + MUL_RN(c[C_COHESION_WEIGHT], s->cohesion[k] / (double)s->cohesion_count);
+      a = a + MUL_RN(c[C_COHESION_WEIGHT], s->cohesion_total[k] / (double)s->cohesion_count);
     if (s->alignment_count > 0)
-      a = a + MUL_RN(c[C_ALIGNMENT_WEIGHT], s->alignment[k] / (double)s->alignment_count - v0[k]);
+      a = a + MUL_RN(c[C_ALIGNMENT_WEIGHT],
+                     s->alignment_total[k] / (double)s->alignment_count - v0[k]);
     w[k] = v0[k] + MUL_RN(dt, a);
   }
   const double s2 = MUL_RN(w[0], w[0]) + MUL_RN(w[1], w[1]) + MUL_RN(w[2], w[2]);
@@ -114,7 +162,10 @@ DEVICE void finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4 p
 }
 
 DEVICE void clear(FlockSums* s) {
-  for (int k = 0; k < 3; ++k) s->separation[k] = s->cohesion[k] = s->alignment[k] = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    s->separation[k] = s->cohesion[k] = s->alignment[k] = 0.0f;
+    s->separation_total[k] = s->cohesion_total[k] = s->alignment_total[k] = 0.0;
+  }
   s->cohesion_count = s->alignment_count = 0;
 }
 
@@ -154,35 +205,69 @@ DEVICE int axis_cells(float x, GLOBAL const double* RESTRICT c, int cells[3]) {
   return 3;
 }
 
+/* True when the boid at p may have a neighbour across a face of the box: its cell lies on a
+ * face on some axis, or the grid is too coarse (under 5 cells a side) for the bound below.
+ * Otherwise every visited cell is within one cell of its own without wrapping, so an offset
+ * is under 2 cell widths (plus rounding), below half the world: the nearest image is the
+ * offset itself. */
+DEVICE bool near_face(float4 p, GLOBAL const double* RESTRICT c) {
+  const int g = (int)c[C_GRID];
+  const int x = cell_of(p.x, c), y = cell_of(p.y, c), z = cell_of(p.z, c);
+  return g < 5 || MIN(MIN(x, y), z) < 1 || MAX(MAX(x, y), z) > g - 2;
+}
+
 KERNEL void flock_cell_keys(GLOBAL const float4* RESTRICT pos, const int n,
-                            GLOBAL const double* RESTRICT c, GLOBAL ulong* RESTRICT keys,
+                            GLOBAL const double* RESTRICT c, GLOBAL uint* RESTRICT keys,
                             GLOBAL uint* RESTRICT order) {
   const int i = GLOBAL_ID;
   if (i >= n) return;
-  const ulong g = (ulong)c[C_GRID];
+  const uint g = (uint)c[C_GRID];
   const float4 p = pos[i];
-  keys[i] = ((ulong)cell_of(p.z, c) * g + (ulong)cell_of(p.y, c)) * g + (ulong)cell_of(p.x, c);
+  keys[i] = ((uint)cell_of(p.z, c) * g + (uint)cell_of(p.y, c)) * g + (uint)cell_of(p.x, c);
   order[i] = (uint)i;
 }
 
-KERNEL void flock_cell_starts(GLOBAL const ulong* RESTRICT keys, const int n, const int cells,
-                              GLOBAL uint* RESTRICT start) {
-  const int k = GLOBAL_ID;
-  if (k > n) return;
+/* Sorted position k (0 .. n) fills the cell table for the cells after its predecessor's key
+ * up to its own (k == n: up to the end marker), so every entry is written once, no atomics. */
+DEVICE void fill_starts(GLOBAL const uint* RESTRICT keys, int n, int cells,
+                        GLOBAL uint* RESTRICT start, int k) {
   const long first = k == 0 ? 0 : (long)keys[k - 1] + 1;
   const long own = k == n ? (long)cells : (long)keys[k];
   for (long cell = first; cell <= own && cell <= cells; ++cell) start[cell] = (uint)k;
 }
 
-KERNEL void flock_gather(GLOBAL const uint* RESTRICT order, GLOBAL const float4* RESTRICT pos,
-                         GLOBAL const float4* RESTRICT vel, const int n,
+KERNEL void flock_cell_starts(GLOBAL const uint* RESTRICT keys, const int n, const int cells,
+                              GLOBAL uint* RESTRICT start) {
+  const int k = GLOBAL_ID;
+  if (k > n) return;
+  fill_starts(keys, n, cells, start, k);
+}
+
+/* The cell table and the sorted copies in one pass over the sorted keys (n + 1 work-items). */
+KERNEL void flock_gather(GLOBAL const uint* RESTRICT keys, GLOBAL const uint* RESTRICT order,
+                         GLOBAL const float4* RESTRICT pos, GLOBAL const float4* RESTRICT vel,
+                         const int n, const int cells, GLOBAL uint* RESTRICT start,
                          GLOBAL float4* RESTRICT pos_sorted, GLOBAL float4* RESTRICT vel_sorted) {
   const int k = GLOBAL_ID;
-  if (k >= n) return;
+  if (k > n) return;
+  fill_starts(keys, n, cells, start, k);
+  if (k == n) return;
   const uint i = order[k];
   pos_sorted[k] = pos[i];
   vel_sorted[k] = vel[i];
 }
+
+/* Visits candidates first .. end - 1, FLUSH_EVERY at a time, the partial sums flushed after
+ * each chunk. NEIGHBOUR(j) gives the candidate's index into pos / vel, or skips it (self). */
+#define VISIT_RANGE(first, end, NEIGHBOUR, pos, vel, wrap)                            \
+  for (uint chunk = (first); chunk < (end); chunk += FLUSH_EVERY) {                   \
+    const uint stop = MIN(chunk + FLUSH_EVERY, (end));                                \
+    for (uint at = chunk; at < stop; ++at) {                                          \
+      const uint j = NEIGHBOUR(at);                                                   \
+      if (j != SELF) accumulate(&s, &pc, p, (pos)[j], (vel), j, (wrap));              \
+    }                                                                                 \
+    flush(&s);                                                                        \
+  }
 
 KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* RESTRICT vel,
                         const int n, GLOBAL const double* RESTRICT c,
@@ -191,9 +276,12 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
   if (i >= n) return;
   FlockSums s;
   clear(&s);
+  const PairConstants pc = pair_constants(c);
   const float4 p = pos[i];
-  for (int j = 0; j < n; ++j)
-    if (j != i) accumulate(&s, c, p, pos[j], vel[j]);
+#define SELF ((uint)i)
+#define DIRECT(at) (at)
+  VISIT_RANGE(0u, (uint)n, DIRECT, pos, vel, true)
+#undef SELF
   finish(&s, c, p, vel[i], pos_out, vel_out, i);
 }
 
@@ -218,6 +306,14 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
       }                                                                                      \
   }
 
+/* The run loop twice, with and without the nearest image: a work-group away from the faces
+ * (most of them) runs the loop without it. */
+#define VISIT_WRAPPED(first, end) VISIT_RANGE(first, end, NEIGHBOUR, POSITIONS, VELOCITIES, true)
+#define VISIT_INSIDE(first, end) VISIT_RANGE(first, end, NEIGHBOUR, POSITIONS, VELOCITIES, false)
+#define VISIT_ALL_RUNS(p, c, start)                                                        \
+  if (near_face(p, c)) FOR_EACH_RUN(p, c, start, VISIT_WRAPPED)                            \
+  else FOR_EACH_RUN(p, c, start, VISIT_INSIDE)
+
 KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* RESTRICT vel,
                             GLOBAL const uint* RESTRICT order, GLOBAL const uint* RESTRICT start,
                             const int n, GLOBAL const double* RESTRICT c,
@@ -226,13 +322,17 @@ KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const floa
   if (i >= n) return;
   FlockSums s;
   clear(&s);
+  const PairConstants pc = pair_constants(c);
   const float4 p = pos[i];
-#define VISIT_SCATTERED(first, end)                     \
-  for (uint k = (first); k < (end); ++k) {              \
-    const uint j = order[k];                            \
-    if (j != (uint)i) accumulate(&s, c, p, pos[j], vel[j]); \
-  }
-  FOR_EACH_RUN(p, c, start, VISIT_SCATTERED)
+#define SELF ((uint)i)
+#define NEIGHBOUR(at) order[at]
+#define POSITIONS pos
+#define VELOCITIES vel
+  VISIT_ALL_RUNS(p, c, start)
+#undef SELF
+#undef NEIGHBOUR
+#undef POSITIONS
+#undef VELOCITIES
   finish(&s, c, p, vel[i], pos_out, vel_out, i);
 }
 
@@ -245,10 +345,16 @@ KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
   if (k >= n) return;
   FlockSums s;
   clear(&s);
+  const PairConstants pc = pair_constants(c);
   const float4 p = pos_sorted[k];
-#define VISIT_COHERENT(first, end)                                    \
-  for (uint j = (first); j < (end); ++j)                              \
-    if (j != (uint)k) accumulate(&s, c, p, pos_sorted[j], vel_sorted[j]);
-  FOR_EACH_RUN(p, c, start, VISIT_COHERENT)
+#define SELF ((uint)k)
+#define NEIGHBOUR(at) DIRECT(at)
+#define POSITIONS pos_sorted
+#define VELOCITIES vel_sorted
+  VISIT_ALL_RUNS(p, c, start)
+#undef SELF
+#undef NEIGHBOUR
+#undef POSITIONS
+#undef VELOCITIES
   finish(&s, c, p, vel_sorted[k], pos_out, vel_out, (int)order[k]);
 }

@@ -4,7 +4,10 @@ work-group sizes, state kept on the device for several steps."""
 import numpy as np
 import pytest
 
-from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, initial_flock
+from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, initial_flock, reference
+from orrery.engine.flock._device import DeviceFlock
+
+from ..flock_cases import SEAM_RULES, seam_flock
 
 RULES = FlockParameters(world=50.0)
 
@@ -33,3 +36,16 @@ def test_device_timing_names_the_phases_and_the_sort_is_part_of_the_grid(device)
     timing = sim.timing
     assert set(timing) == {"grid", "sort", "gather", "rules"}
     assert 0 < timing["sort"] <= timing["grid"] and timing["rules"] > 0
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_device_seam_sums_stay_exact_with_a_world_off_the_position_grid(device, search):
+    pos, vel, constants = seam_flock(0.2)
+    ref_pos, ref_vel = reference.step(pos, vel, constants)
+    for cell_width in (1, 2):
+        rules = SEAM_RULES.with_changes(search=search, cell_width=cell_width)
+        flock = DeviceFlock(pos, vel, device=device, group=32)
+        flock.step(constants, rules.search, rules.cell_width)
+        got_pos, got_vel = flock.state()
+        np.testing.assert_array_equal(got_vel, ref_vel)
+        np.testing.assert_array_equal(got_pos, ref_pos)
