@@ -224,6 +224,13 @@ class CudaKeySort(KeySort):
             "sorted_keys = keys[permutation]; order = (unsigned int)permutation;",
             "orrery_sorted_pairs")
 
+    def traffic(self, count, key_type, key_bits=None):
+        # argsort: a copy of the keys, the index fill, one histogram read of the keys, then one
+        # pass per byte of the key type reading and writing (key, 8-byte index); the finish
+        # reads the index and a key and writes a key and a 4-byte order.
+        key = np.dtype(key_type).itemsize
+        return count * (2 * key + 8 + key + key * 2 * (key + 8) + (8 + 2 * key + 4))
+
     def sort(self, keys, order, spare_keys, spare_order, count, key_bits=None):
         key_bits_of(keys, key_bits)
         cupy = _cupy()

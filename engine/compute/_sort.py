@@ -56,6 +56,11 @@ class KeySort(ABC):
              ) -> tuple[list[KernelEvent], tuple[DeviceArray, DeviceArray]]:
         """Sort, on the context's queue."""
 
+    @abstractmethod
+    def traffic(self, count: int, key_type, key_bits: int | None = None) -> int:
+        """Bytes a sort of ``count`` pairs reads and writes in device memory, by the model of
+        its passes (what a benchmark divides by the sort's time to get its bandwidth)."""
+
 
 class RadixKeySort(KeySort):
     """The portable sort: radix passes of ``radix_sort.cl``."""
@@ -74,6 +79,13 @@ class RadixKeySort(KeySort):
             self._kernels[dtype] = (program.kernel("radix_histogram"),
                                     program.kernel("radix_scatter"))
         return self._kernels[dtype]
+
+    def traffic(self, count, key_type, key_bits=None):
+        # Per pass: the histogram reads the keys, the scan reads and writes the digit counts,
+        # the scatter reads and writes every (key, order) pair.
+        key = np.dtype(key_type).itemsize
+        passes = ceil_div(key_bits or 8 * key, RADIX_BITS)
+        return passes * (count * (key + 2 * (key + 4)) + 2 * 4 * (1 << RADIX_BITS) * RADIX_BLOCKS)
 
     def sort(self, keys, order, spare_keys, spare_order, count, key_bits=None):
         passes = ceil_div(key_bits_of(keys, key_bits), RADIX_BITS)

@@ -56,6 +56,7 @@ class DeviceFlock:
         self._constants = None
         self._constants_host = None
         self._events: dict[str, list[KernelEvent]] = {}
+        self._last: tuple[str, int] | None = None  # the last step's search and cell count
         self._programs: dict = {}
 
     @property
@@ -118,15 +119,40 @@ class DeviceFlock:
         self._pos.reverse()
         self._vel.reverse()
         self._events = events
+        self._last = (search, self._start.size - 1)
 
     @property
     def timing(self) -> dict:
-        """Device seconds of the last step's phases: grid (keys and cell table, sort included),
-        sort, gather, rules. Waits for the step to finish."""
+        """Device seconds of the last step's phases: grid (keys, sort, and on the scattered
+        search the cell table), sort, gather (with the cell table on the coherent search),
+        rules. Waits for the step to finish."""
         seconds = {name: sum(event.seconds() for event in events)
                    for name, events in self._events.items()}
         seconds["grid"] += seconds["sort"]
         return seconds
+
+    @property
+    def traffic(self) -> dict:
+        """Bytes each phase of the last step reads and writes in device memory at least (the
+        model benchmarks divide by the phase's time): every array a kernel streams once, its
+        own boid's rows included; neighbour reads, which the caches serve, are not counted.
+        Rows are float4 (16 bytes), keys and order entries 4, the cell table 4 per cell."""
+        if self._last is None:
+            return {}
+        search, cells = self._last
+        n, table = self._n, 4 * (cells + 1)
+        if search == "naive":
+            return {"grid": 0, "sort": 0, "gather": 0, "rules": n * (32 + 32)}
+        keys = n * (16 + 4 + 4)  # a position in, a key and an order entry out
+        sort = self._sort.traffic(n, np.uint32, max(1, (cells - 1).bit_length()))
+        # the rule kernels: the boid's row pair and order entry in, the cell table, rows out
+        rules = n * (32 + 4 + 32) + table
+        if search == "scattered-grid":
+            return {"grid": keys + n * 4 + table + sort, "sort": sort, "gather": 0,
+                    "rules": rules}
+        # gather: sorted key and order in, a row pair gathered in and written out, the table
+        return {"grid": keys + sort, "sort": sort, "gather": n * (4 + 4 + 32 + 32) + table,
+                "rules": rules}
 
     def synchronize(self) -> None:
         self.context.synchronize()
