@@ -1,7 +1,13 @@
 """Boids on a compute device (``flock.cl`` through the compute layer): positions and velocities
 stay in device memory between steps, the grid is sorted with the compute layer's key sort
 (``Context.key_sort()``, the one the tree solvers use), and the host sees positions only when it
-asks."""
+asks.
+
+The coherent search leaves the state in its cell order (slot k holds boid ``ids[k]``): its rule
+kernel then writes each boid's row where it read it (coalesced, not scattered by boid index),
+and the next step's gather moves only the boids that changed cells (a stable sort keeps the
+rest in place), so both stream memory in order. Reading the state puts it back in boid order
+on the device (``flock_unsort``) before the download."""
 
 from __future__ import annotations
 
@@ -43,10 +49,13 @@ class DeviceFlock:
                                     f"{self.context.info.max_work_group_size}, got {group}")
         n = self._n = len(pos)
         context = self.context
+        # [state, spare]: the coherent search gathers the state into the spare and steps it
+        # back; the others step the state into the spare and swap.
         self._pos = [context.upload(_rows(pos)), context.empty((n, 4), np.float32)]
         self._vel = [context.upload(_rows(vel)), context.empty((n, 4), np.float32)]
-        self._sorted_pos = context.empty((n, 4), np.float32)
-        self._sorted_vel = context.empty((n, 4), np.float32)
+        self._ids = [context.upload(np.arange(n, dtype=np.uint32)), context.empty(n, np.uint32)]
+        self._in_boid_order = True  # ids[0] is 0 .. n-1
+        self._unsort = None  # flock_unsort, once a coherent step has left the state sorted
         # Cell keys fit 30 bits (grids of at most 1024 cells a side): 32-bit keys, sorted over
         # their significant bits only.
         self._keys = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
@@ -111,13 +120,16 @@ class DeviceFlock:
                     width, group, pos, vel, order, self._start, np.int32(n), c, pos_out, vel_out))
             else:  # the cell table is written by the gather's pass
                 events["gather"].append(program.kernel("flock_gather").launch(
-                    _round_up(n + 1, group), group, keys, order, pos, vel, np.int32(n),
-                    np.int32(cells), self._start, self._sorted_pos, self._sorted_vel))
+                    _round_up(n + 1, group), group, keys, order, pos, vel, self._ids[0],
+                    np.int32(n), np.int32(cells), self._start, pos_out, vel_out, self._ids[1]))
                 events["rules"].append(program.kernel("flock_coherent").launch(
-                    width, group, self._sorted_pos, self._sorted_vel, order, self._start,
-                    np.int32(n), c, pos_out, vel_out))
-        self._pos.reverse()
-        self._vel.reverse()
+                    width, group, pos_out, vel_out, self._start, np.int32(n), c, pos, vel))
+                self._ids.reverse()
+                self._in_boid_order = False
+                self._unsort = program.kernel("flock_unsort")
+        if search != "coherent-grid":
+            self._pos.reverse()
+            self._vel.reverse()
         self._events = events
         self._last = (search, self._start.size - 1)
 
@@ -145,24 +157,32 @@ class DeviceFlock:
             return {"grid": 0, "sort": 0, "gather": 0, "rules": n * (32 + 32)}
         keys = n * (16 + 4 + 4)  # a position in, a key and an order entry out
         sort = self._sort.traffic(n, np.uint32, max(1, (cells - 1).bit_length()))
-        # the rule kernels: the boid's row pair and order entry in, the cell table, rows out
-        rules = n * (32 + 4 + 32) + table
         if search == "scattered-grid":
+            # the boid's row pair and its sorted order entry in, the cell table, rows out
             return {"grid": keys + n * 4 + table + sort, "sort": sort, "gather": 0,
-                    "rules": rules}
-        # gather: sorted key and order in, a row pair gathered in and written out, the table
-        return {"grid": keys + sort, "sort": sort, "gather": n * (4 + 4 + 32 + 32) + table,
-                "rules": rules}
+                    "rules": n * (32 + 4 + 32) + table}
+        # gather: sorted key and order in, a row pair and an id moved, the table written;
+        # rules: the sorted row pair in, the cell table, rows out in the same slots
+        return {"grid": keys + sort, "sort": sort,
+                "gather": n * (4 + 4 + 2 * (32 + 4)) + table, "rules": n * (32 + 32) + table}
 
     def synchronize(self) -> None:
         self.context.synchronize()
 
+    def _boid_order(self, rows: list) -> np.ndarray:
+        """The (n, 3) state ``rows[0]`` in boid order, put there in ``rows[1]`` (the spare)
+        when the state is in cell order."""
+        if self._in_boid_order:
+            return np.ascontiguousarray(rows[0].download()[:, :3])
+        self._unsort.launch(_round_up(self._n, self.group), self.group, rows[0], self._ids[0],
+                            np.int32(self._n), rows[1])
+        return np.ascontiguousarray(rows[1].download()[:, :3])
+
     def state(self) -> tuple[np.ndarray, np.ndarray]:
-        return (np.ascontiguousarray(self._pos[0].download()[:, :3]),
-                np.ascontiguousarray(self._vel[0].download()[:, :3]))
+        return self._boid_order(self._pos), self._boid_order(self._vel)
 
     def positions(self) -> np.ndarray:
-        return np.ascontiguousarray(self._pos[0].download()[:, :3])
+        return self._boid_order(self._pos)
 
     def describe(self) -> str:
         return f"{self.device}, work-group {self.group}"

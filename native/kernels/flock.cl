@@ -6,13 +6,17 @@
  *                      Context.key_sort() (radix_sort.cl or CuPy's sort on CUDA)
  *   flock_cell_starts  start[c] = first sorted position with key >= c, for c = 0 .. G^3, each
  *                      sorted position filling the cells after its predecessor's key
- *   flock_gather       the same cell table, and positions and velocities copied into sorted
- *                      order, in one pass (coherent search; scattered runs flock_cell_starts)
+ *   flock_gather       the same cell table, and positions, velocities and boid ids copied into
+ *                      sorted order, in one pass (coherent search; scattered runs
+ *                      flock_cell_starts)
  *   flock_naive / flock_scattered / flock_coherent
  *                      one work-item per boid: sums over its neighbours, then the new velocity
- *                      and position, written in boid order to pos_out / vel_out
+ *                      and position, written to pos_out / vel_out in the slot the boid was read
+ *                      from (naive, scattered: the state's order; coherent: sorted order)
+ *   flock_unsort       rows in cell order back into boid order, when the host reads the state
  * The scattered search reads neighbours through order[]; the coherent one reads the gathered
- * copies, contiguous per cell run. State stays on the device between steps.
+ * copies, contiguous per cell run, and leaves the state in cell order (engine/flock/_device.py).
+ * State stays on the device between steps.
  *
  * Host defines: REAL_BITS 64 (for double arithmetic; `real` is unused), FLOCK_CELL_WIDTH
  * (1: the 27 cells around a boid's own, 2: the 8 towards its position in the cell). The rule
@@ -243,18 +247,30 @@ KERNEL void flock_cell_starts(GLOBAL const uint* RESTRICT keys, const int n, con
   fill_starts(keys, n, cells, start, k);
 }
 
-/* The cell table and the sorted copies in one pass over the sorted keys (n + 1 work-items). */
+/* The cell table and the state gathered into sorted order, in one pass over the sorted keys
+ * (n + 1 work-items). The state may already be in the previous step's cell order, so slot
+ * order[k] holds boid ids[order[k]]: the ids move with the rows. */
 KERNEL void flock_gather(GLOBAL const uint* RESTRICT keys, GLOBAL const uint* RESTRICT order,
                          GLOBAL const float4* RESTRICT pos, GLOBAL const float4* RESTRICT vel,
-                         const int n, const int cells, GLOBAL uint* RESTRICT start,
-                         GLOBAL float4* RESTRICT pos_sorted, GLOBAL float4* RESTRICT vel_sorted) {
+                         GLOBAL const uint* RESTRICT ids, const int n, const int cells,
+                         GLOBAL uint* RESTRICT start, GLOBAL float4* RESTRICT pos_sorted,
+                         GLOBAL float4* RESTRICT vel_sorted, GLOBAL uint* RESTRICT ids_sorted) {
   const int k = GLOBAL_ID;
   if (k > n) return;
   fill_starts(keys, n, cells, start, k);
   if (k == n) return;
-  const uint i = order[k];
-  pos_sorted[k] = pos[i];
-  vel_sorted[k] = vel[i];
+  const uint slot = order[k];
+  pos_sorted[k] = pos[slot];
+  vel_sorted[k] = vel[slot];
+  ids_sorted[k] = ids[slot];
+}
+
+/* Rows in cell order back into boid order: rows_out[ids[k]] = rows[k]. */
+KERNEL void flock_unsort(GLOBAL const float4* RESTRICT rows, GLOBAL const uint* RESTRICT ids,
+                         const int n, GLOBAL float4* RESTRICT rows_out) {
+  const int k = GLOBAL_ID;
+  if (k >= n) return;
+  rows_out[ids[k]] = rows[k];
 }
 
 /* Visits candidates first .. end - 1, FLUSH_EVERY at a time, the partial sums flushed after
@@ -336,11 +352,12 @@ KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const floa
   finish(&s, c, p, vel[i], pos_out, vel_out, i);
 }
 
+/* The state in cell order in, the stepped state out in the same slots. */
 KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
                            GLOBAL const float4* RESTRICT vel_sorted,
-                           GLOBAL const uint* RESTRICT order, GLOBAL const uint* RESTRICT start,
-                           const int n, GLOBAL const double* RESTRICT c,
-                           GLOBAL float4* RESTRICT pos_out, GLOBAL float4* RESTRICT vel_out) {
+                           GLOBAL const uint* RESTRICT start, const int n,
+                           GLOBAL const double* RESTRICT c, GLOBAL float4* RESTRICT pos_out,
+                           GLOBAL float4* RESTRICT vel_out) {
   const int k = GLOBAL_ID;
   if (k >= n) return;
   FlockSums s;
@@ -356,5 +373,5 @@ KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
 #undef NEIGHBOUR
 #undef POSITIONS
 #undef VELOCITIES
-  finish(&s, c, p, vel_sorted[k], pos_out, vel_out, (int)order[k]);
+  finish(&s, c, p, vel_sorted[k], pos_out, vel_out, k);
 }

@@ -49,3 +49,22 @@ def test_device_seam_sums_stay_exact_with_a_world_off_the_position_grid(device, 
         got_pos, got_vel = flock.state()
         np.testing.assert_array_equal(got_vel, ref_vel)
         np.testing.assert_array_equal(got_pos, ref_pos)
+
+
+def test_device_state_read_in_cell_order_and_searches_switched_midway_keep_the_cpu_bits(device):
+    # The coherent search leaves the state in cell order; reading it, and switching to the
+    # searches that keep the state's order, must not lose a boid's identity.
+    start = initial_flock(3000, seed=21, rules=RULES, clumps=2)
+    cpu = FlockSimulation(start, RULES, dt=0.2)
+    on_device = FlockSimulation(start, RULES, dt=0.2, device=device, group=64)
+    for search in ("coherent-grid", "coherent-grid", "scattered-grid", "naive", "coherent-grid"):
+        for sim in (cpu, on_device):
+            sim.rules = RULES.with_changes(search=search, cell_width=1)
+            sim.step(1)
+        np.testing.assert_array_equal(on_device.positions(), cpu.positions())
+    np.testing.assert_array_equal(on_device.velocities(), cpu.velocities())
+    on_device.rules = RULES.with_changes(world=45.0)  # a new box reads the state back
+    cpu.rules = RULES.with_changes(world=45.0)
+    for sim in (cpu, on_device):
+        sim.step(2)
+    np.testing.assert_array_equal(on_device.particles.pos, cpu.particles.pos)
