@@ -33,3 +33,12 @@ def test_live_ratio_is_the_share_of_the_solvers_own_rate():
         pytest.approx(0.9)
     assert live_ratio({"steps_per_second": 0.0, "solver_seconds_per_step": 0.01}) is None
     assert live_ratio({}) is None
+
+
+def test_bench_live_runs_a_flock_scenario_headless_and_through_the_runner():
+    from orrery.bench import live
+
+    rows = live.run(n=[500], solver=["cpu"], scenario="school", modes=["headless", "runner"],
+                    seconds=0.3, warmup=0.05)
+    assert [row["mode"] for row in rows] == ["headless", "runner"]
+    assert all(row["steps_per_second"] > 0 for row in rows)
