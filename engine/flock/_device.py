@@ -56,6 +56,7 @@ class DeviceFlock:
         self._ids = [context.upload(np.arange(n, dtype=np.uint32)), context.empty(n, np.uint32)]
         self._in_boid_order = True  # ids[0] is 0 .. n-1
         self._unsort = None  # flock_unsort, once a coherent step has left the state sorted
+        self._keys_for = None  # the grid keys[0] holds the state's cell keys for, if any
         # Cell keys fit 30 bits (grids of at most 1024 cells a side): 32-bit keys, sorted over
         # their significant bits only.
         self._keys = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
@@ -65,7 +66,8 @@ class DeviceFlock:
         self._constants = None
         self._constants_host = None
         self._events: dict[str, list[KernelEvent]] = {}
-        self._last: tuple[str, int] | None = None  # the last step's search and cell count
+        # the last step's search, cell count and whether it ran flock_cell_keys
+        self._last: tuple[str, int, bool] | None = None
         self._programs: dict = {}
 
     @property
@@ -82,6 +84,11 @@ class DeviceFlock:
             self._programs[cell_width] = self.context.build(
                 ["flock.cl"], defines={"REAL_BITS": 64, "FLOCK_CELL_WIDTH": int(cell_width)})
         return self._programs[cell_width]
+
+    @staticmethod
+    def _grid_of(constants: dict) -> tuple:
+        """What a boid's cell key depends on besides its position."""
+        return constants["grid"], constants["inverse_cell_width"]
 
     def _upload_constants(self, constants: dict) -> None:
         host = np.array([float(constants[name]) for name in CONSTANT_NAMES], np.float64)
@@ -100,13 +107,16 @@ class DeviceFlock:
         pos, vel = self._pos[0], self._vel[0]
         pos_out, vel_out = self._pos[1], self._vel[1]
         events: dict[str, list[KernelEvent]] = {"grid": [], "sort": [], "gather": [], "rules": []}
+        keyed = False
         if search == "naive":
             events["rules"].append(program.kernel("flock_naive").launch(
                 width, group, pos, vel, np.int32(n), c, pos_out, vel_out))
         else:
             keys, order = self._keys[0], self._order[0]
-            events["grid"].append(program.kernel("flock_cell_keys").launch(
-                width, group, pos, np.int32(n), c, keys, order))
+            keyed = self._keys_for != self._grid_of(constants)
+            if keyed:
+                events["grid"].append(program.kernel("flock_cell_keys").launch(
+                    width, group, pos, np.int32(n), c, keys, order))
             cells = self._start.size - 1
             sort_events, (keys, order) = self._sort.sort(
                 keys, order, self._keys[1], self._order[1], n,
@@ -123,15 +133,19 @@ class DeviceFlock:
                     _round_up(n + 1, group), group, keys, order, pos, vel, self._ids[0],
                     np.int32(n), np.int32(cells), self._start, pos_out, vel_out, self._ids[1]))
                 events["rules"].append(program.kernel("flock_coherent").launch(
-                    width, group, pos_out, vel_out, self._start, np.int32(n), c, pos, vel))
+                    width, group, pos_out, vel_out, self._start, np.int32(n), c, pos, vel,
+                    self._keys[0], self._order[0]))
                 self._ids.reverse()
                 self._in_boid_order = False
                 self._unsort = program.kernel("flock_unsort")
+        # The coherent rule kernel wrote the next keys (into keys[0], which the sort and the
+        # gather no longer read by then); the other searches leave none.
+        self._keys_for = self._grid_of(constants) if search == "coherent-grid" else None
         if search != "coherent-grid":
             self._pos.reverse()
             self._vel.reverse()
         self._events = events
-        self._last = (search, self._start.size - 1)
+        self._last = (search, self._start.size - 1, search != "naive" and keyed)
 
     @property
     def timing(self) -> dict:
@@ -151,20 +165,22 @@ class DeviceFlock:
         Rows are float4 (16 bytes), keys and order entries 4, the cell table 4 per cell."""
         if self._last is None:
             return {}
-        search, cells = self._last
+        search, cells, keyed = self._last
         n, table = self._n, 4 * (cells + 1)
         if search == "naive":
             return {"grid": 0, "sort": 0, "gather": 0, "rules": n * (32 + 32)}
-        keys = n * (16 + 4 + 4)  # a position in, a key and an order entry out
+        keys = n * (16 + 4 + 4) if keyed else 0  # a position in, a key and an order entry out
         sort = self._sort.traffic(n, np.uint32, max(1, (cells - 1).bit_length()))
         if search == "scattered-grid":
             # the boid's row pair and its sorted order entry in, the cell table, rows out
             return {"grid": keys + n * 4 + table + sort, "sort": sort, "gather": 0,
                     "rules": n * (32 + 4 + 32) + table}
         # gather: sorted key and order in, a row pair and an id moved, the table written;
-        # rules: the sorted row pair in, the cell table, rows out in the same slots
+        # rules: the sorted row pair in, the cell table, rows out in the same slots and the
+        # next step's key and order entry
         return {"grid": keys + sort, "sort": sort,
-                "gather": n * (4 + 4 + 2 * (32 + 4)) + table, "rules": n * (32 + 32) + table}
+                "gather": n * (4 + 4 + 2 * (32 + 4)) + table,
+                "rules": n * (32 + 32 + 4 + 4) + table}
 
     def synchronize(self) -> None:
         self.context.synchronize()

@@ -14,6 +14,8 @@
  *                      and position, written to pos_out / vel_out in the slot the boid was read
  *                      from (naive, scattered: the state's order; coherent: sorted order)
  *   flock_unsort       rows in cell order back into boid order, when the host reads the state
+ * flock_coherent also writes the next step's keys (and order = 0 .. n-1), so a run of coherent
+ * steps launches flock_cell_keys once.
  * The scattered search reads neighbours through order[]; the coherent one reads the gathered
  * copies, contiguous per cell run, and leaves the state in cell order (engine/flock/_device.py).
  * State stays on the device between steps.
@@ -128,8 +130,9 @@ DEVICE void flush(FlockSums* s) {
 
 DEVICE double quantise(double x, double quantum) { return MUL_RN(rint(MUL_RN(x, 1.0 / quantum)), quantum); }
 
-DEVICE void finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4 p, float4 v,
-                   GLOBAL float4* RESTRICT pos_out, GLOBAL float4* RESTRICT vel_out, int i) {
+/* The new velocity and position from the sums, written to row i; returns the position. */
+DEVICE float4 finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4 p, float4 v,
+                     GLOBAL float4* RESTRICT pos_out, GLOBAL float4* RESTRICT vel_out, int i) {
   const double dt = c[C_DT], world = c[C_WORLD], max_speed = c[C_MAX_SPEED];
   const double v0[3] = {v.x, v.y, v.z};
   const double p0[3] = {p.x, p.y, p.z};
@@ -163,6 +166,7 @@ DEVICE void finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4 p
   position.x = out_p[0], position.y = out_p[1], position.z = out_p[2], position.w = 0.0f;
   vel_out[i] = velocity;
   pos_out[i] = position;
+  return position;
 }
 
 DEVICE void clear(FlockSums* s) {
@@ -220,14 +224,17 @@ DEVICE bool near_face(float4 p, GLOBAL const double* RESTRICT c) {
   return g < 5 || MIN(MIN(x, y), z) < 1 || MAX(MAX(x, y), z) > g - 2;
 }
 
+DEVICE uint cell_key(float4 p, GLOBAL const double* RESTRICT c) {
+  const uint g = (uint)c[C_GRID];
+  return ((uint)cell_of(p.z, c) * g + (uint)cell_of(p.y, c)) * g + (uint)cell_of(p.x, c);
+}
+
 KERNEL void flock_cell_keys(GLOBAL const float4* RESTRICT pos, const int n,
                             GLOBAL const double* RESTRICT c, GLOBAL uint* RESTRICT keys,
                             GLOBAL uint* RESTRICT order) {
   const int i = GLOBAL_ID;
   if (i >= n) return;
-  const uint g = (uint)c[C_GRID];
-  const float4 p = pos[i];
-  keys[i] = ((uint)cell_of(p.z, c) * g + (uint)cell_of(p.y, c)) * g + (uint)cell_of(p.x, c);
+  keys[i] = cell_key(pos[i], c);
   order[i] = (uint)i;
 }
 
@@ -352,12 +359,14 @@ KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const floa
   finish(&s, c, p, vel[i], pos_out, vel_out, i);
 }
 
-/* The state in cell order in, the stepped state out in the same slots. */
+/* The state in cell order in, the stepped state out in the same slots, with the next step's
+ * cell keys (what flock_cell_keys would compute from pos_out, so the next step skips it). */
 KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
                            GLOBAL const float4* RESTRICT vel_sorted,
                            GLOBAL const uint* RESTRICT start, const int n,
                            GLOBAL const double* RESTRICT c, GLOBAL float4* RESTRICT pos_out,
-                           GLOBAL float4* RESTRICT vel_out) {
+                           GLOBAL float4* RESTRICT vel_out, GLOBAL uint* RESTRICT keys_out,
+                           GLOBAL uint* RESTRICT order_out) {
   const int k = GLOBAL_ID;
   if (k >= n) return;
   FlockSums s;
@@ -373,5 +382,6 @@ KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
 #undef NEIGHBOUR
 #undef POSITIONS
 #undef VELOCITIES
-  finish(&s, c, p, vel_sorted[k], pos_out, vel_out, k);
+  keys_out[k] = cell_key(finish(&s, c, p, vel_sorted[k], pos_out, vel_out, k), c);
+  order_out[k] = (uint)k;
 }
