@@ -44,9 +44,13 @@ class DeviceFlock:
             raise SolverUnavailableError(f"{self.context.info.spec} has no float64 arithmetic, "
                                          "which the flock kernels sum in")
         self.group = int(group)
-        if self.group < 1 or self.group > self.context.info.max_work_group_size:
-            raise InvalidInputError(f"work-group size must be 1 .. "
-                                    f"{self.context.info.max_work_group_size}, got {group}")
+        info = self.context.info
+        # The rule kernels vote per sub-group (flock.cl), so groups are whole sub-groups.
+        if not (1 <= self.group <= info.max_work_group_size
+                and self.group % info.subgroup_size == 0):
+            raise InvalidInputError(f"work-group size must be a multiple of {info.subgroup_size} "
+                                    f"(the sub-group) up to {info.max_work_group_size}, "
+                                    f"got {group}")
         n = self._n = len(pos)
         context = self.context
         # [state, spare]: the coherent search gathers the state into the spare and steps it

@@ -28,9 +28,9 @@
  * of at most FLUSH_EVERY terms and added into the float64 totals once per chunk of candidates
  * (a float32 -> float64 conversion runs at a fraction of the float32 rate on GPUs); a
  * neighbour's velocity is loaded only when it is within the alignment radius; the rule
- * constants are read into registers once per work-item; and a boid whose cells touch no face
- * of the box (grids of 5 or more cells a side) skips the nearest-image test, which cannot
- * change an offset of less than two cells.
+ * constants are read into registers once per work-item; and a sub-group whose boids' cells
+ * touch no face of the box (grids of 5 or more cells a side) skips the nearest-image test,
+ * which cannot change an offset of less than two cells.
  *
  * Determinism: positions and velocities lie on fixed-point grids (the world is a multiple of
  * the position quantum), so offsets are exact in float32, partial sums of FLUSH_EVERY terms
@@ -329,12 +329,14 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
       }                                                                                      \
   }
 
-/* The run loop twice, with and without the nearest image: a work-group away from the faces
- * (most of them) runs the loop without it. */
+/* The run loop twice, with and without the nearest image. The choice is made once per
+ * sub-group (SUBGROUP_ANY: the nearest image is right for every boid), so a warp runs one loop:
+ * one that mixed boids near a face with boids away from them would run both, one after the
+ * other. Most sub-groups hold no boid near a face and run the loop without it. */
 #define VISIT_WRAPPED(first, end) VISIT_RANGE(first, end, NEIGHBOUR, POSITIONS, VELOCITIES, true)
 #define VISIT_INSIDE(first, end) VISIT_RANGE(first, end, NEIGHBOUR, POSITIONS, VELOCITIES, false)
-#define VISIT_ALL_RUNS(p, c, start)                                                        \
-  if (near_face(p, c)) FOR_EACH_RUN(p, c, start, VISIT_WRAPPED)                            \
+#define VISIT_ALL_RUNS(p, c, start, wrap)                                                  \
+  if (wrap) FOR_EACH_RUN(p, c, start, VISIT_WRAPPED)                                       \
   else FOR_EACH_RUN(p, c, start, VISIT_INSIDE)
 
 KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* RESTRICT vel,
@@ -342,16 +344,18 @@ KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const floa
                             const int n, GLOBAL const double* RESTRICT c,
                             GLOBAL float4* RESTRICT pos_out, GLOBAL float4* RESTRICT vel_out) {
   const int i = GLOBAL_ID;
-  if (i >= n) return;
+  const bool live = i < n;  /* every lane takes part in the vote, then the spare ones leave */
+  const float4 p = pos[live ? i : 0];
+  const bool wrap = SUBGROUP_ANY(live && near_face(p, c));
+  if (!live) return;
   FlockSums s;
   clear(&s);
   const PairConstants pc = pair_constants(c);
-  const float4 p = pos[i];
 #define SELF ((uint)i)
 #define NEIGHBOUR(at) order[at]
 #define POSITIONS pos
 #define VELOCITIES vel
-  VISIT_ALL_RUNS(p, c, start)
+  VISIT_ALL_RUNS(p, c, start, wrap)
 #undef SELF
 #undef NEIGHBOUR
 #undef POSITIONS
@@ -368,16 +372,18 @@ KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
                            GLOBAL float4* RESTRICT vel_out, GLOBAL uint* RESTRICT keys_out,
                            GLOBAL uint* RESTRICT order_out) {
   const int k = GLOBAL_ID;
-  if (k >= n) return;
+  const bool live = k < n;  /* every lane takes part in the vote, then the spare ones leave */
+  const float4 p = pos_sorted[live ? k : 0];
+  const bool wrap = SUBGROUP_ANY(live && near_face(p, c));
+  if (!live) return;
   FlockSums s;
   clear(&s);
   const PairConstants pc = pair_constants(c);
-  const float4 p = pos_sorted[k];
 #define SELF ((uint)k)
 #define NEIGHBOUR(at) DIRECT(at)
 #define POSITIONS pos_sorted
 #define VELOCITIES vel_sorted
-  VISIT_ALL_RUNS(p, c, start)
+  VISIT_ALL_RUNS(p, c, start, wrap)
 #undef SELF
 #undef NEIGHBOUR
 #undef POSITIONS

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, initial_flock, reference
+from orrery.engine.errors import InvalidInputError
 from orrery.engine.flock._device import DeviceFlock
 
 from ..flock_cases import SEAM_RULES, seam_flock
@@ -73,3 +74,10 @@ def test_device_state_read_in_cell_order_and_searches_switched_midway_keep_the_c
     for sim in (cpu, on_device):
         sim.step(2)
     np.testing.assert_array_equal(on_device.particles.pos, cpu.particles.pos)
+
+
+def test_device_work_groups_must_be_whole_sub_groups(device):
+    start = initial_flock(100, rules=RULES)
+    for group in (-32, 48, 1 << 20):
+        with pytest.raises(InvalidInputError, match="work-group size must be a multiple"):
+            FlockSimulation(start, RULES, dt=0.2, device=device, group=group)
