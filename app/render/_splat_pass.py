@@ -6,7 +6,9 @@ registered with CUDA and from there into the texture on the GPU. Elsewhere (SYCL
 light is downloaded and uploaded, which is what the tests compare against the GL point path.
 
 The kernels run on a queue of their own beside the simulation's (``Context.another_queue``), so a
-frame does not wait behind queued steps; they start after the snapshot copies they read.
+frame does not wait behind queued steps; they start after the snapshot copies they read. A
+deferred draw leaves the light on the device until ``land`` finds its kernels finished: GL then
+never queues work that waits on the GPU for a simulation step (the live path).
 """
 
 from __future__ import annotations
@@ -34,17 +36,20 @@ class SplatPass:
         self._queues: dict = {}    # source context -> the context the splat runs on
         self._target = None        # (queue, size) the buffers below are for
         self._accumulation = None  # integer counts, zero between frames
-        self._light = None         # resolved light where the GL buffer cannot be mapped
+        self._light = None         # resolved light (float32 per value)
         self._pixels = None        # GL buffer the light goes through into the texture
         self._pixels_view = None   # its CUDA view, where interop works
+        self._unlanded = None      # the resolve of light not yet in the texture (its event)
         self.interop_unavailable: str | None = None
+        self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-             accumulation, *, pixel_ratio: float = 1.0) -> None:
+             accumulation, *, pixel_ratio: float = 1.0, deferred: bool = False) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
-        ``scene``'s particles (``scene.device`` must be set)."""
+        ``scene``'s particles (``scene.device`` must be set); ``deferred``: once ``land`` finds
+        the light ready, where it stays on the device."""
         style.validate()
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
@@ -57,23 +62,51 @@ class SplatPass:
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
         with queue.reading(particles.snapshots):
+            events = {"splat": [], "resolve": [], "copy": []}
             if count:
-                program.kernel("splat_points").launch(
+                events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation)
-            resolve = program.kernel("splat_resolve")
-            if self._pixels_view is not None:
-                with self._pixels_view.mapped((values,), np.float32) as light:
-                    resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                                   light)
-                accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
-                return
-            resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                           self._light)
-        accumulation.write(self._light.download().tobytes())
+                    self._accumulation))
+            resolved = program.kernel("splat_resolve").launch(
+                _padded(values), GROUP, self._accumulation, np.int32(values), self._light)
+            events["resolve"].append(resolved)
+        self._events = events
+        if self._pixels_view is None:
+            accumulation.write(self._light.download().tobytes())
+            return
+        self._unlanded = resolved
+        self.land(accumulation, wait=not deferred)
+
+    def land(self, accumulation, *, wait: bool = True) -> bool:
+        """Copy resolved light into ``accumulation`` (on the GPU, through the pixel buffer) once
+        its kernels have finished, or at once with ``wait`` (the copy then waits on the device
+        for them); returns whether it did. The pixel buffer is mapped only here, when nothing
+        queued before the copy waits for a simulation step: mapping it ahead of a splat that
+        waits for one held the render thread for that step."""
+        if self._unlanded is None or not (wait or self._unlanded.finished()):
+            return False
+        queue = self._target[0]
+        values = self._light.size
+        program = queue.build(["splat.cl"], defines=_DEFINES)
+        with self._pixels_view.mapped((values,), np.float32) as pixels:
+            self._events.setdefault("copy", []).append(program.kernel("splat_copy").launch(
+                _padded(values), GROUP, self._light, np.int32(values), pixels))
+        accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
+        self._unlanded = None
+        return True
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Device seconds of the last frame's kernels (waits for them): splat, resolve, and the
+        copy into the GL pixel buffer where the light went through one."""
+        return {stage: sum(event.seconds() for event in events)
+                for stage, events in self._events.items()}
+
+    def discard(self) -> None:
+        """Forget light not yet landed (the target is being redrawn or resized)."""
+        self._unlanded = None
 
     @property
     def path(self) -> str:
@@ -94,12 +127,12 @@ class SplatPass:
         self._release_buffers()
         values = size[0] * size[1] * CHANNELS
         self._accumulation = queue.zeros((values,), np.uint64)
+        self._light = queue.empty((values,), np.float32)
         self._pixels = self.ctx.buffer(reserve=values * 4)
         try:
             self._pixels_view = gl_buffer_view(queue, self._pixels.glo, self._pixels.size)
         except InteropUnavailableError as error:
             self.interop_unavailable = str(error)
-            self._light = queue.empty((values,), np.float32)
         self._target = (queue, size)
 
     def _labels(self, queue, scene: ParticleScene):
@@ -129,6 +162,7 @@ class SplatPass:
             self._pixels.release()
         self._accumulation = self._light = self._pixels = self._pixels_view = None
         self._target = None
+        self._unlanded = None
 
     def release(self) -> None:
         self._release_buffers()

@@ -109,8 +109,9 @@ class ViewerWindow(pyglet.window.Window):
                   view_projection.tobytes(), style.key(), self.pixel_ratio())
         if inputs != self._accumulated_inputs:
             self.renderer.accumulate(self.scene, view_projection, style,
-                                     pixel_ratio=self.pixel_ratio())
+                                     pixel_ratio=self.pixel_ratio(), deferred=True)
             self._accumulated_inputs = inputs
+        self.renderer.land()
         self.renderer.present(self.ctx.screen, self.tone)
         if self.video.recording and not self.video.add(read_screen(self.ctx, (width, height))):
             self.capture_message = "video stopped: the window changed size"
