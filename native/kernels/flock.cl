@@ -81,10 +81,10 @@ DEVICE PairConstants pair_constants(GLOBAL const double* RESTRICT c) {
   return pc;
 }
 
+/* Selects, not branches (the CPU lanes' sequence): after the first, d > -half_world still. */
 DEVICE float nearest_image(float d, float world, float half_world) {
-  if (d > half_world) return d - world;
-  if (d < -half_world) return d + world;
-  return d;
+  d = d > half_world ? d - world : d;
+  return d < -half_world ? d + world : d;
 }
 
 /* Neighbour j (position pj, velocity vel[j]) of the boid at pi. `wrap`: apply the nearest
