@@ -27,7 +27,8 @@
  * Speed: a candidate neighbour costs float32 work only. Sums are kept as float32 partial sums
  * of at most FLUSH_EVERY terms and added into the float64 totals once per chunk of candidates
  * (a float32 -> float64 conversion runs at a fraction of the float32 rate on GPUs); a
- * neighbour's velocity is loaded only when it is within the alignment radius; the rule
+ * neighbour's velocity is loaded only when it is within the alignment radius; the boid itself
+ * is visited like any candidate and taken back out once (no test per candidate); the rule
  * constants are read into registers once per work-item; and a sub-group whose boids' cells
  * touch no face of the box (grids of 5 or more cells a side) skips the nearest-image test,
  * which cannot change an offset of less than two cells.
@@ -116,6 +117,19 @@ DEVICE void accumulate(FlockSums* s, const PairConstants* pc, float4 pi, float4 
     s->alignment[2] += vj.z;
     s->alignment_count += 1;
   }
+}
+
+/* The boid met itself (offset 0) inside every positive radius: take its velocity and its
+ * counts back out, exactly (the velocity is a multiple of the velocity quantum, as the sum is),
+ * as native/flock_kernel.hpp does. Separation added an offset of 0. */
+DEVICE void forget_self(FlockSums* s, const PairConstants* pc, float4 v) {
+  if (0.0f < pc->alignment2) {
+    s->alignment_total[0] -= (double)v.x;
+    s->alignment_total[1] -= (double)v.y;
+    s->alignment_total[2] -= (double)v.z;
+    s->alignment_count -= 1;
+  }
+  if (0.0f < pc->cohesion2) s->cohesion_count -= 1;
 }
 
 /* Adds the partial sums into the float64 totals (exactly) and clears them. */
@@ -281,13 +295,14 @@ KERNEL void flock_unsort(GLOBAL const float4* RESTRICT rows, GLOBAL const uint* 
 }
 
 /* Visits candidates first .. end - 1, FLUSH_EVERY at a time, the partial sums flushed after
- * each chunk. NEIGHBOUR(j) gives the candidate's index into pos / vel, or skips it (self). */
+ * each chunk; NEIGHBOUR(at) gives the candidate's index into pos / vel. The boid itself is
+ * visited like the others (no test per candidate) and taken back out by forget_self. */
 #define VISIT_RANGE(first, end, NEIGHBOUR, pos, vel, wrap)                            \
   for (uint chunk = (first); chunk < (end); chunk += FLUSH_EVERY) {                   \
     const uint stop = MIN(chunk + FLUSH_EVERY, (end));                                \
     for (uint at = chunk; at < stop; ++at) {                                          \
       const uint j = NEIGHBOUR(at);                                                   \
-      if (j != SELF) accumulate(&s, &pc, p, (pos)[j], (vel), j, (wrap));              \
+      accumulate(&s, &pc, p, (pos)[j], (vel), j, (wrap));                             \
     }                                                                                 \
     flush(&s);                                                                        \
   }
@@ -301,11 +316,11 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
   clear(&s);
   const PairConstants pc = pair_constants(c);
   const float4 p = pos[i];
-#define SELF ((uint)i)
 #define DIRECT(at) (at)
   VISIT_RANGE(0u, (uint)n, DIRECT, pos, vel, true)
-#undef SELF
-  finish(&s, c, p, vel[i], pos_out, vel_out, i);
+  const float4 v = vel[i];
+  forget_self(&s, &pc, v);
+  finish(&s, c, p, v, pos_out, vel_out, i);
 }
 
 /* Calls VISIT(first, last) for every run of consecutive cells the boid at p visits, as the
@@ -351,16 +366,16 @@ KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const floa
   FlockSums s;
   clear(&s);
   const PairConstants pc = pair_constants(c);
-#define SELF ((uint)i)
 #define NEIGHBOUR(at) order[at]
 #define POSITIONS pos
 #define VELOCITIES vel
   VISIT_ALL_RUNS(p, c, start, wrap)
-#undef SELF
 #undef NEIGHBOUR
 #undef POSITIONS
 #undef VELOCITIES
-  finish(&s, c, p, vel[i], pos_out, vel_out, i);
+  const float4 v = vel[i];
+  forget_self(&s, &pc, v);
+  finish(&s, c, p, v, pos_out, vel_out, i);
 }
 
 /* The state in cell order in, the stepped state out in the same slots, with the next step's
@@ -379,15 +394,15 @@ KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_sorted,
   FlockSums s;
   clear(&s);
   const PairConstants pc = pair_constants(c);
-#define SELF ((uint)k)
 #define NEIGHBOUR(at) DIRECT(at)
 #define POSITIONS pos_sorted
 #define VELOCITIES vel_sorted
   VISIT_ALL_RUNS(p, c, start, wrap)
-#undef SELF
 #undef NEIGHBOUR
 #undef POSITIONS
 #undef VELOCITIES
-  keys_out[k] = cell_key(finish(&s, c, p, vel_sorted[k], pos_out, vel_out, k), c);
+  const float4 v = vel_sorted[k];
+  forget_self(&s, &pc, v);
+  keys_out[k] = cell_key(finish(&s, c, p, v, pos_out, vel_out, k), c);
   order_out[k] = (uint)k;
 }

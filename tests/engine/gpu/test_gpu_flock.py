@@ -81,3 +81,18 @@ def test_device_work_groups_must_be_whole_sub_groups(device):
     for group in (-32, 48, 1 << 20):
         with pytest.raises(InvalidInputError, match="work-group size must be a multiple"):
             FlockSimulation(start, RULES, dt=0.2, device=device, group=group)
+
+
+@pytest.mark.parametrize("zero", ["separation_radius", "alignment_radius", "cohesion_radius"])
+def test_device_rules_with_a_zero_radius_keep_the_cpu_bits(device, zero):
+    # A rule switched off by a zero radius: no boid is inside it, not even the boid itself.
+    rules = RULES.with_changes(search="coherent-grid", cell_width=1, **{zero: 0.0})
+    start = initial_flock(2000, seed=31, rules=rules, clumps=2)
+    cpu = FlockSimulation(start, rules, dt=0.2)
+    on_device = FlockSimulation(start, rules, dt=0.2, device=device, group=64)
+    for search in SEARCHES:
+        for sim in (cpu, on_device):
+            sim.rules = rules.with_changes(search=search)
+            sim.step(1)
+    np.testing.assert_array_equal(on_device.velocities(), cpu.velocities())
+    np.testing.assert_array_equal(on_device.positions(), cpu.positions())
