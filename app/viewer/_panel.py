@@ -127,6 +127,9 @@ class ControlPanel:
                 runner.stop_recording()
             self._remember("record")
             imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
+            waits = (frame.stats.get("recording_stats") or {}).get("queue_waits", 0)
+            if waits:  # the disk is behind: the run waited rather than drop frames
+                imgui.text_colored(_RED, f"the run waited for the disk {waits} time(s)")
 
     def _simulation_controls(self, frame) -> None:
         runner = self.runner
@@ -182,7 +185,8 @@ class ControlPanel:
         spec = solver_specs().get(runner.solver_name)
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
-        _, new_theta = imgui.slider_float("theta", float(settings.theta), THETA.minimum,
+        theta = THETA.default if settings.theta is None else settings.theta
+        _, new_theta = imgui.slider_float("theta", float(theta), THETA.minimum,
                                           THETA.maximum, "%.2f")
         if imgui.is_item_deactivated_after_edit():
             runner.update(theta=new_theta)

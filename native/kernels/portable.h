@@ -11,7 +11,8 @@
  * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
  * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory),
- * FLOAT_AS_UINT / UINT_AS_FLOAT (a float's bits and back), ATOMIC_MAX (like ATOMIC_MIN).
+ * FLOAT_AS_UINT / UINT_AS_FLOAT (a float's bits and back), ATOMIC_MAX (like ATOMIC_MIN),
+ * `ushort` (16 bits).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -71,6 +72,7 @@ __device__ __forceinline__ T orrery_subgroup_reduce_add(T value) {
 }
 #define SUBGROUP_REDUCE_ADD(value) orrery_subgroup_reduce_add(value)
 #define POPCOUNT(bits) __popc(bits)
+typedef unsigned short ushort;
 typedef unsigned long long ulong;
 #define CLZ64(bits) __clzll((long long)(bits))
 #define ALIGNED(bytes) __align__(bytes)

@@ -1,8 +1,7 @@
 /* splat.cl: the particle pass as a compute splat. Each work-item projects one particle with the
  * camera matrix and adds its Gaussian sprite into an integer RGBA accumulation image; a second
  * kernel turns the integers back into floating-point light (the accumulation target the tone-map
- * pass reads) and clears them for the next frame; a third copies finished light into the GL
- * pixel buffer. It draws what the GL point path draws
+ * pass reads) and clears them for the next frame. It draws what the GL point path draws
  * (shaders/particles.vert and particles.frag, blending ONE, ONE), without rasterising points:
  *
  *   1. clip = M (x, y, z, 1); a particle behind the camera (w <= 0) or outside the depth range
@@ -117,11 +116,3 @@ KERNEL void splat_resolve(GLOBAL ulong* RESTRICT accumulation, const int values,
   accumulation[i] = 0;
 }
 
-/* One work-item per value: resolved light copied into the GL pixel buffer once its frame is
- * complete, so GL never waits on the device for the simulation step a frame's splat follows. */
-KERNEL void splat_copy(GLOBAL const float* RESTRICT light, const int values,
-                       GLOBAL float* RESTRICT pixels) {
-  const int i = GLOBAL_ID;
-  if (i >= values) return;
-  pixels[i] = light[i];
-}
