@@ -33,6 +33,28 @@ BOX_WORDS = 2 * BOX_VALUES
 FIXED_LEVELS = 65535
 # Beyond half a step, the float32 roundings of a fixed16 frame, as a fraction of the extent.
 FIXED16_ROUNDING = 2.0**-20
+# Work-group size of frames.cl's bounds kernels (a power of two).
+BOUNDS_GROUP = 256
+WIDEN_GROUP = 256
+
+
+def frame_program(context, real_bits: int):
+    """``frames.cl`` built on ``context`` for states of ``real_bits`` precision."""
+    return context.build(["frames.cl"], defines={"REAL_BITS": real_bits,
+                                                  "BOUNDS_GROUP": BOUNDS_GROUP})
+
+
+def widened_on_device(context, positions: np.ndarray):
+    """float16 positions (n, 3) as a float32 device array on ``context``: the halves are
+    uploaded (half the bytes of float32) and widened there, exactly (``frame_widen_half``)."""
+    halves = np.ascontiguousarray(positions, dtype=np.float16)
+    values = halves.size
+    wide = context.empty(halves.shape, np.float32)
+    if values:
+        launch = max(1, -(-values // WIDEN_GROUP)) * WIDEN_GROUP
+        frame_program(context, 32).kernel("frame_widen_half").launch(
+            launch, WIDEN_GROUP, context.upload(halves.view(np.uint16)), np.int32(values), wide)
+    return wide
 
 
 def check_encoding(name: str) -> str:

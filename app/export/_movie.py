@@ -14,7 +14,6 @@ where the time went.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -319,11 +318,11 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
         settings.style.weights = population_weights(source.population_names)
     video_options.setdefault("segment_frames", segment_plan(settings.fps, frames))
     renderer = MovieRenderer(settings, ctx=ctx, compute=compute, gpu_yuv=gpu_yuv)
-    # the next source frame is read on a thread while this one is drawn and read back (and, for
-    # the compute splat, widened to the float32 it takes: 9 ms for 1M float16 positions here)
+    # the next source frame is read on a thread while this one is drawn and read back (float16
+    # frames go to a compute device as they are and are widened there)
     reader = ThreadPoolExecutor(1, thread_name_prefix="orrery-reader") \
         if getattr(source, "read_ahead", False) else None
-    read = source.frame if compute is None else functools.partial(_float32_frame, source)
+    read = source.frame
     indices = [source_index(index, frames, source.count) for index in range(frames)]
     video = None
     try:
@@ -358,11 +357,6 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
         renderer.release()
         if times is not None:
             _add_times(times, renderer, video, time_now() - started)
-
-
-def _float32_frame(source: FrameSequence, index: int):
-    positions, time, step = source.frame(index)
-    return np.asarray(positions, np.float32), time, step
 
 
 def _write(video, write, frame, progress, frames: int) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...engine.compute import InteropUnavailableError, gl_buffer_view
 from ...engine.errors import InvalidInputError
+from ...engine.frame_encoding import widened_on_device
 from ...engine.frames import Frame
 from . import _gl_calls
 
@@ -160,7 +161,10 @@ class ParticleScene:
         if self._compute is None:
             self.device = None
             return
-        current = self._compute.upload(np.ascontiguousarray(positions, dtype=np.float32))
+        if positions.dtype == np.float16:  # a float16 recording: widened on the device
+            current = widened_on_device(self._compute, positions)
+        else:
+            current = self._compute.upload(np.ascontiguousarray(positions, dtype=np.float32))
         previous = self.device.current if moved and self.device is not None else current
         self.device = DeviceParticles(self._compute, current, previous)
 

@@ -22,8 +22,9 @@ INTEGRATE_GROUP = 64
 # The energy reduction: work-group size and most work-groups (partial sums downloaded).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
-# The fixed16 frame's bounding box: work-group size and work-groups of the first pass.
-BOUNDS_GROUP = 256
+# The fixed16 frame's bounding box: work-groups of the first pass (their size:
+# frame_encoding.BOUNDS_GROUP, a define of frames.cl).
+BOUNDS_GROUP = encoding.BOUNDS_GROUP
 BOUNDS_GROUPS = 64
 
 
@@ -163,8 +164,7 @@ class DeviceState:
     def _frame_program(self):
         if self._frames is None:
             context = self.solver.context
-            self._frames = context.build(["frames.cl"], defines={
-                "REAL_BITS": self.solver.dtype.itemsize * 8, "BOUNDS_GROUP": BOUNDS_GROUP})
+            self._frames = encoding.frame_program(context, self.solver.dtype.itemsize * 8)
             # The first pass's partials, then the box (frames.cl), reused by every frame: the
             # queue orders one frame's kernels before the next frame's.
             self._box = (context.empty(6 * BOUNDS_GROUPS, np.float32),

@@ -12,7 +12,9 @@
  * scale = 65535 / (hi - lo), step = (hi - lo) / 65535, both float). The reader gives back
  * lo + q * step; the error per axis is at most 0.5 step plus float rounding (the bound
  * engine/frame_encoding.py states, from the box stored with each frame). `state_xyz` copies the (x, y, z) of
- * real4 rows in the run's own precision (a keyframe, exact).
+ * real4 rows in the run's own precision (a keyframe, exact). `frame_widen_half` goes the other
+ * way for a reader that draws on the device (a movie of a float16 recording): binary16 bits to
+ * float, exact (every half is a float), so half the bytes cross the bus.
  *
  * Host defines: REAL_BITS (the state's precision), BOUNDS_GROUP (work-group size of the
  * bounds kernels, a power of two). The box sits in `box` as 9 floats: lo xyz, step xyz,
@@ -165,4 +167,25 @@ KERNEL void frame_fixed16(GLOBAL const real4* RESTRICT body, const int count,
     const float scaled = rint((xyz[axis] - box[axis]) * box[6 + axis]);
     out[3 * i + axis] = (ushort)MIN(MAX(scaled, 0.0f), 65535.0f);
   }
+}
+
+/* binary16 bits to float, exactly: a normal half moves its exponent bias from 15 to 127, a
+ * subnormal one is its mantissa times 2^-24 (exact in float), infinities and NaNs keep their
+ * payload bits. */
+DEVICE float orrery_half_to_float(const ushort half_bits) {
+  const uint bits = (uint)half_bits;
+  const uint sign = (bits & 0x8000u) << 16;
+  const uint exponent = (bits >> 10) & 0x1fu;
+  const uint mantissa = bits & 0x3ffu;
+  if (exponent == 0x1fu) return UINT_AS_FLOAT(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0u) return UINT_AS_FLOAT(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  return UINT_AS_FLOAT(sign | FLOAT_AS_UINT((float)mantissa * 5.9604644775390625e-8f));
+}
+
+/* One work-item per value: `values` binary16 numbers widened into float. */
+KERNEL void frame_widen_half(GLOBAL const ushort* RESTRICT half_values, const int values,
+                             GLOBAL float* RESTRICT wide) {
+  const int i = GLOBAL_ID;
+  if (i >= values) return;
+  wide[i] = orrery_half_to_float(half_values[i]);
 }

@@ -115,3 +115,17 @@ def test_a_recording_of_device_frames_holds_the_runs_positions(device, tmp_path,
             pos, vel = recording.read_keyframe(index)
             assert np.array_equal(pos, state.pos) and np.array_equal(vel, state.vel)
 
+
+
+def test_every_half_widens_on_the_device_to_the_float_numpy_gives(device):
+    from orrery.engine.compute import open_device
+
+    context = open_device(device)
+    halves = np.arange(2**16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    halves = np.concatenate([halves, halves[:2]]).reshape(-1, 3)  # (n, 3) positions
+    wide = frame_encoding.widened_on_device(context, halves).download()
+    expected = halves.astype(np.float32)
+    assert wide.dtype == np.float32 and wide.shape == halves.shape
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(wide), nan)
+    assert np.array_equal(wide[~nan].view(np.uint32), expected[~nan].view(np.uint32))  # -0 too
