@@ -34,8 +34,10 @@ from .cpu_tree import TREE_THETA
 
 WALK = Option("walk", str, "coherent",
               "tree walk: 'coherent' (a sub-group at one node, lanes masked), 'independent' (one "
-              "node index per work-item) or 'group' (cpu-tree's group walk)",
-              choices=("coherent", "independent", "group"))
+              "node index per work-item), 'group' (cpu-tree's group walk) or 'list' (the group "
+              "walk breadth-first: a sub-group tests many nodes at once and sums batches of "
+              "sources from local memory)",
+              choices=("coherent", "independent", "group", "list"))
 OPENING = Option("opening", str, "group",
                  "what a per-body walk tests a node against: 'group' (the box of the body's walk "
                  "group: cpu-tree's test, so the same theta gives cpu-tree's accuracy) or 'body' "
@@ -47,7 +49,9 @@ TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
 # its opening decisions (ADR-0071).
 GROUP_CAPACITY = _native.TREE_GROUP_CAPACITY
 WALK_GROUP_SIZE = 128
-_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}
+_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2, "list": 3}
+# The walks with one sub-group per walk group, deciding for the group's box.
+_GROUP_WALKS = ("group", "list")
 _OPENING_CODES = {"body": 0, "group": 1}
 
 
@@ -73,7 +77,7 @@ class GpuTreeSolver(GpuSolver):
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
-    walk : {"coherent", "independent", "group"}
+    walk : {"coherent", "independent", "group", "list"}
         How the walk maps onto sub-groups.
     opening : {"group", "body"}
         What the per-body walks test a node against: the box of the body's walk group
@@ -93,8 +97,8 @@ class GpuTreeSolver(GpuSolver):
 
     def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
                  leaf_capacity, walk, opening):
-        if walk == "group" and opening == "body":
-            raise InvalidInputError("gpu-tree: the group walk decides for its group's box; "
+        if walk in _GROUP_WALKS and opening == "body":
+            raise InvalidInputError(f"gpu-tree: the {walk} walk decides for its group's box; "
                                     "opening='body' needs walk='coherent' or 'independent'")
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
                          accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
@@ -140,7 +144,7 @@ class GpuTreeSolver(GpuSolver):
     def _opening_boxes(self, tree, boxes_kernel) -> list[KernelEvent]:
         """Per walk group its bodies' box, per body its group (only the per-body walks with
         the group opening test read them; the others get one-element placeholders)."""
-        per_body = self.walk != "group" and self.opening == "group"
+        per_body = self.walk not in _GROUP_WALKS and self.opening == "group"
         groups, count = (tree.group_count, tree.count) if per_body else (1, 1)
         if self._boxes is None or self._boxes.shape[0] < 2 * groups:
             self._boxes = self.context.empty((2 * groups, 4), self.dtype)
@@ -155,10 +159,10 @@ class GpuTreeSolver(GpuSolver):
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         self._builder.theta = self.setting.theta(count)
-        tree = self._builder.build(body, count, groups=self.walk == "group" or self.opening == "group")
+        tree = self._builder.build(body, count, groups=self.walk in _GROUP_WALKS or self.opening == "group")
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        if self.walk == "group":
+        if self.walk in _GROUP_WALKS:
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
             work_groups = max(1, ceil_div(tree.group_count, per_work_group))
         else:

@@ -27,6 +27,8 @@
 #define WALK_INDEPENDENT 0
 #define WALK_COHERENT 1
 #define WALK_GROUP 2
+#define WALK_LIST 3
+#define SUBGROUPS (WALK_GROUP_SIZE / SUBGROUP_SIZE)
 #define OPENING_BODY 0
 #define OPENING_GROUP 1
 
@@ -47,21 +49,22 @@ DEVICE real4 body_term(real4 a, const real4 source, const real4 target, const re
   return a;
 }
 
-DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT quad, const uint i,
-                       const real4 target, const real eps2) {
-#ifdef QUADRUPOLE
-  const real dx = node.cx - target.x;
-  const real dy = node.cy - target.y;
-  const real dz = node.cz - target.z;
+/* An accepted cell's monopole (source: centre of mass, mass) and traceless quadrupole q0..q5
+ * (xx, xy, xz, yy, yz, zz). */
+DEVICE real4 quadrupole_term(real4 a, const real4 source, const real q0, const real q1, const real q2,
+                             const real q3, const real q4, const real q5, const real4 target,
+                             const real eps2) {
+  const real dx = source.x - target.x;
+  const real dy = source.y - target.y;
+  const real dz = source.z - target.z;
   const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
   const real inv_r = RSQRT(r2);
   const real inv_r2 = inv_r * inv_r;
-  const real m_inv_r = node.mass * inv_r;
+  const real m_inv_r = source.w * inv_r;
   const real inv_r5 = inv_r2 * inv_r2 * inv_r;
-  GLOBAL const real* q = quad + 6 * (size_t)i;
-  const real qx = q[0] * dx + q[1] * dy + q[2] * dz;
-  const real qy = q[1] * dx + q[3] * dy + q[4] * dz;
-  const real qz = q[2] * dx + q[4] * dy + q[5] * dz;
+  const real qx = q0 * dx + q1 * dy + q2 * dz;
+  const real qy = q1 * dx + q3 * dy + q4 * dz;
+  const real qz = q2 * dx + q4 * dy + q5 * dz;
   const real dqd = dx * qx + dy * qy + dz * qz;
   const real radial = m_inv_r * inv_r2 + (real)2.5 * dqd * inv_r5 * inv_r2;
   a.x += radial * dx - inv_r5 * qx;
@@ -71,8 +74,16 @@ DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT
   a.w -= m_inv_r + (real)0.5 * dqd * inv_r5;
 #endif
   return a;
+}
+
+DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT quad, const uint i,
+                       const real4 target, const real eps2) {
+  const real4 source = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
+#ifdef QUADRUPOLE
+  GLOBAL const real* q = quad + 6 * (size_t)i;
+  return quadrupole_term(a, source, q[0], q[1], q[2], q[3], q[4], q[5], target, eps2);
 #else
-  return body_term(a, MAKE_REAL4(node.cx, node.cy, node.cz, node.mass), target, eps2);
+  return body_term(a, source, target, eps2);
 #endif
 }
 
@@ -181,6 +192,218 @@ DEVICE real subgroup_max(real v) {
   return v;
 }
 
+/* The box [lo, hi] of bodies [first, first + count), computed by the whole sub-group. */
+DEVICE void subgroup_box(GLOBAL const real4* RESTRICT body, const uint first, const uint count,
+                         real4* lo, real4* hi) {
+  real lo_x = body[first].x, lo_y = body[first].y, lo_z = body[first].z;
+  real hi_x = lo_x, hi_y = lo_y, hi_z = lo_z;
+  for (uint j = first + SUBGROUP_LANE; j < first + count; j += SUBGROUP_SIZE) {
+    const real4 b = body[j];
+    lo_x = MIN(lo_x, b.x); lo_y = MIN(lo_y, b.y); lo_z = MIN(lo_z, b.z);
+    hi_x = MAX(hi_x, b.x); hi_y = MAX(hi_y, b.y); hi_z = MAX(hi_z, b.z);
+  }
+  *lo = MAKE_REAL4(subgroup_min(lo_x), subgroup_min(lo_y), subgroup_min(lo_z), 0);
+  *hi = MAKE_REAL4(subgroup_max(hi_x), subgroup_max(hi_y), subgroup_max(hi_z), 0);
+}
+
+#if WALK == WALK_LIST
+/* The list walk's local memory, per sub-group: a stack of node ranges to visit, the sources
+ * waiting to be summed, and the leaves one walk step opened. */
+#define SOURCE_CAPACITY (2 * SUBGROUP_SIZE)
+/* A walk step pops at most as many ranges as leave the stack STACK_SLACK entries below full, and
+ * at least one: a run of single pops grows the stack by at most one range per tree level. */
+#define STACK_SLACK (MORTON_LEVELS + 3)
+#define STACK_CAPACITY (6 * SUBGROUP_SIZE + STACK_SLACK)
+
+DEVICE uint subgroup_inclusive_sum(uint v) {
+  const int lane = SUBGROUP_LANE;
+  for (int d = 1; d < SUBGROUP_SIZE; d <<= 1) {
+    const uint below = SUBGROUP_SHUFFLE(v, lane >= d ? lane - d : lane);
+    if (lane >= d) v += below;
+  }
+  return v;
+}
+
+/* Sums the first n sources (bodies, and monopole cells) into every used target slot, then moves
+ * the rest (fewer than SUBGROUP_SIZE) to the front. Uniform in the sub-group. */
+#define SUM_SOURCES(n, term)                                              \
+  do {                                                                                \
+    _Pragma("unroll") for (int t = 0; t < GROUP_TARGETS; ++t) {                       \
+      if ((uint)t < used) {                                                           \
+        real4 sum = a[t];                                                             \
+        for (uint k = 0; k < (n); ++k) sum = term;                                    \
+        a[t] = sum;                                                                   \
+      }                                                                               \
+    }                                                                                 \
+  } while (0)
+
+/* One sub-group walks walk group `own` for all its bodies at once (GROUP_TARGETS per lane,
+ * batches of GROUP_TARGETS * SUBGROUP_SIZE). Each walk step pops up to SUBGROUP_SIZE node ranges
+ * [begin, end) (the subtrees begin, skip(begin), ... before end) and tests their first nodes in
+ * parallel against the group's box; an accepted cell goes to the source list, an opened leaf to
+ * the leaf list, an opened node pushes its children [i + 1, skip), and the range's rest
+ * [skip, end) is pushed again. Leaves are copied body by body into the source list; whenever it
+ * holds SUBGROUP_SIZE sources, every lane sums them (broadcast reads of local memory) into its
+ * targets. The group's own bodies are summed first, pair by pair without the self term, and its
+ * node is skipped in the walk. The decisions are the group walk's, so are the counters. */
+DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
+                      GLOBAL const real4* RESTRICT body, const uint own, const real eps2,
+                      GLOBAL real4* RESTRICT result, LOCAL_ARG uint* stack_begin,
+                      LOCAL_ARG uint* stack_end, LOCAL_ARG real4* sources,
+                      LOCAL_ARG uint* leaf_first, LOCAL_ARG uint* leaf_count,
+                      LOCAL_ARG real4* cells, LOCAL_ARG real* cell_quad,
+                      ulong* particle_particle, ulong* particle_cell) {
+  const int lane = SUBGROUP_LANE;
+  const uint lanes_below = (1u << lane) - 1u;
+  const uint first = nodes[own].first, members = nodes[own].count;
+  real4 lo, hi;
+  subgroup_box(body, first, members, &lo, &hi);
+  const uint node_count = nodes[0].skip;
+  uint listed = 0, accepted = 0; /* this lane's share of the first batch's decisions */
+  for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
+    real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
+    uint index[GROUP_TARGETS];
+    const uint used = MIN((uint)GROUP_TARGETS, (members - base + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE);
+#pragma unroll
+    for (int t = 0; t < GROUP_TARGETS; ++t) {
+      index[t] = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
+      target[t] = body[index[t] < first + members ? index[t] : first];
+      a[t] = MAKE_REAL4(0, 0, 0, 0);
+    }
+    for (int t = 0; t < GROUP_TARGETS; ++t)
+      if ((uint)t < used) a[t] = leaf_terms(a[t], body, first, members, index[t], target[t], eps2);
+    uint stack_size = 1, source_size = 0, cell_size = 0, leaf_head = 0, leaves = 0;
+    if (lane == 0) {
+      stack_begin[0] = 0;
+      stack_end[0] = node_count;
+    }
+    SYNC_SUBGROUP;
+    for (;;) {
+      const int drain = stack_size == 0 && leaf_head == leaves;
+      if (source_size >= SUBGROUP_SIZE || (drain && source_size > 0)) {
+        const uint n = MIN(source_size, (uint)SUBGROUP_SIZE);
+        SUM_SOURCES(n, body_term(sum, sources[k], target[t], eps2));
+        source_size -= n;
+        SYNC_SUBGROUP;
+        const real4 rest = sources[SUBGROUP_SIZE + lane];
+        SYNC_SUBGROUP;
+        if ((uint)lane < source_size) sources[lane] = rest;
+        SYNC_SUBGROUP;
+        continue;
+      }
+#ifdef QUADRUPOLE
+      if (cell_size >= SUBGROUP_SIZE || (drain && cell_size > 0)) {
+        const uint n = MIN(cell_size, (uint)SUBGROUP_SIZE);
+        SUM_SOURCES(n,
+                    quadrupole_term(sum, cells[k], cell_quad[6 * k], cell_quad[6 * k + 1],
+                                    cell_quad[6 * k + 2], cell_quad[6 * k + 3], cell_quad[6 * k + 4],
+                                    cell_quad[6 * k + 5], target[t], eps2));
+        cell_size -= n;
+        SYNC_SUBGROUP;
+        const real4 rest = cells[SUBGROUP_SIZE + lane];
+        real rest_quad[6];
+        for (int c = 0; c < 6; ++c) rest_quad[c] = cell_quad[6 * (SUBGROUP_SIZE + lane) + c];
+        SYNC_SUBGROUP;
+        if ((uint)lane < cell_size) {
+          cells[lane] = rest;
+          for (int c = 0; c < 6; ++c) cell_quad[6 * lane + c] = rest_quad[c];
+        }
+        SYNC_SUBGROUP;
+        continue;
+      }
+#endif
+      if (leaf_head < leaves) {
+        /* Copy as many whole pending leaves as fit (more than SUBGROUP_SIZE sources are free),
+         * or SUBGROUP_SIZE bodies of a first leaf larger than that. */
+        const uint pending = leaves - leaf_head;
+        const int mine = (uint)lane < pending;
+        const uint lf = mine ? leaf_first[leaf_head + lane] : 0;
+        const uint lc = mine ? leaf_count[leaf_head + lane] : 0;
+        const uint upto = subgroup_inclusive_sum(lc);
+        const uint room = SOURCE_CAPACITY - source_size;
+        const uint whole = POPCOUNT(SUBGROUP_BALLOT(mine && upto <= room));
+        SYNC_SUBGROUP;
+        if (whole > 0) {
+          if ((uint)lane < whole)
+            for (uint j = 0; j < lc; ++j) sources[source_size + upto - lc + j] = body[lf + j];
+          source_size += SUBGROUP_SHUFFLE(upto, whole - 1);
+          leaf_head += whole;
+        } else {
+          const uint from = SUBGROUP_BROADCAST(lf, 0);
+          sources[source_size + lane] = body[from + lane];
+          source_size += SUBGROUP_SIZE;
+          if (lane == 0) {
+            leaf_first[leaf_head] = lf + SUBGROUP_SIZE;
+            leaf_count[leaf_head] = lc - SUBGROUP_SIZE;
+          }
+        }
+        SYNC_SUBGROUP;
+        continue;
+      }
+      if (stack_size == 0) break;
+      /* A walk step: the lists have room for SUBGROUP_SIZE more cells and leaves. */
+      const uint headroom = STACK_CAPACITY - STACK_SLACK > stack_size ? STACK_CAPACITY - STACK_SLACK - stack_size : 1u;
+      const uint take = MIN(MIN((uint)SUBGROUP_SIZE, stack_size), headroom);
+      const uint top = stack_size - take;
+      const int active = (uint)lane < take;
+      const uint i = active ? stack_begin[top + lane] : 0;
+      const uint end = active ? stack_end[top + lane] : 0;
+      SYNC_SUBGROUP;
+      const TreeNode node = nodes[i];
+      const int considered = active && i != own;
+      const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
+      const int is_leaf = considered && !is_cell && node.skip == i + 1;
+      const int is_open = considered && !is_cell && !is_leaf;
+      const int has_rest = active && node.skip < end;
+      const uint open_bits = SUBGROUP_BALLOT(is_open), rest_bits = SUBGROUP_BALLOT(has_rest);
+      const uint cell_bits = SUBGROUP_BALLOT(is_cell), leaf_bits = SUBGROUP_BALLOT(is_leaf);
+      uint slot = top + POPCOUNT(open_bits & lanes_below) + POPCOUNT(rest_bits & lanes_below);
+      if (has_rest) {
+        stack_begin[slot] = node.skip;
+        stack_end[slot] = end;
+        ++slot;
+      }
+      if (is_open) {
+        stack_begin[slot] = i + 1;
+        stack_end[slot] = node.skip;
+      }
+      stack_size = top + POPCOUNT(open_bits) + POPCOUNT(rest_bits);
+      const real4 com = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
+#ifdef QUADRUPOLE
+      if (is_cell) {
+        const uint c = cell_size + POPCOUNT(cell_bits & lanes_below);
+        cells[c] = com;
+        for (int q = 0; q < 6; ++q) cell_quad[6 * c + q] = quad[6 * (size_t)i + q];
+      }
+      cell_size += POPCOUNT(cell_bits);
+#else
+      if (is_cell) sources[source_size + POPCOUNT(cell_bits & lanes_below)] = com;
+      source_size += POPCOUNT(cell_bits);
+#endif
+      if (is_leaf) {
+        const uint l = POPCOUNT(leaf_bits & lanes_below);
+        leaf_first[l] = node.first;
+        leaf_count[l] = node.count;
+      }
+      leaf_head = 0;
+      leaves = POPCOUNT(leaf_bits);
+      if (base == 0) {
+        accepted += is_cell;
+        listed += is_leaf ? node.count : 0;
+      }
+      SYNC_SUBGROUP;
+    }
+    for (int t = 0; t < GROUP_TARGETS; ++t)
+      if (index[t] < first + members) result[index[t]] = a[t];
+  }
+  const ulong cells_total = SUBGROUP_REDUCE_ADD(accepted), listed_total = SUBGROUP_REDUCE_ADD(listed);
+  if (lane == 0) {
+    *particle_particle = (ulong)members * listed_total + (ulong)members * (members - 1);
+    *particle_cell = (ulong)members * cells_total;
+  }
+}
+#endif
+
 KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, const int group_count,
@@ -193,15 +416,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   if (g < group_count) { /* uniform in the sub-group */
     const uint own = groups[g];
     const uint first = nodes[own].first, members = nodes[own].count;
-    real lo_x = body[first].x, lo_y = body[first].y, lo_z = body[first].z;
-    real hi_x = lo_x, hi_y = lo_y, hi_z = lo_z;
-    for (uint j = first + lane; j < first + members; j += SUBGROUP_SIZE) {
-      const real4 b = body[j];
-      lo_x = MIN(lo_x, b.x); lo_y = MIN(lo_y, b.y); lo_z = MIN(lo_z, b.z);
-      hi_x = MAX(hi_x, b.x); hi_y = MAX(hi_y, b.y); hi_z = MAX(hi_z, b.z);
-    }
-    const real4 lo = MAKE_REAL4(subgroup_min(lo_x), subgroup_min(lo_y), subgroup_min(lo_z), 0);
-    const real4 hi = MAKE_REAL4(subgroup_max(hi_x), subgroup_max(hi_y), subgroup_max(hi_z), 0);
+    real4 lo, hi;
+    subgroup_box(body, first, members, &lo, &hi);
     const uint node_count = nodes[0].skip;
     for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
       real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
@@ -245,6 +461,31 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       }
     }
   }
+#elif WALK == WALK_LIST
+  LOCAL uint stack_begin[SUBGROUPS * STACK_CAPACITY];
+  LOCAL uint stack_end[SUBGROUPS * STACK_CAPACITY];
+  LOCAL real4 sources[SUBGROUPS * SOURCE_CAPACITY];
+  LOCAL uint leaf_first[SUBGROUPS * SUBGROUP_SIZE];
+  LOCAL uint leaf_count[SUBGROUPS * SUBGROUP_SIZE];
+#ifdef QUADRUPOLE
+  LOCAL real4 cells[SUBGROUPS * SOURCE_CAPACITY];
+  LOCAL real cell_quad[SUBGROUPS * SOURCE_CAPACITY * 6];
+#else
+  LOCAL real4 cells[1];
+  LOCAL real cell_quad[1];
+#endif
+  const int s = SUBGROUP_ID;
+  const int g = GROUP_ID * SUBGROUPS + s;
+  if (g < group_count) /* uniform in the sub-group */
+    walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
+              stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
+              leaf_first + s * SUBGROUP_SIZE, leaf_count + s * SUBGROUP_SIZE,
+#ifdef QUADRUPOLE
+              cells + s * SOURCE_CAPACITY, cell_quad + 6 * s * SOURCE_CAPACITY,
+#else
+              cells, cell_quad,
+#endif
+              &particle_particle, &particle_cell);
 #else
   const int k = GLOBAL_ID;
   const int valid = k < count;
