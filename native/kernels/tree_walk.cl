@@ -207,8 +207,8 @@ DEVICE void subgroup_box(GLOBAL const real4* RESTRICT body, const uint first, co
 }
 
 #if WALK == WALK_LIST
-/* The list walk's local memory, per sub-group: a stack of node ranges to visit, the sources
- * waiting to be summed, and the leaves one walk step opened. */
+/* The list walk's local memory, per sub-group: a stack of node ranges to visit and the sources
+ * waiting to be summed. */
 #define SOURCE_CAPACITY (2 * SUBGROUP_SIZE)
 /* A walk step pops at most as many ranges as leave the stack STACK_SLACK entries below full, and
  * at least one: a run of single pops grows the stack by at most one range per tree level. */
@@ -224,14 +224,23 @@ DEVICE uint subgroup_inclusive_sum(uint v) {
   return v;
 }
 
-/* Sums the first n sources (bodies, and monopole cells) into every used target slot, then moves
- * the rest (fewer than SUBGROUP_SIZE) to the front. Uniform in the sub-group. */
-#define SUM_SOURCES(n, term)                                              \
+/* The first lane whose value exceeds q, for values that do not decrease with the lane (the
+ * last lane when none does): a binary search over the sub-group. */
+DEVICE uint subgroup_first_above(const uint value, const uint q) {
+  uint lane = 0;
+  for (int step = SUBGROUP_SIZE / 2; step > 0; step >>= 1)
+    if (SUBGROUP_SHUFFLE(value, lane + step - 1) <= q) lane += step;
+  return lane;
+}
+
+/* Sums the list's first SUBGROUP_SIZE sources into every used target slot (slot by slot, each
+ * source a broadcast read of local memory). Uniform in the sub-group. */
+#define SUM_SOURCES(term)                                                             \
   do {                                                                                \
     _Pragma("unroll") for (int t = 0; t < GROUP_TARGETS; ++t) {                       \
       if ((uint)t < used) {                                                           \
         real4 sum = a[t];                                                             \
-        for (uint k = 0; k < (n); ++k) sum = term;                                    \
+        _Pragma("unroll 8") for (int k = 0; k < SUBGROUP_SIZE; ++k) sum = term;       \
         a[t] = sum;                                                                   \
       }                                                                               \
     }                                                                                 \
@@ -240,17 +249,18 @@ DEVICE uint subgroup_inclusive_sum(uint v) {
 /* One sub-group walks walk group `own` for all its bodies at once (GROUP_TARGETS per lane,
  * batches of GROUP_TARGETS * SUBGROUP_SIZE). Each walk step pops up to SUBGROUP_SIZE node ranges
  * [begin, end) (the subtrees begin, skip(begin), ... before end) and tests their first nodes in
- * parallel against the group's box; an accepted cell goes to the source list, an opened leaf to
- * the leaf list, an opened node pushes its children [i + 1, skip), and the range's rest
- * [skip, end) is pushed again. Leaves are copied body by body into the source list; whenever it
- * holds SUBGROUP_SIZE sources, every lane sums them (broadcast reads of local memory) into its
- * targets. The group's own bodies are summed first, pair by pair without the self term, and its
- * node is skipped in the walk. The decisions are the group walk's, so are the counters. */
+ * parallel against the group's box: an accepted cell goes to the source list, an opened node
+ * pushes its children [i + 1, skip), the range's rest [skip, end) is pushed again, and the
+ * bodies of the step's opened leaves are then copied into the source list, a sub-group of them
+ * at a time (lane p copies the p-th). Whenever the list holds SUBGROUP_SIZE sources, every lane
+ * sums them into its targets; the last, partial batch is padded with massless copies of a
+ * source (no source lies on a target: bodies at one point share a leaf, hence a group).
+ * The group's own bodies are summed first, pair by pair without the self term, and its node is
+ * skipped in the walk. The decisions and counters are the group walk's. */
 DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const uint own, const real eps2,
                       GLOBAL real4* RESTRICT result, LOCAL_ARG uint* stack_begin,
                       LOCAL_ARG uint* stack_end, LOCAL_ARG real4* sources,
-                      LOCAL_ARG uint* leaf_first, LOCAL_ARG uint* leaf_count,
                       LOCAL_ARG real4* cells, LOCAL_ARG real* cell_quad,
                       ulong* particle_particle, ulong* particle_cell) {
   const int lane = SUBGROUP_LANE;
@@ -262,29 +272,35 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   uint listed = 0, accepted = 0; /* this lane's share of the first batch's decisions */
   for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
     real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
-    uint index[GROUP_TARGETS];
     const uint used = MIN((uint)GROUP_TARGETS, (members - base + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE);
 #pragma unroll
     for (int t = 0; t < GROUP_TARGETS; ++t) {
-      index[t] = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
-      target[t] = body[index[t] < first + members ? index[t] : first];
+      const uint index = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
+      target[t] = body[index < first + members ? index : first];
       a[t] = MAKE_REAL4(0, 0, 0, 0);
+      if ((uint)t < used) a[t] = leaf_terms(a[t], body, first, members, index, target[t], eps2);
     }
-    for (int t = 0; t < GROUP_TARGETS; ++t)
-      if ((uint)t < used) a[t] = leaf_terms(a[t], body, first, members, index[t], target[t], eps2);
-    uint stack_size = 1, source_size = 0, cell_size = 0, leaf_head = 0, leaves = 0;
+    uint stack_size = 1, source_size = 0, cell_size = 0;
+    /* The last walk step's opened leaves, one per lane (count 0 elsewhere): bodies
+     * [leaf_first, +leaf_count) at positions [leaf_end - leaf_count, leaf_end) of the bodies
+     * to copy, leaf_done of leaf_total of them copied. */
+    uint leaf_first = 0, leaf_start = 0, leaf_end = 0, leaf_done = 0, leaf_total = 0;
     if (lane == 0) {
       stack_begin[0] = 0;
       stack_end[0] = node_count;
     }
     SYNC_SUBGROUP;
     for (;;) {
-      const int drain = stack_size == 0 && leaf_head == leaves;
+      const int drain = stack_size == 0 && leaf_done == leaf_total;
       if (source_size >= SUBGROUP_SIZE || (drain && source_size > 0)) {
-        const uint n = MIN(source_size, (uint)SUBGROUP_SIZE);
-        SUM_SOURCES(n, body_term(sum, sources[k], target[t], eps2));
-        source_size -= n;
-        SYNC_SUBGROUP;
+        if (source_size < SUBGROUP_SIZE) {
+          const real4 any = sources[0];
+          if ((uint)lane >= source_size) sources[lane] = MAKE_REAL4(any.x, any.y, any.z, 0);
+          source_size = SUBGROUP_SIZE;
+          SYNC_SUBGROUP;
+        }
+        SUM_SOURCES(body_term(sum, sources[k], target[t], eps2));
+        source_size -= SUBGROUP_SIZE;
         const real4 rest = sources[SUBGROUP_SIZE + lane];
         SYNC_SUBGROUP;
         if ((uint)lane < source_size) sources[lane] = rest;
@@ -293,13 +309,19 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       }
 #ifdef QUADRUPOLE
       if (cell_size >= SUBGROUP_SIZE || (drain && cell_size > 0)) {
-        const uint n = MIN(cell_size, (uint)SUBGROUP_SIZE);
-        SUM_SOURCES(n,
-                    quadrupole_term(sum, cells[k], cell_quad[6 * k], cell_quad[6 * k + 1],
+        if (cell_size < SUBGROUP_SIZE) {
+          const real4 any = cells[0];
+          if ((uint)lane >= cell_size) {
+            cells[lane] = MAKE_REAL4(any.x, any.y, any.z, 0);
+            for (int c = 0; c < 6; ++c) cell_quad[6 * lane + c] = 0;
+          }
+          cell_size = SUBGROUP_SIZE;
+          SYNC_SUBGROUP;
+        }
+        SUM_SOURCES(quadrupole_term(sum, cells[k], cell_quad[6 * k], cell_quad[6 * k + 1],
                                     cell_quad[6 * k + 2], cell_quad[6 * k + 3], cell_quad[6 * k + 4],
                                     cell_quad[6 * k + 5], target[t], eps2));
-        cell_size -= n;
-        SYNC_SUBGROUP;
+        cell_size -= SUBGROUP_SIZE;
         const real4 rest = cells[SUBGROUP_SIZE + lane];
         real rest_quad[6];
         for (int c = 0; c < 6; ++c) rest_quad[c] = cell_quad[6 * (SUBGROUP_SIZE + lane) + c];
@@ -312,36 +334,20 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
         continue;
       }
 #endif
-      if (leaf_head < leaves) {
-        /* Copy as many whole pending leaves as fit (more than SUBGROUP_SIZE sources are free),
-         * or SUBGROUP_SIZE bodies of a first leaf larger than that. */
-        const uint pending = leaves - leaf_head;
-        const int mine = (uint)lane < pending;
-        const uint lf = mine ? leaf_first[leaf_head + lane] : 0;
-        const uint lc = mine ? leaf_count[leaf_head + lane] : 0;
-        const uint upto = subgroup_inclusive_sum(lc);
-        const uint room = SOURCE_CAPACITY - source_size;
-        const uint whole = POPCOUNT(SUBGROUP_BALLOT(mine && upto <= room));
-        SYNC_SUBGROUP;
-        if (whole > 0) {
-          if ((uint)lane < whole)
-            for (uint j = 0; j < lc; ++j) sources[source_size + upto - lc + j] = body[lf + j];
-          source_size += SUBGROUP_SHUFFLE(upto, whole - 1);
-          leaf_head += whole;
-        } else {
-          const uint from = SUBGROUP_BROADCAST(lf, 0);
-          sources[source_size + lane] = body[from + lane];
-          source_size += SUBGROUP_SIZE;
-          if (lane == 0) {
-            leaf_first[leaf_head] = lf + SUBGROUP_SIZE;
-            leaf_count[leaf_head] = lc - SUBGROUP_SIZE;
-          }
-        }
+      if (leaf_done < leaf_total) {
+        /* Fewer than SUBGROUP_SIZE sources are waiting: room for a sub-group of bodies. */
+        const uint chunk = MIN(leaf_total - leaf_done, (uint)SUBGROUP_SIZE);
+        const uint q = leaf_done + (uint)lane;
+        const uint owner = subgroup_first_above(leaf_end, q);
+        const uint from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
+        if ((uint)lane < chunk) sources[source_size + lane] = body[from];
+        source_size += chunk;
+        leaf_done += chunk;
         SYNC_SUBGROUP;
         continue;
       }
       if (stack_size == 0) break;
-      /* A walk step: the lists have room for SUBGROUP_SIZE more cells and leaves. */
+      /* A walk step: the lists have room for SUBGROUP_SIZE more cells. */
       const uint headroom = STACK_CAPACITY - STACK_SLACK > stack_size ? STACK_CAPACITY - STACK_SLACK - stack_size : 1u;
       const uint take = MIN(MIN((uint)SUBGROUP_SIZE, stack_size), headroom);
       const uint top = stack_size - take;
@@ -356,7 +362,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       const int is_open = considered && !is_cell && !is_leaf;
       const int has_rest = active && node.skip < end;
       const uint open_bits = SUBGROUP_BALLOT(is_open), rest_bits = SUBGROUP_BALLOT(has_rest);
-      const uint cell_bits = SUBGROUP_BALLOT(is_cell), leaf_bits = SUBGROUP_BALLOT(is_leaf);
+      const uint cell_bits = SUBGROUP_BALLOT(is_cell);
       uint slot = top + POPCOUNT(open_bits & lanes_below) + POPCOUNT(rest_bits & lanes_below);
       if (has_rest) {
         stack_begin[slot] = node.skip;
@@ -380,21 +386,23 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       if (is_cell) sources[source_size + POPCOUNT(cell_bits & lanes_below)] = com;
       source_size += POPCOUNT(cell_bits);
 #endif
-      if (is_leaf) {
-        const uint l = POPCOUNT(leaf_bits & lanes_below);
-        leaf_first[l] = node.first;
-        leaf_count[l] = node.count;
-      }
-      leaf_head = 0;
-      leaves = POPCOUNT(leaf_bits);
+      const uint leaf_count = is_leaf ? node.count : 0;
+      leaf_first = node.first;
+      leaf_end = subgroup_inclusive_sum(leaf_count);
+      leaf_start = leaf_end - leaf_count;
+      leaf_total = SUBGROUP_SHUFFLE(leaf_end, SUBGROUP_SIZE - 1);
+      leaf_done = 0;
       if (base == 0) {
         accepted += is_cell;
-        listed += is_leaf ? node.count : 0;
+        listed += leaf_count;
       }
       SYNC_SUBGROUP;
     }
-    for (int t = 0; t < GROUP_TARGETS; ++t)
-      if (index[t] < first + members) result[index[t]] = a[t];
+#pragma unroll
+    for (int t = 0; t < GROUP_TARGETS; ++t) {
+      const uint index = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
+      if (index < first + members) result[index] = a[t];
+    }
   }
   const ulong cells_total = SUBGROUP_REDUCE_ADD(accepted), listed_total = SUBGROUP_REDUCE_ADD(listed);
   if (lane == 0) {
@@ -465,8 +473,6 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   LOCAL uint stack_begin[SUBGROUPS * STACK_CAPACITY];
   LOCAL uint stack_end[SUBGROUPS * STACK_CAPACITY];
   LOCAL real4 sources[SUBGROUPS * SOURCE_CAPACITY];
-  LOCAL uint leaf_first[SUBGROUPS * SUBGROUP_SIZE];
-  LOCAL uint leaf_count[SUBGROUPS * SUBGROUP_SIZE];
 #ifdef QUADRUPOLE
   LOCAL real4 cells[SUBGROUPS * SOURCE_CAPACITY];
   LOCAL real cell_quad[SUBGROUPS * SOURCE_CAPACITY * 6];
@@ -479,7 +485,6 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   if (g < group_count) /* uniform in the sub-group */
     walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
               stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
-              leaf_first + s * SUBGROUP_SIZE, leaf_count + s * SUBGROUP_SIZE,
 #ifdef QUADRUPOLE
               cells + s * SOURCE_CAPACITY, cell_quad + 6 * s * SOURCE_CAPACITY,
 #else
