@@ -233,21 +233,37 @@ DEVICE uint subgroup_first_above(const uint value, const uint q) {
   return lane;
 }
 
-/* Sums the list's first SUBGROUP_SIZE sources into every used target slot (slot by slot, each
- * source a broadcast read of local memory). Uniform in the sub-group. */
+/* Sums the list's first SUBGROUP_SIZE sources (term: of sum, source index k and target tgt)
+ * into every full target slot, slot by slot, each source a broadcast read of local memory; and
+ * into the partial slot, whose `ways` lanes per target take every ways-th source. Uniform in
+ * the sub-group. */
 #define SUM_SOURCES(term)                                                             \
   do {                                                                                \
     _Pragma("unroll") for (int t = 0; t < GROUP_TARGETS; ++t) {                       \
-      if ((uint)t < used) {                                                           \
+      if ((uint)t < full) {                                                           \
         real4 sum = a[t];                                                             \
+        const real4 tgt = target[t];                                                  \
         _Pragma("unroll 8") for (int k = 0; k < SUBGROUP_SIZE; ++k) sum = term;       \
         a[t] = sum;                                                                   \
       }                                                                               \
     }                                                                                 \
+    if (ways == 1) {                                                                  \
+      real4 sum = a_part;                                                             \
+      const real4 tgt = target_part;                                                  \
+      _Pragma("unroll 8") for (int k = 0; k < SUBGROUP_SIZE; ++k) sum = term;         \
+      a_part = sum;                                                                   \
+    } else if (ways > 1) {                                                            \
+      real4 sum = a_part;                                                             \
+      const real4 tgt = target_part;                                                  \
+      for (int k = lane / width; k < SUBGROUP_SIZE; k += ways) sum = term;            \
+      a_part = sum;                                                                   \
+    }                                                                                 \
   } while (0)
 
-/* One sub-group walks walk group `own` for all its bodies at once (GROUP_TARGETS per lane,
- * batches of GROUP_TARGETS * SUBGROUP_SIZE). Each walk step pops up to SUBGROUP_SIZE node ranges
+/* One sub-group walks walk group `own` for all its bodies at once, in batches of at most
+ * GROUP_TARGETS * SUBGROUP_SIZE targets: full slots of SUBGROUP_SIZE targets, one a lane, and a
+ * partial slot of the rest, where `ways` = SUBGROUP_SIZE / `width` lanes share a target (width:
+ * the rest rounded up to a power of two) and add their partial sums at the end. Each walk step pops up to SUBGROUP_SIZE node ranges
  * [begin, end) (the subtrees begin, skip(begin), ... before end) and tests their first nodes in
  * parallel against the group's box: an accepted cell goes to the source list, an opened node
  * pushes its children [i + 1, skip), the range's rest [skip, end) is pushed again, and the
@@ -272,14 +288,25 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   uint listed = 0, accepted = 0; /* this lane's share of the first batch's decisions */
   for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
     real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
-    const uint used = MIN((uint)GROUP_TARGETS, (members - base + SUBGROUP_SIZE - 1) / SUBGROUP_SIZE);
+    const uint remaining = members - base;
+    const uint full = MIN((uint)GROUP_TARGETS, remaining / SUBGROUP_SIZE);
+    const uint rest = full < GROUP_TARGETS ? remaining - full * SUBGROUP_SIZE : 0;
+    uint width = 1;
+    while (width < rest) width <<= 1;
+    const uint ways = rest > 0 ? SUBGROUP_SIZE / width : 0;
 #pragma unroll
     for (int t = 0; t < GROUP_TARGETS; ++t) {
       const uint index = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
-      target[t] = body[index < first + members ? index : first];
+      target[t] = body[(uint)t < full ? index : first];
       a[t] = MAKE_REAL4(0, 0, 0, 0);
-      if ((uint)t < used) a[t] = leaf_terms(a[t], body, first, members, index, target[t], eps2);
+      if ((uint)t < full) a[t] = leaf_terms(a[t], body, first, members, index, target[t], eps2);
     }
+    const uint part_index = first + base + full * SUBGROUP_SIZE + ((uint)lane & (width - 1));
+    const real4 target_part = body[((uint)lane & (width - 1)) < rest ? part_index : first];
+    real4 a_part = MAKE_REAL4(0, 0, 0, 0);
+    if (ways > 0)
+      for (uint j = first + (uint)lane / width; j < first + members; j += ways)
+        if (j != part_index) a_part = body_term(a_part, body[j], target_part, eps2);
     uint stack_size = 1, source_size = 0, cell_size = 0;
     /* The last walk step's opened leaves, one per lane (count 0 elsewhere): bodies
      * [leaf_first, +leaf_count) at positions [leaf_end - leaf_count, leaf_end) of the bodies
@@ -299,7 +326,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
           source_size = SUBGROUP_SIZE;
           SYNC_SUBGROUP;
         }
-        SUM_SOURCES(body_term(sum, sources[k], target[t], eps2));
+        SUM_SOURCES(body_term(sum, sources[k], tgt, eps2));
         source_size -= SUBGROUP_SIZE;
         const real4 rest = sources[SUBGROUP_SIZE + lane];
         SYNC_SUBGROUP;
@@ -320,7 +347,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
         }
         SUM_SOURCES(quadrupole_term(sum, cells[k], cell_quad[6 * k], cell_quad[6 * k + 1],
                                     cell_quad[6 * k + 2], cell_quad[6 * k + 3], cell_quad[6 * k + 4],
-                                    cell_quad[6 * k + 5], target[t], eps2));
+                                    cell_quad[6 * k + 5], tgt, eps2));
         cell_size -= SUBGROUP_SIZE;
         const real4 rest = cells[SUBGROUP_SIZE + lane];
         real rest_quad[6];
@@ -399,10 +426,15 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       SYNC_SUBGROUP;
     }
 #pragma unroll
-    for (int t = 0; t < GROUP_TARGETS; ++t) {
-      const uint index = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
-      if (index < first + members) result[index] = a[t];
+    for (int t = 0; t < GROUP_TARGETS; ++t)
+      if ((uint)t < full) result[first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE)] = a[t];
+    for (uint mask = ways > 0 ? width : SUBGROUP_SIZE; mask < SUBGROUP_SIZE; mask <<= 1) { /* fixed order */
+      a_part.x += SUBGROUP_SHUFFLE_XOR(a_part.x, mask);
+      a_part.y += SUBGROUP_SHUFFLE_XOR(a_part.y, mask);
+      a_part.z += SUBGROUP_SHUFFLE_XOR(a_part.z, mask);
+      a_part.w += SUBGROUP_SHUFFLE_XOR(a_part.w, mask);
     }
+    if ((uint)lane < rest) result[part_index] = a_part;
   }
   const ulong cells_total = SUBGROUP_REDUCE_ADD(accepted), listed_total = SUBGROUP_REDUCE_ADD(listed);
   if (lane == 0) {
