@@ -5,10 +5,13 @@ Stages (``last_stats`` reports each one's device seconds): ``box`` (bounding cub
 ``keys`` (Morton keys), ``sort`` (device key sort and gather into key order), ``build``
 (parallel topology, depth-first with skip indices), ``moments`` (bottom-up), ``walk`` and
 ``reorder`` (results back to the caller's order). The tree, its key definition and its opening
-test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Three walks
-(``walk``): ``coherent`` (default: a sub-group shares one node index, lanes that accepted a cell
-wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index)
-and ``group`` (cpu-tree's group walk: one sub-group per walk group). Every walk decides, by
+test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Four walks
+(``walk``): ``list`` (default, ADR-0072: one sub-group per walk group, breadth-first, testing
+up to a sub-group of nodes per step and summing the accepted cells and opened leaves' bodies in
+batches from local memory, several targets per lane), ``coherent`` (a sub-group shares one
+node index, lanes that accepted a cell wait until the sub-group leaves that subtree; the
+default with ``opening="body"``), ``independent`` (each work-item its own index) and ``group``
+(cpu-tree's group walk: one sub-group per walk group, one node at a time). Every walk decides, by
 default (``opening="group"``), for the bounding box of the body's walk group, cpu-tree's groups
 of up to 256 bodies, so it makes cpu-tree's decisions: the same interaction counts and the same
 accuracy at the same theta (ADR-0071). ``opening="body"`` lets the per-body walks decide for
@@ -32,11 +35,11 @@ from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, S
                        Option, SolverSpec)
 from .cpu_tree import TREE_THETA
 
-WALK = Option("walk", str, "coherent",
-              "tree walk: 'coherent' (a sub-group at one node, lanes masked), 'independent' (one "
-              "node index per work-item), 'group' (cpu-tree's group walk) or 'list' (the group "
-              "walk breadth-first: a sub-group tests many nodes at once and sums batches of "
-              "sources from local memory)",
+WALK = Option("walk", str, None,
+              "tree walk: 'list' (the default; a sub-group per walk group, many nodes tested at "
+              "once, sources summed in batches from local memory), 'coherent' (a sub-group at one "
+              "node, lanes masked; the default with opening='body'), 'independent' (one node "
+              "index per work-item) or 'group' (cpu-tree's group walk, one node at a time)",
               choices=("coherent", "independent", "group", "list"))
 OPENING = Option("opening", str, "group",
                  "what a per-body walk tests a node against: 'group' (the box of the body's walk "
@@ -57,6 +60,8 @@ LIST_TARGETS = 4
 _WALK_CODES = {"independent": 0, "coherent": 1, "group": 2, "list": 3}
 # The walks with one sub-group per walk group, deciding for the group's box.
 _GROUP_WALKS = ("group", "list")
+# The walk when none is given: the fastest for each opening test (docs/performance.md).
+_DEFAULT_WALK = {"group": "list", "body": "coherent"}
 _OPENING_CODES = {"body": 0, "group": 1}
 
 
@@ -82,8 +87,9 @@ class GpuTreeSolver(GpuSolver):
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
-    walk : {"coherent", "independent", "group", "list"}
-        How the walk maps onto sub-groups.
+    walk : {"list", "coherent", "independent", "group"} or None
+        How the walk maps onto sub-groups (None: ``list``, or ``coherent`` with
+        ``opening="body"``, which the walks of one sub-group per group cannot use).
     opening : {"group", "body"}
         What the per-body walks test a node against: the box of the body's walk group
         (cpu-tree's test) or the body itself (the group walk always uses its group's box).
@@ -102,6 +108,7 @@ class GpuTreeSolver(GpuSolver):
 
     def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
                  leaf_capacity, walk, opening):
+        walk = walk or _DEFAULT_WALK[opening]
         if walk in _GROUP_WALKS and opening == "body":
             raise InvalidInputError(f"gpu-tree: the {walk} walk decides for its group's box; "
                                     "opening='body' needs walk='coherent' or 'independent'")

@@ -144,13 +144,14 @@ def test_per_body_walks_equal_a_host_walk_of_the_same_tree(device):
     assert np.allclose(results["coherent"][0], results["independent"][0], rtol=1e-6, atol=0)
 
 
-def test_coherent_walk_accuracy_and_potential_against_reference(device):
+@pytest.mark.parametrize("walk", ["coherent", "list"])
+def test_walk_accuracy_and_potential_against_reference(device, walk):
     particles = ics.plummer(4096, seed=6)
     reference_acc, reference_pot = _reference(particles, potential=True)
     errors = {}
     for quadrupole in (False, True):
         solver = make_solver("gpu-tree", device=device, theta=0.4, quadrupole=quadrupole,
-                             softening=SOFTENING)
+                             softening=SOFTENING, walk=walk)
         acc, pot = solver.accelerations(particles.pos, particles.mass, potential=True)
         errors[quadrupole] = rms_relative_error(acc, reference_acc)
         assert np.sqrt(np.mean((pot / reference_pot - 1) ** 2)) <= errors[quadrupole]
@@ -245,3 +246,11 @@ def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
     assert gpu.energy_error() == pytest.approx(cpu.energy_error(), abs=1e-9)
     stats = gpu.solver.last_stats
     assert stats["walk_s"] > 0 and stats["kernel_s"] <= stats["wall_s"]
+
+
+def test_default_walk_is_the_list_walk_and_coherent_for_the_per_body_test(device):
+    particles = ics.plummer(512, seed=13)
+    for opening, walk in (("group", "list"), ("body", "coherent")):
+        solver = make_solver("gpu-tree", device=device, opening=opening)
+        solver.accelerations(particles.pos, particles.mass)
+        assert solver.last_stats["walk"] == walk, opening
