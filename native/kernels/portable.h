@@ -10,8 +10,7 @@
  *                    inside LAUNCH_BOUNDS, which OpenCL drops
  * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
- * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory),
- * PREFETCH(pointer) (a hint: fetch the line of global memory holding *pointer).
+ * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -91,12 +90,6 @@ __device__ __forceinline__ double orrery_mul_rn(double a, double b) { return __d
 #define FMA(a, b, c) fma((a), (b), (c))
 #define MIN(a, b) min((a), (b))
 #define MAX(a, b) max((a), (b))
-/* PREFETCH(pointer): start fetching the L1 line of global memory holding *pointer, so that a
- * later load of it waits less; a hint with no other effect. */
-__device__ __forceinline__ void orrery_prefetch(const void* pointer) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(pointer));
-}
-#define PREFETCH(pointer) orrery_prefetch((const void*)(pointer))
 
 #if REAL_BITS == 64
 typedef double real;
@@ -172,7 +165,6 @@ static inline __attribute__((overloadable)) double orrery_mul_rn(double a, doubl
 #define FMA(a, b, c) fma((a), (b), (c))
 #define MIN(a, b) min((a), (b))
 #define MAX(a, b) max((a), (b))
-#define PREFETCH(pointer) prefetch((const GLOBAL char*)(pointer), 1)
 
 #if REAL_BITS == 64
 typedef double real;

@@ -321,16 +321,16 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     }
     SYNC_SUBGROUP;
     for (;;) {
-      /* Each round first prefetches what it will read from global memory (the next bodies
-       * of opened leaves, the nodes of the next walk step), then sums the full batches, whose
-       * arithmetic hides that latency, then reads and uses them. */
+      /* Each round first issues its loads (the next bodies of opened leaves, the nodes of the
+       * next walk step), then sums the full batches, whose arithmetic hides those loads'
+       * latency, then uses what was loaded. */
       const uint chunk = MIN(leaf_total - leaf_done, (uint)SUBGROUP_SIZE);
-      uint from = 0;
+      real4 copied = MAKE_REAL4(0, 0, 0, 0);
       if (chunk > 0) { /* lane p copies body leaf_done + p of the step's leaves */
         const uint q = leaf_done + (uint)lane;
         const uint owner = subgroup_first_above(leaf_end, q);
-        from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
-        if ((uint)lane < chunk) PREFETCH(body + from);
+        const uint from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
+        if ((uint)lane < chunk) copied = body[from];
       }
       /* A walk step once this round copies the last step's last leaf bodies. */
       const int stepping = stack_size > 0 && leaf_total - leaf_done == chunk;
@@ -343,7 +343,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       const int active = (uint)lane < take;
       const uint i = active ? stack_begin[top + lane] : 0;
       const uint end = active ? stack_end[top + lane] : 0;
-      if (active) PREFETCH(nodes + i);
+      const TreeNode node = nodes[i];
       const int last = stack_size == 0 && chunk == 0; /* nothing more to add: sum the rest */
       while (source_size >= SUBGROUP_SIZE || (last && source_size > 0)) {
         if (source_size < SUBGROUP_SIZE) {
@@ -388,11 +388,10 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
 #endif
       if (last) break;
       /* Fewer than SUBGROUP_SIZE sources wait now: room for the copied bodies and the cells. */
-      if ((uint)lane < chunk) sources[source_size + lane] = body[from];
+      if ((uint)lane < chunk) sources[source_size + lane] = copied;
       source_size += chunk;
       leaf_done += chunk;
       if (stepping) {
-        const TreeNode node = nodes[i];
         const int considered = active && i != own;
         const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
         const int is_leaf = considered && !is_cell && node.skip == i + 1;
