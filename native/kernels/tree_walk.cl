@@ -310,7 +310,10 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     if (ways > 0)
       for (uint j = first + (uint)lane / width; j < first + members; j += ways)
         if (j != part_index) a_part = body_term(a_part, body[j], target_part, eps2);
-    uint stack_size = 1, source_size = 0, cell_size = 0;
+    uint stack_size = 1, source_size = 0;
+#ifdef QUADRUPOLE
+    uint cell_size = 0;
+#endif
     /* The last walk step's opened leaves, one per lane (count 0 elsewhere): bodies
      * [leaf_first, +leaf_count) at positions [leaf_end - leaf_count, leaf_end) of the bodies
      * to copy, leaf_done of leaf_total of them copied. */
@@ -454,7 +457,17 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
 }
 #endif
 
-KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
+/* Residency (CUDA): five work-groups of the float32 monopole list walk per multiprocessor, ie at
+ * most 102 registers a thread (65536 / (5 * 128)). ptxas (nvcc 13, sm_90) then fits it in 95-96
+ * registers without spills, with the potential too (120 when left free, which leaves room for
+ * four). Quadrupoles (127 when free, four work-groups either way) and float64 stay unbounded. */
+#if WALK == WALK_LIST && REAL_BITS == 32 && !defined(QUADRUPOLE)
+#define WALK_BOUNDS LAUNCH_BOUNDS(WALK_GROUP_SIZE, 5)
+#else
+#define WALK_BOUNDS
+#endif
+
+KERNEL WALK_BOUNDS void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, const int group_count,
                       GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
