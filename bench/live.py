@@ -8,19 +8,24 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   render cap's rate and drawing nothing;
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
-  the ``Renderer`` into an output of ``--size``, then sleeps to the next tick of ``--fps``
-  (what vsync does); as the window does, the particles are accumulated again only when a new
-  frame arrived (the camera is still), and the accumulated light is tone-mapped every frame;
-- ``uncapped``: the same with no sleep, waiting for the GPU to finish every frame (through a
-  call that drops the GIL), so ``render_fps`` is the rate the GPU sustains.
+  the ``Renderer`` into an output of ``--size``, waits for GL to finish the frame (through a
+  call that drops the GIL, as a swap does), then sleeps to the next tick of ``--fps`` (what
+  vsync does); as the window does, the particles are accumulated again only when a new frame
+  arrived (the camera is still), their light lands in the target once its kernels have run
+  (``Renderer.land``), and the target is tone-mapped every frame;
+- ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains.
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, and the particle pass
-(the compute splat where the frames are on a CUDA device, else GL points).
+(the compute splat where the frames are on a CUDA device, else GL points). With ``--rounds`` R
+above 1 the modes run R times in turn and each row gives the medians over the rounds, the ratio
+as the median of each round's ratio to that round's headless run (neighbouring runs share the
+machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from ..engine.solvers._options import Option
@@ -30,8 +35,8 @@ from .render import window_size
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped")
-_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "render_fps", "published",
-            "shown", "upload", "particles"]
+_COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "ratio_min", "ratio_max",
+            "render_fps", "published", "shown", "upload", "particles"]
 
 
 SPEC = BenchmarkSpec("live", HELP, options=(
@@ -41,6 +46,7 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     several(Option("modes", str, None, "", choices=MODES), MODES, "what to run"),
     Option("seconds", float, 5.0, "timed seconds per run", minimum=0.0, exclusive_minimum=True),
     Option("warmup", float, 1.0, "untimed seconds first", minimum=0.0),
+    Option("rounds", int, 1, "times each mode runs, in turn (rows give medians)", minimum=1),
     Option("fps", float, 60.0, "render cap of the capped run and the reader's rate",
            minimum=0.0, exclusive_minimum=True),
     Option("size", window_size, "1280x720", "output size WxH"),
@@ -66,17 +72,33 @@ def run(**options) -> list[dict]:
         for n in args.n:
             scenario = scenarios.load(args.scenario, n=n, seed=0)
             settings = RunSettings(scenario=args.scenario, n=n, solver=solver)
-            headless = None
-            for mode in args.modes:
-                row = {"solver": solver, "n": n, "mode": mode,
-                       **_measure(mode, scenario, settings, args)}
-                if mode == "headless":
-                    headless = row["steps_per_second"]
-                row["ratio"] = (row["steps_per_second"] / headless) if headless else None
-                rows.append(row)
-                print(format_table([row], _COLUMNS), flush=True)
+            runs: dict[str, list[dict]] = {mode: [] for mode in args.modes}
+            for _ in range(args.rounds):
+                headless = None
+                for mode in args.modes:
+                    row = {"solver": solver, "n": n, "mode": mode,
+                           **_measure(mode, scenario, settings, args)}
+                    if mode == "headless":
+                        headless = row["steps_per_second"]
+                    row["ratio"] = (row["steps_per_second"] / headless) if headless else None
+                    runs[mode].append(row)
+                    print(format_table([row], _COLUMNS), flush=True)
+            rows += [_summary(runs[mode]) for mode in args.modes]
     print(format_table(rows, _COLUMNS))
     return rows
+
+
+def _summary(runs: list[dict]) -> dict:
+    """One mode's row over its rounds: medians of the rates, the ratio's median and range."""
+    row = dict(runs[-1])
+    for key in ("steps_per_second", "render_fps", "published", "shown"):
+        values = [run[key] for run in runs if run[key] is not None]
+        row[key] = float(statistics.median(values)) if values else None
+    ratios = [run["ratio"] for run in runs if run["ratio"] is not None]
+    row["ratio"] = statistics.median(ratios) if ratios else None
+    row["ratio_min"] = min(ratios) if ratios else None
+    row["ratio_max"] = max(ratios) if ratios else None
+    return row
 
 
 def _measure(mode: str, scenario, settings, args) -> dict:
@@ -160,15 +182,14 @@ def _rendered(runner, args, *, capped: bool) -> dict:
         shown += changed
         if changed or renderer.size != (width, height):
             renderer.resize(width, height)
-            renderer.accumulate(scene, view_projection, style)
+            renderer.accumulate(scene, view_projection, style, deferred=True)
+        renderer.land()
         renderer.present(output, tone)  # like the window: light reused while nothing changed
+        _gl_calls.finish(ctx)  # like a swap: the frame is done before the next one starts
         if capped:
-            _gl_calls.flush(ctx)
             rest = period - (time.perf_counter() - tick)
             if rest > 0:
                 time.sleep(rest)
-        else:
-            _gl_calls.finish(ctx)
 
     try:
         _run_for(args.warmup, frame)

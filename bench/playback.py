@@ -12,11 +12,18 @@ one force evaluation of each available CPU solver at ``--sim-n`` particles and s
 The ceiling: the same bytes written to the same folder with plain ``os.write`` of one buffer
 (the page cache's rate), then ``fsync``ed (the disk's), just before and just after the
 recording (the faster is kept). Each write row states its rate as a
-fraction of both (``of_ceiling``: of the page-cache rate, which is what a run waits for).
+fraction of both (``of_ceiling``: of the page-cache rate, which is what a run waits for;
+``of_disk``: of the durable rate, the disk's bandwidth), its compression ``ratio`` (frame bytes
+over file bytes) and ``of_sim``: frames written per second over the fastest simulation row's
+steps per second at ``--n`` (1 or more: the writer keeps up with recording every step). Read
+rows state ``of_disk`` and ``of_sim`` the same way. A GPU solver in ``--solver`` (gpu-tree,
+say) is timed for real at ``--n``: steps of a Plummer sphere on the device, synchronised at the
+end.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tempfile
@@ -25,8 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine import ics
+from ..engine import Simulation, ics
+from ..engine.errors import InvalidInputError
 from ..engine.recording import Player, Recorder, RecordingFile
+from ..engine.recording import _format as fmt
 from ..engine.solvers import make_solver, solver_specs
 from ..engine.solvers._options import Option
 from ._options import BenchmarkSpec, several
@@ -40,56 +49,76 @@ _SCALING = {"cpu-direct": "n^2", "cpu-tree": "n log n"}
 SPEC = BenchmarkSpec("playback", HELP, options=(
     Option("n", int, 1_000_000, "particles", minimum=1),
     Option("frames", int, 300, "frames", minimum=1),
-    several(Option("precision", str, None, "", choices=("f16", "f32")), ("f16", "f32"),
-            "recording precisions"),
+    several(Option("precision", str, None, "", choices=("f16", "f32", "fixed16")),
+            ("f16", "f32"), "recording precisions"),
+    several(Option("compression", str, None, ""), ("none",),
+            "frame compressions: none, blosc2, blosc2-bitshuffle, zfp=ACCURACY (f32 only)"),
     Option("dir", str, None, "folder for the temporary recording (default: the system temp "
                              "folder; needs n*frames*12 bytes free for f32)"),
     Option("trials", int, 5, "timed read passes", minimum=1),
     Option("sim_n", int, 32768, "particles for the timed force evaluation", minimum=2),
     several(Option("solver", str, None, ""), ("cpu-direct", "cpu-tree"),
-            "solvers to compare with, where available"),
+            "solvers to compare with, where available (gpu-* ones are timed at --n)"),
+    Option("sim_steps", int, 20, "timed steps of a gpu-* solver at --n", minimum=1),
 ))
 
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
+    simulated = _simulate(args.n, args.sim_n, args.solver, args.sim_steps)
+    at_n = [row["frames_per_s"] for row in simulated if row["n"] == args.n]
+    sim_rate = max(at_n) if at_n else None
     rows = []
-    for precision in args.precision:
+    for precision, compression in itertools.product(args.precision, args.compression):
+        try:
+            fmt.compression_filter(compression, fmt.frame_encoding(precision))
+        except InvalidInputError as error:
+            rows.append({"stage": "write", "precision": precision, "compression": compression,
+                         "note": f"skipped: {error}"})
+            continue
         with tempfile.TemporaryDirectory(prefix="orrery-playback-", dir=args.dir) as folder:
             path = Path(folder) / f"bench-{precision}.h5"
-            size = args.n * 3 * (2 if precision == "f16" else 4) * args.frames
+            size = args.n * 3 * (4 if precision == "f32" else 2) * args.frames
             # Measured before and after the recording, the faster kept: on a shared disk the
             # rate drifts, and the fraction should not flatter the writer.
             before = _raw_write(Path(folder) / "raw.bin", size)
-            written = _write(path, args.n, args.frames, precision)
+            written = _write(path, args.n, args.frames, precision, compression)
             after = _raw_write(Path(folder) / "raw.bin", path.stat().st_size)
             ceiling = max(before, after, key=lambda row: row["mb_per_s"])
             written["of_ceiling"] = written["mb_per_s"] / ceiling["mb_per_s"]
+            written["of_disk"] = written["mb_per_s"] / ceiling["durable_mb_per_s"]
             # The frames per second a writer at the ceiling would reach.
             ceiling.update(n=args.n, frames=args.frames,
                            frames_per_s=written["frames_per_s"] / written["of_ceiling"])
             written["note"] += (f"; {100 * written['durable_mb_per_s'] / ceiling['durable_mb_per_s']:.0f}"
                                 "% of the raw durable rate")
-            rows += [written, ceiling]
-            rows += _read(path, args.trials)
-    rows += _simulate(args.n, args.sim_n, args.solver)
-    columns = ["stage", "precision", "n", "frames", "frames_per_s", "mb_per_s", "of_ceiling",
-               "iqr_rel", "note"]
+            read = _read(path, args.trials)
+            for row in [written, *read]:
+                row["compression"] = compression
+                if row.get("mb_per_s") and row["stage"] != "write":
+                    row["of_disk"] = row["mb_per_s"] / ceiling["durable_mb_per_s"]
+                if sim_rate and row.get("frames_per_s") and row["frames"] != 1:
+                    row["of_sim"] = row["frames_per_s"] / sim_rate
+            rows += [written, ceiling, *read]
+    rows += simulated
+    columns = ["stage", "precision", "compression", "n", "frames", "frames_per_s", "mb_per_s",
+               "ratio", "of_ceiling", "of_disk", "of_sim", "iqr_rel", "note"]
     print(format_table(rows, columns))
     return rows
 
 
 def _frames_to_write(n: int, count: int = 4) -> list[np.ndarray]:
-    """A few distinct float32 frames, cycled: the writer's cost does not depend on the values."""
-    rng = np.random.default_rng(0)
-    return [rng.standard_normal((n, 3), dtype=np.float32) for _ in range(count)]
+    """A few distinct float32 frames, cycled: a Plummer sphere's positions (the values a
+    recording holds, in the order a run keeps them: what a compressor meets), nudged per frame."""
+    positions = ics.plummer(n, seed=0).pos.astype(np.float32)
+    return [positions + np.float32(1e-3 * k) for k in range(count)]
 
 
-def _write(path: Path, n: int, frames: int, precision: str) -> dict:
+def _write(path: Path, n: int, frames: int, precision: str, compression: str) -> dict:
     sources = _frames_to_write(n)
     append_seconds = []
     start = time.perf_counter()
-    with Recorder(path, masses=np.full(n, 1.0 / n), dtype=precision,
+    with Recorder(path, masses=np.full(n, 1.0 / n), dtype=precision, compression=compression,
                   attributes={"scenario": "bench"}) as recorder:
         for index in range(frames):
             before = time.perf_counter()
@@ -104,11 +133,13 @@ def _write(path: Path, n: int, frames: int, precision: str) -> dict:
     finally:
         os.close(fd)
     size = path.stat().st_size
+    frame_bytes = frames * recorder.frame_bytes
     # Later appends wait for the disk (the queue is full), so only the first ones, made while
     # the queue had room, show what a frame costs the simulation's thread.
     unblocked = append_seconds[:max(1, recorder.queue_capacity - 1)]
     return {"stage": "write", "precision": precision, "n": n, "frames": frames,
             "frames_per_s": frames / written, "mb_per_s": size / written / 1e6,
+            "ratio": frame_bytes / size,
             "durable_mb_per_s": size / (written + synced) / 1e6,
             "note": f"to page cache/disk; +fsync {synced:.2f} s -> "
                     f"{size / (written + synced) / 1e6:.0f} MB/s durable; append() costs the "
@@ -193,12 +224,17 @@ def _player_pass(path: Path, trials: int) -> dict:
                 "note": "prefetch ring, every frame awaited in order"}
 
 
-def _simulate(n: int, sim_n: int, names: list[str]) -> list[dict]:
+def _simulate(n: int, sim_n: int, names: list[str], steps: int) -> list[dict]:
     rows = []
     specs = solver_specs()
     particles = ics.plummer(sim_n, seed=1)
     for name in names:
-        if name not in specs or specs[name].unavailable_reason() or name not in _SCALING:
+        if name not in specs or specs[name].unavailable_reason():
+            continue
+        if name.startswith("gpu"):
+            rows.append(_simulate_on_device(name, n, steps))
+            continue
+        if name not in _SCALING:
             continue
         solver = make_solver(name, precision="f32", softening=0.01)
         pos, mass = particles.pos.astype(np.float32), particles.mass.astype(np.float32)
@@ -213,3 +249,18 @@ def _simulate(n: int, sim_n: int, names: list[str]) -> list[dict]:
                      "frames_per_s": steps / scale,
                      "note": f"estimated from n={sim_n} by {_SCALING[name]} scaling"})
     return rows
+
+
+def _simulate_on_device(name: str, n: int, steps: int) -> dict:
+    """Steps per second of GPU solver ``name`` at ``n`` particles (Plummer), the state on the
+    device; the clock stops once the device has finished (a position download)."""
+    sim = Simulation(ics.plummer(n, seed=1), make_solver(name, softening=0.01), dt=1e-4)
+    sim.step(2)
+    sim.positions()
+    start = time.perf_counter()
+    sim.step(steps)
+    sim.positions()
+    seconds = time.perf_counter() - start
+    return {"stage": f"simulate {name}", "precision": "f32", "n": n, "frames": steps,
+            "frames_per_s": steps / seconds,
+            "note": f"measured: steps per second on {sim.solver.describe()}"}

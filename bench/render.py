@@ -8,7 +8,13 @@ positions, as the live viewer does whenever the solver publishes one. With ``--r
 also replays a recording of each N through the viewer's own upload and render path
 (``_render_replay``), beside the static frame and the bare draw of the same N. With
 ``--splat DEVICE`` the frame's particles are kept on that compute device and drawn by the
-compute splat instead of GL points.
+compute splat instead of GL points (with ``--mode density``: the density pyramid splat).
+
+Every row also gives the frame's stages, medians over the timed frames of device times: on the
+density splat its kernels' events (extent, deposit, reconstruct), on the point splat its
+kernels' (splat, resolve), on both the GL copy into the texture; on GL paths the draw into the
+float target (a GL time query); everywhere the present pass (tone map or colour map, a GL time
+query).
 """
 
 from __future__ import annotations
@@ -71,6 +77,7 @@ def run(**options) -> list[dict]:
              else PointStyle(point_size=args.point_size))
     tone = ToneMap()
     rows, replay_rows = [], []
+    draw_timer, present_timer = ctx.query(time=True), ctx.query(time=True)
     splat_device = open_device(args.splat) if args.splat else None
     for n in args.n:
         particles = plummer(n, seed=1)
@@ -85,9 +92,22 @@ def run(**options) -> list[dict]:
             renderer.resize(width, height)
             bare = BarePointPass(ctx)
 
+            stages: list[dict] = []
+            # the compute splats time their own GL copy (time queries do not nest)
+            gl_draw = scene.device is None
+
             def full_frame():
-                renderer.render(scene, view_projection, style, tone, output)
+                renderer.resize(width, height)
+                if gl_draw:
+                    with draw_timer:
+                        renderer.accumulate(scene, view_projection, style)
+                else:
+                    renderer.accumulate(scene, view_projection, style)
+                with present_timer:
+                    renderer.present(output, tone)
                 ctx.finish()
+                stages.append(_stages(renderer, draw_timer if gl_draw else None,
+                                      present_timer))
 
             def bare_frame():
                 renderer.begin_accumulation()
@@ -101,9 +121,12 @@ def run(**options) -> list[dict]:
                            particles.population)
                 full_frame()
 
-            timings = {name: time_trials(fn, warmup=args.warmup, trials=args.trials)
-                       for name, fn in (("frame", full_frame), ("bare", bare_frame),
-                                        ("upload", upload_and_frame))}
+            timings = {"frame": time_trials(full_frame, warmup=args.warmup, trials=args.trials)}
+            stage_ms = {f"{name}_ms": 1e3 * float(np.median([s.get(name, 0.0)
+                                                             for s in stages[-args.trials:]]))
+                        for name in stages[-1]}
+            for name, fn in (("bare", bare_frame), ("upload", upload_and_frame)):
+                timings[name] = time_trials(fn, warmup=args.warmup, trials=args.trials)
             frame = timings["frame"]
             static = {
                 "n": n, "target": target, "size": f"{width}x{height}", "mode": args.mode,
@@ -114,7 +137,7 @@ def run(**options) -> list[dict]:
                 "ratio_to_bare": frame.median / timings["bare"].median,
                 "with_upload_ms": 1e3 * timings["upload"].median,
                 "drift": frame.drift, "device": device,
-                "particles": renderer.particle_path,
+                "particles": renderer.particle_path, **stage_ms,
             }
             rows.append({"source": "static", **static})
             if args.replay:
@@ -133,6 +156,9 @@ def run(**options) -> list[dict]:
     print(f"renderer: {device}")
     print(format_table(rows, ["n", "mode", "target", "frame_ms", "frame_iqr_ms", "fps", "bare_ms",
                               "ratio_to_bare", "with_upload_ms", "drift", "particles"]))
+    stage_columns = [name for name in STAGES if any(name in row for row in rows)]
+    print("stages (device ms, medians):")
+    print(format_table(rows, ["n", "mode", "target", "frame_ms", *stage_columns]))
     if replay_rows:
         print(format_table(replay_rows, ["n", "target", "source", "frame_ms", "frame_iqr_ms",
                                          "fps", "wait_ms", "upload_ms", "draw_ms", "render_ms",
@@ -140,3 +166,20 @@ def run(**options) -> list[dict]:
     return rows + replay_rows
 
 
+
+
+# The stages a row reports, in frame order.
+STAGES = ("draw_ms", "splat_ms", "resolve_ms", "extent_ms", "deposit_ms", "reconstruct_ms",
+          "copy_ms", "present_ms")
+
+
+def _stages(renderer, draw_timer, present_timer) -> dict[str, float]:
+    """Seconds of the last frame's stages (the frame has finished)."""
+    stages = {"present": present_timer.elapsed * 1e-9}
+    if draw_timer is not None:
+        stages["draw"] = draw_timer.elapsed * 1e-9
+    elif renderer.particle_path == renderer.density_splat.path:
+        stages.update(renderer.density_splat.stage_seconds())
+    elif renderer.particle_path == renderer.splat.path:
+        stages.update(renderer.splat.stage_seconds())
+    return stages

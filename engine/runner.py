@@ -182,13 +182,14 @@ class SimulationRunner(FrameSource):
 
     def start_recording(self, path, *, every: int = 1, precision: str = "f16") -> None:
         """Record the run from the current step into ``path``, one frame every ``every`` steps,
-        positions in ``precision`` ('f16' or 'f32'). The recording stops by itself when the run
+        positions in ``precision`` ('f16', 'f32' or 'fixed16'). The recording stops by itself when the run
         restarts or changes solver (the file describes one run with one solver). A recording
         that cannot be written stops with a message in ``recording_error``; the run goes on."""
         if int(every) < 1:
             raise InvalidInputError(f"every must be >= 1, got {every}")
-        if precision not in ("f16", "f32"):
-            raise InvalidInputError(f"precision must be 'f16' or 'f32', got {precision!r}")
+        if precision not in ("f16", "f32", "fixed16"):
+            raise InvalidInputError(f"precision must be 'f16', 'f32' or 'fixed16', got "
+                                    f"{precision!r}")
         self._submit("record", (str(path), int(every), precision))
 
     def stop_recording(self) -> None:
@@ -335,7 +336,7 @@ class SimulationRunner(FrameSource):
 
     def _begin_recording(self, path: str, every: int, precision: str) -> None:
         self._recording_error = None
-        dtype = "float16" if precision == "f16" else "float32"
+        dtype = {"f16": "float16", "f32": "float32"}.get(precision, precision)
         try:
             self._recorder = Recorder.for_simulation(path, self._sim,
                                                      scenario=str(self._settings.scenario),
@@ -394,6 +395,8 @@ class SimulationRunner(FrameSource):
         self._finish_recording()  # a recording describes one run with one solver
         scenario = scenarios.load(settings.scenario, n=settings.n, seed=settings.seed)
         sim, description = self._make_simulation(scenario, scenario.particles, settings)
+        if scenario.start is not None:  # a keyframe's state carries on from its time and step
+            sim.time, sim.steps = scenario.start
         with self._condition:  # re-entrant: the new labels and their first frame appear together
             self._scenario = scenario
             self._population = scenario.particles.population
@@ -427,7 +430,7 @@ class SimulationRunner(FrameSource):
             return sim, sim.describe()
         name = settings.solver or scenario.solver
         solver = self._solver_factory(name, **solver_options(name, scenario, settings))
-        sim = Simulation(particles, solver, dt=dt)
+        sim = Simulation(particles, solver, dt=dt, integrator=scenario.integrator)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
         return sim, solver.describe()
 
@@ -471,6 +474,8 @@ class SimulationRunner(FrameSource):
                 "recording": (None if self._recorder is None else
                               (str(self._recorder.path), self._recorder.frames_appended)),
                 "recording_error": self._recording_error,
+                # frames narrowed on the device, and how often the run waited for the disk
+                "recording_stats": None if self._recorder is None else self._recorder.stats(),
             }
             self._sequence += 1
             self._published += 1

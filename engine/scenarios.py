@@ -35,6 +35,9 @@ class Scenario:
     flock: FlockParameters | None = None  # the rules, for a flock
     # Where the particles came from, for recordings (a snapshot's file and unit conversion).
     metadata: dict = field(default_factory=dict)
+    # (time, step) the run starts at: a keyframe's, for a run branched off a recording.
+    start: tuple[float, int] | None = None
+    integrator: str = "kdk"
 
 
 def _preset_files() -> dict[str, object]:
@@ -61,6 +64,19 @@ class SnapshotScenario:
         return self.path if self.family is None else f"{self.path} ({self.family})"
 
 
+@dataclass(frozen=True)
+class KeyframeScenario:
+    """A run continued from a recording's keyframe: the last one at or before frame ``frame``
+    (None: the last keyframe), with the recorded solver, options, dt and integrator; usable
+    wherever a scenario name is (the viewer branches a live run off a replay with it)."""
+
+    path: str
+    frame: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path} (keyframe at or before frame {self.frame})"
+
+
 def model(name: str) -> str:
     """Which model scenario ``name`` runs, "gravity" or "flock", without building it."""
     presets = _preset_files()
@@ -74,6 +90,8 @@ def load(name: str | SnapshotScenario, *, n: int | None = None, seed: int = 0) -
     count (for a snapshot: a random subset of ``n`` particles, scaled to the total mass)."""
     if isinstance(name, SnapshotScenario):
         return from_snapshot(name, n=n, seed=seed)
+    if isinstance(name, KeyframeScenario):
+        return from_keyframe(name)
     presets = _preset_files()
     if name in presets:
         return _load_preset(name, tomllib.loads(presets[name].read_text()), n=n, seed=seed)
@@ -159,3 +177,19 @@ def half_mass_radius(particles: Particles, *, sample: int = 200_000) -> float:
     cumulative = np.cumsum(mass[order])
     radius = float(radii[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
     return radius if radius > 0 else 1.0
+
+
+def from_keyframe(source: KeyframeScenario) -> Scenario:
+    """The state and settings of a recording's keyframe (``recording.keyframe_start``) as a
+    scenario: its particles, dt, softening, solver and options, starting at its time and step."""
+    from .recording import keyframe_start
+
+    start = keyframe_start(source.path, from_frame=source.frame)
+    options = dict(start.solver_options)
+    softening = options.pop("softening", SOFTENING.default)
+    return Scenario(name=str(source), description=f"branched off {source.path} at step "
+                    f"{start.step} (keyframe {start.keyframe})", particles=start.particles,
+                    dt=start.dt, softening=float(softening), solver=start.solver,
+                    solver_options=options, start=(start.time, start.step),
+                    integrator=start.integrator,
+                    metadata={"branched_from": str(source.path), "branched_from_step": start.step})

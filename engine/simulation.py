@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import frame_encoding
 from .compute import HostSnapshot
 from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
@@ -117,6 +118,32 @@ class Simulation:
         stage = getattr(self._state, "stage_positions", None)
         if stage is None:  # a state without snapshots: a synchronous host copy
             return HostSnapshot(np.asarray(self._state.positions(), dtype=np.float32).copy())
+        return stage()
+
+    def stage_frame(self, encoding: str):
+        """Current positions as a recorded frame in ``encoding`` (``frame_encoding``: float32,
+        float16 or fixed16), a :class:`~orrery.engine.compute.Snapshot`: a device state
+        narrows them there and downloads only the stored bytes, without waiting; a host state
+        encodes them here, the same bits."""
+        stage = getattr(self._state, "stage_frame", None)
+        if stage is None:
+            return HostSnapshot(frame_encoding.encode_on_host(self._state.positions(), encoding))
+        return stage(encoding)
+
+    def prepare_frames(self) -> None:
+        """Get ``stage_frame`` ready (a device state compiles its frame kernels), so that a
+        recording's first frame costs what every other does."""
+        prepare = getattr(self._state, "prepare_frames", None)
+        if prepare is not None:
+            prepare()
+
+    def stage_state(self):
+        """(positions, velocities) in the run's precision as two snapshots (a keyframe), taken
+        on a device state without waiting."""
+        stage = getattr(self._state, "stage_state", None)
+        if stage is None:
+            pos, vel, _ = self._state.snapshot()
+            return HostSnapshot(pos), HostSnapshot(vel)
         return stage()
 
     @property

@@ -16,9 +16,15 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
                        help="write a recording of the run to FILE (HDF5; must not exist yet)")
     group.add_argument("--every", type=int, default=10, metavar="K",
                        help="record a frame every K steps, plus the initial state (default: 10)")
-    group.add_argument("--record-precision", choices=("f32", "f16"), default="f32",
+    group.add_argument("--record-precision", choices=("f32", "f16", "fixed16"), default="f32",
                        help="stored precision of recorded positions (default: f32; f16 halves "
-                            "the file)")
+                            "the file; fixed16 too, as 16-bit integers on each frame's bounding "
+                            "box: an absolute error of extent/131070 per axis). A GPU run "
+                            "narrows frames on the device and downloads only these bytes")
+    group.add_argument("--record-compression", default="none", metavar="NAME",
+                       help="compress frames through hdf5plugin: none (default), blosc2, "
+                            "blosc2-bitshuffle (lossless), or zfp=ACCURACY (f32 only, lossy "
+                            "within ACCURACY)")
     group.add_argument("--record-velocities", action="store_true",
                        help="also record velocities")
     group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
@@ -48,6 +54,7 @@ class CommandLineRecording:
         self._keyframe_every = keyframe_every
         self._frames = 0
         self._last_keyframe_step: int | None = None
+        self._closed: Recorder | None = None
         self.failed = False
 
     def append_simulation(self, simulation) -> None:
@@ -79,13 +86,32 @@ class CommandLineRecording:
         except RecordingError as error:
             self._stop(error)
 
+    def summary(self) -> str | None:
+        """One line on what the recording cost the run: frames, how many came narrowed from
+        the device, and whether the simulation ever waited for the disk (None on ranks that
+        do not write)."""
+        recorder = self._recorder or self._closed
+        if recorder is None:
+            return None
+        stats = recorder.stats()
+        waited = (f"the simulation waited for the disk {stats['queue_waits']} time(s), "
+                  f"{stats['queue_wait_seconds']:.2f} s in all (queue of "
+                  f"{stats['queue_capacity']} frames full)" if stats["queue_waits"]
+                  else "the simulation never waited for the disk")
+        writer = ", ".join(f"{stage} {stats[f'writer_{stage}_seconds']:.3f} s"
+                           for stage in ("wait_for_copies", "write", "commit",
+                                         "device_narrowing"))
+        return (f"recorded {stats['frames_committed']} frame(s) ({stats['device_frames']} "
+                f"narrowed on the device) and {stats['keyframes_appended']} keyframe(s) to "
+                f"{recorder.path}: {waited}; writer thread: {writer}")
+
     def close(self) -> None:
         if self._recorder is not None:
             try:
                 self._recorder.close()
             except RecordingError as error:
                 self._stop(error)
-            self._recorder = None
+            self._closed, self._recorder = self._recorder, None
 
     def _stop(self, error: RecordingError) -> None:
         recorder, self._recorder = self._recorder, None
@@ -114,6 +140,7 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
     check_record_arguments(args)
     return CommandLineRecording(Recorder.for_simulation(
         args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
+        compression=args.record_compression,
         velocities=args.record_velocities, flush_seconds=args.record_flush,
         keyframe_every=args.keyframe_every, fsync_every=args.record_fsync),
         velocities=args.record_velocities, keyframe_every=args.keyframe_every)

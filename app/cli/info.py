@@ -37,6 +37,8 @@ def run(args) -> int:
 def describe(recording: RecordingFile) -> str:
     """A human-readable summary of ``recording``."""
     attrs = dict(recording.attributes)
+    for shown in ("position_encoding", "compression"):  # on the frames line
+        attrs.pop(shown, None)
     count = recording.frame_count
     lines = [
         f"file:          {recording.path} ({recording.file_size / 1e6:.1f} MB)",
@@ -47,8 +49,9 @@ def describe(recording: RecordingFile) -> str:
         "populations:   " + ", ".join(
             f"{name} ({int(np.count_nonzero(recording.population == label))})"
             for label, name in enumerate(recording.population_names)),
-        f"frames:        {count} x {recording.dtype.name} positions"
+        f"frames:        {count} x {recording.encoding} positions"
         + (" + velocities" if recording.has_velocities else "")
+        + ("" if recording.compression == "none" else f", compressed ({recording.compression})")
         + f" ({recording.frame_bytes / 1e6:.3g} MB a frame, {recording.frames_per_chunk} a chunk)",
     ]
     if count:

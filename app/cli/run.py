@@ -175,6 +175,9 @@ def _advance(args, sim, solver, recording, mpi) -> int:
         print(f"{sim.n} particles, {args.steps} steps in {elapsed:.2f} s{ranks}: "
               f"{rate:.1f} steps/s, energy error {error:+.3e}, t = {sim.time:g}, "
               f"solver {solver.describe()}")
+        summary = recording.summary() if recording is not None else None
+        if summary:
+            print(summary)
     return 1 if root and recording is not None and recording.failed else 0
 
 

@@ -65,10 +65,10 @@ class DensityPass:
         low, high = ctx.info.get("GL_POINT_SIZE_RANGE", (1.0, 64.0))
         self.max_radius = float(high) / 2.0
 
-    def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: DensityStyle,
-             *, pixels_per_unit: float) -> None:
-        if scene.count == 0:
-            return
+    def prepare(self, scene: ParticleScene, style: DensityStyle) -> float:
+        """Check ``style`` and make the scene's inputs ready (equal masses where none were set,
+        adaptive supports found where stale, the smoothing picked); returns the support length
+        the splat uses: 2h, or with adaptive smoothing the multiplier of each particle's own."""
         style.validate()
         if scene.mass_buffer is None:
             scene.set_masses(None)
@@ -83,11 +83,18 @@ class DensityPass:
             self.smoothing = style.smoothing
         elif self.smoothing is None:
             self.smoothing = 1.0 if adaptive else default_smoothing(self._positions(scene))
+        return self.smoothing if adaptive else 2.0 * self.smoothing
+
+    def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: DensityStyle,
+             *, pixels_per_unit: float) -> None:
+        if scene.count == 0:
+            return
+        support = self.prepare(scene, style)
+        adaptive = style.neighbours > 0
         splat = self.splat
         splat["view_projection"].write(gl_bytes(view_projection))
         splat["adaptive"].value = int(adaptive)
-        # adaptive: ``smoothing`` scales every particle's support; otherwise it is h itself
-        splat["support"].value = self.smoothing if adaptive else 2.0 * self.smoothing
+        splat["support"].value = support
         splat["pixels_per_unit"].value = pixels_per_unit
         splat["min_radius"].value = style.min_radius
         splat["max_radius"].value = self.max_radius

@@ -8,6 +8,7 @@ import numpy as np
 from ...engine.compute import DeviceUnavailableError, KernelBuildError
 from ...engine.errors import InvalidInputError
 from ._density_pass import DensityPass
+from ._density_splat_pass import DensitySplatPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
 from ._splat_pass import SplatPass
@@ -32,7 +33,9 @@ class Renderer:
     Point sprites are splatted on the compute device (:class:`SplatPass`) where the scene holds
     the positions there (a live GPU run, or a scene given a ``compute`` context) and the target
     is RGBA32F; otherwise, or with ``splat=False``, drawn as GL points (:class:`ParticlePass`).
-    ``particle_path`` says which, ``splat_unavailable`` why the splat failed, if it did.
+    Density images likewise: a pyramid splat on the compute device (:class:`DensitySplatPass`),
+    else GL point discs (:class:`DensityPass`). ``particle_path`` says which,
+    ``splat_unavailable`` / ``density_splat_unavailable`` why a compute splat failed, if it did.
 
     Parameters
     ----------
@@ -52,6 +55,8 @@ class Renderer:
         self.splat_unavailable: str | None = None if splat else "turned off"
         self.particle_path = GL_POINTS
         self.density = DensityPass(ctx)
+        self.density_splat = DensitySplatPass(ctx)
+        self.density_splat_unavailable: str | None = self.splat_unavailable
         self.tone_map = ToneMapPass(ctx)
         self._style = None  # the style of the last accumulation: how to present it
         self.size = (0, 0)
@@ -63,6 +68,8 @@ class Renderer:
         size = (max(int(width), 1), max(int(height), 1))
         if size == self.size:
             return
+        self.splat.discard()  # light of the old size
+        self.density_splat.discard()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()
@@ -82,36 +89,76 @@ class Renderer:
         ctx.blend_equation = ctx.FUNC_ADD
 
     def accumulate(self, scene: ParticleScene, view_projection: np.ndarray,
-                   style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0) -> None:
-        """Clear the accumulation target and add every particle into it."""
+                   style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0,
+                   deferred: bool = False) -> None:
+        """Clear the accumulation target and add every particle into it. ``deferred``: light
+        splatted on a compute device reaches the target when :meth:`land` finds it ready (a
+        live frame's splat waits on the device for the step that made the frame; GL work
+        waiting behind it would cost the simulation its time), until then the target keeps the
+        last light."""
         if isinstance(style, PointStyle) and self._splat(scene, view_projection, style,
-                                                         pixel_ratio):
+                                                         pixel_ratio, deferred):
             self._style = style
             return
+        self.splat.discard()  # deferred light must not land over this pass's
+        if isinstance(style, DensityStyle) and self._density_splat(scene, view_projection,
+                                                                   style, deferred):
+            self._style = style
+            return
+        self.density_splat.discard()
         self.begin_accumulation()
         if isinstance(style, DensityStyle):
-            # pixels per world unit at clip w = 1: the projection's y scale (the view's rows are
-            # orthonormal) times half the target's height
-            scale = float(np.linalg.norm(np.asarray(view_projection)[1, :3]))
             self.density.draw(scene, view_projection, style,
-                              pixels_per_unit=scale * self.size[1] / 2.0)
+                              pixels_per_unit=self._pixels_per_unit(view_projection))
+            self.particle_path = GL_POINTS
         else:
             self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
             self.particle_path = GL_POINTS
         self.ctx.disable(self.ctx.BLEND)
         self._style = style
 
-    def _splat(self, scene, view_projection, style, pixel_ratio) -> bool:
+    def land(self) -> bool:
+        """Bring deferred light (or a deferred density image) into the accumulation target if
+        it is ready; returns whether the target changed."""
+        return self.accumulation is not None and (
+            self.splat.land(self.accumulation, wait=False)
+            or self.density_splat.land(self.accumulation, wait=False))
+
+    def _pixels_per_unit(self, view_projection) -> float:
+        """Pixels per world unit at clip w = 1: the projection's y scale (the view's rows are
+        orthonormal) times half the target's height."""
+        scale = float(np.linalg.norm(np.asarray(view_projection)[1, :3]))
+        return scale * self.size[1] / 2.0
+
+    def _density_splat(self, scene, view_projection, style, deferred) -> bool:
+        if scene.device is None or scene.count == 0 or self.density_splat_unavailable is not None \
+                or self.target_format != "rgba32f":
+            return False
+        support = self.density.prepare(scene, style)
+        try:
+            self.density_splat.draw(scene, view_projection, style, self.accumulation,
+                                    support=support,
+                                    pixels_per_unit=self._pixels_per_unit(view_projection),
+                                    deferred=deferred)
+        except (DeviceUnavailableError, KernelBuildError) as error:
+            self.density_splat_unavailable = str(error)
+            self.density_splat.release()
+            return False
+        self.particle_path = self.density_splat.path
+        return True
+
+    def _splat(self, scene, view_projection, style, pixel_ratio, deferred) -> bool:
         if scene.device is None or self.splat_unavailable is not None or \
                 self.target_format != "rgba32f":
             return False
         try:
             self.splat.draw(scene, view_projection, style, self.accumulation,
-                            pixel_ratio=pixel_ratio)
+                            pixel_ratio=pixel_ratio, deferred=deferred)
         except (DeviceUnavailableError, KernelBuildError) as error:
             self.splat_unavailable = str(error)
             self.splat.release()
             return False
+        self.density_splat.discard()  # a deferred density image must not land over this light
         self.particle_path = self.splat.path
         return True
 
@@ -122,6 +169,8 @@ class Renderer:
         output.viewport = (0, 0, *self.size)
         self.ctx.disable(self.ctx.BLEND | self.ctx.DEPTH_TEST)
         if isinstance(self._style, DensityStyle):
+            if self.density.density_range is None:
+                self.density_splat.land(self.accumulation)  # the first image sets the range
             self.density.present(self.accumulation, self._style, self.size)
         else:
             self.tone_map.draw(self.accumulation, tone)
@@ -135,13 +184,17 @@ class Renderer:
         self.present(output, tone)
 
     def read_accumulation(self) -> np.ndarray:
-        """The accumulation target as a (height, width, 4) float32 array, bottom row first."""
+        """The accumulation target as a (height, width, 4) float32 array, bottom row first
+        (deferred light included)."""
+        self.splat.land(self.accumulation)
+        self.density_splat.land(self.accumulation)
         data = self._accumulation_fbo.read(components=4, dtype="f4")
         return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
 
     def release(self) -> None:
         self.tone_map.release()
         self.splat.release()
+        self.density_splat.release()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()
             self.accumulation.release()

@@ -1,19 +1,21 @@
 """The particle pass as a compute splat (``kernels/splat.cl``): the same Gaussian sprites as
 :class:`ParticlePass`, added with integer atomics on the compute device that already holds the
 positions, then written into the renderer's float accumulation texture. No point is rasterised
-and, on CUDA, no pixel visits the host: the resolved light goes into a GL pixel buffer
-registered with CUDA and from there into the texture on the GPU. Elsewhere (SYCL devices) the
-light is downloaded and uploaded, which is what the tests compare against the GL point path.
+and, on CUDA, no pixel visits the host: the resolved light reaches the texture through a GL
+pixel buffer registered with CUDA (:class:`DeviceImage`). Elsewhere (SYCL devices) the light is
+downloaded and uploaded, which is what the tests compare against the GL point path.
 
 The kernels run on a queue of their own beside the simulation's (``Context.another_queue``), so a
-frame does not wait behind queued steps; they start after the snapshot copies they read.
+frame does not wait behind queued steps; they start after the snapshot copies they read. A
+deferred draw leaves the light on the device until ``land`` finds its kernels finished: GL then
+never queues work that waits on the GPU for a simulation step (the live path).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...engine.compute import InteropUnavailableError, gl_buffer_view
+from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
 
@@ -23,7 +25,6 @@ FIXED_ONE = 2.0 ** 20
 FIXED_CAP = 2.0 ** 32 - 256
 GROUP = 256
 _DEFINES = {"FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f"}
-CHANNELS = 4
 
 
 class SplatPass:
@@ -32,24 +33,27 @@ class SplatPass:
     def __init__(self, ctx):
         self.ctx = ctx
         self._queues: dict = {}    # source context -> the context the splat runs on
-        self._target = None        # (queue, size) the buffers below are for
         self._accumulation = None  # integer counts, zero between frames
-        self._light = None         # resolved light where the GL buffer cannot be mapped
-        self._pixels = None        # GL buffer the light goes through into the texture
-        self._pixels_view = None   # its CUDA view, where interop works
-        self.interop_unavailable: str | None = None
+        self._image = DeviceImage(ctx)  # the resolved light, and how it reaches the texture
+        self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
 
+    @property
+    def interop_unavailable(self) -> str | None:
+        return self._image.interop_unavailable
+
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-             accumulation, *, pixel_ratio: float = 1.0) -> None:
+             accumulation, *, pixel_ratio: float = 1.0, deferred: bool = False) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
-        ``scene``'s particles (``scene.device`` must be set)."""
+        ``scene``'s particles (``scene.device`` must be set); ``deferred``: once ``land`` finds
+        the light ready, where it stays on the device."""
         style.validate()
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
         width, height = accumulation.size
-        self._allocate(queue, (width, height))
+        if self._image.allocate(queue, (width, height)):
+            self._accumulation = queue.zeros((width * height * CHANNELS,), np.uint64)
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
         program = queue.build(["splat.cl"], defines=_DEFINES)
@@ -57,50 +61,48 @@ class SplatPass:
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
         with queue.reading(particles.snapshots):
+            events = {"splat": [], "resolve": []}
             if count:
-                program.kernel("splat_points").launch(
+                events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation)
-            resolve = program.kernel("splat_resolve")
-            if self._pixels_view is not None:
-                with self._pixels_view.mapped((values,), np.float32) as light:
-                    resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                                   light)
-                accumulation.write(self._pixels)  # a GPU copy from the pixel buffer
-                return
-            resolve.launch(_padded(values), GROUP, self._accumulation, np.int32(values),
-                           self._light)
-        accumulation.write(self._light.download().tobytes())
+                    self._accumulation))
+            resolved = program.kernel("splat_resolve").launch(
+                _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image)
+            events["resolve"].append(resolved)
+        self._events = events
+        self._image.finish(accumulation, resolved, deferred=deferred)
+
+    def land(self, accumulation, *, wait: bool = True) -> bool:
+        """Bring light not yet in ``accumulation`` there once its kernels have finished (or at
+        once with ``wait``); returns whether it did (:meth:`DeviceImage.land`)."""
+        return self._image.land(accumulation, wait=wait)
+
+    def discard(self) -> None:
+        """Forget light not yet landed (the target is being redrawn or resized)."""
+        self._image.discard()
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Device seconds of the last frame's kernels (waits for them): splat, resolve, and the
+        copy into the texture."""
+        seconds = {stage: sum(event.seconds() for event in events)
+                   for stage, events in self._events.items()}
+        return {**seconds, "copy": self._image.copy_seconds()}
 
     @property
     def path(self) -> str:
         """How the light reaches the texture (for the panel)."""
-        if self._target is None:
+        if self._image.target is None:
             return "compute splat"
-        where = "device" if self._pixels_view is not None else "through the host"
-        return f"compute splat ({self._target[0].info.spec}, {where})"
+        where = "device" if self._image.on_device else "through the host"
+        return f"compute splat ({self._image.target[0].info.spec}, {where})"
 
     def _queue(self, context):
         if context not in self._queues:
             self._queues[context] = context.another_queue()
         return self._queues[context]
-
-    def _allocate(self, queue, size) -> None:
-        if self._target == (queue, size):
-            return
-        self._release_buffers()
-        values = size[0] * size[1] * CHANNELS
-        self._accumulation = queue.zeros((values,), np.uint64)
-        self._pixels = self.ctx.buffer(reserve=values * 4)
-        try:
-            self._pixels_view = gl_buffer_view(queue, self._pixels.glo, self._pixels.size)
-        except InteropUnavailableError as error:
-            self.interop_unavailable = str(error)
-            self._light = queue.empty((values,), np.float32)
-        self._target = (queue, size)
 
     def _labels(self, queue, scene: ParticleScene):
         held_queue, key, labels = self._population
@@ -122,16 +124,9 @@ class SplatPass:
             self._palette = (queue, palette, array)
         return array
 
-    def _release_buffers(self) -> None:
-        if self._pixels_view is not None:
-            self._pixels_view.release()  # CUDA lets go before GL deletes the buffer
-        if self._pixels is not None:
-            self._pixels.release()
-        self._accumulation = self._light = self._pixels = self._pixels_view = None
-        self._target = None
-
     def release(self) -> None:
-        self._release_buffers()
+        self._image.release()
+        self._accumulation = None
         self._population = self._palette = (None, None, None)
         self._queues = {}
 

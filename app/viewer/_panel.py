@@ -127,6 +127,9 @@ class ControlPanel:
                 runner.stop_recording()
             self._remember("record")
             imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
+            waits = (frame.stats.get("recording_stats") or {}).get("queue_waits", 0)
+            if waits:  # the disk is behind: the run waited rather than drop frames
+                imgui.text_colored(_RED, f"the run waited for the disk {waits} time(s)")
 
     def _simulation_controls(self, frame) -> None:
         runner = self.runner

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from imgui_bundle import imgui
 
+from ._branch import can_branch
+
 PLAYBACK_MEMBERS = ("seek", "play", "pause", "frame_count", "position", "speed", "loop")
 # Range of the speed slider, frames of recording per second (either direction).
 MAX_SPEED = 240.0
@@ -25,8 +27,12 @@ def has_playback(source) -> bool:
 
 
 class TimelinePanel:
-    def __init__(self, player):
+    """``on_branch`` (optional): called by the "Branch live run" button, shown for a replay of
+    a recording (``_branch.can_branch``)."""
+
+    def __init__(self, player, on_branch=None):
         self.player = player
+        self.on_branch = on_branch
         self._playing = False  # used only for sources without a ``playing`` flag
 
     @property
@@ -77,6 +83,10 @@ class TimelinePanel:
         if getattr(player, "live", False):
             imgui.same_line()
             imgui.text_colored(LIVE_COLOUR, "live")
+        if self.on_branch is not None and can_branch(player):
+            imgui.same_line()
+            if imgui.button("Branch live run (B)"):
+                self.on_branch()
         imgui.set_next_item_width(-1)
         last = max(int(player.frame_count) - 1, 0)
         changed, index = imgui.slider_int("##frame", int(player.position), 0, last,

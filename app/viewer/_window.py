@@ -19,6 +19,7 @@ from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ...engine.runner import SimulationRunner
 from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
+from ._branch import branch
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
 from ._panel import ControlPanel, live_ratio
@@ -65,7 +66,7 @@ class ViewerWindow(pyglet.window.Window):
         implot.create_context()
         imgui.get_io().set_ini_filename("")
         self._imgui = create_renderer(self)
-        self.timeline = TimelinePanel(source) if has_playback(source) else None
+        self.timeline = TimelinePanel(source, self.branch_live) if has_playback(source) else None
         self.panel = ControlPanel(source, self.point_style, self.tone,
                                   bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
         self.panel.density_pass = self.renderer.density
@@ -109,8 +110,9 @@ class ViewerWindow(pyglet.window.Window):
                   view_projection.tobytes(), style.key(), self.pixel_ratio())
         if inputs != self._accumulated_inputs:
             self.renderer.accumulate(self.scene, view_projection, style,
-                                     pixel_ratio=self.pixel_ratio())
+                                     pixel_ratio=self.pixel_ratio(), deferred=True)
             self._accumulated_inputs = inputs
+        self.renderer.land()
         self.renderer.present(self.ctx.screen, self.tone)
         if self.video.recording and not self.video.add(read_screen(self.ctx, (width, height))):
             self.capture_message = "video stopped: the window changed size"
@@ -270,6 +272,27 @@ class ViewerWindow(pyglet.window.Window):
                                    f"{self.camera_keys.add(self.camera)}"
         elif symbol == key.V:
             self._toggle_video()
+        elif symbol == key.B:
+            self.branch_live()
+
+    def branch_live(self) -> None:
+        """Key B, or the timeline's button: continue the replayed frame on screen as a live run
+        from the keyframe at or before it (``_branch``); the replay closes. A recording without
+        a keyframe early enough says why, and the replay goes on."""
+        try:
+            runner = branch(self.source)
+        except OrreryError as error:
+            self.capture_message = f"cannot branch a live run: {error}"
+            return
+        replay, self.source = self.source, runner
+        self.timeline = None
+        panel = ControlPanel(runner, self.point_style, self.tone, density=self.panel.density,
+                             mode=self.panel.mode)
+        panel.density_pass = self.renderer.density
+        self.panel = panel
+        self.capture_message = f"live run branched off {replay.path} at step " \
+                               f"{runner.latest().step}"
+        replay.close()
 
     def _toggle_pause(self) -> None:
         if self.timeline is not None:

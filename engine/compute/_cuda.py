@@ -99,6 +99,9 @@ class CudaEvent(KernelEvent):
         self._end.synchronize()
         return _cupy().cuda.get_elapsed_time(self._start, self._end) * 1e-3
 
+    def finished(self) -> bool:
+        return self._end.done
+
 
 class CudaKernel(Kernel):
     def __init__(self, context: "CudaContext", name: str, function):

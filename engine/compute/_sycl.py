@@ -127,6 +127,11 @@ class SyclEvent(KernelEvent):
         self._event.wait()
         return (self._event.profiling_info_end - self._event.profiling_info_start) * 1e-9
 
+    def finished(self) -> bool:
+        import dpctl
+
+        return self._event.execution_status == dpctl.event_status_type.complete
+
 
 class SyclKernel(Kernel):
     def __init__(self, context: "SyclContext", name: str, kernel):

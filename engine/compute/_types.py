@@ -174,6 +174,10 @@ class KernelEvent(ABC):
     def seconds(self) -> float:
         """Device time from the kernel's start to its end, in seconds."""
 
+    @abstractmethod
+    def finished(self) -> bool:
+        """Whether the kernel has finished (a query: it does not wait)."""
+
 
 class Kernel(ABC):
     """A kernel entry point of a built :class:`Program`."""

@@ -11,8 +11,9 @@ from ._format import FORMAT_NAME, FORMAT_VERSION, KEYFRAME_EVERY, MAX_FRAMES, MA
 from ._player import Player
 from ._reader import RecordingFile
 from ._recorder import Recorder, keyframe_due, run_attributes
-from ._resume import Resumed, resume
+from ._resume import KeyframeStart, Resumed, keyframe_start, resume
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "KEYFRAME_EVERY", "MAX_FRAMES", "MAX_PARTICLES",
            "NotARecordingError", "Player", "Recorder", "RecordingError", "RecordingFile",
-           "Resumed", "keyframe_due", "resume", "run_attributes"]
+           "KeyframeStart", "Resumed", "keyframe_due", "keyframe_start", "resume",
+           "run_attributes"]

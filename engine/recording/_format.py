@@ -9,14 +9,18 @@ import math
 
 import numpy as np
 
+from .. import frame_encoding as encodings
 from ..errors import InvalidInputError
 
 FORMAT_NAME = "orrery-recording"
 # Bump when a reader of the old version would misread a new file; readers refuse newer versions.
 # Version 2 added keyframes (the full state every few frames, for exact restarts); a version-1
-# file reads as a recording without keyframes.
-FORMAT_VERSION = 2
+# file reads as a recording without keyframes. Version 3 added position encodings (fixed16
+# positions on each frame's box, see ``frame_encoding``) and compressed frames; a version-1 or 2
+# file reads as float32 or float16 positions, as its dtype says.
+FORMAT_VERSION = 3
 FIRST_VERSION_WITH_KEYFRAMES = 2
+FIRST_VERSION_WITH_ENCODINGS = 3
 
 POSITIONS = "positions"
 VELOCITIES = "velocities"
@@ -28,6 +32,12 @@ POPULATION_NAMES = "population_names"
 # Root attribute naming the model that made the recording: "gravity" or "flock".
 MODEL = "model"
 REQUIRED_DATASETS = (POSITIONS, TIME, STEP, MASSES, POPULATION, POPULATION_NAMES)
+# Root attribute (version 3): how positions are stored, one of frame_encoding.ENCODINGS.
+POSITION_ENCODING = "position_encoding"
+# fixed16 recordings: each frame's box, (frames, 3, 3) float32 rows lo, step, scale.
+POSITION_BOX = "position_box"
+# Root attribute: the compression the frames were written with (COMPRESSIONS), "none" if none.
+COMPRESSION = "compression"
 
 # Keyframes: the whole state (positions, velocities in the run's own precision, time, step)
 # every few frames and at the end, so a run can be continued from them exactly. Committed like
@@ -64,20 +74,58 @@ MAX_CHUNK_BYTES = 256 << 20
 # one when a frame is larger, so reading one frame never touches another frame's chunk.
 CHUNK_TARGET_BYTES = 256 << 10
 
-FRAME_DTYPES = {"float32": np.dtype("<f4"), "f32": np.dtype("<f4"),
-                "float16": np.dtype("<f2"), "f16": np.dtype("<f2")}
+# Names of the position encodings a Recorder takes (short and long).
+FRAME_ENCODINGS = {"float32": encodings.FLOAT32, "f32": encodings.FLOAT32,
+                   "float16": encodings.FLOAT16, "f16": encodings.FLOAT16,
+                   "fixed16": encodings.FIXED16}
+
+# Frame compression through hdf5plugin (pip install hdf5plugin): Blosc2 with zstd and a byte
+# or bit shuffle (lossless, any encoding), or zfp in fixed-accuracy mode (lossy, float32
+# frames only: "zfp=A" keeps every coordinate within A, absolute).
+COMPRESSIONS = ("none", "blosc2", "blosc2-bitshuffle", "zfp=ACCURACY")
 
 # Attributes holding dicts are stored as JSON text under the same name, marked by this suffix
 # in a companion attribute so a reader can decode them without guessing.
 _JSON_MARK = "__json"
 
 
-def frame_dtype(name) -> np.dtype:
-    """``"float32"``/``"f32"`` or ``"float16"``/``"f16"`` (or the numpy dtype) -> little-endian dtype."""
+def frame_encoding(name) -> str:
+    """``"float32"``/``"f32"``, ``"float16"``/``"f16"`` (or the numpy dtype), or ``"fixed16"``
+    -> the encoding's name (``frame_encoding.ENCODINGS``)."""
     key = np.dtype(name).name if not isinstance(name, str) else name
-    if key not in FRAME_DTYPES:
-        raise InvalidInputError(f"recording dtype must be float32 or float16, got {name!r}")
-    return FRAME_DTYPES[key]
+    if key not in FRAME_ENCODINGS:
+        raise InvalidInputError(f"recording dtype must be float32, float16 or fixed16, got "
+                                f"{name!r}")
+    return FRAME_ENCODINGS[key]
+
+
+def compression_filter(name: str | None, encoding: str) -> dict:
+    """The h5py dataset options of compression ``name`` (see COMPRESSIONS) for frames stored
+    in ``encoding``: {} for none. Needs hdf5plugin."""
+    if name in (None, "", "none"):
+        return {}
+    zfp = name.startswith("zfp=")
+    if name not in ("blosc2", "blosc2-bitshuffle") and not zfp:
+        raise InvalidInputError(f"compression must be one of {COMPRESSIONS}, got {name!r}")
+    if zfp:
+        try:
+            accuracy = float(name[4:])
+        except ValueError:
+            accuracy = math.nan
+        if not (accuracy > 0 and math.isfinite(accuracy)):
+            raise InvalidInputError(f"zfp needs a positive accuracy (zfp=1e-4, say), got {name!r}")
+        if encoding != encodings.FLOAT32:
+            raise InvalidInputError(f"zfp compresses float32 frames, not {encoding}")
+    try:
+        import hdf5plugin
+    except ImportError:
+        raise InvalidInputError(f"compression {name!r} needs hdf5plugin: pip install hdf5plugin") \
+            from None
+    if zfp:
+        return dict(hdf5plugin.Zfp(accuracy=accuracy))
+    shuffle = hdf5plugin.Blosc2.BITSHUFFLE if name.endswith("bitshuffle") \
+        else hdf5plugin.Blosc2.SHUFFLE
+    return dict(hdf5plugin.Blosc2(cname="zstd", clevel=1, filters=shuffle))
 
 
 def keyframe_dtype(dtype) -> np.dtype:

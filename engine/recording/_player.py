@@ -104,6 +104,16 @@ class Player(FrameSource):
         return bool(getattr(self._file, "being_written", False))
 
     @property
+    def path(self):
+        """The recording's file (None for a sequence of snapshots)."""
+        return getattr(self._file, "path", None) if hasattr(self._file, "keyframe_before") \
+            else None
+
+    def keyframe_before(self, index: int) -> int:
+        """The keyframe a run branched off frame ``index`` starts from (``RecordingFile``)."""
+        return self._file.keyframe_before(self._checked_index(index))
+
+    @property
     def n(self) -> int:
         return self._file.n
 

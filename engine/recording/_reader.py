@@ -17,6 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from .. import frame_encoding as encodings
 from ..errors import InvalidInputError, NotARecordingError, RecordingError
 from . import _format as fmt
 from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
@@ -39,7 +40,9 @@ class _Layout:
 class RecordingFile:
     """A validated, open recording. Raises :class:`RecordingError` for anything it cannot trust.
 
-    Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype``,
+    Attributes: ``path``, ``n`` (particles), ``frame_count`` (committed frames), ``dtype`` (of
+    the frames :meth:`read` gives: float16 or float32; a fixed16 recording decodes to float32),
+    ``encoding`` (how positions are stored: float32, float16 or fixed16), ``compression``,
     ``has_velocities``, ``attributes`` (dict), ``format_version``, ``closed_cleanly`` (False
     while a Recorder writes the file, or when its writer died or stopped on a write error),
     ``being_written`` (a live Recorder holds the file now: :meth:`refresh` takes in the frames
@@ -106,15 +109,38 @@ class RecordingFile:
             raise RecordingError(f"{where}: damaged recording, missing dataset(s) {missing}")
 
         positions = h5[fmt.POSITIONS]
-        self.dtype, self.n = _frame_shape(positions, where)
-        self.frame_bytes = self.n * 3 * self.dtype.itemsize
+        self.encoding = self._position_encoding()
+        stored, self.n = _frame_shape(positions, where, self.encoding)
+        self.dtype = np.dtype("<f4") if self.encoding == encodings.FIXED16 else stored
+        self.frame_bytes = self.n * 3 * stored.itemsize
+        if self.encoding == encodings.FIXED16 and _dataset(h5, fmt.POSITION_BOX, where) is None:
+            raise RecordingError(f"{where}: damaged recording, fixed16 positions without "
+                                 f"'{fmt.POSITION_BOX}'")
+        if positions.id.get_create_plist().get_nfilters() > 0:
+            _load_filters()
         velocities = _dataset(h5, fmt.VELOCITIES, where)
         self.has_velocities = velocities is not None
-        if self.has_velocities and (_frame_shape(velocities, where) != (self.dtype, self.n)):
+        if self.has_velocities and (_frame_shape(velocities, where, encodings.FLOAT32
+                                                 if stored.itemsize == 4 else encodings.FLOAT16)
+                                    != (stored, self.n)):
             raise RecordingError(f"{where}: velocities {velocities.shape} {velocities.dtype} do "
                                  f"not match positions {positions.shape} {positions.dtype}")
         self._positions = positions
         self._velocities = velocities if self.has_velocities else None
+
+    def _position_encoding(self) -> str:
+        """How positions are stored: the version-3 attribute, else (an older file, or one
+        written by another tool without it) what the dtype says."""
+        self.compression = str(self.attributes.get(fmt.COMPRESSION, "none"))
+        if self.format_version < fmt.FIRST_VERSION_WITH_ENCODINGS \
+                or fmt.POSITION_ENCODING not in self.attributes:
+            return encodings.FLOAT16 if self._h5[fmt.POSITIONS].dtype.itemsize == 2 \
+                else encodings.FLOAT32
+        encoding = self.attributes.get(fmt.POSITION_ENCODING)
+        if encoding not in encodings.ENCODINGS:
+            raise RecordingError(f"{self.path}: position encoding {encoding!r} is none of "
+                                 f"{encodings.ENCODINGS}: damaged")
+        return encoding
 
     def _read_particles(self) -> None:
         self.masses = self._small_array(fmt.MASSES, (self.n,), "f")
@@ -153,7 +179,7 @@ class RecordingFile:
             for dataset in (self._positions, self._velocities):
                 if dataset is not None:
                     dataset.refresh()
-            for name in (fmt.TIME, fmt.STEP, *fmt.KEYFRAME_DATASETS):
+            for name in (fmt.TIME, fmt.STEP, fmt.POSITION_BOX, *fmt.KEYFRAME_DATASETS):
                 if name in self._h5:
                     self._h5[name].refresh()
             self.file_size = self.path.stat().st_size
@@ -193,6 +219,13 @@ class RecordingFile:
             raise RecordingError(f"{where} declares {count} frames of {self.n} particles "
                                  f"({stored / 1e9:.3g} GB) but the file holds only "
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
+        if self.encoding == encodings.FIXED16:
+            boxes = self._h5[fmt.POSITION_BOX]
+            if boxes.ndim != 3 or boxes.shape[1:] != (3, 3) or boxes.shape[0] < count:
+                raise RecordingError(f"{where}: '{fmt.POSITION_BOX}' has shape {boxes.shape}, "
+                                     f"expected ({count}, 3, 3) or more: damaged")
+            self._boxes = self._small_array(fmt.POSITION_BOX, None, "f", rows=count) \
+                .astype(np.float32)
         self.steps, self.times = steps, times
         self.frame_count = count  # last: a reader on another thread sees the arrays first
 
@@ -300,6 +333,19 @@ class RecordingFile:
             raise RecordingError(f"{self.path} holds no velocities")
         if not 0 <= index < self.frame_count:
             raise IndexError(f"frame {index} outside 0..{self.frame_count - 1}")
+        if name == fmt.POSITIONS and self.encoding == encodings.FIXED16:
+            stored = self._read_stored(index, name, np.empty((self.n, 3), "<u2"))
+            return encodings.fixed16_decode(stored, self._boxes[index], out)
+        return self._read_stored(index, name, out)
+
+    def position_error(self, index: int) -> np.ndarray | None:
+        """The stated absolute error bound per axis of frame ``index``'s positions (fixed16),
+        or None where the error is relative (float16: 2**-11 of each value; float32)."""
+        if self.encoding != encodings.FIXED16:
+            return None
+        return encodings.fixed16_error(self._boxes[index])
+
+    def _read_stored(self, index: int, name: str, out: np.ndarray) -> np.ndarray:
         layout = self._layouts.get(name)
         if layout is None:
             dataset = self._positions if name == fmt.POSITIONS else self._velocities
@@ -452,13 +498,23 @@ def _check_chunks(dataset, where: str, itemsize: int, allowed: int = fmt.MAX_CHU
                                  f"{allowed} a reader decompresses at once: damaged")
 
 
-def _frame_shape(dataset, where: str) -> tuple[np.dtype, int]:
+def _load_filters() -> None:
+    """Register hdf5plugin's filters (Blosc2, zfp) with HDF5 before compressed frames are read."""
+    try:
+        import hdf5plugin  # noqa: F401 - importing it registers the filters
+    except ImportError:
+        raise RecordingError("this recording's frames are compressed: reading them needs "
+                             "hdf5plugin (pip install hdf5plugin)") from None
+
+
+def _frame_shape(dataset, where: str, encoding: str) -> tuple[np.dtype, int]:
     if dataset.ndim != 3 or dataset.shape[2] != 3:
         raise RecordingError(f"{where}: '{dataset.name}' must have shape (frames, n, 3), got "
                              f"{dataset.shape}")
-    if dataset.dtype.kind != "f" or dataset.dtype.itemsize not in (2, 4):
-        raise RecordingError(f"{where}: '{dataset.name}' must be float16 or float32, got "
-                             f"{dataset.dtype}")
+    expected = encodings.STORED_DTYPES[encoding]
+    if dataset.dtype.kind != expected.kind or dataset.dtype.itemsize != expected.itemsize:
+        raise RecordingError(f"{where}: '{dataset.name}' must be {expected} for {encoding} "
+                             f"positions, got {dataset.dtype}")
     n = dataset.shape[1]
     with _rule_reported(where, "damaged"):
         fmt.check_particle_count(n)

@@ -28,7 +28,8 @@ import warnings
 import h5py
 import numpy as np
 
-from ... import _native
+from .. import frame_encoding as encodings
+from ..compute import Snapshot
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
 from ._hdf5 import H5_ERRORS, error_text
@@ -62,8 +63,15 @@ class Recorder:
         Run description stored as file attributes (scenario, solver, solver_params, dt,
         softening, G, units, ...): strings, numbers, bools, or dicts (stored as JSON text).
     dtype
-        ``"float32"`` or ``"float16"`` for positions and velocities. float16 halves the file and
-        keeps about 3 significant digits (relative spacing 2**-10; largest value 65504).
+        ``"float32"``, ``"float16"`` or ``"fixed16"`` for positions (float32 or float16 for
+        velocities). float16 halves the file and keeps about 3 significant digits (relative
+        spacing 2**-10; largest value 65504); fixed16 also takes 6 bytes a body, as 16-bit
+        integers on each frame's bounding box (an absolute error of about extent / 131070 per
+        axis, the same everywhere in the box: ``frame_encoding``).
+    compression
+        None or ``"none"`` (default), ``"blosc2"``, ``"blosc2-bitshuffle"`` (lossless) or
+        ``"zfp=ACCURACY"`` (float32 only, lossy within ACCURACY): frames compressed through
+        hdf5plugin on the writer thread (see ``_format.COMPRESSIONS``).
     velocities
         Also store velocities; ``append`` then requires them.
     keyframe_dtype
@@ -72,6 +80,9 @@ class Recorder:
     keyframe_every
         ``append_simulation`` also stores a keyframe every this many frames, from the first
         (default 10; 0: only those asked for with ``append_keyframe``).
+        A simulation whose state lives on a device hands over frames and keyframes already
+        narrowed there and downloading asynchronously (``Simulation.stage_frame``): the
+        caller's thread never waits for them, the writer thread does.
     fsync_every
         Commit and ``fsync`` the file after every this many frames (default 0: never, the
         operating system writes back when it chooses). Without it a killed process loses
@@ -82,7 +93,8 @@ class Recorder:
         before (plus the time to write whatever was queued ahead of it).
     queue_bytes
         Memory the queue of frames waiting for the disk may hold (default 256 MiB, at least two
-        frames). When full, ``append`` blocks until the writer catches up.
+        frames). When full, ``append`` blocks until the writer catches up, and counts it in
+        ``queue_waits`` and ``queue_wait_seconds`` (:meth:`stats`): no frame is ever dropped.
     overwrite
         Replace ``path`` if it exists (default False). A file another Recorder is writing is
         never replaced.
@@ -98,11 +110,18 @@ class Recorder:
     """
 
     def __init__(self, path, *, masses, population=None, population_names=("all",),
-                 attributes: dict | None = None, dtype="float32", velocities: bool = False,
+                 attributes: dict | None = None, dtype="float32", compression=None,
+                 velocities: bool = False,
                  keyframe_dtype=None, keyframe_every: int = fmt.KEYFRAME_EVERY,
                  fsync_every: int = 0, flush_seconds: float = 2.0,
                  queue_bytes: int = 256 << 20, overwrite: bool = False):
-        self.dtype = fmt.frame_dtype(dtype)
+        self.encoding = fmt.frame_encoding(dtype)
+        self.dtype = encodings.STORED_DTYPES[self.encoding]
+        self.compression = compression or "none"
+        self._filter = fmt.compression_filter(compression, self.encoding)
+        if velocities and self.encoding == encodings.FIXED16:
+            raise InvalidInputError("fixed16 stores positions only: record velocities as "
+                                    "float16 or float32")
         self.keyframe_dtype = None if keyframe_dtype is None else fmt.keyframe_dtype(keyframe_dtype)
         self.keyframe_every = _checked_count(keyframe_every, "keyframe_every")
         self.fsync_every = _checked_count(fsync_every, "fsync_every")
@@ -123,11 +142,10 @@ class Recorder:
         # HDF5 writes whole chunks: the one being filled may take a chunk's worth of space.
         self._reserve_bytes = (_METADATA_RESERVE_BYTES
                                + datasets * self._frames_per_chunk * self.frame_bytes)
-        # append() copies each frame in the recording's dtype: for float16 the native narrowing
-        # (F16C where present, without the GIL) is that copy, and faster than a float32 one.
-        self._queued_dtype = self.dtype
-        per_frame = self.n * 3 * self._queued_dtype.itemsize * datasets
-        self.queue_capacity = max(2, int(queue_bytes) // per_frame)
+        # append() copies each frame in the recording's encoding: for float16 the native
+        # narrowing (F16C where present, without the GIL) is that copy; a device frame arrives
+        # narrowed already (Simulation.stage_frame).
+        self.queue_capacity = max(2, int(queue_bytes) // self._stored_frame_bytes)
         self._queue: queue.Queue = queue.Queue(maxsize=self.queue_capacity)
         self._error: BaseException | None = None
         self._closed = False
@@ -135,6 +153,14 @@ class Recorder:
         self._last_time = -np.inf
         self.frames_appended = 0
         self.frames_committed = 0
+        self.queue_waits = 0          # appends that found the queue full and waited
+        self.queue_wait_seconds = 0.0
+        self.device_frames = 0        # frames handed over narrowed on a device
+        # Where the writer thread's time goes (seconds): waiting for device copies to arrive,
+        # writing frames into the file, committing; and the device time of the kernels that
+        # narrowed the frames (their events, read once the copy has arrived).
+        self._writer_seconds = {"wait_for_copies": 0.0, "write": 0.0, "commit": 0.0,
+                                "device_narrowing": 0.0}
         self.keyframes_appended = 0
         self.keyframes_committed = 0
         self._last_keyframe_step: int | None = None
@@ -174,6 +200,9 @@ class Recorder:
         constructor (dtype, velocities, flush_seconds, ...)."""
         particles = simulation.particles
         attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
+        prepare = getattr(simulation, "prepare_frames", None)
+        if prepare is not None:  # compile a device's frame kernels before the run is timed
+            prepare()
         options.setdefault("keyframe_dtype", particles.pos.dtype)  # the run's own precision
         return cls(path, masses=particles.mass, population=particles.population,
                    population_names=particles.population_names, attributes=attributes, **options)
@@ -192,13 +221,19 @@ class Recorder:
         try:
             from ... import __version__
             file.attrs.update({"format": fmt.FORMAT_NAME, "format_version": fmt.FORMAT_VERSION,
+                               fmt.POSITION_ENCODING: self.encoding,
+                               fmt.COMPRESSION: self.compression,
                                "orrery_version": __version__,
                                "created_utc": datetime.datetime.now(datetime.timezone.utc)
                                .isoformat(timespec="seconds")})
             file.attrs.update(attributes)
             frames = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3), chunks=(fpc, self.n, 3),
-                          dtype=self.dtype)
+                          dtype=self.dtype, **self._filter)
             made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames)
+            if self.encoding == encodings.FIXED16:
+                made[fmt.POSITION_BOX] = file.create_dataset(
+                    fmt.POSITION_BOX, shape=(0, 3, 3), maxshape=(None, 3, 3), chunks=(1024, 3, 3),
+                    dtype="<f4")
             if self.records_velocities:
                 made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames)
             series = [(fmt.TIME, fmt.STEP)]
@@ -226,8 +261,9 @@ class Recorder:
         except BaseException:
             _abandon(file, made)
             raise
-        self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.VELOCITIES, fmt.TIME,
-                                                        fmt.STEP, *fmt.KEYFRAME_DATASETS)
+        self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.POSITION_BOX,
+                                                        fmt.VELOCITIES, fmt.TIME, fmt.STEP,
+                                                        *fmt.KEYFRAME_DATASETS)
                           if name in made}
         return file
 
@@ -235,11 +271,16 @@ class Recorder:
 
     def append(self, positions, time: float, step: int, velocities=None) -> None:
         """Queue one frame; blocks while the queue is full. The arrays are copied before this
-        returns, so the caller may reuse them at once."""
+        returns, so the caller may reuse them at once. ``positions`` may also be a device
+        frame: a :class:`~orrery.engine.compute.Snapshot` of the staged frame in this
+        recording's encoding (``Simulation.stage_frame``), held until written."""
         self._raise_if_failed()
         if self._closed:
             raise RecordingError(f"{self.path}: the recorder is closed")
-        positions = self._frame_array(positions, "positions")
+        staged = isinstance(positions, Snapshot)
+        if staged and velocities is not None:
+            raise InvalidInputError("a device frame carries positions only")
+        positions = positions if staged else self._frame_array(positions, "positions")
         if self.records_velocities:
             if velocities is None:
                 raise InvalidInputError("this recording stores velocities: pass velocities=")
@@ -254,6 +295,7 @@ class Recorder:
         self._put((False, positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
+        self.device_frames += hasattr(positions, "kernel_events")  # narrowed by a device
 
     def append_keyframe(self, positions, velocities, time: float, step: int) -> None:
         """Queue one keyframe: the whole state (arrays in the run's precision, stored exactly)
@@ -263,8 +305,12 @@ class Recorder:
             raise RecordingError(f"{self.path}: the recorder is closed")
         if self.keyframe_dtype is None:
             raise InvalidInputError("this recording was created without keyframe_dtype=")
-        state = [np.asarray(array) for array in (positions, velocities)]
-        for what, array in zip(("positions", "velocities"), state):
+        staged = [isinstance(array, Snapshot) for array in (positions, velocities)]
+        state = [array if is_staged else np.asarray(array)
+                 for array, is_staged in zip((positions, velocities), staged)]
+        for what, array, is_staged in zip(("positions", "velocities"), state, staged):
+            if is_staged:
+                continue  # checked by the writer, when its copy has arrived
             if array.shape != (self.n, 3):
                 raise InvalidInputError(f"keyframe {what} must have shape ({self.n}, 3), got "
                                         f"{array.shape}")
@@ -277,8 +323,8 @@ class Recorder:
         fmt.check_frame(self.keyframes_appended, step, time,
                         None if self._last_keyframe_step is None
                         else (self._last_keyframe_step, self._last_keyframe_time))
-        self._put((True, *(np.array(array, order="C", copy=True) for array in state), time,
-                   step))
+        self._put((True, *(array if is_staged else np.array(array, order="C", copy=True)
+                           for array, is_staged in zip(state, staged)), time, step))
         self._last_keyframe_step, self._last_keyframe_time = step, time
         self.keyframes_appended += 1
 
@@ -289,8 +335,16 @@ class Recorder:
 
     def append_simulation(self, simulation) -> None:
         """Append ``simulation``'s current state (positions, velocities if recorded, time, step)
-        as a frame, and as a keyframe when one is due (:meth:`keyframe_due`)."""
+        as a frame, and as a keyframe when one is due (:meth:`keyframe_due`). A simulation that
+        stages frames on its device (``stage_frame``, ``stage_state``) hands them over without
+        waiting for them."""
         keyframe = self.keyframe_due()
+        stage = getattr(simulation, "stage_frame", None)
+        if stage is not None and not self.records_velocities:
+            self.append(stage(self.encoding), simulation.time, simulation.steps)
+            if keyframe:
+                self._append_staged_keyframe(simulation)
+            return
         if self.records_velocities or keyframe:
             particles = simulation.particles
             self.append(particles.pos, simulation.time, simulation.steps,
@@ -305,27 +359,55 @@ class Recorder:
         """Store ``simulation``'s state as a keyframe unless the last one is of this step (call
         it when the run ends, so the recording can be continued from its last state)."""
         if self.keyframe_dtype is not None and self._last_keyframe_step != simulation.steps:
+            self._append_staged_keyframe(simulation)
+
+    def _append_staged_keyframe(self, simulation) -> None:
+        stage = getattr(simulation, "stage_state", None)
+        if stage is None:
             particles = simulation.particles
             self.append_keyframe(particles.pos, particles.vel, simulation.time, simulation.steps)
+        else:
+            self.append_keyframe(*stage(), simulation.time, simulation.steps)
+
+    def stats(self) -> dict:
+        """What the recording did so far: frames appended and committed, how many came narrowed
+        from a device, and how often (and how long) an append waited for the disk."""
+        return {"frames_appended": self.frames_appended, "frames_committed": self.frames_committed,
+                "keyframes_appended": self.keyframes_appended, "device_frames": self.device_frames,
+                "queue_capacity": self.queue_capacity, "queue_waits": self.queue_waits,
+                "queue_wait_seconds": self.queue_wait_seconds,
+                **{f"writer_{stage}_seconds": seconds
+                   for stage, seconds in self._writer_seconds.items()}}
 
     def _frame_array(self, array, what: str) -> np.ndarray:
         array = np.asarray(array)
         if array.shape != (self.n, 3):
             raise InvalidInputError(f"{what} must have shape ({self.n}, 3), got {array.shape}")
-        if self.dtype.itemsize == 2:
-            narrowed = np.empty((self.n, 3), self.dtype)
-            _native.narrow_to_half(np.ascontiguousarray(array, dtype=np.float32), narrowed)
-            return narrowed
-        return np.array(array, dtype=self._queued_dtype, order="C", copy=True)
+        if what == "positions":
+            encoding = self.encoding
+        else:  # velocities: float32 or float16 (fixed16 recordings refuse them)
+            encoding = encodings.FLOAT32 if self.dtype.itemsize == 4 else encodings.FLOAT16
+        return encodings.encode_on_host(array, encoding)
 
     def _put(self, item) -> None:
-        # Wait in slices so a writer that failed while we waited is noticed instead of hanging.
-        while True:
-            try:
-                self._queue.put(item, timeout=0.25)
-                return
-            except queue.Full:
-                self._raise_if_failed()
+        try:
+            self._queue.put_nowait(item)
+            return
+        except queue.Full:
+            pass
+        # The disk is behind: wait (counted), in slices so a writer that failed while we waited
+        # is noticed instead of hanging.
+        start = _time.perf_counter()
+        try:
+            while True:
+                try:
+                    self._queue.put(item, timeout=0.25)
+                    return
+                except queue.Full:
+                    self._raise_if_failed()
+        finally:
+            self.queue_waits += 1
+            self.queue_wait_seconds += _time.perf_counter() - start
 
     def close(self) -> None:
         """Commit every queued frame, stop the writer thread and close the file (idempotent).
@@ -399,7 +481,9 @@ class Recorder:
                         self._commit(pending)
                         pending, deadline = [], None
                         self._require_space(needed, "write another frame")
+                    started = _time.perf_counter()
                     self._write_frame(item)
+                    self._writer_seconds["write"] += _time.perf_counter() - started
                     pending.append((item[0], item[3], item[4]))
                     if deadline is None:
                         deadline = _time.monotonic() + self.flush_seconds
@@ -430,15 +514,23 @@ class Recorder:
         if keyframe:
             index = self.keyframes_committed + self._uncommitted_keyframes
             names, dtype = (fmt.KEYFRAME_POSITIONS, fmt.KEYFRAME_VELOCITIES), self.keyframe_dtype
+            positions, velocities = (self._arrived(array, dtype, "keyframe")
+                                     for array in (positions, velocities))
         else:
             index = self.frames_committed + self._uncommitted
             names, dtype = (fmt.POSITIONS, fmt.VELOCITIES), self.dtype
+            positions, box = encodings.split_staged(
+                self.encoding, self._arrived(positions, self.dtype, "frame"), self.n)
+            if box is not None:
+                boxes = self._datasets[fmt.POSITION_BOX]
+                boxes.resize(index + 1, axis=0)
+                boxes[index] = box
         for name, data in zip(names, (positions, velocities)):
             if data is None:
                 continue
             dataset = self._datasets[name]
             dataset.resize(index + 1, axis=0)
-            if not keyframe and self._frames_per_chunk == 1:
+            if not keyframe and self._frames_per_chunk == 1 and not self._filter:
                 # A frame is a whole chunk: hand HDF5 its bytes, past the chunk cache (one copy
                 # fewer) and the filter pipeline (there are no filters).
                 dataset.id.write_direct_chunk((index, 0, 0), data)
@@ -450,12 +542,38 @@ class Recorder:
             self._uncommitted += 1
         self._unflushed_bytes += _item_bytes(item, self)
 
+    def _arrived(self, array, dtype: np.dtype, what: str) -> np.ndarray:
+        """A queued array, or a device frame's host copy once its download has arrived (the
+        writer thread waits for it, without the GIL), checked against the file's layout."""
+        if not isinstance(array, Snapshot):
+            return array
+        started = _time.perf_counter()
+        host = array.host()
+        waited = _time.perf_counter() - started
+        self._writer_seconds["wait_for_copies"] += waited
+        self._writer_seconds["write"] -= waited  # counted apart from the write it is inside
+        self._writer_seconds["device_narrowing"] += sum(
+            event.seconds() for event in getattr(array, "kernel_events", ()))
+        expected = encodings.staged_shape(self.encoding, self.n) if what == "frame" \
+            else (self.n, 3)
+        if host.shape != expected or host.dtype.str != np.dtype(dtype).str:
+            raise InvalidInputError(f"a staged {what} of {host.dtype}{host.shape} does not fit "
+                                    f"this recording's {np.dtype(dtype)}{expected}")
+        return host
+
     def _commit(self, pending) -> None:
         """Make ``pending`` frames and keyframes visible: their data reaches the file before
         their time and step entries do, so a reader (or a crash) never sees a step without its
         positions."""
         if not pending:
             return
+        started = _time.perf_counter()
+        try:
+            self._commit_now(pending)
+        finally:
+            self._writer_seconds["commit"] += _time.perf_counter() - started
+
+    def _commit_now(self, pending) -> None:
         self._file.flush()
         self._unflushed_bytes = 0
         for keyframes, (time_name, step_name) in ((False, (fmt.TIME, fmt.STEP)),
@@ -557,9 +675,8 @@ def keyframe_due(frame_index: int, keyframe_every: int) -> bool:
 
 def _item_bytes(item, recorder: Recorder) -> int:
     """Bytes a queued frame or keyframe takes in the file."""
-    keyframe, positions, velocities, _, _ = item
-    if keyframe:
-        return 2 * positions.size * recorder.keyframe_dtype.itemsize
+    if item[0]:
+        return 2 * recorder.n * 3 * recorder.keyframe_dtype.itemsize
     return recorder._stored_frame_bytes
 
 

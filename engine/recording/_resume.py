@@ -33,6 +33,33 @@ def resume(path, *, from_frame: int | None = None, solver_options: dict | None =
     """The run recorded in ``path``, continued from the last keyframe at or before frame
     ``from_frame`` (default: the file's last keyframe). ``solver_options`` override the recorded
     ones (another device, say; changing the physics loses the exact continuation)."""
+    start = keyframe_start(path, from_frame=from_frame)
+    options = {**start.solver_options, **(solver_options or {})}
+    simulation = Simulation(start.particles, make_solver(start.solver, **options), dt=start.dt,
+                            integrator=start.integrator)
+    simulation.time, simulation.steps = start.time, start.step
+    return Resumed(simulation, start.attributes, start.keyframe, str(path))
+
+
+@dataclass(frozen=True)
+class KeyframeStart:
+    """What a run continued from a keyframe starts with: the state and the recorded settings."""
+
+    particles: Particles
+    time: float
+    step: int
+    solver: str
+    solver_options: dict
+    dt: float
+    integrator: str
+    attributes: dict
+    keyframe: int
+
+
+def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
+    """The state of the last keyframe at or before frame ``from_frame`` of ``path`` (default:
+    the last keyframe) and the settings it was run with (:func:`resume` builds on it, and so
+    does a live run branched off a recording in the viewer)."""
     with RecordingFile(path) as recording:
         index = recording.keyframe_before(from_frame)
         positions, velocities = recording.read_keyframe(index)
@@ -41,13 +68,10 @@ def resume(path, *, from_frame: int | None = None, solver_options: dict | None =
         particles = Particles(positions, velocities, recording.masses.astype(positions.dtype),
                               recording.population, recording.population_names)
     solver, options, dt, integrator = _run_settings(path, attributes)
-    options.update(solver_options or {})
     if integrator not in INTEGRATORS:
         raise RecordingError(f"{path}: integrator {integrator!r} is not one of {INTEGRATORS}")
-    simulation = Simulation(particles, make_solver(solver, **options), dt=dt,
-                            integrator=integrator)
-    simulation.time, simulation.steps = time, step
-    return Resumed(simulation, attributes, index, str(path))
+    return KeyframeStart(particles, time, step, solver, options, dt, integrator, attributes,
+                         index)
 
 
 def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from .. import frame_encoding as encoding
 from ..compute import Snapshot
 from ..particles import Particles
 
@@ -21,6 +22,9 @@ INTEGRATE_GROUP = 64
 # The energy reduction: work-group size and most work-groups (partial sums downloaded).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
+# The fixed16 frame's bounding box: work-group size and work-groups of the first pass.
+BOUNDS_GROUP = 256
+BOUNDS_GROUPS = 64
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -69,6 +73,8 @@ class DeviceState:
         self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))
         self._partials = context.empty(2 * self._energy_groups, accum)
         self._scratch = None
+        self._frames = None  # frames.cl, built when a frame is first recorded
+        self._box = None
 
     @property
     def n(self) -> int:
@@ -107,6 +113,63 @@ class DeviceState:
     def _write_positions(self, out) -> None:
         self._positions_xyz.launch(self._global, INTEGRATE_GROUP, self.body, np.int32(self._n),
                                    out)
+
+    def stage_frame(self, kind: str) -> Snapshot:
+        """The current positions in a recorded frame's encoding (``frame_encoding``: float32,
+        float16 or fixed16), narrowed on the device (``frames.cl``) and taken in queue order
+        without waiting: the download carries only the stored bytes (6 per body for float16)."""
+        encoding.check_encoding(kind)
+        if kind == encoding.FLOAT32:
+            return self.stage_positions()
+        frames = self._frame_program()
+        count = np.int32(self._n)
+        events = []  # the narrowing's device time, read by whoever waits for the copy
+
+        def write_half(out):
+            events.append(frames.kernel("frame_half").launch(self._global, INTEGRATE_GROUP,
+                                                             self.body, count, out))
+
+        def write_fixed(out):
+            events.append(frames.kernel("bounds_partials").launch(
+                BOUNDS_GROUPS * BOUNDS_GROUP, BOUNDS_GROUP, self.body, count, self._box[0]))
+            events.append(frames.kernel("bounds_finish").launch(
+                BOUNDS_GROUP, BOUNDS_GROUP, self._box[0], np.int32(BOUNDS_GROUPS), self._box[1]))
+            events.append(frames.kernel("frame_fixed16").launch(
+                self._global, INTEGRATE_GROUP, self.body, count, self._box[1], out))
+
+        half = kind == encoding.FLOAT16
+        snapshot = self.solver.context.snapshot(
+            encoding.staged_shape(kind, self._n), np.float16 if half else np.uint16,
+            write_half if half else write_fixed)
+        snapshot.kernel_events = events
+        return snapshot
+
+    def stage_state(self) -> tuple[Snapshot, Snapshot]:
+        """(positions, velocities) as (n, 3) arrays in the run's precision, taken in queue
+        order without waiting (a keyframe: the state exactly)."""
+        frames, dtype = self._frame_program(), self.solver.dtype
+
+        def rows(source):
+            def write(out):
+                frames.kernel("state_xyz").launch(self._global, INTEGRATE_GROUP, source,
+                                                  np.int32(self._n), out)
+            return self.solver.context.snapshot((self._n, 3), dtype, write)
+        return rows(self.body), rows(self.vel)
+
+    def prepare_frames(self) -> None:
+        """Build the frame kernels now (a recording about to start), not inside its first frame."""
+        self._frame_program()
+
+    def _frame_program(self):
+        if self._frames is None:
+            context = self.solver.context
+            self._frames = context.build(["frames.cl"], defines={
+                "REAL_BITS": self.solver.dtype.itemsize * 8, "BOUNDS_GROUP": BOUNDS_GROUP})
+            # The first pass's partials, then the box (frames.cl), reused by every frame: the
+            # queue orders one frame's kernels before the next frame's.
+            self._box = (context.empty(6 * BOUNDS_GROUPS, np.float32),
+                         context.empty(encoding.BOX_VALUES, np.float32))
+        return self._frames
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Host copies of (pos, vel, mass)."""

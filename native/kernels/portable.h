@@ -10,7 +10,9 @@
  *                    inside LAUNCH_BOUNDS, which OpenCL drops
  * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
- * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory).
+ * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory),
+ * FLOAT_AS_UINT / UINT_AS_FLOAT (a float's bits and back), ATOMIC_MAX (like ATOMIC_MIN),
+ * `ushort` (16 bits).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
  * Rules the macros rely on: work-groups are 1-D and a multiple of SUBGROUP_SIZE; sub-group
@@ -46,6 +48,9 @@ typedef unsigned int uint;
 #define MEM_FENCE __threadfence_block()
 #define ATOMIC_ADD(pointer, value) atomicAdd((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomicMin((pointer), (value))
+#define ATOMIC_MAX(pointer, value) atomicMax((pointer), (value))
+#define FLOAT_AS_UINT(value) __float_as_uint(value)
+#define UINT_AS_FLOAT(value) __uint_as_float(value)
 #define ATOMIC_ADD_ULONG(pointer, value) \
   atomicAdd((unsigned long long*)(pointer), (unsigned long long)(value))
 
@@ -67,6 +72,7 @@ __device__ __forceinline__ T orrery_subgroup_reduce_add(T value) {
 }
 #define SUBGROUP_REDUCE_ADD(value) orrery_subgroup_reduce_add(value)
 #define POPCOUNT(bits) __popc(bits)
+typedef unsigned short ushort;
 typedef unsigned long long ulong;
 #define CLZ64(bits) __clzll((long long)(bits))
 #define ALIGNED(bytes) __align__(bytes)
@@ -134,6 +140,9 @@ typedef float4 real4;
 #define MEM_FENCE mem_fence(CLK_LOCAL_MEM_FENCE)
 #define ATOMIC_ADD(pointer, value) atomic_add((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomic_min((pointer), (value))
+#define ATOMIC_MAX(pointer, value) atomic_max((pointer), (value))
+#define FLOAT_AS_UINT(value) as_uint(value)
+#define UINT_AS_FLOAT(value) as_float(value)
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define ATOMIC_ADD_ULONG(pointer, value) atom_add((volatile GLOBAL ulong*)(pointer), (ulong)(value))
 

@@ -115,3 +115,4 @@ KERNEL void splat_resolve(GLOBAL ulong* RESTRICT accumulation, const int values,
   light[i] = (float)accumulation[i] * (1.0f / FIXED_ONE);
   accumulation[i] = 0;
 }
+

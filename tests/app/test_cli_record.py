@@ -204,3 +204,16 @@ def test_info_reports_a_damaged_recording_without_trying_it_as_a_snapshot(tmp_pa
     capsys.readouterr()
     assert main(["info", str(path)]) == 2
     assert "damaged" in capsys.readouterr().err
+
+
+def test_run_records_fixed16_compressed_frames_and_says_what_recording_cost(tmp_path, capsys):
+    pytest.importorskip("hdf5plugin")
+    path = tmp_path / "run.h5"
+    assert main(RUN + ["--steps", "10", "--every", "5", "--record", str(path),
+                       "--record-precision", "fixed16", "--record-compression", "blosc2"]) == 0
+    out = capsys.readouterr().out
+    assert "recorded 3 frame(s)" in out and "never waited for the disk" in out
+    with RecordingFile(path) as recording:
+        assert (recording.encoding, recording.compression) == ("fixed16", "blosc2")
+        for index, (pos, _, _) in enumerate(rerun(3, 5)):
+            assert (np.abs(recording.read(index) - pos) <= recording.position_error(index)).all()

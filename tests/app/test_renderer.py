@@ -183,3 +183,59 @@ def test_labels_of_another_run_do_not_break_a_frame(ctx):
     assert scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))
     assert scene.count == 10
     assert not scene.show(Frame(np.zeros((10, 3), np.float32), 0.0, 0, 1), np.ones(7, np.uint8))
+
+
+class _DeviceFrames:
+    """Device frames without a GPU: snapshots whose 'device copy' is their host array, and an
+    interop stand-in that writes it into the GL buffer and counts the copies."""
+
+    def __init__(self, monkeypatch):
+        from orrery.app.render import _scene
+        from orrery.engine.compute import HostSnapshot
+
+        self.copies = []
+        self.snapshot_type = HostSnapshot
+        frames = self
+
+        class View:
+            def __init__(self, source, glo, nbytes):
+                self.buffer = next(b for b in frames.scene._buffers if b.glo == glo)
+
+            def write(self, snapshot):
+                frames.copies.append(snapshot)
+                self.buffer.write(snapshot.host().tobytes())
+
+            def release(self):
+                pass
+
+        monkeypatch.setattr(_scene, "gl_buffer_view", View)
+
+    def frame(self, positions, sequence):
+        snapshot = self.snapshot_type(np.asarray(positions, np.float32).reshape(-1, 3))
+        snapshot.device = snapshot.host()  # where a GPU would hold its staging copy
+        return Frame(None, float(sequence), sequence, sequence, snapshot=snapshot)
+
+
+def test_device_frames_reach_the_vertex_buffers_only_when_a_gl_pass_reads_them(ctx, monkeypatch):
+    frames = _DeviceFrames(monkeypatch)
+    scene = frames.scene = ParticleScene(ctx)
+    population = np.zeros(2, np.uint8)
+    shown = [np.array([[i, 0, 0], [0, i, 0]], np.float32) for i in range(1, 5)]
+    try:
+        for sequence, positions in enumerate(shown[:3]):
+            scene.show(frames.frame(positions, sequence), population)
+        assert frames.copies == []  # nothing drew with GL: no interop copy was made
+        assert np.array_equal(scene.device.current, shown[2])
+
+        def held(buffer):
+            return np.frombuffer(buffer.read(), np.float32).reshape(-1, 3)
+
+        assert np.array_equal(held(scene.current), shown[2])
+        assert np.array_equal(held(scene.previous), shown[1])
+        assert len(frames.copies) == 2
+        scene.show(frames.frame(shown[3], 3), population)
+        assert np.array_equal(held(scene.current), shown[3])
+        assert np.array_equal(held(scene.previous), shown[2])
+        assert len(frames.copies) == 3  # the previous buffer already held the last frame
+    finally:
+        scene.release()

@@ -349,3 +349,33 @@ def test_a_flock_runs_live_coloured_by_heading_with_its_panel_section(display, t
     # headings point every way, so no one channel dominates every boid's colour
     dominant = np.bincount(lit.argmax(axis=1), minlength=3) / len(lit)
     assert (dominant > 0.1).sum() >= 2, dominant
+
+
+_BRANCH_SCRIPT = """
+import sys
+from pyglet.window import key
+from orrery.engine.recording import Player
+from orrery.app.viewer._window import ViewerWindow
+
+window = ViewerWindow(Player(sys.argv[1]), size=(640, 480))
+window.source.seek(7)
+window.on_key_press(key.B, 0)
+print(type(window.source).__name__, window.timeline is None, window.panel.runner is window.source)
+print(window.capture_message)
+window.run(frames=3)
+"""
+
+
+def test_key_b_branches_a_live_run_off_the_replayed_frame(display, tmp_path):
+    from orrery.app.cli import main as cli
+
+    path = tmp_path / "run.h5"
+    assert cli(["run", "--ic", "plummer", "--n", "300", "--solver", "cpu-direct", "--steps", "20",
+                "--every", "2", "--keyframe-every", "3", "--quiet", "--record", str(path)]) == 0
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _BRANCH_SCRIPT, str(path)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first, message = done.stdout.strip().splitlines()[-2:]
+    assert first == "SimulationRunner True True"
+    assert message.endswith("at step 12")  # frame 7 is step 14; keyframes at frames 0, 3, 6

@@ -33,3 +33,26 @@ def test_live_ratio_is_the_share_of_the_solvers_own_rate():
         pytest.approx(0.9)
     assert live_ratio({"steps_per_second": 0.0, "solver_seconds_per_step": 0.01}) is None
     assert live_ratio({}) is None
+
+
+def test_rounds_give_medians_and_the_range_of_each_rounds_ratio():
+    from orrery.bench.live import _summary
+
+    runs = [{"mode": "capped", "steps_per_second": rate, "ratio": ratio, "render_fps": 60.0,
+             "published": 10, "shown": 9} for rate, ratio in ((80.0, 0.8), (95.0, 0.9), (60.0, 0.7))]
+    row = _summary(runs)
+    assert row["steps_per_second"] == 80.0 and row["ratio"] == 0.8
+    assert (row["ratio_min"], row["ratio_max"]) == (0.7, 0.9)
+    assert row["render_fps"] == 60.0 and row["shown"] == 9
+
+
+def test_bench_live_rounds_run_every_mode_in_turn(tmp_path, capsys):
+    out = tmp_path / "live.json"
+    assert main(["bench", "live", "--n", "200", "--scenario", "plummer", "--seconds", "0.1",
+                 "--warmup", "0", "--modes", "headless", "runner", "--rounds", "2",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["mode"] for row in rows] == ["headless", "runner"]
+    assert rows[0]["ratio"] == rows[0]["ratio_min"] == rows[0]["ratio_max"] == 1.0
+    assert rows[1]["ratio_min"] <= rows[1]["ratio"] <= rows[1]["ratio_max"]
+    assert capsys.readouterr().out.count(" runner ") >= 3  # two rounds, then the summary

@@ -25,7 +25,20 @@ def test_render_benchmark_reports_frame_and_bare_times(capsys):
 def test_render_benchmark_times_density_images():
     rows = render.run(n=[500], size="64x48", trials=2, warmup=1, mode="density", neighbours=8)
     assert rows[0]["mode"] == "density" and rows[0]["frame_ms"] > 0
+    assert rows[0]["draw_ms"] > 0 and rows[0]["present_ms"] > 0  # GL time queries
     assert rows[0]["particles"] is not None
+
+
+def test_render_benchmark_times_the_density_splats_stages_on_a_compute_device(capsys):
+    pytest.importorskip("dpctl")
+    rows = render.run(n=[500], size="64x48", trials=2, warmup=1, mode="density",
+                      splat="sycl:cpu")
+    row = rows[0]
+    assert row["particles"].startswith("compute density pyramid"), row["particles"]
+    for stage in ("extent_ms", "deposit_ms", "reconstruct_ms", "copy_ms", "present_ms"):
+        assert row[stage] > 0, stage
+    assert row["extent_ms"] + row["deposit_ms"] + row["reconstruct_ms"] < row["frame_ms"]
+    assert "reconstruct_ms" in capsys.readouterr().out
 
 
 def test_render_benchmark_replays_a_new_recording_frame_every_frame(tmp_path, capsys):

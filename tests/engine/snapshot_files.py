@@ -65,3 +65,75 @@ def write_gadget4_hdf5(path, counts=None, *, seed=0, time=0.25):
             group["ParticleIDs"] = np.arange(start, start + len(pos), dtype=np.uint64)
             start += len(pos)
     return data
+
+
+# SWIFT's internal units in these files: Mpc, 1e10 Msol and km/s (time unit Mpc / (km/s)).
+SWIFT_LENGTH_CM = 1000 * KPC_CM
+SWIFT_MASS_G = 1e10 * MSOL_G
+SWIFT_TIME_S = SWIFT_LENGTH_CM / 1e5
+
+
+def write_swift_hdf5(path, counts=None, *, seed=0, time=0.01):
+    """A SWIFT snapshot (non-cosmological, one file, one top-level cell) in SWIFT's layout:
+    units in ``Units``/``InternalCodeUnits``, each array's unit as its ``U_* exponent``
+    attributes, ``Cells`` tables pynbody's reader reads; ``time`` in internal units."""
+    import h5py
+
+    counts = counts or {"gas": 150, "dm": 400, "star": 80}
+    types = {"gas": 0, "dm": 1, "star": 4, "bh": 5}
+    data = _families(counts, seed)
+    numbers = np.zeros(7, np.uint64)
+    for family, n in counts.items():
+        numbers[types[family]] = n
+    exponents = {"Coordinates": {"U_L": 1}, "Velocities": {"U_L": 1, "U_t": -1},
+                 "Masses": {"U_M": 1}, "ParticleIDs": {}}
+    unit_attrs = {"Unit length in cgs (U_L)": [SWIFT_LENGTH_CM], "Unit mass in cgs (U_M)": [SWIFT_MASS_G],
+                  "Unit time in cgs (U_t)": [SWIFT_TIME_S], "Unit current in cgs (U_I)": [1.0],
+                  "Unit temperature in cgs (U_T)": [1.0]}
+    with h5py.File(path, "w") as h5:
+        h5.create_group("Header").attrs.update({
+            "NumPart_ThisFile": numbers, "NumPart_Total": numbers,
+            "NumPart_Total_HighWord": np.zeros(7, np.uint64), "Dimension": [3], "Time": [time],
+            "BoxSize": [100.0] * 3, "NumFilesPerSnapshot": [1], "Redshift": [0.0],
+            "Scale-factor": [1.0]})
+        for name in ("Units", "InternalCodeUnits"):
+            h5.create_group(name).attrs.update(unit_attrs)
+        h5.create_group("Cosmology").attrs["Cosmological run"] = [0]
+        h5.create_group("Parameters")
+        h5.create_group("Policy")
+        cells = h5.create_group("Cells")
+        cells["Centres"] = np.array([[50.0, 50.0, 50.0]])
+        start = 0
+        for family, (pos, vel, mass) in data.items():
+            name = f"PartType{types[family]}"
+            group = h5.create_group(name)
+            ids = np.arange(start, start + len(pos), dtype=np.uint64)
+            for key, values in (("Coordinates", pos.astype(np.float64)), ("Velocities", vel),
+                                ("Masses", mass), ("ParticleIDs", ids)):
+                dataset = group.create_dataset(key, data=values)
+                for unit in ("U_M", "U_L", "U_t", "U_I", "U_T"):
+                    dataset.attrs[f"{unit} exponent"] = [float(exponents[key].get(unit, 0))]
+                dataset.attrs["a-scale exponent"] = dataset.attrs["h-scale exponent"] = [0.0]
+            for table, value in (("Counts", len(pos)), ("Files", 0), ("OffsetsInFile", 0)):
+                cells.require_group(table)[name] = np.array([value])
+            start += len(pos)
+    return data
+
+
+def write_gadget2_binary(path, counts=None, *, seed=0):
+    """A GADGET-2 binary snapshot through pynbody's writer. The format stores no units: readers
+    (pynbody included) take its numbers in the units pynbody's configuration names for GADGET."""
+    import pynbody
+
+    counts = counts or {"gas": 100, "dm": 600, "star": 200}
+    data = _families(counts, seed)
+    snap = pynbody.new(**counts)
+    for family, (pos, vel, mass) in data.items():
+        part = snap[pynbody.family.get_family(family)]
+        part["pos"], part["vel"], part["mass"] = pos, vel, mass
+    # the writer converts the box size into the positions' units, so they need some
+    snap["pos"].units, snap["vel"].units, snap["mass"].units = "kpc", "km s^-1", "1e10 Msol"
+    snap.properties.update({"time": 0.5, "a": 1.0, "z": 0.0, "h": 1.0, "omegaM0": 0.0,
+                            "omegaL0": 0.0, "boxsize": pynbody.units.Unit("1000 kpc")})
+    snap.write(fmt=pynbody.snapshot.gadget.GadgetSnap, filename=str(path))
+    return data

@@ -135,7 +135,7 @@ def test_recorder_rejects_bad_frames(tmp_path):
             recorder.append(np.zeros((4, 3)), 1.0, 10, velocities=np.zeros((4, 3)))
     with pytest.raises(RecordingError, match="already exists"):
         Recorder(tmp_path / "r.h5", masses=np.ones(4))
-    with pytest.raises(InvalidInputError, match="float32 or float16"):
+    with pytest.raises(InvalidInputError, match="float32, float16 or fixed16"):
         Recorder(tmp_path / "other.h5", masses=np.ones(4), dtype="float64")
 
 

@@ -18,7 +18,8 @@ from orrery.engine.snapshot_series import SnapshotSeries  # noqa: E402
 from orrery.engine.snapshots import (  # noqa: E402
     SnapshotError, UnitSystem, describe, load_snapshot)
 
-from .snapshot_files import write_gadget4_hdf5, write_tipsy  # noqa: E402
+from .snapshot_files import (  # noqa: E402
+    SWIFT_TIME_S, write_gadget2_binary, write_gadget4_hdf5, write_swift_hdf5, write_tipsy)
 
 # G = 1 with kpc and 1e10 Msol: the velocity unit in km/s (GADGET's G = 43007.1 in these units).
 VELOCITY_UNIT_KM_S = math.sqrt(43007.1)
@@ -69,6 +70,48 @@ def test_gadget4_hdf5_converts_header_units_to_nbody_units(tmp_path):
     np.testing.assert_allclose(particles.mass[dm], mass, rtol=1e-5)     # 1e10 Msol
     np.testing.assert_allclose(particles.vel[dm], vel / VELOCITY_UNIT_KM_S, rtol=1e-3)
     assert particles.dtype == np.float32  # the file's precision is kept
+
+
+def test_swift_hdf5_converts_each_arrays_own_units_to_nbody_units(tmp_path):
+    path = tmp_path / "swift_0000.hdf5"
+    data = write_swift_hdf5(path, time=0.01)
+    snapshot = load_snapshot(str(path))
+    particles = snapshot.particles
+    assert snapshot.format == "SwiftSnap"
+    assert particles.population_names == ("gas", "dm", "star")
+    for family, (pos, vel, mass) in data.items():
+        chosen = particles.population == particles.population_names.index(family)
+        assert chosen.sum() == len(pos)
+        np.testing.assert_allclose(particles.pos[chosen], pos * 1000, rtol=1e-5)    # Mpc -> kpc
+        np.testing.assert_allclose(particles.mass[chosen], mass, rtol=1e-5)         # 1e10 Msol
+        np.testing.assert_allclose(particles.vel[chosen], vel / VELOCITY_UNIT_KM_S, rtol=1e-3)
+    gyr_s = 3.15576e16
+    expected_time = 0.01 * SWIFT_TIME_S / gyr_s / snapshot.units.time_gyr
+    assert snapshot.time == pytest.approx(expected_time, rel=1e-3)
+    stars = load_snapshot(str(path), family="star").particles
+    assert stars.n == len(data["star"][0])
+
+
+def test_gadget2_binary_written_by_pynbody_loads_in_its_configured_units(tmp_path):
+    import pynbody
+
+    path = tmp_path / "snapshot_000"
+    data = write_gadget2_binary(path)
+    snapshot = load_snapshot(str(path))
+    particles = snapshot.particles
+    assert snapshot.format == "GadgetSnap"
+    assert particles.population_names == ("gas", "dm", "star")
+    raw = pynbody.load(str(path))  # the file has no units: pynbody's GADGET defaults apply
+    length = float(raw["pos"].units.ratio("kpc", **raw.conversion_context()))
+    mass_unit = float(raw["mass"].units.ratio("1e10 Msol", **raw.conversion_context()))
+    speed = float(raw["vel"].units.ratio("km s^-1", **raw.conversion_context()))
+    for family, (pos, vel, mass) in data.items():
+        chosen = particles.population == particles.population_names.index(family)
+        assert chosen.sum() == len(pos)
+        np.testing.assert_allclose(particles.pos[chosen], pos * length, rtol=1e-5)
+        np.testing.assert_allclose(particles.mass[chosen], mass * mass_unit, rtol=1e-5)
+        np.testing.assert_allclose(particles.vel[chosen], vel * speed / VELOCITY_UNIT_KM_S,
+                                   rtol=1e-3)
 
 
 def test_other_units_scale_positions_and_masses(tmp_path):

@@ -71,6 +71,7 @@ def test_launch_with_padding_and_defines(context, bits):
     array = context.upload(values)
     event = kernel.launch(128, 64, array, np.int32(100), real(3))
     assert event.seconds() > 0
+    assert event.finished()  # seconds() waited for it
     assert np.array_equal(array.download(), values * real(3) + real(0.5))
 
 

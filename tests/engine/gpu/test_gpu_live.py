@@ -93,6 +93,45 @@ def test_interop_and_host_paths_give_identical_pixels(device):
     assert compute.registered_gl_buffers() == 0
 
 
+def test_deferred_splat_light_lands_with_the_pixels_of_an_immediate_one(device):
+    from orrery.app.render import Camera, ParticleScene, PointStyle, Renderer
+    from orrery.engine.frames import Frame
+
+    ctx = _gl_context()
+    state, particles = _state(device)
+    frame = Frame(None, 0.0, 0, 1, snapshot=state.stage_positions())
+    scene = ParticleScene(ctx, compute=None if device.startswith("cuda") else
+                          compute.open_device(device))
+    immediate, deferred = Renderer(ctx), Renderer(ctx)
+    try:
+        scene.show(frame, particles.population)
+        camera = Camera()
+        camera.fit(frame.positions)
+        view_projection = camera.view_projection(96 / 64)
+        for renderer in (immediate, deferred):
+            renderer.resize(96, 64)
+        immediate.accumulate(scene, view_projection, PointStyle())
+        expected = immediate.read_accumulation().copy()
+        assert immediate.particle_path.startswith("compute splat"), immediate.splat_unavailable
+        deferred.accumulate(scene, view_projection, PointStyle(), deferred=True)
+
+        def texture():  # what the target holds, without landing anything
+            data = deferred.accumulation.read()  # RGBA32F: four floats per pixel
+            return np.frombuffer(data, np.float32).reshape(expected.shape)
+
+        deadline = time.monotonic() + 10
+        while not np.array_equal(texture(), expected) and time.monotonic() < deadline:
+            deferred.land()  # a query: the kernels finish on their own
+        assert expected.sum() > 0
+        assert np.array_equal(texture(), expected)
+        assert not deferred.land()  # nothing more to land
+    finally:
+        immediate.release()
+        deferred.release()
+        scene.release()
+        ctx.release()
+
+
 def test_closing_while_a_gpu_step_runs_ends_cleanly(device):
     from orrery.app.render import ParticleScene
 

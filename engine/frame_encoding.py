@@ -1,0 +1,114 @@
+"""How a recorded frame's positions are stored: float32, float16, or 16-bit fixed point on the
+frame's bounding box. The device narrows frames with ``native/kernels/frames.cl`` (so only the
+stored bytes cross the bus); this module is the host's side of the same encodings, bit for bit,
+for states kept in host memory, and the decoding every reader uses.
+
+fixed16: each coordinate is q = rint((x - lo) * scale) clamped to 0..65535 (float32 arithmetic,
+ties to even), with lo the frame's minimum on that axis, step = extent / 65535 and
+scale = 65535 / extent (float32; a flat axis has both 0). Decoded as lo + q * step (float64,
+then float32). The absolute error per axis is at most :func:`fixed16_error` of that axis: half
+a step plus the float32 roundings of x - lo, of the product, of step and of scale (a few
+ulp of the extent), bounded generously by 2**-20 of the extent. Like SWIFT's lossy position
+filters, the error is uniform over the box, where float16's grows with distance from 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _native
+from .errors import InvalidInputError
+
+FLOAT32 = "float32"
+FLOAT16 = "float16"
+FIXED16 = "fixed16"
+ENCODINGS = (FLOAT32, FLOAT16, FIXED16)
+
+# The dtype each encoding stores positions as.
+STORED_DTYPES = {FLOAT32: np.dtype("<f4"), FLOAT16: np.dtype("<f2"), FIXED16: np.dtype("<u2")}
+# fixed16: a frame's box is 9 float32 values (lo xyz, step xyz, scale xyz); the device appends
+# them to the frame's 3n values as 18 uint16 words (little-endian), so one download carries both.
+BOX_VALUES = 9
+BOX_WORDS = 2 * BOX_VALUES
+FIXED_LEVELS = 65535
+# Beyond half a step, the float32 roundings of a fixed16 frame, as a fraction of the extent.
+FIXED16_ROUNDING = 2.0**-20
+
+
+def check_encoding(name: str) -> str:
+    if name not in ENCODINGS:
+        raise InvalidInputError(f"frame encoding must be one of {ENCODINGS}, got {name!r}")
+    return name
+
+
+def staged_shape(encoding: str, n: int) -> tuple[int, ...]:
+    """The shape of a staged frame of ``n`` positions: (n, 3), or for fixed16 the 3n values
+    followed by the box's words, flat."""
+    return (3 * n + BOX_WORDS,) if encoding == FIXED16 else (n, 3)
+
+
+def split_staged(encoding: str, staged: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """A staged frame as (stored positions (n, 3), box (3, 3) float32 rows lo, step, scale, or
+    None): views of ``staged`` where possible (the box is copied: 36 bytes)."""
+    if encoding != FIXED16:
+        return staged, None
+    flat = staged.reshape(-1)
+    box = np.frombuffer(flat[3 * n:].tobytes(), dtype="<f4").reshape(3, 3)
+    return flat[:3 * n].reshape(n, 3), box
+
+
+def fixed16_box(positions: np.ndarray) -> np.ndarray:
+    """The (3, 3) float32 box rows (lo, step, scale) of ``positions`` as the device computes it."""
+    xyz = np.asarray(positions, dtype=np.float32)
+    # Per column: numpy's min(axis=0) over (n, 3) rows is some 20 times slower.
+    lo = np.array([xyz[:, axis].min() for axis in range(3)], np.float32)
+    hi = np.array([xyz[:, axis].max() for axis in range(3)], np.float32)
+    extent = hi - lo
+    flat = extent <= 0
+    with np.errstate(divide="ignore"):
+        step = np.where(flat, np.float32(0), extent / np.float32(FIXED_LEVELS)).astype(np.float32)
+        scale = np.where(flat, np.float32(0), np.float32(FIXED_LEVELS) / extent).astype(np.float32)
+    return np.stack([lo, step, scale]).astype(np.float32)
+
+
+def fixed16_quantise(positions: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """``positions`` as fixed16 values on ``box`` (the device kernel's arithmetic)."""
+    scaled = np.subtract(positions, box[0], dtype=np.float32)
+    scaled *= box[2]
+    np.rint(scaled, out=scaled)
+    np.clip(scaled, 0, FIXED_LEVELS, out=scaled)
+    return scaled.astype("<u2")
+
+
+def fixed16_decode(stored: np.ndarray, box: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Fixed16 values back to float32 positions (into ``out`` if given)."""
+    decoded = box[0].astype(np.float64) + stored * box[1].astype(np.float64)
+    if out is None:
+        return decoded.astype(np.float32)
+    out[...] = decoded
+    return out
+
+
+def fixed16_error(box: np.ndarray) -> np.ndarray:
+    """The stated absolute error bound per axis of a fixed16 frame with ``box``."""
+    step = box[1].astype(np.float64)
+    return 0.5 * step + FIXED16_ROUNDING * step * FIXED_LEVELS
+
+
+def encode_on_host(positions, encoding: str) -> np.ndarray:
+    """A staged frame (see :func:`staged_shape`) made on the host, the same bits the device
+    kernels give: float16 through the native narrowing (F16C where present, without the GIL)."""
+    xyz = np.ascontiguousarray(positions, dtype=np.float32)
+    if encoding == FLOAT32:
+        return xyz.copy() if xyz is positions else xyz
+    if encoding == FLOAT16:
+        narrowed = np.empty(xyz.shape, np.float16)
+        _native.narrow_to_half(xyz, narrowed)
+        return narrowed
+    check_encoding(encoding)
+    n = xyz.shape[0]
+    box = fixed16_box(xyz)
+    staged = np.empty(staged_shape(FIXED16, n), "<u2")
+    staged[:3 * n] = fixed16_quantise(xyz, box).reshape(-1)
+    staged[3 * n:] = np.frombuffer(box.astype("<f4").tobytes(), dtype="<u2")
+    return staged
