@@ -395,6 +395,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       source_size += chunk;
       leaf_done += chunk;
       if (stepping) {
+        SYNC_SUBGROUP; /* every lane has read its range before the pushes overwrite the stack */
         const int considered = active && i != own;
         const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
         const int is_leaf = considered && !is_cell && node.skip == i + 1;
