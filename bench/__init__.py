@@ -27,7 +27,8 @@ from types import ModuleType
 from ..engine.errors import InvalidInputError
 from ._options import BenchmarkSpec, Several
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "live",
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "movie",
+                               "live",
                                "playback", "boids", "report")
 
 

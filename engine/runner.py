@@ -37,7 +37,6 @@ from .frames import Frame, FrameSource
 from .recording import Recorder
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
-from .solvers._options import THETA
 
 # Most controls waiting for the solver thread; a caller finding the queue full waits up to
 # QUEUE_WAIT seconds for room (same-kind controls merge, so only a flood of mixed ones fills it).
@@ -57,7 +56,8 @@ class RunSettings:
     """What the solver thread runs: the scenario and the parameters a user may change live.
 
     ``solver``/``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers
-    that have it. For a flock scenario ``solver`` names where it runs ("cpu" or a device) and
+    that have it, and None leaves them their own choice (``auto``: the default accuracy, as in
+    ``orrery run``; the trees: their default theta). For a flock scenario ``solver`` names where it runs ("cpu" or a device) and
     ``flock`` changes its rules, live.
     """
 
@@ -67,7 +67,7 @@ class RunSettings:
     solver: str | None = None
     dt: float | None = None
     softening: float | None = None
-    theta: float = THETA.default
+    theta: float | None = None
     flock: dict | None = None  # rule changes over a flock scenario's own (FlockParameters fields)
 
 
@@ -498,7 +498,7 @@ def solver_options(name: str, scenario, settings: RunSettings) -> dict:
     options = dict(scenario.solver_options)
     options["softening"] = (settings.softening if settings.softening is not None
                             else scenario.softening)
-    if "theta" in known:
+    if "theta" in known and settings.theta is not None:
         options["theta"] = settings.theta
     return {key: value for key, value in options.items() if key in known}
 

@@ -59,14 +59,23 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--preset", default=DEFAULT_PRESET,
                         help=f"x264 speed preset (default {DEFAULT_PRESET})")
     parser.add_argument("--encoder-threads", type=integer(minimum=0), default=1,
-                        help="x264 threads (default 1: the same inputs give the same file; 0: "
-                             "all cores, faster, but x264's threaded output varies run to run)")
+                        help="x264 threads per encoder (default 1: the same inputs give the same "
+                             "file; 0: all cores, not measured to be reproducible)")
+    parser.add_argument("--encoders", type=integer(minimum=1), default=None,
+                        help="segments encoded at once, each by its own x264 (default: the "
+                             "cores this process may use; the file does not depend on it)")
+    parser.add_argument("--device", default="auto", help="splat point sprites on this compute "
+                        "device (e.g. cuda:0) instead of drawing GL points; 'none': GL points "
+                        "(default 'auto': the first CUDA device, if there is one)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print where the time went, per stage and frame")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    from ..export import FileFrames, LiveFrames, MovieSettings, parse_size, render_movie
+    from ..export import (FileFrames, LiveFrames, MovieSettings, MovieTimes, parse_size,
+                          render_movie, splat_device)
     from ..render import DensityStyle, PointStyle, ToneMap
     from ..render._camera_path import CameraPath
 
@@ -84,13 +93,18 @@ def run(args) -> int:
                              duration=args.duration, style=style, tone=tone,
                              camera=CameraPath.load(args.camera) if args.camera else None)
     source = _open(args, FileFrames, LiveFrames, settings)
+    compute = splat_device(args.device)
+    times = MovieTimes()
     with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
               file=sys.stderr, dynamic_ncols=True) as bar:
         written = render_movie(source, args.out, settings, crf=args.crf, preset=args.preset,
-                               threads=args.encoder_threads,
+                               threads=args.encoder_threads, encoders=args.encoders,
+                               compute=compute, times=times,
                                progress=lambda done, total: bar.update(1))
     print(f"{args.out}: {written} frames, {settings.size[0]}x{settings.size[1]} at "
           f"{settings.fps:g} fps ({written / settings.fps:.2f} s)")
+    if args.verbose:
+        print(times.describe())
     return 0
 
 

@@ -1,17 +1,32 @@
 """Video files through PyAV (the optional ``video`` extra): everything Orrery knows about the
 container and codec lives here.
 
-H.264 in MP4 with yuv420p pixels, which every player decodes. x264 encodes on one thread by
-default: its threaded encoder was measured to give different bytes (and pixels) for the same
-frames from run to run, and a movie should be reproducible; ``threads=0`` (all cores) is faster. The encoder needs even sizes, so
-odd frames are padded by one black row or column. Frame ``i`` gets presentation time ``i / fps``
-(PyAV numbers frames when pts is unset), so the movie's timing does not depend on how fast the
-frames were rendered.
+H.264 in MP4 with yuv420p pixels (BT.709, limited range, and the stream says so), which every
+player decodes. The encoder needs even sizes, so odd frames are padded by one black row or column.
+Frame ``i`` gets presentation time ``i / fps``, so the movie's timing does not depend on how fast
+the frames were rendered.
+
+Reproducible and parallel (ADR 0128): the movie is cut into segments (``segment_plan``: whole
+GOPs, each encoder starts with an IDR frame), each segment is encoded by its own x264 on
+one thread (x264's threaded encoder was measured to give different bytes for the same frames run
+to run, ADR 0102), on a pool of ``encoders`` threads (PyAV lets go of the GIL while swscale and
+x264 run), and the packets are muxed in movie order. The file depends on the frames and the
+segment length only, never on the number of encoders or how they were scheduled. Every encoder
+is opened with the same settings, so each gives the same SPS/PPS (the MP4's ``avcC``): checked
+for every segment. ``threads=0`` gives each encoder all cores instead: not reproducible.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import queue
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +39,33 @@ DEFAULT_CODEC = "h264"
 # speed preset: "veryfast" keeps a 1080p movie ahead of the renderer on a few cores.
 DEFAULT_CRF = 18
 DEFAULT_PRESET = "veryfast"
+# How a movie is cut into segments. A keyframe at least every SEGMENT_SECONDS; a movie of known
+# length into at least PARALLEL_SEGMENTS segments (two for each encoder of a 16-core machine, so
+# a short movie keeps them all busy); and towards its end, no segment longer than the frames
+# after it over TAIL_GROWTH, so that the segments encoded last, after the last frame is drawn,
+# are short (an encoder at 1080p is several times slower than the renderer: with 8 times, every
+# segment ends about when the last one does). Never shorter than SHORTEST_SEGMENT frames: each
+# starts with an IDR frame (on a 1M-particle movie at 1080p, 4-frame segments made a file 1.4%
+# larger than 24-frame ones).
+SEGMENT_SECONDS = 1.0
+PARALLEL_SEGMENTS = 32
+TAIL_GROWTH = 8
+SHORTEST_SEGMENT = 4
+# x264's CPU features where the CPU has AVX-512: all but AVX-512. Its AVX-512 routines were
+# measured to make the same frames encode to different bytes from one encoder to the next in one
+# process (reading memory they did not write): 8 of 10 encodes of ten 320x240 frames differed;
+# without them 30 of 30 agreed, at the same speed and size (ADR 0128).
+X264_WITHOUT_AVX512 = "MMX2,SSE,SSE2,SSE3,SSSE3,SSE4,SSE4.2,AVX,FMA3,BMI1,BMI2,AVX2"
+# How many frames a packet may be decoded before it is shown: x264's B-frame delay, 2 with
+# B-pyramids (every preset but ultrafast, which has no B-frames), 1 without, 0 without B-frames.
+DECODE_AHEAD = 2
+# Frames handed to the encoders but not yet encoded are kept to this many bytes (at least one
+# segment's worth): enough to keep every encoder busy at 1080p (16 encoders of 60-frame
+# segments hold 3 GB of RGB), not a 4K movie's worth on a small machine.
+FRAMES_IN_FLIGHT_BYTES = 2 << 30
+# What the stream is tagged with and what RGB is converted with: BT.709, limited range
+# (FFmpeg's AVCOL_PRI/TRC/SPC_BT709 and AVCOL_RANGE_MPEG are all 1).
+BT709, LIMITED_RANGE = 1, 1
 
 
 class VideoError(OrreryError):
@@ -34,11 +76,100 @@ def _av():
     return require("av")
 
 
+def segment_plan(fps: float, frames: int | None = None) -> tuple[int, ...]:
+    """Segment lengths, in order, for a movie at ``fps`` of ``frames`` frames; the last length
+    repeats (for ``frames=None``, a movie of unknown length, it is the only one)."""
+    longest = max(int(round(fps * SEGMENT_SECONDS)), 1)
+    if frames is None:
+        return (longest,)
+    shortest = min(SHORTEST_SEGMENT, longest)
+    upper = max(shortest, min(longest, -(-int(frames) // PARALLEL_SEGMENTS)))
+    lengths, behind = [], 0  # built from the end
+    while behind < frames:
+        length = min(max(-(-behind // TAIL_GROWTH), shortest), upper, frames - behind)
+        lengths.append(length)
+        behind += length
+    if len(lengths) > 1 and lengths[-1] < shortest and lengths[-1] + lengths[-2] <= longest:
+        remainder = lengths.pop()  # the first segment takes the remainder
+        lengths[-1] += remainder
+    return tuple(reversed(lengths)) + (longest,)
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class EncodeTimes:
+    """Where the encoding time went, in seconds: thread CPU time of the encoders (summed over
+    them) for RGB -> YUV conversion and for x264, and wall time of the writer's own thread
+    waiting for room (encoders behind), muxing, and finishing the last segments on close."""
+
+    convert: float = 0.0
+    encode: float = 0.0
+    wait: float = 0.0
+    mux: float = 0.0
+    finish: float = 0.0
+    segments: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What every encoder of one movie is opened with."""
+
+    codec: str
+    size: tuple[int, int]
+    rate: Fraction
+    options: dict = field(hash=False)
+
+    def configure(self, context) -> None:
+        context.width, context.height = self.size
+        context.pix_fmt = "yuv420p"
+        context.time_base = 1 / self.rate
+        context.framerate = self.rate
+        context.color_primaries = context.color_trc = context.colorspace = BT709
+        context.color_range = LIMITED_RANGE
+        context.options = dict(self.options)
+
+    def open_encoder(self):
+        av = _av()
+        context = av.CodecContext.create(self.codec, "w")
+        self.configure(context)
+        context.flags |= av.codec.context.Flags.global_header  # SPS/PPS in the avcC, as MP4 wants
+        context.open()
+        return context
+
+
+@dataclass
+class _Segment:
+    packets: list
+    extradata: bytes
+    convert: float
+    encode: float
+
+
 class VideoWriter:
-    """``write(rgb)`` appends one (height, width, 3) uint8 frame, top row first."""
+    """``write(rgb)`` appends one (height, width, 3) uint8 frame, top row first;
+    ``write_yuv420(image)`` one frame already converted (``yuv420_layout``). The writer keeps the
+    array until it is encoded: do not change it afterwards.
+
+    Parameters
+    ----------
+    segment_frames : frames per independently encoded segment, or their lengths in order (the
+        last repeating; ``segment_plan``); default ``segment_plan(fps)``, a second each
+    encoders : segments encoded at once (default: the cores this process may use); the file
+        does not depend on it
+    threads : x264 threads per encoder (default 1, reproducible; 0: all cores)
+    """
 
     def __init__(self, path, *, size: tuple[int, int], fps: float, crf: int = DEFAULT_CRF,
                  preset: str = DEFAULT_PRESET, codec: str = DEFAULT_CODEC, threads: int = 1,
+                 segment_frames: int | tuple[int, ...] | None = None,
+                 encoders: int | None = None,
                  metadata: dict | None = None):
         av = _av()
         width, height = (int(v) for v in size)
@@ -50,10 +181,21 @@ class VideoWriter:
             raise InvalidInputError(f"crf must be in 0..51, got {crf}")
         if not 0 <= threads <= 256:
             raise InvalidInputError(f"encoder threads must be in 0..256, got {threads}")
+        plan = segment_plan(fps) if segment_frames is None else segment_frames
+        self._plan = tuple(int(v) for v in (plan if isinstance(plan, (tuple, list)) else (plan,)))
+        self.encoders = available_cores() if encoders is None else int(encoders)
+        if not self._plan or not all(1 <= v <= 100_000 for v in self._plan):
+            raise InvalidInputError(f"segment frames must be in 1..100000, got {segment_frames}")
+        if not 1 <= self.encoders <= 1024:
+            raise InvalidInputError(f"encoders must be in 1..1024, got {encoders}")
         self.path = Path(path)
         self.size = (width, height)
         self.encoded_size = (width + width % 2, height + height % 2)
         self.frames = 0
+        self._muxed = 0  # packets muxed: the next one's place in decoding order
+        self.times = EncodeTimes()
+        self._settings = _Settings(codec, self.encoded_size, _rate(fps),
+                                   _codec_options(codec, crf, preset, threads))
         try:
             self._container = av.open(str(self.path), "w")
         except (OSError, av.error.FFmpegError) as error:
@@ -61,14 +203,22 @@ class VideoWriter:
         try:
             if metadata:
                 self._container.metadata["comment"] = json.dumps(metadata, sort_keys=True)
-            self._stream = self._container.add_stream(
-                codec, rate=_rate(fps),
-                options={"crf": str(crf), "preset": preset, "threads": str(threads)})
-            self._stream.width, self._stream.height = self.encoded_size
-            self._stream.pix_fmt = "yuv420p"
+            self._stream = self._container.add_stream(codec, rate=self._settings.rate)
+            self._settings.configure(self._stream.codec_context)
+            self._stream.codec_context.open()  # its avcC is what every segment's encoder gives
+            self._extradata = bytes(self._stream.codec_context.extradata or b"")
         except (ValueError, av.error.FFmpegError) as error:
             self._container.close()
             raise VideoError(f"codec {codec!r} with preset {preset!r}: {error}") from None
+        self._pool = ThreadPoolExecutor(self.encoders, thread_name_prefix="orrery-encoder")
+        self._segments: deque = deque()  # futures of _Segment, in movie order
+        self._feed: queue.Queue | None = None  # frames of the segment being written
+        frame_bytes = 3 * self.encoded_size[0] * self.encoded_size[1]
+        longest = max(self._plan)
+        self._room = threading.Semaphore(max(longest, min(
+            self.encoders * longest, FRAMES_IN_FLIGHT_BYTES // frame_bytes)))
+        self._next_segment = 0  # the frame the next segment starts at
+        self._started = 0       # segments started
 
     def write(self, rgb: np.ndarray) -> None:
         height, width = rgb.shape[:2]
@@ -79,24 +229,123 @@ class VideoWriter:
             padded = np.zeros((self.encoded_size[1], self.encoded_size[0], 3), np.uint8)
             padded[:height, :width] = rgb
             rgb = padded
-        frame = _av().VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-        self._container.mux(self._stream.encode(frame))
+        self._hand_over("rgb24", np.ascontiguousarray(rgb))
+
+    def write_yuv420(self, image: np.ndarray) -> None:
+        shape = yuv420_layout(self.encoded_size)
+        if image.shape != shape or image.dtype != np.uint8 or not image.flags.c_contiguous:
+            raise InvalidInputError(f"a yuv420p frame must be a contiguous {shape} uint8 array, "
+                                    f"got {image.shape} {image.dtype}")
+        self._hand_over("yuv420p", image)
+
+    def _hand_over(self, kind: str, image: np.ndarray) -> None:
+        if self._container is None:
+            raise VideoError(f"{self.path} is closed")
+        if self.frames == self._next_segment:
+            self._start_segment()
+        start = time.perf_counter()
+        self._room.acquire()
+        self.times.wait += time.perf_counter() - start
+        self._feed.put((self.frames, kind, image))
         self.frames += 1
+        self._mux_finished()
+
+    def _start_segment(self) -> None:
+        self._next_segment += self._plan[min(self._started, len(self._plan) - 1)]
+        self._started += 1
+        if self._feed is not None:
+            self._feed.put(None)
+        self._feed = queue.Queue()
+        self._segments.append(self._pool.submit(_encode_segment, self._settings, self._feed,
+                                                self._room))
+
+    def _mux_finished(self, *, wait: bool = False) -> None:
+        while self._segments and (wait or self._segments[0].done()):
+            segment: _Segment = self._segments.popleft().result()
+            if segment.extradata != self._extradata:
+                raise VideoError("a segment's encoder gave other SPS/PPS than the stream's: "
+                                 "the encoders' settings differ")
+            start = time.perf_counter()
+            for packet in segment.packets:
+                # Each encoder dates its first packets as if it started the movie; one decoding
+                # clock for the whole file instead: every packet a frame after the last, shown
+                # no earlier than it is decoded (times in frames, the encoders' time base).
+                packet.dts = self._muxed - DECODE_AHEAD
+                if packet.pts < packet.dts:
+                    raise VideoError(f"frame {packet.pts} is decoded more than {DECODE_AHEAD} "
+                                     f"frames before it is shown")
+                packet.duration = 1
+                packet.stream = self._stream
+                self.times.bytes += packet.size
+                self._container.mux(packet)
+                self._muxed += 1
+            self.times.mux += time.perf_counter() - start
+            self.times.convert += segment.convert
+            self.times.encode += segment.encode
+            self.times.segments += 1
 
     def close(self) -> None:
         if self._container is None:
             return
+        start = time.perf_counter()
         try:
-            self._container.mux(self._stream.encode())  # flush the encoder's delayed frames
+            if self._feed is not None:
+                self._feed.put(None)
+            self._mux_finished(wait=True)
         finally:
+            self._pool.shutdown(wait=True)  # every feed has ended, so every encoder returns
             self._container.close()
             self._container = None
+            self.times.finish = time.perf_counter() - start
 
     def __enter__(self) -> VideoWriter:
         return self
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def yuv420_layout(size: tuple[int, int]) -> tuple[int, int]:
+    """The array shape of a yuv420p frame of even ``size`` (width, height): the Y rows, then the
+    U plane and the V plane (each width/2 x height/2, row after row) packed into rows of ``width``
+    bytes; the layout ``VideoFrame.from_numpy_buffer`` takes."""
+    width, height = size
+    return height * 3 // 2, width
+
+
+def _encode_segment(settings: _Settings, feed: queue.Queue, room: threading.Semaphore) -> _Segment:
+    """Encode the frames ``feed`` gives until None with an encoder of its own (runs on a pool
+    thread; PyAV releases the GIL inside swscale and x264)."""
+    av = _av()
+    packets, convert, encode, ended = [], 0.0, 0.0, False
+    try:
+        encoder = settings.open_encoder()
+        while (item := feed.get()) is not None:
+            index, kind, image = item
+            try:
+                start = time.thread_time()
+                if kind == "yuv420p":
+                    frame = av.VideoFrame.from_numpy_buffer(image, format="yuv420p")
+                else:
+                    frame = av.VideoFrame.from_ndarray(image, format="rgb24").reformat(
+                        format="yuv420p", dst_colorspace=BT709, dst_color_range=LIMITED_RANGE,
+                        threads=1)
+                frame.pts = index
+                converted = time.thread_time()
+                packets.extend(encoder.encode(frame))
+                convert += converted - start
+                encode += time.thread_time() - converted
+            finally:
+                room.release()
+        ended = True
+        start = time.thread_time()
+        packets.extend(encoder.encode(None))  # the delayed frames
+        encode += time.thread_time() - start
+    except BaseException:
+        while not ended and feed.get() is not None:  # give back the room of frames still coming
+            room.release()
+        raise
+    return _Segment(packets, bytes(encoder.extradata or b""), convert, encode)
 
 
 def read_video(path) -> tuple[list[np.ndarray], float, dict]:
@@ -115,7 +364,18 @@ def read_video(path) -> tuple[list[np.ndarray], float, dict]:
     return frames, rate, metadata
 
 
-def _rate(fps: float):
-    from fractions import Fraction
+def _codec_options(codec: str, crf: int, preset: str, threads: int) -> dict:
+    options = {"crf": str(crf), "preset": preset, "threads": str(threads)}
+    from ...engine.cpu_features import available_simd_levels
 
+    try:
+        x264 = _av().Codec(codec, "w").name == "libx264"
+    except (ValueError, _av().error.FFmpegError):
+        return options  # the stream says which codec is unknown
+    if x264 and "avx512" in available_simd_levels():
+        options["x264-params"] = f"asm={X264_WITHOUT_AVX512}"
+    return options
+
+
+def _rate(fps: float) -> Fraction:
     return Fraction(fps).limit_denominator(1001)

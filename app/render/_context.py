@@ -38,6 +38,16 @@ def headless_context(*, libgl: str | None = None, libegl: str | None = None):
         raise GLContextError(f"no headless OpenGL 3.3 context through EGL ({error}); {hint}") from None
 
 
+# GL_RENDERER names of rasterisers that run on the CPU (Mesa's llvmpipe, softpipe, swrast).
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast")
+
+
+def is_software(ctx) -> bool:
+    """Whether ``ctx`` draws on the CPU: there a full-screen pass costs what the CPU would."""
+    renderer = str(ctx.info.get("GL_RENDERER", "")).lower()
+    return any(name in renderer for name in SOFTWARE_RENDERERS)
+
+
 def describe(ctx) -> str:
     info = ctx.info
     return f"{info.get('GL_RENDERER', '?')} (OpenGL {info.get('GL_VERSION', '?')})"

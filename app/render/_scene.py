@@ -160,7 +160,7 @@ class ParticleScene:
         if self._compute is None:
             self.device = None
             return
-        current = self._compute.upload(positions.astype(np.float32))
+        current = self._compute.upload(np.ascontiguousarray(positions, dtype=np.float32))
         previous = self.device.current if moved and self.device is not None else current
         self.device = DeviceParticles(self._compute, current, previous)
 

@@ -185,7 +185,8 @@ class ControlPanel:
         spec = solver_specs().get(runner.solver_name)
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
-        _, new_theta = imgui.slider_float("theta", float(settings.theta), THETA.minimum,
+        theta = THETA.default if settings.theta is None else settings.theta
+        _, new_theta = imgui.slider_float("theta", float(theta), THETA.minimum,
                                           THETA.maximum, "%.2f")
         if imgui.is_item_deactivated_after_edit():
             runner.update(theta=new_theta)

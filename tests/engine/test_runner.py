@@ -209,10 +209,13 @@ class _SleepingSolver(Solver):
         super().__init__(precision="f64", softening=0.01)
         self.step_seconds = step_seconds
         self.states = []
+        self.busy_seconds = 0.0  # wall time spent inside evaluations
 
     def _compute(self, pos, mass, potential):
         if self.step_seconds:
+            start = time.perf_counter()
             time.sleep(self.step_seconds)
+            self.busy_seconds += time.perf_counter() - start
         return np.zeros_like(pos), (np.zeros(len(mass)) if potential else None)
 
     def bind(self, particles):
@@ -251,21 +254,23 @@ def test_publishing_costs_nothing_when_nobody_reads():
         runner.close()
 
 
-def test_runner_keeps_the_solver_rate_with_a_reader_at_60_hz():
-    step = 0.002
-    runner, _ = _sleeping_runner(step)
+def test_runner_keeps_the_solver_busy_with_a_reader_at_60_hz():
+    runner, solver = _sleeping_runner(0.002)
     try:
         assert _wait_until(lambda: runner.latest().step >= 5)
-        first, start = runner.latest(), time.perf_counter()
+        busy, start = solver.busy_seconds, time.perf_counter()
         while time.perf_counter() - start < 0.6:
             runner.latest()
             time.sleep(1 / 60)
-        last = runner.latest()
-        rate = (last.step - first.step) / (time.perf_counter() - start)
+        share = (solver.busy_seconds - busy) / (time.perf_counter() - start)
     finally:
         runner.close()
-    # a step sleeps 2 ms (one evaluation each): the solver alone allows < 500 steps/s
-    assert rate > 0.8 / (step + 0.0003), f"{rate:.0f} steps/s behind the runner"
+    # The solver thread's time between evaluations is the runner's overhead. As a share of
+    # the thread's own wall time it does not hang on the machine's speed the way a rate
+    # against a fixed bound did (that failed on a busy 2-core machine). A runner paced by its
+    # reader (a step per read: 60 x 2 ms a second) would be busy 12% of the time; quiet, this
+    # one is above 90%. `orrery bench live` measures the rates.
+    assert share > 0.5, f"the solver was busy {share:.0%} of the time behind the runner"
 
 
 # Runner controls (issue 18, item 6) ----------------------------------------------------------
@@ -435,3 +440,17 @@ def test_a_disk_filling_up_mid_recording_stops_the_recording_not_the_run(tmp_pat
     from orrery.engine.recording import RecordingFile
     with RecordingFile(tmp_path / "full.h5") as recording:  # every frame before the failure
         assert recording.steps.tolist() == appended
+
+
+def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
+    from orrery.engine import scenarios
+    from orrery.engine.runner import solver_options
+    from orrery.engine.solvers import make_solver
+
+    scenario = scenarios.load("plummer", n=64, seed=1)
+    settings = RunSettings(scenario="plummer", n=64, solver="auto")
+    assert "theta" not in solver_options("auto", scenario, settings)
+    solver = make_solver("auto", **solver_options("auto", scenario, settings))
+    assert solver.params["theta"] is None and solver.params["accuracy"] == 1e-3  # as `orrery run`
+    chosen = RunSettings(scenario="plummer", n=64, solver="cpu-tree", theta=0.7)
+    assert solver_options("cpu-tree", scenario, chosen)["theta"] == 0.7

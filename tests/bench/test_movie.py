@@ -1,0 +1,27 @@
+"""``orrery bench movie`` called as a function: a recording filmed twice, headless through EGL,
+with the stages timed and the two files compared."""
+
+import ctypes.util
+
+import pytest
+
+pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
+pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
+if ctypes.util.find_library("EGL") is None:
+    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
+                allow_module_level=True)
+
+from orrery.bench import movie  # noqa: E402
+
+
+@pytest.mark.parametrize("yuv", ["gpu", "cpu"])
+def test_movie_benchmark_times_each_stage_and_finds_the_repeats_identical(tmp_path, capsys, yuv):
+    rows = movie.run(n=2000, frames=9, size="64x48", repeats=2, encoders=2, yuv=yuv,
+                     device="none", dir=str(tmp_path))
+    assert [row["repeat"] for row in rows] == [0, 1]
+    for row in rows:
+        assert row["frames"] == 9 and row["segments"] == 2 and row["same_bytes"]
+        assert row["fps"] > 0 and row["draw_ms"] > 0 and row["encode_ms"] > 0
+        assert row["particles"] == "GL points"
+        assert row["yuv"].startswith(yuv.upper())
+    assert "same_bytes" in capsys.readouterr().out
