@@ -24,7 +24,8 @@ from .harness import Timing, format_table, time_trials
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
 
-STAGES = ("sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward")
+STAGES = ("box", "keys", "sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward", "l2p",
+          "reorder", "kernel")
 
 
 SPEC = BenchmarkSpec("fmm", HELP, options=(
@@ -35,6 +36,13 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     PRECISION,
     replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
     *SOLVER_RUN,
+    Option("expansions", str, None, "gpu-fmm's expansion precision, f64 or f32 (default: the solver's)",
+           choices=("f64", "f32")),
+    Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations and "
+                                    "a synchronisation) instead of host arrays in and out"),
+    Option("rates", bool, False, "GPU solvers: the M2L flop rate against the device's FMA ceiling "
+                                 "and the P2P pair rate against gpu-direct's, measured in the same run"),
+    Option("direct_n", int, 131072, "N at which --rates times gpu-direct", minimum=2),
     Option("trials", int, 3, "timed trials per setting", minimum=1),
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
     Option("error_targets", int, 1024, "target particles sampled for the errors", minimum=1),
@@ -52,16 +60,31 @@ def _make(name: str, args, **options):
     known = {option.name for option in solver_specs()[name].options}
     wanted = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
               "device": args.device, "leaf_capacity": args.leaf_capacity if name == args.solver else None,
+              "expansions": args.expansions,
               **options}
     return make_solver(name, **{k: v for k, v in wanted.items() if v is not None and k in known})
 
 
-def _measure(solver, particles, exact, targets, args) -> dict:
-    run = lambda: solver.accelerations(particles.pos, particles.mass)  # noqa: E731
-    timing: Timing = time_trials(run, warmup=args.warmup, trials=args.trials)
+def _evaluation(solver, particles, args):
+    """What is timed: one force evaluation, resident on the solver's device (and waited for) or
+    through the host API (upload, evaluate, download)."""
+    if args.resident:
+        state = solver.bind(particles)
+
+        def resident():
+            state.compute_accelerations()
+            solver.context.synchronize()
+        return resident
+    return lambda: solver.accelerations(particles.pos, particles.mass)
+
+
+def _measure(solver, particles, exact, targets, args, limits=None) -> dict:
+    timing: Timing = time_trials(_evaluation(solver, particles, args), warmup=args.warmup, trials=args.trials)
     acc = np.asarray(solver.accelerations(particles.pos, particles.mass), np.float64)[targets]
     errors = np.linalg.norm(acc - exact, axis=1) / np.linalg.norm(exact, axis=1)
-    stats = solver.last_stats
+    stats = dict(solver.last_stats)
+    if hasattr(solver, "interaction_counts"):
+        stats.update(solver.interaction_counts())
     row = {**timing.summary(), "rms": float(np.sqrt(np.mean(errors ** 2))),
            "p90": float(np.percentile(errors, 90)),
            **{f"{stage}_s": stats[f"{stage}_s"] for stage in STAGES if f"{stage}_s" in stats}}
@@ -69,7 +92,51 @@ def _measure(solver, particles, exact, targets, args) -> dict:
         row["m2l_per_particle"] = stats["m2l_interactions"] / len(particles.pos)
     if "particle_particle" in stats:
         row["p2p_per_particle"] = stats["particle_particle"] / len(particles.pos)
+    if limits:
+        row.update(_rates(stats, limits))
     return row
+
+
+def _rates(stats: dict, limits: dict) -> dict:
+    """M2L flop/s (the generated code's count) as a fraction of the FMA ceiling of the
+    expansions' precision, P2P pairs/s as a fraction of gpu-direct's."""
+    rates = {}
+    if stats.get("m2l_s") and "m2l_flops" in stats:
+        rates["m2l_gflops"] = stats["m2l_flops"] / stats["m2l_s"] / 1e9
+        ceiling = limits.get(f"fma_f{stats['expansion_bits']}")
+        if ceiling:
+            rates["m2l_fma_fraction"] = stats["m2l_flops"] / stats["m2l_s"] / ceiling
+    if stats.get("p2p_s") and "particle_particle" in stats:
+        rates["p2p_gpairs"] = stats["particle_particle"] / stats["p2p_s"] / 1e9
+        if limits.get("direct_pairs"):
+            rates["p2p_direct_fraction"] = stats["particle_particle"] / stats["p2p_s"] / limits["direct_pairs"]
+    return rates
+
+
+def _print_resources(solver, order: int) -> None:
+    """The expansion and pair kernels' registers and spills, where the backend reports them."""
+    resources = {name: r for name, r in getattr(solver, "kernel_resources", dict)().items() if r}
+    if resources:
+        print(f"order {order} kernels, per work-item: " + "; ".join(
+            f"{name} " + ", ".join(f"{key} {value}" for key, value in r.items()) for name, r in resources.items()))
+
+
+def _limits(args) -> dict:
+    """The device's FMA ceilings and gpu-direct's pair rate (device seconds) at ``direct_n``."""
+    from .ceilings import measure_device
+
+    limits = measure_device(args.device)
+    direct = _make("gpu-direct", args)
+    particles = ics.make(args.ic, args.direct_n, seed=args.seed)
+    for _ in range(max(1, args.warmup)):
+        direct.accelerations(particles.pos, particles.mass)
+    seconds = []
+    for _ in range(args.trials):
+        direct.accelerations(particles.pos, particles.mass)
+        seconds.append(direct.last_stats["kernel_s"])
+    limits["direct_pairs"] = args.direct_n * (args.direct_n - 1) / float(np.median(seconds))
+    print(f"ceilings in this run (G/s): " + ", ".join(f"{key} {rate / 1e9:.4g}" for key, rate in limits.items()))
+    return limits
 
 
 def run(**options) -> list[dict]:
@@ -78,6 +145,9 @@ def run(**options) -> list[dict]:
     if spec is None or "order" not in {option.name for option in spec.options}:
         raise InvalidInputError(f"solver must name a solver with an order option, got "
                                 f"{args.solver!r}")
+    if args.rates and spec.kind != "gpu":
+        raise InvalidInputError("--rates measures a GPU solver against its device's ceilings")
+    limits = _limits(args) if args.rates else None
     rows = []
     for n in args.n:
         particles = ics.make(args.ic, n, seed=args.seed)
@@ -90,11 +160,16 @@ def run(**options) -> list[dict]:
             for theta in args.thetas:
                 solver = _make(args.solver, args, order=order, theta=theta)
                 grid.append({"table": "grid", "solver": args.solver, "n": n, "order": order, "theta": theta,
-                             **_measure(solver, particles, exact, targets, args)})
+                             **_measure(solver, particles, exact, targets, args, limits)})
+                if limits and theta == args.thetas[0]:
+                    _print_resources(solver, order)
         stage_columns = [f"{s}_s" for s in STAGES if f"{s}_s" in grid[0]]
-        print(f"\n{args.solver} ({args.precision}, {args.ic}, N = {n}) per evaluation")
+        rate_columns = [c for c in ("m2l_gflops", "m2l_fma_fraction", "p2p_gpairs", "p2p_direct_fraction")
+                        if c in grid[0]]
+        print(f"\n{args.solver} ({args.precision}, {args.ic}, N = {n}{', resident' if args.resident else ''}) "
+              "per evaluation (stages: device seconds)")
         print(format_table(grid, ["order", "theta", "median_s", "iqr_s", "rms", "p90", *stage_columns,
-                                  "m2l_per_particle", "p2p_per_particle"]))
+                                  "m2l_per_particle", "p2p_per_particle", *rate_columns]))
         rows += grid
         if args.versus:
             rows += _equal_error(args, n, particles, exact, targets, grid)

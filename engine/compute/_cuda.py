@@ -109,6 +109,12 @@ class CudaKernel(Kernel):
         self._context = context
         self._function = function
 
+    def resources(self) -> dict[str, int]:
+        names = {"registers": "num_regs", "local_bytes": "local_size_bytes", "shared_bytes": "shared_size_bytes"}
+        with self._context.device:
+            return {key: int(getattr(self._function, attribute)) for key, attribute in names.items()
+                    if hasattr(self._function, attribute)}
+
     def launch(self, global_size: int, local_size: int, *args) -> KernelEvent:
         self._check_sizes(global_size, local_size, self._context.info.max_work_group_size)
         if local_size % WARP:
@@ -218,7 +224,7 @@ class CudaKeySort(KeySort):
     """CuPy's stable device sort (``cupy.argsort``) on the context's stream: faster on an
     NVIDIA GPU than the portable radix passes."""
 
-    def sort(self, keys, order, spare_keys, spare_order, count):
+    def sort(self, keys, order, spare_keys, spare_order, count, *, bits=64):
         cupy = _cupy()
         context = self.context
         with context.device, context.stream:
@@ -229,3 +235,17 @@ class CudaKeySort(KeySort):
             spare_order.memory[:count] = permutation.astype(cupy.uint32)
             end.record(context.stream)
         return [CudaEvent(start, end)], (spare_keys, spare_order)
+
+    def sort_keys(self, keys, spare_keys, count, *, bits=64):
+        # Keys alone: CuPy's sort of unsigned integers is a radix sort that moves only the keys,
+        # half the bytes of a sort that carries an order (and no gather after it); keys below
+        # 2**32 sort as uint32, half the passes of half the bytes.
+        cupy = _cupy()
+        context = self.context
+        with context.device, context.stream:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(context.stream)
+            view = keys.memory[:count]
+            spare_keys.memory[:count] = cupy.sort(view.astype(cupy.uint32) if bits <= 32 else view)
+            end.record(context.stream)
+        return [CudaEvent(start, end)], spare_keys

@@ -31,12 +31,25 @@ class KeySort(ABC):
 
     def __init__(self, context: Context):
         self.context = context
+        self._orders: tuple[DeviceArray, DeviceArray] | None = None
 
     @abstractmethod
     def sort(self, keys: DeviceArray, order: DeviceArray, spare_keys: DeviceArray,
-             spare_order: DeviceArray, count: int
+             spare_order: DeviceArray, count: int, *, bits: int = KEY_BITS
              ) -> tuple[list[KernelEvent], tuple[DeviceArray, DeviceArray]]:
-        """Sort, on the context's queue."""
+        """Sort, on the context's queue; every key is below ``2**bits`` (a sorter may use it to
+        skip digits that are zero everywhere)."""
+
+    def sort_keys(self, keys: DeviceArray, spare_keys: DeviceArray, count: int, *, bits: int = KEY_BITS
+                  ) -> tuple[list[KernelEvent], DeviceArray]:
+        """Sort the first ``count`` keys alone (no order values to carry), all of them below
+        ``2**bits``; returns the events and the array that holds them sorted. This default
+        carries scratch order values."""
+        if self._orders is None or self._orders[0].size < count:
+            self._orders = (self.context.empty(max(1, count), np.uint32),
+                            self.context.empty(max(1, count), np.uint32))
+        events, (result, _) = self.sort(keys, self._orders[0], spare_keys, self._orders[1], count, bits=bits)
+        return events, result
 
 
 class RadixKeySort(KeySort):
@@ -51,12 +64,13 @@ class RadixKeySort(KeySort):
         self._scan = DeviceScan(context)
         self._counts = context.empty((1 << RADIX_BITS) * RADIX_BLOCKS + 1, np.uint32)
 
-    def sort(self, keys, order, spare_keys, spare_order, count):
+    def sort(self, keys, order, spare_keys, spare_order, count, *, bits: int = KEY_BITS):
         chunk = np.int32(ceil_div(count, RADIX_BLOCKS))
         cells = (1 << RADIX_BITS) * RADIX_BLOCKS
         source, target = (keys, order), (spare_keys, spare_order)
         events: list[KernelEvent] = []
-        for pass_index in range(KEY_BITS // RADIX_BITS):
+        # Digits above ``bits`` are zero in every key: their passes would move nothing.
+        for pass_index in range(ceil_div(min(bits, KEY_BITS), RADIX_BITS)):
             shift = np.int32(pass_index * RADIX_BITS)
             events.append(self._histogram.launch(RADIX_BLOCKS, RADIX_GROUP, source[0],
                                                  np.int32(count), chunk, shift, self._counts))
@@ -66,3 +80,4 @@ class RadixKeySort(KeySort):
                                                target[0], target[1]))
             source, target = target, source
         return events, source
+

@@ -194,6 +194,11 @@ class Kernel(ABC):
         are refused because their C type would be a guess. Returns without waiting.
         """
 
+    def resources(self) -> dict[str, int]:
+        """What the compiled kernel takes per work-item, where the backend tells (CUDA:
+        ``registers``, ``local_bytes`` (spills and private arrays), ``shared_bytes``); else {}."""
+        return {}
+
     def _check_sizes(self, global_size: int, local_size: int, max_local: int) -> None:
         if local_size < 1 or local_size > max_local:
             raise InvalidInputError(f"{self.name}: local size {local_size} outside 1..{max_local}")

@@ -138,9 +138,10 @@ class DeviceTreeBuilder:
         self._b["read_entry"].launch(ITEM_GROUP, ITEM_GROUP, values, np.int32(index), self._entry)
         return int(self._entry.download()[0])
 
-    def build(self, body: DeviceArray, count: int, *, groups: bool) -> DeviceTree:
+    def build(self, body: DeviceArray, count: int, *, groups: bool, moments: bool = True) -> DeviceTree:
         """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass); with
-        ``groups`` also the walk groups."""
+        ``groups`` also the walk groups; without ``moments`` the nodes' centres of mass, masses
+        and opening distances stay unset (gpu-fmm computes its own expansions)."""
         if count < 1:
             raise InvalidInputError("a tree needs at least one body")
         if count > MAX_BODIES:
@@ -179,6 +180,13 @@ class DeviceTreeBuilder:
                 launch_size(node_count, ITEM_GROUP), ITEM_GROUP, self._flags, self._offsets,
                 np.int32(node_count), self._groups))
 
+        tree = DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
+                          order=order, nodes=self._nodes, levels=self._levels,
+                          quadrupoles=self._quadrupoles, groups=self._groups,
+                          group_count=group_count, events=events, cube=self._cube)
+        if not moments:
+            del events["moments"]
+            return tree
         theta = self.accum.type(self.theta)
         nodes_n = np.int32(node_count)
         width = launch_size(node_count, ITEM_GROUP)
@@ -190,7 +198,4 @@ class DeviceTreeBuilder:
             events["moments"].append(m["internal_moments"].launch(
                 width, ITEM_GROUP, self._nodes, nodes_n, self._levels, keys, np.int32(level),
                 self._cube, theta, *moment_arrays))
-        return DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
-                          order=order, nodes=self._nodes, levels=self._levels,
-                          quadrupoles=self._quadrupoles, groups=self._groups,
-                          group_count=group_count, events=events, cube=self._cube)
+        return tree

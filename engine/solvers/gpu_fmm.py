@@ -1,59 +1,41 @@
 """``gpu-fmm``: the fast multipole method on a GPU compute device (CUDA through CuPy, SYCL
 through dpctl), the passes in ``native/kernels/fmm.cl``.
 
-Stages (``last_stats`` reports each one's seconds): the device tree build of gpu-tree (``box``,
-``keys``, ``sort``, ``build``, ``moments``: ``_device_tree.py``, the same tree as cpu-fmm's),
-``lists`` (the node skips and the leaves' key boxes come to the host, where cpu-fmm's dual walk,
-``_native.fmm_lists``, builds the interaction lists and centres, which go back: one algorithm,
-so both solvers evaluate the same lists), ``upward`` (P2M, M2M per depth), ``m2l``,
-``downward`` (L2L per depth), ``p2p`` (pairwise pull of the own and listed leaves plus L2P, one
-work-item per body) and ``reorder``. Expansions in double where the device has it.
-The host round trip of ``lists`` is this first version's price for sharing one walk; it is
-measured in ``lists_s`` (wall seconds, not device seconds).
+Stages (``last_stats`` reports each one's device seconds), all on the device with the state
+there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
+the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
+signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
+``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
+planned its steps), ``lists`` (the pairs sorted
+into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
+L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work-group per leaf),
+``l2p`` and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from ... import _native
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
-from ._device_tree import ITEM_GROUP, STAGES, DeviceTreeBuilder
+from ._device_fmm_walk import DeviceDualWalk
+from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
+from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ._options import DEVICE, PRECISION, SOFTENING, SolverSpec
+from ._options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
 
-FMM_STAGES = ("upward", "m2l", "downward", "p2p", "reorder")
+EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and local expansions: f64 "
+                    "(cpu-fmm's) or f32 (half the bytes, twice a GPU's FMA rate)", choices=("f64", "f32"))
+# Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
+# the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
+P2P_GROUP = 32
+# Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
+P2P_TILE = 4 * P2P_GROUP
+FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
 def _launch(count: int) -> int:
     return max(1, -(-count // ITEM_GROUP)) * ITEM_GROUP
-
-
-def table_layout(order: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """The index tables of ``order`` packed as fmm.cl reads them: an int32 array, an array of
-    scales, and the defines giving each table's offset."""
-    tb = expansion_tables(order)
-    ints = [("T_DEGREE", [tb["degree"]]), ("T_MONO_PARENT", [tb["mono_parent"]]),
-            ("T_MONO_AXIS", [tb["mono_axis"]]),
-            ("T_MINUS_ONE", [tb[f"minus_one_{i}"] for i in range(3)]),
-            ("T_MINUS_TWO", [tb[f"minus_two_{i}"] for i in range(3)]),
-            ("T_PAIR_START", [tb["pair_start"]]), ("T_PAIR_N", [tb["pair_n"]]),
-            ("T_PAIR_SUM", [tb["pair_sum"]]),
-            ("T_PLUS_ONE", [tb[f"plus_one_{i}"] for i in range(3)])]
-    defines = {"ORDER": order, "TERMS": tb["terms"], "GRADIENT_TERMS": tb["gradient_terms"]}
-    parts, at = [], 0
-    for name, arrays in ints:
-        defines[name] = at
-        for array in arrays:
-            parts.append(np.asarray(array, np.int32))
-            at += len(array)
-    defines["S_MONO_SCALE"] = 0
-    defines["S_FACTORIAL"] = tb["terms"]
-    scales = np.concatenate([tb["mono_scale"], tb["factorial"]])
-    return np.concatenate(parts), scales, defines
 
 
 class GpuFmmSolver(GpuSolver):
@@ -73,18 +55,22 @@ class GpuFmmSolver(GpuSolver):
         Expansion order p.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
+    expansions : {"f64", "f32"}
+        Precision of the multipole and local expansions (f64: cpu-fmm's, where the device has
+        doubles; f32: half the bytes and, on a GPU, twice the FMA rate).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
-    ``moments_s`` (tree build), ``lists_s`` (host walk and transfers, wall), ``upward_s``,
-    ``m2l_s``, ``downward_s``, ``p2p_s``, ``reorder_s``; ``m2l_interactions``, ``nodes``,
-    ``leaves``, ``terms``, ``device``.
+    ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
+    ``p2p_s``, ``l2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
+    entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
+    once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``.
     """
 
     name = "gpu-fmm"
 
-    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity):
+    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity, expansions):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         order=order, leaf_capacity=leaf_capacity)
+                         order=order, leaf_capacity=leaf_capacity, expansions=expansions)
         self.theta = theta
         self.order = order
         self.leaf_capacity = leaf_capacity
@@ -93,10 +79,12 @@ class GpuFmmSolver(GpuSolver):
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
         self.accum = self._builder.accum
-        table, scales, self._table_defines = table_layout(order)
-        self._table = self.context.upload(table)
-        self._scales = self.context.upload(scales.astype(self.accum))
+        fp64 = expansions == "f64" and self.context.info.fp64
+        self.expansion = np.dtype(np.float64 if fp64 else np.float32)
+        self._terms = int(expansion_tables(order)["terms"])
         self._programs = {}
+        self._walk: DeviceDualWalk | None = None
+        self._node_capacity = 0
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
@@ -104,92 +92,100 @@ class GpuFmmSolver(GpuSolver):
     def _kernels(self, potential: bool):
         if potential not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
-                       "WITH_POTENTIAL": potential, **self._table_defines}
-            program = self.context.build(["tree_common.cl", "fmm.cl"], defines=defines)
+                       "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
+                       "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
+            program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
+                                         defines=defines)
+            if self._walk is None:
+                self._walk = DeviceDualWalk(self.context, program)
             self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("leaf_boxes", "p2m", "m2m", "signed_multipoles", "m2l",
-                                          "l2l", "body_leaves", "evaluate")}
+                                         ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
         return self._programs[potential]
 
-    def _lists(self, tree, k, skip, leaves):
-        """The dual walk on the host (cpu-fmm's), from the device tree's skips and leaf boxes."""
-        nodes_n = tree.node_count
-        leaf_list = self.context.upload(leaves)
-        box = self.context.empty((nodes_n, 6), np.uint32)
-        k["leaf_boxes"].launch(_launch(len(leaves)), ITEM_GROUP, leaf_list, np.int32(len(leaves)), tree.nodes,
-                               tree.keys, box)
-        cube = tree.cube.download()
-        lists = _native.fmm_lists(skip, box.download(), tuple(float(c) for c in cube[:3]), float(cube[3]),
-                                  self.theta)
-        upload = self.context.upload
-        device = {name: upload(np.ascontiguousarray(lists[name], np.uint32)) for name in
-                  ("m2l_start", "p2p_start", "leaves", "parent", "by_depth")}
-        # Empty lists still need a buffer to bind.
-        for name in ("m2l_source", "p2p_source"):
-            device[name] = upload(np.ascontiguousarray(np.append(lists[name], 0), np.uint32))
-        device["centre"] = upload(np.ascontiguousarray(lists["centre"].reshape(-1), self.accum))
-        return lists, device
+    def _node_arrays(self, node_count: int) -> None:
+        if self._node_capacity >= node_count:
+            return
+        capacity = node_count + node_count // 4
+        empty, terms = self.context.empty, self._terms
+        self._box = empty(6 * capacity, np.uint32)
+        self._shape = empty(4 * capacity, self.accum)
+        self._centre = empty(3 * capacity, self.accum)
+        self._parent = empty(capacity, np.uint32)
+        self._multipole = empty(capacity * terms, self.expansion)
+        self._local = empty(capacity * terms, self.expansion)
+        self._node_capacity = capacity
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         k = self._kernels(potential)
-        tree = self._builder.build(body, count, groups=False)
-        start = time.perf_counter()
-        skip = np.ascontiguousarray(tree.node_records(self.dtype)["skip"])
-        leaves = np.flatnonzero(skip == np.arange(1, tree.node_count + 1)).astype(np.uint32)
-        lists, d = self._lists(tree, k, skip, leaves)
-        lists_s = time.perf_counter() - start
+        tree = self._builder.build(body, count, groups=False, moments=False)
         nodes_n = tree.node_count
-        terms = self._table_defines["TERMS"]
-        multipole = self.context.empty(nodes_n * terms, self.accum)
-        local = self.context.empty(nodes_n * terms, self.accum)
-        table, scales = self._table, self._scales
-        leaves = len(lists["leaves"])
-        depth_start = lists["depth_start"]
+        self._node_arrays(nodes_n)
+        width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        events["upward"].append(k["p2m"].launch(_launch(leaves), ITEM_GROUP, d["leaves"], np.int32(leaves),
-                                                tree.nodes, tree.body, d["centre"], table, scales,
-                                                multipole))
-        for depth in range(len(depth_start) - 2, -1, -1):
-            first, width = int(depth_start[depth]), int(depth_start[depth + 1] - depth_start[depth])
-            events["upward"].append(k["m2m"].launch(_launch(width), ITEM_GROUP, d["by_depth"], np.int32(first),
-                                                    np.int32(width), tree.nodes, d["centre"], table,
-                                                    scales, multipole))
-        events["upward"].append(k["signed_multipoles"].launch(_launch(nodes_n), ITEM_GROUP, np.int32(nodes_n),
-                                                              table, multipole))
-        events["m2l"].append(k["m2l"].launch(_launch(nodes_n), ITEM_GROUP, np.int32(nodes_n), d["m2l_start"],
-                                             d["m2l_source"], d["centre"],
-                                             self.accum.type(self.softening ** 2), table, scales,
-                                             multipole, local))
-        for depth in range(1, len(depth_start) - 1):
-            first, width = int(depth_start[depth]), int(depth_start[depth + 1] - depth_start[depth])
-            events["downward"].append(k["l2l"].launch(_launch(width), ITEM_GROUP, d["by_depth"], np.int32(first),
-                                                      np.int32(width), d["parent"], d["centre"], table,
-                                                      scales, local))
+        for level in range(MORTON_LEVELS, -1, -1):
+            events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
+                                                       tree.levels, tree.keys, tree.body, tree.cube, self._box,
+                                                       self._shape, self._centre, self._multipole))
+        lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
+        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
+                                             self._centre, self.expansion.type(self.softening ** 2),
+                                             self._multipole, self._local))
+        events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
+        for level in range(1, MORTON_LEVELS + 1):
+            events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
+                                                      self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-            self._body_leaf = self.context.empty(count, np.uint32)
-        events["p2p"].append(k["body_leaves"].launch(_launch(leaves), ITEM_GROUP, d["leaves"], np.int32(leaves),
-                                                     tree.nodes, self._body_leaf))
-        events["p2p"].append(k["evaluate"].launch(_launch(count), ITEM_GROUP, tree.body, np.int32(count),
-                                                  self._body_leaf, tree.nodes, d["p2p_start"],
-                                                  d["p2p_source"], d["centre"], local, table, scales,
-                                                  self.dtype.type(self.softening ** 2), self._result))
+        events["p2p"].append(k["p2p"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+                                             lists.p2p_start, lists.p2p_source,
+                                             self.dtype.type(self.softening ** 2), self._result))
+        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * P2P_GROUP, P2P_GROUP, n_nodes, tree.nodes, tree.body,
+                                                    self._centre, self._local, self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
-        self._keep = (multipole, local, d)  # alive until the kernels have run
         self._stage_events = {**tree.events, **events}
-        self._lists_host = lists
-        self._info = {"lists_s": lists_s, "m2l_interactions": int(len(lists["m2l_source"])),
-                      "nodes": nodes_n, "leaves": leaves, "terms": terms}
+        self._last = (tree, lists)
+        self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
+                      "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
+                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
+                      "walk_host_reads": lists.host_reads, "nodes": nodes_n,
+                      "terms": self._terms}
         return [event for stage in self._stage_events.values() for event in stage]
 
+    def kernel_resources(self) -> dict[str, dict[str, int]]:
+        """Registers and spills of the expansion and pair kernels where the backend reports them
+        (CUDA), per kernel name: for benchmarks, to tell a kernel that spills."""
+        return {name: kernel.resources() for name, kernel in self._kernels(False).items()
+                if name in ("upward", "m2l", "l2l", "p2p", "l2p_bodies")}
+
     def last_lists(self) -> dict:
-        """The last evaluation's interaction lists and centres (host arrays, for tests)."""
-        return self._lists_host
+        """The last evaluation's interaction lists, parents and centres, copied to the host (for
+        tests and benchmarks; cpu-fmm's ``last_lists`` names)."""
+        tree, lists = self._last
+        nodes_n = tree.node_count
+        return {"m2l_start": lists.m2l_start.download()[:nodes_n + 1],
+                "m2l_source": lists.m2l_source.download()[:2 * lists.m2l_pairs],
+                "p2p_start": lists.p2p_start.download()[:nodes_n + 1],
+                "p2p_source": lists.p2p_source.download()[:2 * lists.p2p_pairs],
+                "parent": self._parent.download()[:nodes_n],
+                "centre": self._centre.download()[:3 * nodes_n].reshape(-1, 3)}
+
+    def interaction_counts(self) -> dict:
+        """The last evaluation's ``leaves`` and ``particle_particle`` (body pairs P2P sums, cpu-fmm's
+        count), from the lists copied to the host: for benchmarks, not part of an evaluation."""
+        tree, _ = self._last
+        lists = self.last_lists()
+        nodes = tree.node_records(self.dtype)
+        leaves = np.flatnonzero(nodes["skip"] == np.arange(1, tree.node_count + 1))
+        count = nodes["count"].astype(np.int64)
+        running = np.concatenate([[0], np.cumsum(count[lists["p2p_source"]])])
+        start = lists["p2p_start"].astype(np.int64)
+        listed = count + running[start[1:]] - running[start[:-1]]
+        return {"leaves": int(len(leaves)), "particle_particle": int(np.sum(count[leaves] * (listed[leaves] - 1)))}
 
     def _breakdown(self) -> dict:
-        stats = {f"{stage}_s": sum(event.seconds() for event in self._stage_events.get(stage, ()))
-                 for stage in (*STAGES, *FMM_STAGES)}
+        stats = {f"{stage}_s": sum(event.seconds() for event in events)
+                 for stage, events in self._stage_events.items()}
         stats["kernel_s"] = sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
 
@@ -202,7 +198,7 @@ SPEC = SolverSpec(
     name="gpu-fmm",
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
-    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY),
+    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY, EXPANSIONS),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )

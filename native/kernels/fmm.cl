@@ -2,226 +2,464 @@
  * nodes), the same arithmetic as cpu-fmm (native/fmm.cpp, native/fmm_expansions.hpp).
  *
  * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
- * about the centre of each node's key box. leaf_boxes gives each leaf the box of its bodies'
- * keys (the host's dual walk, native fmm_lists, reads them with the skips and returns the lists
- * and the centres); p2m sums each leaf's bodies into its multipole M_n = sum m t_n(x - z), t_n(v) =
- * v^n / n!; m2m runs once per tree depth, deepest first, each internal node adding its children
- * shifted; signed_multipoles stores (-1)^|n| M_n; m2l sums, per target node, the derivative
- * tensor D_{k+n} of 1/sqrt(r^2 + eps^2) at R = z_target - z_source times the source's signed
- * multipole over its M2L list; l2l runs once per depth, shallowest first, each node adding its
- * parent's local expansion re-expanded about its own centre; evaluate gives every body the
- * pairwise pull of its own leaf (itself excluded) and its P2P leaves, then L2P of its leaf's
- * local expansion. Index tables (fmm_tables in fmm_expansions.hpp) arrive as two arrays, `table`
- * (ints) and `scales` (accum), at the offsets the host defines.
- * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), ORDER, TERMS, GRADIENT_TERMS, and the
- * table offsets T_DEGREE, T_MONO_PARENT, T_MONO_AXIS, T_MINUS_ONE, T_MINUS_TWO (3 x TERMS each),
- * T_PAIR_START, T_PAIR_N, T_PAIR_SUM, T_PLUS_ONE (3 x GRADIENT_TERMS); S_MONO_SCALE, S_FACTORIAL;
+ * about the centre of each node's key box, every stage on the device (docs/adr/0157):
+ *   upward       once per cell level, deepest first: each node's key box, centre and walk
+ *                geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
+ *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
+ *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch pair per
+ *                step (walk_count, scan.cl, walk_emit), then both directions of each pair sorted
+ *                (the compute layer's key sort) into per-target lists with sources ascending
+ *                (directed_keys, list_starts): exactly the host's lists;
+ *   m2l          per target node, the derivative tensor D_{k+n} of 1/sqrt(r^2 + eps^2) at
+ *                R = z_target - z_source times the source's signed multipole, over its M2L list;
+ *   l2l          once per cell level, shallowest first, each node adding its parent's local
+ *                expansion re-expanded about its own centre;
+ *   p2p          every body: the pairwise pull of its own leaf (itself excluded) and its P2P
+ *                leaves;
+ *   l2p_bodies   every body adds its leaf's local expansion (L2P).
+ * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
+ * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
+ * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP, P2P_TILE,
  * WITH_POTENTIAL.
- * Determinism: one work-item per output (a node's expansion, a body's sum), adding its inputs in
- * the lists' fixed order (sources ascending); no atomics, so every run gives the same bits.
- * Expansions are in `accum` (double where the device has it, as cpu-fmm), pair sums in `real`
+ * Determinism: one work-item per output (a node's box and expansion, a walk pair's outputs at
+ * offsets from a prefix sum, a list start, a body's sum), adding its inputs in the lists' fixed
+ * order (sources ascending); no atomics, so every run gives the same bits.
+ * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
  * with the direct kernel's inner loop (FMA'd r^2 + eps^2, RSQRT).
  * Needs tree_common.cl first. */
 
-DEVICE void monomials(GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
-                      const accum v0, const accum v1, const accum v2, accum* t) {
-  t[0] = 1;
-  for (int q = 1; q < TERMS; ++q) {
-    const int axis = table[T_MONO_AXIS + q];
-    const accum v = axis == 0 ? v0 : (axis == 1 ? v1 : v2);
-    t[q] = t[table[T_MONO_PARENT + q]] * v * scales[S_MONO_SCALE + q];
-  }
-}
+/* The expansions' type: double, or float where the host asks for it (half the bytes, twice the
+ * FMA rate of a GPU); the geometry (boxes, centres, offsets) stays in accum. */
+#if EXPANSION_BITS == 64
+typedef double expansion;
+#else
+typedef float expansion;
+#endif
 
-/* The smallest and largest quantised coordinates of each leaf's bodies' keys (native
- * fmm_leaf_box), 6 per node: x, y, z lows, then highs. */
-KERNEL void leaf_boxes(GLOBAL const uint* RESTRICT leaves, const int leaf_count, GLOBAL const TreeNode* RESTRICT nodes,
-                       GLOBAL const ulong* RESTRICT keys, GLOBAL uint* RESTRICT box) {
-  const int l = GLOBAL_ID;
-  if (l >= leaf_count) return;
-  const uint leaf = leaves[l];
+/* The expansion operators of order ORDER, generated by the host with every index a constant
+ * (engine/solvers/_fmm_code.py, appended after this file), so that the expansions stay in
+ * registers: */
+/* t_n(v) = v^n / n!, n over the TERMS multi-indices of degree <= ORDER */
+DEVICE void monomials(const expansion v0, const expansion v1, const expansion v2, expansion* t);
+/* M2M: M_{k+n} += C_k t_n(offset) for |k + n| <= ORDER (a child's multipole C into M) */
+DEVICE void m2m_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT C, expansion* M);
+/* L2L: out_k += sum_n P_{k+n} t_n(offset) (a parent's local expansion P into out) */
+DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P, GLOBAL expansion* RESTRICT out);
+/* M2L: L_k += sum_n D_{k+n}(R) S_n over |k| + |n| <= ORDER, D the derivative tensor of
+ * 1/sqrt(r^2 + eps2) at R = (rx, ry, rz) from the Taylor recurrence a_k = D_k / k!
+ * (fmm_expansions.hpp; a term's k - e_i and k - 2e_i come before it) */
+DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
+                           GLOBAL const expansion* RESTRICT S, expansion* L);
+/* L2P: f = (gradient x, y, z, potential) of the local expansion L at monomials t */
+DEVICE void l2p(const expansion* t, GLOBAL const expansion* RESTRICT L, expansion* f);
+
+/* Expansion centres, the walk's geometry and the signed multipoles of one cell level, deepest
+ * first (a child's cell is always deeper than its parent's, so its box and multipole are final).
+ * A leaf's box is the smallest and largest quantised coordinates of its bodies' keys (native
+ * fmm_leaf_box), an internal node's the union of its children's; from it `centre` (3 per node,
+ * the box centre in coordinates) and `shape` (4 per node: twice the centre and the diagonal, in
+ * finest-cell units, the host's Geometry: exact integers and one correctly rounded sqrt, so the
+ * walk decides as the host does). The multipole is stored signed, S_n = (-1)^|n| M_n, which
+ * is P2M and M2M with the offsets negated (t_n is homogeneous of degree |n|, and negation is
+ * exact, so the bits equal the host's M_n with the sign flipped). */
+KERNEL void upward(const int level, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+                   GLOBAL const uint* RESTRICT levels, GLOBAL const ulong* RESTRICT keys,
+                   GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT cube,
+                   GLOBAL uint* RESTRICT box, GLOBAL accum* RESTRICT shape, GLOBAL accum* RESTRICT centre,
+                   GLOBAL expansion* RESTRICT multipole) {
+  const int i = GLOBAL_ID;
+  if (i >= node_count || (int)levels[i] != level) return;
+  const uint skip = nodes[i].skip, first = nodes[i].first, end = first + nodes[i].count;
+  const bool leaf = skip == (uint)i + 1;
   uint low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0, 0, 0};
-  for (uint p = nodes[leaf].first; p < nodes[leaf].first + nodes[leaf].count; ++p) {
-    const ulong key = keys[p];
-    const uint q[3] = {compact_bits(key >> 2), compact_bits(key >> 1), compact_bits(key)};
-    for (int a = 0; a < 3; ++a) {
-      low[a] = MIN(low[a], q[a]);
-      high[a] = MAX(high[a], q[a]);
+  if (leaf) {
+    for (uint p = first; p < end; ++p) {
+      const ulong key = keys[p];
+      const uint q[3] = {compact_bits(key >> 2), compact_bits(key >> 1), compact_bits(key)};
+      for (int a = 0; a < 3; ++a) {
+        low[a] = MIN(low[a], q[a]);
+        high[a] = MAX(high[a], q[a]);
+      }
     }
+  } else {
+    for (uint c = (uint)i + 1; c < skip; c = nodes[c].skip)
+      for (int a = 0; a < 3; ++a) {
+        low[a] = MIN(low[a], box[6 * c + a]);
+        high[a] = MAX(high[a], box[6 * c + 3 + a]);
+      }
   }
+  const accum unit = cube[3] / (accum)(1 << MORTON_LEVELS);
+  accum z[3], d2 = 0;
   for (int a = 0; a < 3; ++a) {
-    box[6 * leaf + a] = low[a];
-    box[6 * leaf + 3 + a] = high[a];
+    box[6 * i + a] = low[a];
+    box[6 * i + 3 + a] = high[a];
+    const accum lo = (accum)low[a], hi = (accum)high[a] + 1;
+    shape[4 * i + a] = lo + hi;
+    d2 += MUL_RN(hi - lo, hi - lo);
+    z[a] = cube[a] + MUL_RN((accum)0.5 * (lo + hi), unit);
+    centre[3 * i + a] = z[a];
   }
-}
-
-KERNEL void p2m(GLOBAL const uint* RESTRICT leaves, const int leaf_count, GLOBAL const TreeNode* RESTRICT nodes,
-                GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
-                GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
-                GLOBAL accum* RESTRICT multipole) {
-  const int l = GLOBAL_ID;
-  if (l >= leaf_count) return;
-  const uint leaf = leaves[l];
-  accum M[TERMS], t[TERMS];
+  shape[4 * i + 3] = SQRT(d2);
+  expansion M[TERMS], t[TERMS];
   for (int q = 0; q < TERMS; ++q) M[q] = 0;
-  const accum z0 = centre[3 * leaf], z1 = centre[3 * leaf + 1], z2 = centre[3 * leaf + 2];
-  const uint end = nodes[leaf].first + nodes[leaf].count;
-  for (uint p = nodes[leaf].first; p < end; ++p) {
-    const real4 b = body[p];
-    monomials(table, scales, (accum)b.x - z0, (accum)b.y - z1, (accum)b.z - z2, t);
-    for (int q = 0; q < TERMS; ++q) M[q] += (accum)b.w * t[q];
-  }
-  for (int q = 0; q < TERMS; ++q) multipole[(ulong)leaf * TERMS + q] = M[q];
-}
-
-/* The internal nodes among by_depth[first, first + count) (one tree depth). */
-KERNEL void m2m(GLOBAL const uint* RESTRICT by_depth, const int first, const int count,
-                GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT centre,
-                GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
-                GLOBAL accum* RESTRICT multipole) {
-  const int k = GLOBAL_ID;
-  if (k >= count) return;
-  const uint i = by_depth[first + k];
-  const uint skip = nodes[i].skip;
-  if (skip == i + 1) return;
-  accum M[TERMS], t[TERMS];
-  for (int q = 0; q < TERMS; ++q) M[q] = 0;
-  for (uint c = i + 1; c < skip; c = nodes[c].skip) {
-    monomials(table, scales, centre[3 * c] - centre[3 * i], centre[3 * c + 1] - centre[3 * i + 1],
-              centre[3 * c + 2] - centre[3 * i + 2], t);
-    for (int a = 0; a < TERMS; ++a) {
-      const accum child = multipole[(ulong)c * TERMS + a];
-      for (int q = table[T_PAIR_START + a]; q < table[T_PAIR_START + a + 1]; ++q)
-        M[table[T_PAIR_SUM + q]] += child * t[table[T_PAIR_N + q]];
+  if (leaf) {
+    for (uint p = first; p < end; ++p) {
+      const real4 b = body[p];
+      monomials((expansion)(z[0] - (accum)b.x), (expansion)(z[1] - (accum)b.y), (expansion)(z[2] - (accum)b.z), t);
+      for (int q = 0; q < TERMS; ++q) M[q] += (expansion)b.w * t[q];
+    }
+  } else {
+    for (uint c = (uint)i + 1; c < skip; c = nodes[c].skip) {
+      monomials((expansion)(z[0] - centre[3 * c]), (expansion)(z[1] - centre[3 * c + 1]),
+                (expansion)(z[2] - centre[3 * c + 2]), t);
+      m2m_accumulate(t, multipole + (ulong)c * TERMS, M);
     }
   }
   for (int q = 0; q < TERMS; ++q) multipole[(ulong)i * TERMS + q] = M[q];
 }
 
-KERNEL void signed_multipoles(const int node_count, GLOBAL const int* RESTRICT table,
-                              GLOBAL accum* RESTRICT multipole) {
+/* parent[c] for every node (the root's is itself), from the skips. */
+KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT parent) {
   const int i = GLOBAL_ID;
   if (i >= node_count) return;
-  for (int q = 0; q < TERMS; ++q)
-    if (table[T_DEGREE + q] & 1) multipole[(ulong)i * TERMS + q] = -multipole[(ulong)i * TERMS + q];
+  if (i == 0) parent[0] = 0;
+  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) parent[c] = (uint)i;
+}
+
+/* ---- The dual tree walk, breadth first (native fmm_lists.cpp's DualWalk, one step per launch).
+ * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_count gives each
+ * pair its outputs two levels down: M2L pairs, P2P pairs and the pairs still to split (a node
+ * with itself splits into each child with itself and each later sibling; else the larger cell's
+ * children pair with the other, the host's split rule), stored as three runs counts[0, w), [w, 2w), [2w, 3w) (w, the launch's
+ * width, is at least the frontier's size; entries past it count nothing) so that one exclusive
+ * scan (scan.cl) over 3w entries places every output: M2L pairs first, P2P pairs next, then the
+ * next frontier, each in the frontier's order. walk_emit writes them there and walk_advance
+ * moves the totals on; nothing is contended and the order is fixed, so every run gives the same
+ * arrays. The walk's state stays on the device (`state`: frontier size, M2L and P2P pairs so far,
+ * overflow), so the host may queue steps at widths it expects and read the state once: an
+ * output past an array's capacity is not written but flagged, and the host walks again. */
+
+DEVICE bool walk_leaf(GLOBAL const TreeNode* RESTRICT nodes, const uint a) { return nodes[a].skip == a + 1; }
+
+/* theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared (the host's test, on the
+ * same exact integers and rounded diagonals). */
+DEVICE bool well_separated(GLOBAL const accum* RESTRICT shape, const accum theta2, const uint a, const uint b) {
+  accum d2 = 0;
+  for (int k = 0; k < 3; ++k) {
+    const accum d = shape[4 * a + k] - shape[4 * b + k];
+    d2 += MUL_RN(d, d);
+  }
+  const accum r = shape[4 * a + 3] + shape[4 * b + 3];
+  return MUL_RN(theta2, d2) > MUL_RN(r, r);
+}
+
+/* 0: M2L, 1: P2P, 2: split (into *split's children, each paired with *other), 3: a node with
+ * itself to split, 4: nothing (a leaf with itself). */
+DEVICE int walk_kind(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                     const uint a, const uint b, uint* split, uint* other) {
+  if (a == b) return walk_leaf(nodes, a) ? 4 : 3;
+  if (well_separated(shape, theta2, a, b)) return 0;
+  const bool leaf_a = walk_leaf(nodes, a), leaf_b = walk_leaf(nodes, b);
+  if (leaf_a && leaf_b) return 1;
+  const bool split_a = leaf_b || (!leaf_a && shape[4 * a + 3] >= shape[4 * b + 3]);
+  *split = split_a ? a : b;
+  *other = split_a ? b : a;
+  return 2;
+}
+
+KERNEL void walk_start(GLOBAL uint* RESTRICT state) {
+  if (GLOBAL_ID != 0) return;
+  state[0] = 1; /* the frontier: the root with itself */
+  state[1] = 0;
+  state[2] = 0;
+  state[3] = 0;
+}
+
+/* The pairs a split pair (kind 2 or 3) turns into, in the host's order, into out (at most 36:
+ * eight children with themselves and each later sibling); returns how many. */
+DEVICE uint child_pairs(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split,
+                        const uint other, ulong* out) {
+  uint n = 0;
+  if (kind == 2) {
+    for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) out[n++] = ((ulong)c << 32) | other;
+  } else {
+    for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
+      out[n++] = ((ulong)c << 32) | c;
+      for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) out[n++] = ((ulong)c << 32) | d;
+    }
+  }
+  return n;
+}
+
+DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split) {
+  const uint s = kind == 2 ? split : a;
+  uint children = 0;
+  for (uint c = s + 1; c < nodes[s].skip; c = nodes[c].skip) ++children;
+  return kind == 2 ? children : children * (children + 1) / 2;
+}
+
+/* One step takes each frontier pair two levels down: the pair itself, and when it splits, each
+ * of its child pairs (which emit, or go to the next frontier as their own child pairs): half the
+ * steps (launches and, walking step by step, host reads) of one level a step. */
+KERNEL void walk_count(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL const uint* RESTRICT state,
+                       GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                       GLOBAL uint* RESTRICT counts) {
+  const int i = GLOBAL_ID;
+  if (i >= width) return;
+  uint m2l = 0, p2p = 0, next = 0;
+  if ((uint)i < state[0]) {
+    const uint a = (uint)(pairs[i] >> 32);
+    uint split = 0, other = 0;
+    const int kind = walk_kind(nodes, shape, theta2, a, (uint)pairs[i], &split, &other);
+    m2l = kind == 0;
+    p2p = kind == 1;
+    if (kind == 2 || kind == 3) {
+      ulong kids[36];
+      const uint n = child_pairs(nodes, kind, a, split, other, kids);
+      for (uint k = 0; k < n; ++k) {
+        const uint ka = (uint)(kids[k] >> 32);
+        uint ks = 0, ko = 0;
+        const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
+        m2l += kk == 0;
+        p2p += kk == 1;
+        if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
+      }
+    }
+  }
+  counts[i] = m2l;
+  counts[width + i] = p2p;
+  counts[2 * width + i] = next;
+}
+
+/* Writes one output pair at m2l_at / p2p_at or its child pairs at next_at (cursors advance);
+ * a write past a capacity is dropped and flagged. */
+DEVICE void walk_write(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                       const ulong pair, GLOBAL ulong* RESTRICT m2l, uint* m2l_at, const uint m2l_capacity,
+                       GLOBAL ulong* RESTRICT p2p, uint* p2p_at, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
+                       uint* next_at, const uint next_capacity, bool* overflow) {
+  const uint a = (uint)(pair >> 32);
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  if (kind == 0) {
+    if (*m2l_at < m2l_capacity) m2l[*m2l_at] = pair;
+    else *overflow = true;
+    ++*m2l_at;
+  } else if (kind == 1) {
+    if (*p2p_at < p2p_capacity) p2p[*p2p_at] = pair;
+    else *overflow = true;
+    ++*p2p_at;
+  } else if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    if (*next_at + n > next_capacity) *overflow = true;
+    else
+      for (uint k = 0; k < n; ++k) next[*next_at + k] = kids[k];
+    *next_at += n;
+  }
+}
+
+/* offsets: the exclusive scan of walk_count's 3w counts (3w + 1 entries). */
+KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL uint* RESTRICT state,
+                      GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                      GLOBAL const uint* RESTRICT offsets, GLOBAL ulong* RESTRICT m2l, const uint m2l_capacity,
+                      GLOBAL ulong* RESTRICT p2p, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
+                      const uint next_capacity) {
+  const int i = GLOBAL_ID;
+  if (i >= width || (uint)i >= state[0]) return;
+  const ulong pair = pairs[i];
+  const uint a = (uint)(pair >> 32);
+  uint m2l_at = state[1] + offsets[i], p2p_at = state[2] + offsets[width + i] - offsets[width];
+  uint next_at = offsets[2 * width + i] - offsets[2 * width];
+  bool overflow = false;
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    for (uint k = 0; k < n; ++k)
+      walk_write(nodes, shape, theta2, kids[k], m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next,
+                 &next_at, next_capacity, &overflow);
+  } else if (kind <= 1) {
+    /* the pair itself emits: walk_write's first two cases, without splitting it again */
+    walk_write(nodes, shape, theta2, pair, m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next, &next_at,
+               0, &overflow);
+  }
+  if (overflow) state[3] = 1; /* every writer stores the same value */
+}
+
+/* The step's new outputs (M2L pairs, P2P pairs, next frontier), for a host that sizes the arrays
+ * before walk_emit. */
+KERNEL void walk_totals(GLOBAL const uint* RESTRICT offsets, const int width, GLOBAL uint* RESTRICT totals) {
+  if (GLOBAL_ID != 0) return;
+  totals[0] = offsets[width];
+  totals[1] = offsets[2 * width] - offsets[width];
+  totals[2] = offsets[3 * width] - offsets[2 * width];
+}
+
+/* The step's totals into the state (one work-item, after walk_emit has read the old ones). A
+ * next frontier wider than the next step's launch (next_width) is an overflow too; after an
+ * overflow the frontier is emptied, so that no later step reads pairs that were never written. */
+KERNEL void walk_advance(GLOBAL const uint* RESTRICT offsets, const int width, const uint next_width,
+                         GLOBAL uint* RESTRICT state) {
+  if (GLOBAL_ID != 0) return;
+  state[1] += offsets[width];
+  state[2] += offsets[2 * width] - offsets[width];
+  state[0] = offsets[3 * width] - offsets[2 * width];
+  if (state[0] > next_width) state[3] = 1;
+  if (state[3]) state[0] = 0;
+}
+
+KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBAL ulong* RESTRICT to) {
+  const int i = GLOBAL_ID;
+  if (i < count) to[i] = from[i];
+}
+
+/* Both directions of each unordered pair, as target << shift | source (shift: the bits of a node
+ * index, so that small trees sort narrow keys): sorted, they are the lists gathered by target
+ * with sources ascending (the host's directed_lists). */
+KERNEL void directed_keys(GLOBAL const ulong* RESTRICT pairs, const int count, const int shift,
+                          GLOBAL ulong* RESTRICT keys) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  const ulong a = pairs[i] >> 32, b = pairs[i] & 0xffffffffUL;
+  keys[2 * i] = (a << shift) | b;
+  keys[2 * i + 1] = (b << shift) | a;
+}
+
+/* From the sorted directed keys: source[k] and start[t] = the first k whose target is >= t
+ * (start has node_count + 1 entries), each entry written by exactly one work-item. */
+KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, const int node_count, const int shift,
+                        GLOBAL uint* RESTRICT start, GLOBAL uint* RESTRICT source) {
+  const int k = GLOBAL_ID;
+  if (k > count) return;
+  const long target = k < count ? (long)(keys[k] >> shift) : (long)node_count;
+  const long before = k > 0 ? (long)(keys[k - 1] >> shift) : -1;
+  for (long t = before + 1; t <= target; ++t) start[t] = (uint)k;
+  if (k < count) source[k] = (uint)(keys[k] & ((1UL << shift) - 1));
 }
 
 KERNEL void m2l(const int node_count, GLOBAL const uint* RESTRICT m2l_start,
-                GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre, const accum eps2,
-                GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
-                GLOBAL const accum* RESTRICT multipole, GLOBAL accum* RESTRICT field) {
+                GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre, const expansion eps2,
+                GLOBAL const expansion* RESTRICT multipole, GLOBAL expansion* RESTRICT field) {
   const int i = GLOBAL_ID;
   if (i >= node_count) return;
-  accum L[TERMS], a[TERMS];
+  expansion L[TERMS];
   for (int q = 0; q < TERMS; ++q) L[q] = 0;
+  const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
   for (uint s = m2l_start[i]; s < m2l_start[i + 1]; ++s) {
     const uint j = m2l_source[s];
-    const accum rx = centre[3 * i] - centre[3 * j], ry = centre[3 * i + 1] - centre[3 * j + 1];
-    const accum rz = centre[3 * i + 2] - centre[3 * j + 2];
-    const accum inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);
-    /* Taylor coefficients a_k = D_k / k! of the softened 1/r (fmm_expansions.hpp); a term's
-     * k - e_i and k - 2e_i come before it. */
-    a[0] = SQRT(inv_r2);
-    for (int q = 1; q < TERMS; ++q) {
-      const int n = table[T_DEGREE + q];
-      const int x1 = table[T_MINUS_ONE + q], y1 = table[T_MINUS_ONE + TERMS + q];
-      const int z1 = table[T_MINUS_ONE + 2 * TERMS + q];
-      const int x2 = table[T_MINUS_TWO + q], y2 = table[T_MINUS_TWO + TERMS + q];
-      const int z2 = table[T_MINUS_TWO + 2 * TERMS + q];
-      const accum first = (x1 >= 0 ? rx * a[x1] : 0) + (y1 >= 0 ? ry * a[y1] : 0) + (z1 >= 0 ? rz * a[z1] : 0);
-      const accum second = (x2 >= 0 ? a[x2] : 0) + (y2 >= 0 ? a[y2] : 0) + (z2 >= 0 ? a[z2] : 0);
-      a[q] = -((2 * n - 1) * first + (n - 1) * second) * inv_r2 / n;
-    }
-    for (int q = 0; q < TERMS; ++q) a[q] *= scales[S_FACTORIAL + q];
-    GLOBAL const accum* S = multipole + (ulong)j * TERMS;
-    for (int k = 0; k < TERMS; ++k) {
-      accum sum = 0;
-      for (int q = table[T_PAIR_START + k]; q < table[T_PAIR_START + k + 1]; ++q)
-        sum += a[table[T_PAIR_SUM + q]] * S[table[T_PAIR_N + q]];
-      L[k] += sum;
-    }
+    m2l_accumulate((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
+                   (expansion)(z2 - centre[3 * j + 2]), eps2, multipole + (ulong)j * TERMS, L);
   }
   for (int q = 0; q < TERMS; ++q) field[(ulong)i * TERMS + q] = L[q];
 }
 
-/* Nodes by_depth[first, first + count) (one tree depth below the root). */
-KERNEL void l2l(GLOBAL const uint* RESTRICT by_depth, const int first, const int count,
+/* The nodes of one cell level below the root, shallowest first (a parent's cell is shallower,
+ * so its local expansion is final): each adds its parent's local expansion re-expanded about its
+ * own centre. */
+KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRICT levels,
                 GLOBAL const uint* RESTRICT parent, GLOBAL const accum* RESTRICT centre,
-                GLOBAL const int* RESTRICT table, GLOBAL const accum* RESTRICT scales,
-                GLOBAL accum* RESTRICT field) {
-  const int k = GLOBAL_ID;
-  if (k >= count) return;
-  const uint c = by_depth[first + k], p = parent[c];
-  accum t[TERMS];
-  monomials(table, scales, centre[3 * c] - centre[3 * p], centre[3 * c + 1] - centre[3 * p + 1],
-            centre[3 * c + 2] - centre[3 * p + 2], t);
-  GLOBAL const accum* P = field + (ulong)p * TERMS;
-  for (int a = 0; a < TERMS; ++a) {
-    accum sum = 0;
-    for (int q = table[T_PAIR_START + a]; q < table[T_PAIR_START + a + 1]; ++q)
-      sum += P[table[T_PAIR_SUM + q]] * t[table[T_PAIR_N + q]];
-    field[(ulong)c * TERMS + a] += sum;
-  }
+                GLOBAL expansion* RESTRICT field) {
+  const int c = GLOBAL_ID;
+  if (c >= node_count || (int)levels[c] != level) return;
+  const uint p = parent[c];
+  expansion t[TERMS];
+  monomials((expansion)(centre[3 * c] - centre[3 * p]), (expansion)(centre[3 * c + 1] - centre[3 * p + 1]),
+            (expansion)(centre[3 * c + 2] - centre[3 * p + 2]), t);
+  l2l_accumulate(t, field + (ulong)p * TERMS, field + (ulong)c * TERMS);
 }
 
-KERNEL void body_leaves(GLOBAL const uint* RESTRICT leaves, const int leaf_count,
-                        GLOBAL const TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT body_leaf) {
-  const int l = GLOBAL_ID;
-  if (l >= leaf_count) return;
-  const uint leaf = leaves[l];
-  for (uint p = nodes[leaf].first; p < nodes[leaf].first + nodes[leaf].count; ++p) body_leaf[p] = leaf;
-}
-
-DEVICE void pull(const real4 target, GLOBAL const real4* RESTRICT body, const uint begin, const uint end,
-                 const uint self, const real eps2, real* ax, real* ay, real* az, real* phi) {
-  for (uint j = begin; j < end; ++j) {
-    if (j == self) continue;
-    const real4 source = body[j];
-    const real dx = source.x - target.x;
-    const real dy = source.y - target.y;
-    const real dz = source.z - target.z;
-    const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-    const real inv_r = RSQRT(r2);
-    const real m_inv_r = source.w * inv_r;
-    const real w = m_inv_r * inv_r * inv_r;
-    *ax = FMA(w, dx, *ax);
-    *ay = FMA(w, dy, *ay);
-    *az = FMA(w, dz, *az);
-    *phi -= m_inv_r;
-  }
-}
-
-KERNEL void evaluate(GLOBAL const real4* RESTRICT body, const int count, GLOBAL const uint* RESTRICT body_leaf,
-                     GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
-                     GLOBAL const uint* RESTRICT p2p_source, GLOBAL const accum* RESTRICT centre,
-                     GLOBAL const accum* RESTRICT field, GLOBAL const int* RESTRICT table,
-                     GLOBAL const accum* RESTRICT scales, const real eps2, GLOBAL real4* RESTRICT result) {
-  const int p = GLOBAL_ID;
-  if (p >= count) return;
-  const real4 target = body[p];
-  const uint leaf = body_leaf[p];
-  real ax = 0, ay = 0, az = 0, phi = 0;
-  pull(target, body, nodes[leaf].first, nodes[leaf].first + nodes[leaf].count, (uint)p, eps2, &ax, &ay, &az, &phi);
-  for (uint s = p2p_start[leaf]; s < p2p_start[leaf + 1]; ++s) {
-    const uint source = p2p_source[s];
-    pull(target, body, nodes[source].first, nodes[source].first + nodes[source].count, 0xffffffffu, eps2, &ax,
-         &ay, &az, &phi);
-  }
-  accum t[TERMS];
-  monomials(table, scales, (accum)target.x - centre[3 * leaf], (accum)target.y - centre[3 * leaf + 1],
-            (accum)target.z - centre[3 * leaf + 2], t);
-  GLOBAL const accum* L = field + (ulong)leaf * TERMS;
-  accum fx = 0, fy = 0, fz = 0, fphi = 0;
-  for (int k = 0; k < GRADIENT_TERMS; ++k) {
-    fx += L[table[T_PLUS_ONE + k]] * t[k];
-    fy += L[table[T_PLUS_ONE + GRADIENT_TERMS + k]] * t[k];
-    fz += L[table[T_PLUS_ONE + 2 * GRADIENT_TERMS + k]] * t[k];
-  }
-#ifdef WITH_POTENTIAL
-  for (int k = 0; k < TERMS; ++k) fphi -= L[k] * t[k];
-#else
-  phi = 0;
+/* P2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
+ * the group's work-items take the leaf's bodies P2P_GROUP at a time, and the sources - the own
+ * leaf, then its P2P leaves in list order - stream through local memory as one concatenated
+ * sequence, tiles of P2P_TILE bodies (a few per work-item, so that a barrier pair serves more
+ * interactions) filled across leaf boundaries, so every work-item runs the
+ * same loop over the same sources (no divergence; a source is read from global memory once per
+ * group instead of once per target body). A body's sum is in the per-body order of the lists
+ * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf).
+ * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
+ * take registers from this loop. */
+/* Residency (CUDA): a multiprocessor holds at most 32 work-groups, so groups of 32 reach half
+ * its threads at best; asking for 32 of them caps a thread at 64 registers, which the float32
+ * loop fits (float64 asks for 16). */
+#define P2P_RESIDENT_GROUPS (REAL_BITS == 32 ? 32 : 16)
+KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
+void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+         GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
+         GLOBAL real4* RESTRICT result) {
+  LOCAL real4 tile[P2P_TILE];
+  const int leaf = GROUP_ID;
+  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
+  const uint first = nodes[leaf].first, end = first + nodes[leaf].count;
+  const uint list_end = p2p_start[leaf + 1];
+  for (uint base = first; base < end; base += P2P_GROUP) {
+    const uint p = base + (uint)LOCAL_ID;
+    const bool active = p < end;
+    const real4 target = body[active ? p : first];
+    real ax = 0, ay = 0, az = 0, phi = 0;
+    /* The sequence's cursor: the next source body `at` of the current leaf [.., stop), the next
+     * list entry `entry`; `streamed` counts the bodies before the current tile. */
+    uint at = first, stop = end, entry = p2p_start[leaf], streamed = 0;
+    for (;;) {
+      uint filled = 0;
+      while (filled < P2P_TILE) {
+        if (at == stop) {
+          if (entry == list_end) break;
+          const uint source = p2p_source[entry++];
+          at = nodes[source].first;
+          stop = at + nodes[source].count;
+          continue;
+        }
+        const uint take = MIN((uint)P2P_TILE - filled, stop - at);
+        for (uint slot = (uint)LOCAL_ID; slot < take; slot += P2P_GROUP) tile[filled + slot] = body[at + slot];
+        filled += take;
+        at += take;
+      }
+      if (filled == 0) break;
+      SYNC_THREADS;
+      const uint self = p - first - streamed; /* the target's own place in this tile, if any */
+      for (uint k = 0; k < filled; ++k) {
+        const real4 source = tile[k];
+        const real dx = source.x - target.x;
+        const real dy = source.y - target.y;
+        const real dz = source.z - target.z;
+        const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
+        const real inv_r = k == self ? (real)0 : RSQRT(r2);
+        const real m_inv_r = source.w * inv_r;
+        const real w = m_inv_r * inv_r * inv_r;
+        ax = FMA(w, dx, ax);
+        ay = FMA(w, dy, ay);
+        az = FMA(w, dz, az);
+        phi -= m_inv_r;
+      }
+      streamed += filled;
+      SYNC_THREADS;
+    }
+#ifndef WITH_POTENTIAL
+    phi = 0;
 #endif
-  result[p] = MAKE_REAL4((real)((accum)ax + fx), (real)((accum)ay + fy), (real)((accum)az + fz),
-                         (real)((accum)phi + fphi));
+    if (active) result[p] = MAKE_REAL4(ax, ay, az, phi);
+  }
+}
+
+/* L2P: each body adds its leaf's local expansion to its pairwise sum (p2p's result), rounding
+ * once: real(accum(pair sum) + far field). One work-group per leaf, as p2p. */
+KERNEL void l2p_bodies(const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+                       GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
+                       GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT result) {
+  const int leaf = GROUP_ID;
+  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;
+  const uint end = nodes[leaf].first + nodes[leaf].count;
+  for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
+    const real4 target = body[p], near = result[p];
+    expansion t[TERMS], f[4];
+    monomials((expansion)((accum)target.x - centre[3 * leaf]), (expansion)((accum)target.y - centre[3 * leaf + 1]),
+              (expansion)((accum)target.z - centre[3 * leaf + 2]), t);
+    l2p(t, field + (ulong)leaf * TERMS, f);
+#ifndef WITH_POTENTIAL
+    f[3] = 0;
+#endif
+    result[p] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
+                           (real)((accum)near.z + (accum)f[2]), (real)((accum)near.w + (accum)f[3]));
+  }
 }

@@ -3,6 +3,8 @@ the equal-error table picks, per target, the fastest setting that reached it."""
 
 import json
 
+import pytest
+
 from orrery.app.cli import main
 
 
@@ -41,3 +43,23 @@ def test_bench_fmm_is_a_keyword_function_that_checks_its_options():
         fmm.run(n=[512], solver="cpu-tree", trials=1)
     with pytest.raises(InvalidInputError, match="no option"):
         fmm.run(n=[512], order=[3])
+
+
+# Slow on the CPU device (~20 s on a busy machine): the device ceilings' probes and three programs.
+@pytest.mark.slow
+def test_bench_fmm_gpu_rates_and_device_stages(device):
+    from orrery.bench import fmm
+    from orrery.engine.errors import InvalidInputError
+
+    rows = fmm.run(n=[2048], solver="gpu-fmm", device=device, orders=[3], thetas=[0.6], trials=1, warmup=1,
+                   error_targets=32, resident=True, rates=True, direct_n=1024, expansions="f32")
+    (row,) = [r for r in rows if r["table"] == "grid"]
+    stages = ("box", "keys", "sort", "build", "upward", "walk", "lists", "m2l", "downward", "p2p", "l2p",
+              "reorder")
+    assert all(row[f"{stage}_s"] > 0 for stage in stages)
+    assert row["kernel_s"] == pytest.approx(sum(row[f"{stage}_s"] for stage in stages))
+    assert row["m2l_gflops"] > 0 and 0 < row["m2l_fma_fraction"]
+    assert row["p2p_gpairs"] > 0 and 0 < row["p2p_direct_fraction"]
+    assert 0 < row["rms"] < 0.05
+    with pytest.raises(InvalidInputError, match="GPU solver"):
+        fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, rates=True)

@@ -76,6 +76,15 @@ def test_device_key_sort_equals_numpy_stable_sort(context, kind):
     assert np.array_equal(sorted_keys.download(), keys[expected])
 
 
+@pytest.mark.parametrize("bits", [64, 26])
+def test_device_key_sort_of_keys_alone(context, bits):
+    keys = np.random.default_rng(4).integers(0, 2**bits - 1, 30001, dtype=np.uint64)
+    n = 30000  # the last key stays out of the sort
+    _, result = context.key_sort().sort_keys(context.upload(keys), context.empty(len(keys), np.uint64), n,
+                                             bits=bits)
+    assert np.array_equal(result.download()[:n], np.sort(keys[:n]))
+
+
 @pytest.mark.parametrize("walk", ["group", "list"])
 @pytest.mark.parametrize("quadrupole", [False, True])
 def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole, walk):

@@ -1,0 +1,192 @@
+"""gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0157): the
+interaction lists of native ``fmm_lists`` (cpu-fmm's), computed breadth first over node pairs.
+
+Each step classifies the frontier's pairs (``walk_count``), places every output with one
+exclusive scan over three runs of counts (M2L pairs, P2P pairs, next frontier: the compute
+layer's :class:`DeviceScan`), writes them (``walk_emit``) and moves the totals on
+(``walk_advance``); the walk's state (frontier size, pairs so far, an overflow flag) stays on the
+device. The unordered pairs then become per-target lists: both directions as
+``target << b | source`` keys (b the bits of a node index: below 65536 nodes the keys fit 32 bits,
+which halves the sort's passes), sorted by the compute layer's key sort, and ``list_starts`` cuts
+them by target. Sorted by (target, source), the lists are exactly the host's, entry for entry.
+
+Host round trips: the first walk (and any walk after an overflow) reads each step's totals (12
+bytes) to size the next step and the arrays, and keeps the steps' widths and the arrays'
+sizes, each with a quarter to spare, as a plan. Later walks queue every step of the plan at
+once and read the state once (16 bytes) at the end: the pair counts the sort needs. A tree
+that outgrows the plan (a wider frontier, more pairs, more steps) sets the overflow flag and is
+walked again step by step, which renews the plan; either way the lists are the same arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..compute import Context, DeviceArray, DeviceScan, KernelEvent, launch_size
+from ..errors import InvalidInputError
+from ._device_tree import ITEM_GROUP
+
+# Kernels index list entries and walk counts with 32-bit signed integers.
+MAX_ENTRIES = 2**31 - 1
+FRONTIERS = ("frontier_a", "frontier_b")
+
+
+def _spare(size: int) -> int:
+    return size + size // 4 + 64
+
+
+@dataclass
+class InteractionLists:
+    """Per-target lists on the device: the sources of node i are ``source[start[i]:start[i+1]]``
+    (``m2l_*`` cells through expansions, ``p2p_*`` leaves pair by pair), ``m2l_pairs`` and
+    ``p2p_pairs`` unordered pairs (each list holds twice as many entries); ``steps`` launched,
+    ``host_reads`` the walk's round trips."""
+
+    m2l_start: DeviceArray
+    m2l_source: DeviceArray
+    p2p_start: DeviceArray
+    p2p_source: DeviceArray
+    m2l_pairs: int
+    p2p_pairs: int
+    steps: int
+    host_reads: int
+
+
+@dataclass
+class WalkPlan:
+    widths: list[int]  # each step's launch width
+    m2l: int           # capacities of the pair arrays
+    p2p: int
+
+
+class DeviceDualWalk:
+    """Runs the walk for one solver, keeping its arrays and plan. ``program``: the built ``fmm.cl``."""
+
+    def __init__(self, context: Context, program):
+        self.context = context
+        self._k = {name: program.kernel(name) for name in
+                   ("walk_start", "walk_count", "walk_emit", "walk_totals", "walk_advance", "copy_pairs",
+                    "directed_keys", "list_starts")}
+        self._scan = DeviceScan(context)
+        self._sort = context.key_sort()
+        self._root = context.upload(np.zeros(1, np.uint64))  # the pair (root, root)
+        self._state = context.empty(4, np.uint32)
+        self._totals = context.empty(3, np.uint32)
+        self._arrays: dict[str, DeviceArray] = {}
+        self.plan: WalkPlan | None = None
+
+    def _array(self, name: str, size: int, dtype) -> DeviceArray:
+        """Scratch array ``name`` with room for ``size`` entries (contents not kept on growth)."""
+        array = self._arrays.get(name)
+        if array is None or array.size < max(1, size):
+            array = self._arrays[name] = self.context.empty(_spare(size), dtype)
+        return array
+
+    def _keep_growing(self, name: str, size: int, filled: int, events: list[KernelEvent]) -> DeviceArray:
+        """Pair list ``name`` with room for ``size``, keeping its first ``filled`` entries."""
+        array = self._arrays.get(name)
+        if array is not None and array.size >= max(1, size):
+            return array
+        grown = self.context.empty(_spare(size), np.uint64)
+        if array is not None and filled:
+            events.append(self._k["copy_pairs"].launch(launch_size(filled, ITEM_GROUP), ITEM_GROUP, array,
+                                                       np.int32(filled), grown))
+        self._arrays[name] = grown
+        return grown
+
+    def walk(self, nodes: DeviceArray, node_count: int, shape: DeviceArray, theta: float,
+             events: dict[str, list[KernelEvent]]) -> InteractionLists:
+        """The lists of the tree ``nodes`` with the geometry ``shape`` (``upward``'s); appends the
+        launches to ``events["walk"]`` and ``events["lists"]``."""
+        theta2 = np.float64(theta * theta).astype(shape.dtype)
+        geometry = (nodes, shape, theta2)
+        walked = self._planned(geometry, events["walk"]) if self.plan is not None else None
+        if walked is None:
+            walked = self._stepwise(geometry, events["walk"], reads=1 if self.plan is not None else 0)
+        m2l_pairs, p2p_pairs, steps, reads = walked
+        m2l_start, m2l_source = self._directed("m2l", m2l_pairs, node_count, events["lists"])
+        p2p_start, p2p_source = self._directed("p2p", p2p_pairs, node_count, events["lists"])
+        return InteractionLists(m2l_start, m2l_source, p2p_start, p2p_source, m2l_pairs, p2p_pairs, steps, reads)
+
+    def _step(self, pairs, width: int, geometry, counts, m2l, p2p, next_pairs, next_width: int,
+              events: list[KernelEvent], totals: bool = False) -> None:
+        k, state = self._k, self._state
+        launch = launch_size(width, ITEM_GROUP)
+        events.append(k["walk_count"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts))
+        events += self._scan.scan(counts, 3 * width, counts)
+        if totals:  # the stepwise walk reads them and sizes the arrays before walk_emit
+            events.append(k["walk_totals"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width), self._totals))
+            return
+        self._emit(pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events)
+
+    def _emit(self, pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events) -> None:
+        k, state = self._k, self._state
+        launch = launch_size(width, ITEM_GROUP)
+        events.append(k["walk_emit"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts,
+                                            m2l, np.uint32(m2l.size), p2p, np.uint32(p2p.size), next_pairs,
+                                            np.uint32(next_pairs.size)))
+        events.append(k["walk_advance"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width),
+                                               np.uint32(next_width), state))
+
+    def _planned(self, geometry, events: list[KernelEvent]):
+        """Every step of the plan queued at once; None when the tree outgrew it."""
+        plan = self.plan
+        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
+        widest = max(plan.widths)
+        frontiers = [self._array(name, widest, np.uint64) for name in FRONTIERS]
+        counts = self._array("counts", 3 * widest + 1, np.uint32)
+        m2l, p2p = self._array("m2l", plan.m2l, np.uint64), self._array("p2p", plan.p2p, np.uint64)
+        pairs = self._root
+        for step, width in enumerate(plan.widths):
+            next_width = plan.widths[step + 1] if step + 1 < len(plan.widths) else 0
+            next_pairs = frontiers[step % 2]
+            self._step(pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events)
+            pairs = next_pairs
+        left, m2l_pairs, p2p_pairs, overflow = (int(v) for v in self._state.download())
+        if overflow or left:
+            return None
+        return m2l_pairs, p2p_pairs, len(plan.widths), 1
+
+    def _stepwise(self, geometry, events: list[KernelEvent], reads: int):
+        """Step by step, reading each step's totals; renews the plan."""
+        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
+        pairs, count, widths = self._root, 1, []
+        filled = {"m2l": 0, "p2p": 0}
+        while count:
+            counts = self._array("counts", 3 * count + 1, np.uint32)
+            self._step(pairs, count, geometry, counts, None, None, None, 0, events, totals=True)
+            m2l_new, p2p_new, following = (int(v) for v in self._totals.download())
+            reads += 1
+            if 2 * (filled["m2l"] + m2l_new) > MAX_ENTRIES or 2 * (filled["p2p"] + p2p_new) > MAX_ENTRIES \
+                    or 3 * following > MAX_ENTRIES:
+                raise InvalidInputError(f"gpu-fmm's interaction lists outgrow 32-bit indices at this N "
+                                        f"and theta ({filled['m2l'] + m2l_new} M2L pairs so far)")
+            m2l = self._keep_growing("m2l", filled["m2l"] + m2l_new, filled["m2l"], events)
+            p2p = self._keep_growing("p2p", filled["p2p"] + p2p_new, filled["p2p"], events)
+            next_pairs = self._array(FRONTIERS[len(widths) % 2], following, np.uint64)
+            self._emit(pairs, count, geometry, counts, m2l, p2p, next_pairs, following, events)
+            filled["m2l"] += m2l_new
+            filled["p2p"] += p2p_new
+            widths.append(count)
+            pairs, count = next_pairs, following
+        self.plan = WalkPlan([_spare(w) for w in widths], _spare(filled["m2l"]), _spare(filled["p2p"]))
+        return filled["m2l"], filled["p2p"], len(widths), reads
+
+    def _directed(self, name: str, pair_count: int, node_count: int,
+                  events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
+        entries = 2 * pair_count
+        shift = np.int32(max(1, (node_count - 1).bit_length()))  # bits of a node index
+        keys = self._array("keys", entries, np.uint64)
+        start = self._array(f"{name}_start", node_count + 1, np.uint32)
+        source = self._array(f"{name}_source", entries, np.uint32)
+        if entries:
+            events.append(self._k["directed_keys"].launch(launch_size(pair_count, ITEM_GROUP), ITEM_GROUP,
+                                                          self._arrays[name], np.int32(pair_count), shift, keys))
+            sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries,
+                                                     bits=2 * int(shift))
+            events += sort_events
+        events.append(self._k["list_starts"].launch(launch_size(entries + 1, ITEM_GROUP), ITEM_GROUP, keys,
+                                                    np.int32(entries), np.int32(node_count), shift, start, source))
+        return start, source

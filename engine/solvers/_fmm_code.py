@@ -1,0 +1,115 @@
+"""gpu-fmm's expansion operators of one order as straight-line kernel code, generated from the
+expansion tables (``native/fmm_expansions.hpp``; docs/adr/0157): the monomials t_n(v) = v^n / n!,
+M2M, M2L, L2L and L2P, declared in ``fmm.cl``.
+
+Table-driven loops index the expansions with values read from memory, so a GPU compiler keeps
+the arrays in local memory (the per-thread stack): each M2L of order 4 then moves about 2 KiB
+there. Written out with every index a constant, the tensor, the expansions and the
+intermediates live in registers, and the arithmetic is the table loops' (the same recurrences
+and contractions, sums in the same order; only the M2L recurrence's division by n becomes a
+product with the constants (2n - 1) / n and (n - 1) / n). The generator also counts M2L's
+floating-point operations, the numerator of the rate that ``orrery bench fmm`` sets against the
+device's FMA ceiling.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ._fmm import expansion_tables
+
+
+@dataclass(frozen=True)
+class ExpansionCode:
+    text: str       # the definitions of the operators fmm.cl declares
+    m2l_flops: int  # additions and multiplications of one M2L (an FMA counts two)
+
+
+def _literal(value: float) -> str:
+    return f"(expansion){value!r}"
+
+
+def _sum(terms: list[str]) -> str:
+    return " + ".join(terms)
+
+
+def _m2l(tb) -> tuple[list[str], int]:
+    terms = tb["terms"]
+    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
+             "                            const expansion eps2, GLOBAL const expansion* RESTRICT S, expansion* L) {",
+             "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
+             "  const expansion u0 = SQRT(inv_r2);"]
+    flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)
+    axes = ("rx", "ry", "rz")
+    for q in range(1, terms):
+        n = int(tb["degree"][q])
+        first = [f"{axes[i]} * u{tb[f'minus_one_{i}'][q]}" for i in range(3) if tb[f"minus_one_{i}"][q] >= 0]
+        second = [f"u{tb[f'minus_two_{i}'][q]}" for i in range(3) if tb[f"minus_two_{i}"][q] >= 0]
+        if n == 1:  # (2n - 1) / n = 1, and there is no k - 2e_i
+            value = _sum(first)
+            flops += 2 * len(first) - 1
+        else:
+            value = f"{_literal((2 * n - 1) / n)} * ({_sum(first)})"
+            flops += 2 * len(first)  # the products, their sums and the constant's product
+        if second:
+            value += f" + {_literal((n - 1) / n)} * ({_sum(second)})"
+            flops += len(second) + 1
+        lines.append(f"  const expansion u{q} = -({value}) * inv_r2;")
+        flops += 1
+    for q in range(terms):
+        scale = float(tb["factorial"][q])
+        if scale == 1.0:
+            lines.append(f"  const expansion d{q} = u{q};")
+        else:
+            lines.append(f"  const expansion d{q} = u{q} * {_literal(scale)};")
+            flops += 1
+    start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
+    for k in range(terms):
+        products = [f"d{pair_sum[q]} * S[{pair_n[q]}]" for q in range(start[k], start[k + 1])]
+        lines.append(f"  L[{k}] += {_sum(products)};")
+        flops += 2 * len(products)
+    lines.append("}")
+    return lines, flops
+
+
+def _monomials(tb) -> list[str]:
+    lines = ["DEVICE void monomials(const expansion v0, const expansion v1, const expansion v2, expansion* t) {",
+             "  t[0] = 1;"]
+    for q in range(1, tb["terms"]):
+        scale = float(tb["mono_scale"][q])
+        value = f"t[{tb['mono_parent'][q]}] * v{tb['mono_axis'][q]}"
+        lines.append(f"  t[{q}] = {value};" if scale == 1.0 else f"  t[{q}] = {value} * {_literal(scale)};")
+    return lines + ["}"]
+
+
+def _shifts(tb) -> list[str]:
+    """M2M (a child's multipole C shifted by t into M) and L2L (a parent's local expansion P
+    re-expanded by t, added to out), in the table loops' order."""
+    start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
+    m2m = ["DEVICE void m2m_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT C, expansion* M) {"]
+    l2l = ["DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P,",
+           "                            GLOBAL expansion* RESTRICT out) {"]
+    for a in range(tb["terms"]):
+        pairs = range(start[a], start[a + 1])
+        m2m += [f"  M[{pair_sum[q]}] += C[{a}] * t[{pair_n[q]}];" for q in pairs]
+        l2l.append(f"  out[{a}] += {_sum([f'P[{pair_sum[q]}] * t[{pair_n[q]}]' for q in pairs])};")
+    return m2m + ["}"] + l2l + ["}"]
+
+
+def _l2p(tb) -> list[str]:
+    """The gradient (f[0..2]) and the potential (f[3]) of a local expansion L at monomials t."""
+    lines = ["DEVICE void l2p(const expansion* t, GLOBAL const expansion* RESTRICT L, expansion* f) {"]
+    for i in range(3):
+        plus = tb[f"plus_one_{i}"]
+        lines.append(f"  f[{i}] = {_sum([f'L[{plus[k]}] * t[{k}]' for k in range(tb['gradient_terms'])])};")
+    lines.append(f"  f[3] = -({_sum([f'L[{k}] * t[{k}]' for k in range(tb['terms'])])});")
+    return lines + ["}"]
+
+
+@functools.lru_cache(maxsize=None)
+def expansion_code(order: int) -> ExpansionCode:
+    tb = expansion_tables(order)
+    m2l, flops = _m2l(tb)
+    lines = _monomials(tb) + _shifts(tb) + m2l + _l2p(tb)
+    return ExpansionCode(text="\n".join(lines) + "\n", m2l_flops=flops)
