@@ -6,6 +6,13 @@ The flock keeps the density of the ``murmuration`` preset (100,000 boids in a bo
 every N unless ``world`` fixes the box, so the neighbour count per boid stays the same and
 time per step should grow as N for the grids and N^2 for the naive search. Each trial runs
 ``steps`` steps (a device is synchronised at its end) and reports the time per step.
+
+Phases are device event times of each trial's last step (medians over the trials); ``gap_ms``
+is the wall time per step less their sum (launch and host cost the device waits for). On a
+device a second table, "where the time goes", gives per phase (keys + cell table, sort,
+gather, rules) its share, the bytes it moves by DeviceFlock.traffic's model, the bandwidth
+that is, and the fraction of the device's read ceiling (engine/compute/ceilings.py, measured
+at the start).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.flock import CELL_WIDTHS, SEARCHES, FlockParameters, FlockSimulation, initial_flock
+from ..engine.compute.ceilings import read_bandwidth
 from ..engine.flock._device import DEFAULT_GROUP
 from ..engine.solvers._options import SIMD, THREADS, Option
 from ._options import SEED, BenchmarkSpec, several
@@ -50,18 +58,23 @@ def world_for(n: int, args) -> float:
 
 
 def measure(n: int, device: str, search: str, cell_width: int, group: int, args) -> dict:
-    """One row: the time per step (median and spread over trials) and the last step's phases."""
+    """One row: the time per step (median and spread over trials) and the phases (medians of
+    each trial's last step) with the bytes they move."""
     rules = FlockParameters(world=world_for(n, args), separation_radius=2.0, alignment_weight=0.8,
                             cohesion_weight=0.03, search=search, cell_width=cell_width)
     sim = FlockSimulation(initial_flock(n, seed=args.seed, rules=rules), rules, dt=DT,
                           device=device, threads=args.threads, simd=args.simd, group=group)
+    phase_samples = []
 
     def trial():
         sim.step(args.steps)
         sim.synchronize()
+        phase_samples.append(sim.timing)
 
     timing = time_trials(trial, warmup=args.warmup, trials=args.trials)
-    phases = sim.timing
+    measured = phase_samples[args.warmup:]
+    phases = {name: float(np.median([sample[name] for sample in measured]))
+              for name in measured[0]}
     per_step = timing.median / args.steps
     total = sum(phases[name] for name in ("grid", "gather", "rules"))
     return {"table": "boids", "device": device, "backend": sim.describe(),
@@ -71,14 +84,47 @@ def measure(n: int, device: str, search: str, cell_width: int, group: int, args)
             "iqr_ms": 1e3 * timing.iqr / args.steps, "drift": timing.drift,
             "trials": len(timing.samples), "steps_per_s": 1.0 / per_step,
             **{f"{name}_ms": 1e3 * seconds for name, seconds in phases.items()},
-            "sort_share": phases["sort"] / total if total > 0 else float("nan")}
+            "gap_ms": 1e3 * (per_step - total),
+            "sort_share": phases["sort"] / total if total > 0 else float("nan"),
+            **{f"{name}_bytes": count for name, count in sim.traffic.items()}}
+
+
+# The breakdown's phases: (name, the row's time key or keys, the row's bytes key or keys).
+PHASES = (("keys+table", ("grid_ms", "-sort_ms"), ("grid_bytes", "-sort_bytes")),
+          ("sort", ("sort_ms",), ("sort_bytes",)),
+          ("gather", ("gather_ms",), ("gather_bytes",)),
+          ("rules", ("rules_ms",), ("rules_bytes",)))
+
+
+def _signed_sum(row: dict, keys) -> float:
+    return sum(-row[key[1:]] if key.startswith("-") else row[key] for key in keys)
+
+
+def breakdown(row: dict, read_ceiling: float) -> list[dict]:
+    """Where one device row's step time goes: per phase its share of the device time, the
+    bytes it moves, the bandwidth that is, and its fraction of the read ceiling (bytes/s)."""
+    total_ms = sum(row[key] for key in ("grid_ms", "gather_ms", "rules_ms"))
+    rows = []
+    for name, time_keys, byte_keys in PHASES:
+        ms, moved = _signed_sum(row, time_keys), _signed_sum(row, byte_keys)
+        if ms <= 0 and moved == 0:
+            continue  # a phase this search does not run
+        rate = moved / (ms * 1e-3) if ms > 0 else float("nan")
+        rows.append({"table": "boids-phases", **{key: row[key] for key in (
+            "device", "search", "cell_width", "group", "n")},
+            "phase": name, "ms": ms, "share": ms / total_ms if total_ms > 0 else float("nan"),
+            "mb": moved / 1e6, "gb_per_s": rate / 1e9, "of_read_ceiling": rate / read_ceiling})
+    return rows
 
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
-    rows = []
+    rows, phase_rows = [], []
     for device in args.device:
         groups = args.group if device != "cpu" else [None]
+        ceiling = read_bandwidth(device) if device != "cpu" else None
+        if ceiling:
+            print(f"{device}: read ceiling {ceiling / 1e9:.4g} GB/s", flush=True)
         for n in sorted(args.n):
             for search in args.search:
                 if search == "naive" and n > args.naive_max_n:
@@ -90,10 +136,18 @@ def run(**options) -> list[dict]:
                                             args))
                         print(format_table(rows[-1:], COLUMNS).splitlines()[-1]
                               if len(rows) > 1 else format_table(rows, COLUMNS), flush=True)
-    print("(time per step is the median over trials; phases are the last step's; "
-          "the machine may be shared: compare ratios within one run)")
-    return rows
+                        if ceiling:
+                            phase_rows += breakdown(rows[-1], ceiling)
+    print("(time per step is the median over trials; phases are medians of each trial's last "
+          "step; the machine may be shared: compare ratios within one run)")
+    if phase_rows:
+        print("where the time goes (bytes by DeviceFlock.traffic's model; neighbour reads the "
+              "caches serve are not counted):")
+        print(format_table(phase_rows, PHASE_COLUMNS))
+    return rows + phase_rows
 
 
 COLUMNS = ["device", "search", "cell_width", "group", "n", "ms_per_step", "iqr_ms", "drift",
-           "steps_per_s", "grid_ms", "sort_ms", "gather_ms", "rules_ms", "sort_share"]
+           "steps_per_s", "grid_ms", "sort_ms", "gather_ms", "rules_ms", "gap_ms", "sort_share"]
+PHASE_COLUMNS = ["device", "search", "cell_width", "group", "n", "phase", "ms", "share", "mb",
+                 "gb_per_s", "of_read_ceiling"]

@@ -120,8 +120,14 @@ def _headless(scenario, settings, args) -> dict:
     from ..engine.simulation import Simulation
     from ..engine.solvers import make_solver
 
-    options = solver_options(settings.solver, scenario, settings)
-    sim = Simulation(scenario.particles, make_solver(settings.solver, **options), dt=scenario.dt)
+    if scenario.model == "flock":  # where a flock runs is its "solver": cpu or a device
+        from ..engine.flock import FlockSimulation
+        sim = FlockSimulation(scenario.particles, scenario.flock, dt=scenario.dt,
+                              device=settings.solver)
+    else:
+        options = solver_options(settings.solver, scenario, settings)
+        sim = Simulation(scenario.particles, make_solver(settings.solver, **options),
+                         dt=scenario.dt)
     _run_for(args.warmup, lambda: sim.step(1))
     sim.positions()
     start, steps = time.perf_counter(), sim.steps

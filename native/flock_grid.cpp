@@ -32,11 +32,13 @@ void FlockGrid::build(const float* pos, std::size_t count, const FlockConstants&
     }
   });
   const auto sort_begin = std::chrono::steady_clock::now();
-  sort_keys(keys_, order, key_scratch_, order_scratch_, threads);
+  const std::size_t cells = static_cast<std::size_t>(g * g * g);
+  int key_bits = 1;  // the bits of the largest key, cells - 1 (at most 30)
+  while (key_bits < 64 && (cells - 1) >> key_bits) ++key_bits;
+  sort_keys(keys_, order, key_scratch_, order_scratch_, threads, key_bits);
   sort_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sort_begin).count();
   // Cell c starts where the first key >= c sits: each sorted position fills the cells between
   // its predecessor's key and its own, so every cell (empty ones too) is written exactly once.
-  const std::size_t cells = static_cast<std::size_t>(g * g * g);
   start.resize(cells + 1);
   ThreadPool::instance().parallel_for(n + 1, 16384, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {

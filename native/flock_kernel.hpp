@@ -61,6 +61,10 @@ void flock_blocks(const FlockLoopInput& in, std::size_t begin, std::size_t end) 
     };
     clear();
     int terms = 0;
+    // Away from the faces (grids of 5 or more cells a side) every visited cell is within one
+    // cell of the boid's own without wrapping, so an offset is under half the world and its
+    // nearest image is itself (flock.cl, near_face).
+    bool wrap = true;
     if (!in.all_pairs) {
       const int now[3] = {axis_code(p[0], c, in.cell_width), axis_code(p[1], c, in.cell_width),
                           axis_code(p[2], c, in.cell_width)};
@@ -68,6 +72,8 @@ void flock_blocks(const FlockLoopInput& in, std::size_t begin, std::size_t end) 
         count = visit_cells(c, in.cell_width, now[0], now[1], now[2], runs);
         for (int a = 0; a < 3; ++a) codes[a] = now[a];
       }
+      wrap = c.grid < 5;
+      for (int a = 0; a < 3; ++a) wrap = wrap || (now[a] >> 1) < 1 || (now[a] >> 1) > c.grid - 2;
     }
     for (int r = 0; r < count; ++r) {
       const std::size_t last = in.all_pairs ? in.n : in.start[runs[r].end_cell];
@@ -85,9 +91,8 @@ void flock_blocks(const FlockLoopInput& in, std::size_t begin, std::size_t end) 
           xj = L::load(in.x + j), yj = L::load(in.y + j), zj = L::load(in.z + j);
           vxj = L::load(in.vx + j), vyj = L::load(in.vy + j), vzj = L::load(in.vz + j);
         }
-        const V dx = image(L::sub(xj, xi));
-        const V dy = image(L::sub(yj, yi));
-        const V dz = image(L::sub(zj, zi));
+        V dx = L::sub(xj, xi), dy = L::sub(yj, yi), dz = L::sub(zj, zi);
+        if (wrap) dx = image(dx), dy = image(dy), dz = image(dz);
         const V r2 = L::add(L::add(L::mul(dx, dx), L::mul(dy, dy)), L::mul(dz, dz));
         const M ms = L::both(live, L::less(r2, separation2));
         const M mc = L::both(live, L::less(r2, cohesion2));

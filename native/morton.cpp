@@ -94,7 +94,8 @@ void cell_coordinates(std::uint64_t key, int level, std::uint32_t coords[3]) {
 
 void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& order,
                std::vector<std::uint64_t>& key_scratch, std::vector<std::uint32_t>& order_scratch,
-               unsigned threads) {
+               unsigned threads, int key_bits) {
+  const int passes = key_bits > 0 ? (key_bits + kDigitBits - 1) / kDigitBits : kPasses;
   const std::size_t n = keys.size();
   if (n < 2 || is_sorted_keys(keys)) return;
   key_scratch.resize(n);
@@ -103,7 +104,7 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& ord
   std::vector<std::size_t> counts(blocks * kBuckets);
   auto block_begin = [&](std::size_t b) { return b * n / blocks; };
 
-  for (int pass = 0; pass < kPasses; ++pass) {
+  for (int pass = 0; pass < passes; ++pass) {
     const int shift = pass * kDigitBits;
     std::fill(counts.begin(), counts.end(), 0);
     ThreadPool::instance().parallel_for(blocks, 1, threads, [&](std::size_t b0, std::size_t b1) {

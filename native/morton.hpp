@@ -34,9 +34,10 @@ void cell_coordinates(std::uint64_t key, int level, std::uint32_t coords[3]);
 // Sorts the pairs (keys[k], order[k]) by key; the sort is stable, so pairs that start in index
 // order end with ties in index order. LSD radix sort, 11-bit digits, parallel over blocks; passes
 // whose digit is the same for every key are skipped, and input already in key order costs one
-// check. Scratch vectors are resized as needed.
+// check. Scratch vectors are resized as needed. `key_bits`: how many low bits of the keys are
+// significant (the rest are zero), so only their digits are sorted; 0 means a Morton key's 63.
 void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint32_t>& order,
                std::vector<std::uint64_t>& key_scratch, std::vector<std::uint32_t>& order_scratch,
-               unsigned threads);
+               unsigned threads, int key_bits = 0);
 
 }  // namespace orrery

@@ -331,7 +331,7 @@ class Context(ABC):
 
     # -- primitives ---------------------------------------------------------------------------
     def key_sort(self) -> KeySort:
-        """A sorter of (64-bit key, 32-bit order) pairs on this device (see ``_sort``)."""
+        """A sorter of (32- or 64-bit key, 32-bit order) pairs on this device (see ``_sort``)."""
         from ._sort import RadixKeySort
 
         return RadixKeySort(self)

@@ -22,6 +22,13 @@ ITERATIONS = {"gpu": 8192, "cpu": 1024, "accelerator": 1024}
 READ_BYTES = {"gpu": 1 << 30, "cpu": 128 << 20, "accelerator": 128 << 20}
 
 
+def _launch_shape(context: Context) -> tuple[int, int]:
+    """Global and local size of every probe on this device."""
+    info = context.info
+    local = min(LOCAL_SIZE, info.max_work_group_size)
+    return launch_size(info.compute_units * ITEMS_PER_UNIT[info.kind], local), local
+
+
 def _best_seconds(launch, trials: int) -> float:
     launch().seconds()
     return min(launch().seconds() for _ in range(trials))
@@ -71,9 +78,7 @@ def measure(device: str | Context | None = None, *, trials: int = 3) -> dict:
     """
     context = device if isinstance(device, Context) else open_device(device)
     info = context.info
-    local = min(LOCAL_SIZE, info.max_work_group_size)
-    global_size = info.compute_units * ITEMS_PER_UNIT[info.kind]
-    global_size = launch_size(global_size, local)
+    global_size, local = _launch_shape(context)
     iterations = ITERATIONS[info.kind]
     result: dict = {"device": info.spec, "name": info.name}
     result.update(_arithmetic(context, 32, global_size, iterations, local, trials))
@@ -82,3 +87,10 @@ def measure(device: str | Context | None = None, *, trials: int = 3) -> dict:
         result.update(_arithmetic(context, 64, global_size, max(iterations // 8, 64), local, trials))
     result["read"] = _read_bandwidth(context, global_size, local, trials)
     return result
+
+
+def read_bandwidth(device: str | Context | None = None, *, trials: int = 3) -> float:
+    """The read ceiling alone (bytes/s of device time), as :func:`measure` gives it: what
+    memory-bound kernels are compared with (``orrery bench boids``)."""
+    context = device if isinstance(device, Context) else open_device(device)
+    return _read_bandwidth(context, *_launch_shape(context), trials)

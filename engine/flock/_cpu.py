@@ -32,6 +32,11 @@ class CpuFlock:
         self._spare = (self._pos, self._vel)
         self._pos, self._vel = pos_out, vel_out
 
+    @property
+    def traffic(self) -> dict:
+        """Not modelled on the CPU (its phases run through caches, not device memory)."""
+        return {}
+
     def synchronize(self) -> None:
         """Nothing to wait for: a CPU step has finished when it returns."""
 

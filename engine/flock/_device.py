@@ -1,7 +1,13 @@
 """Boids on a compute device (``flock.cl`` through the compute layer): positions and velocities
 stay in device memory between steps, the grid is sorted with the compute layer's key sort
 (``Context.key_sort()``, the one the tree solvers use), and the host sees positions only when it
-asks."""
+asks.
+
+The coherent search leaves the state in its cell order (slot k holds boid ``ids[k]``): its rule
+kernel then writes each boid's row where it read it (coalesced, not scattered by boid index),
+and the next step's gather moves only the boids that changed cells (a stable sort keeps the
+rest in place), so both stream memory in order. Reading the state puts it back in boid order
+on the device (``flock_unsort``) before the download."""
 
 from __future__ import annotations
 
@@ -38,22 +44,34 @@ class DeviceFlock:
             raise SolverUnavailableError(f"{self.context.info.spec} has no float64 arithmetic, "
                                          "which the flock kernels sum in")
         self.group = int(group)
-        if self.group < 1 or self.group > self.context.info.max_work_group_size:
-            raise InvalidInputError(f"work-group size must be 1 .. "
-                                    f"{self.context.info.max_work_group_size}, got {group}")
+        info = self.context.info
+        # The rule kernels vote per sub-group (flock.cl), so groups are whole sub-groups.
+        if not (1 <= self.group <= info.max_work_group_size
+                and self.group % info.subgroup_size == 0):
+            raise InvalidInputError(f"work-group size must be a multiple of {info.subgroup_size} "
+                                    f"(the sub-group) up to {info.max_work_group_size}, "
+                                    f"got {group}")
         n = self._n = len(pos)
         context = self.context
+        # [state, spare]: the coherent search gathers the state into the spare and steps it
+        # back; the others step the state into the spare and swap.
         self._pos = [context.upload(_rows(pos)), context.empty((n, 4), np.float32)]
         self._vel = [context.upload(_rows(vel)), context.empty((n, 4), np.float32)]
-        self._sorted_pos = context.empty((n, 4), np.float32)
-        self._sorted_vel = context.empty((n, 4), np.float32)
-        self._keys = [context.empty(n, np.uint64), context.empty(n, np.uint64)]
+        self._ids = [context.upload(np.arange(n, dtype=np.uint32)), context.empty(n, np.uint32)]
+        self._in_boid_order = True  # ids[0] is 0 .. n-1
+        self._unsort = None  # flock_unsort, once a coherent step has left the state sorted
+        self._keys_for = None  # the grid keys[0] holds the state's cell keys for, if any
+        # Cell keys fit 30 bits (grids of at most 1024 cells a side): 32-bit keys, sorted over
+        # their significant bits only.
+        self._keys = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
         self._order = [context.empty(n, np.uint32), context.empty(n, np.uint32)]
         self._sort = context.key_sort()
         self._start = None
         self._constants = None
         self._constants_host = None
         self._events: dict[str, list[KernelEvent]] = {}
+        # the last step's search, cell count and whether it ran flock_cell_keys
+        self._last: tuple[str, int, bool] | None = None
         self._programs: dict = {}
 
     @property
@@ -70,6 +88,11 @@ class DeviceFlock:
             self._programs[cell_width] = self.context.build(
                 ["flock.cl"], defines={"REAL_BITS": 64, "FLOCK_CELL_WIDTH": int(cell_width)})
         return self._programs[cell_width]
+
+    @staticmethod
+    def _grid_of(constants: dict) -> tuple:
+        """What a boid's cell key depends on besides its position."""
+        return constants["grid"], constants["inverse_cell_width"]
 
     def _upload_constants(self, constants: dict) -> None:
         host = np.array([float(constants[name]) for name in CONSTANT_NAMES], np.float64)
@@ -88,51 +111,98 @@ class DeviceFlock:
         pos, vel = self._pos[0], self._vel[0]
         pos_out, vel_out = self._pos[1], self._vel[1]
         events: dict[str, list[KernelEvent]] = {"grid": [], "sort": [], "gather": [], "rules": []}
+        keyed = False
         if search == "naive":
             events["rules"].append(program.kernel("flock_naive").launch(
                 width, group, pos, vel, np.int32(n), c, pos_out, vel_out))
         else:
             keys, order = self._keys[0], self._order[0]
-            events["grid"].append(program.kernel("flock_cell_keys").launch(
-                width, group, pos, np.int32(n), c, keys, order))
-            sort_events, (keys, order) = self._sort.sort(keys, order, self._keys[1],
-                                                         self._order[1], n)
-            events["sort"] += sort_events
+            keyed = self._keys_for != self._grid_of(constants)
+            if keyed:
+                events["grid"].append(program.kernel("flock_cell_keys").launch(
+                    width, group, pos, np.int32(n), c, keys, order))
             cells = self._start.size - 1
-            events["grid"].append(program.kernel("flock_cell_starts").launch(
-                _round_up(n + 1, group), group, keys, np.int32(n), np.int32(cells), self._start))
+            sort_events, (keys, order) = self._sort.sort(
+                keys, order, self._keys[1], self._order[1], n,
+                key_bits=max(1, (cells - 1).bit_length()))
+            events["sort"] += sort_events
             if search == "scattered-grid":
+                events["grid"].append(program.kernel("flock_cell_starts").launch(
+                    _round_up(n + 1, group), group, keys, np.int32(n), np.int32(cells),
+                    self._start))
                 events["rules"].append(program.kernel("flock_scattered").launch(
                     width, group, pos, vel, order, self._start, np.int32(n), c, pos_out, vel_out))
-            else:
+            else:  # the cell table is written by the gather's pass
                 events["gather"].append(program.kernel("flock_gather").launch(
-                    width, group, order, pos, vel, np.int32(n), self._sorted_pos,
-                    self._sorted_vel))
+                    _round_up(n + 1, group), group, keys, order, pos, vel, self._ids[0],
+                    np.int32(n), np.int32(cells), self._start, pos_out, vel_out, self._ids[1]))
                 events["rules"].append(program.kernel("flock_coherent").launch(
-                    width, group, self._sorted_pos, self._sorted_vel, order, self._start,
-                    np.int32(n), c, pos_out, vel_out))
-        self._pos.reverse()
-        self._vel.reverse()
+                    width, group, pos_out, vel_out, self._start, np.int32(n), c, pos, vel,
+                    self._keys[0], self._order[0]))
+                self._ids.reverse()
+                self._in_boid_order = False
+                self._unsort = program.kernel("flock_unsort")
+        # The coherent rule kernel wrote the next keys (into keys[0], which the sort and the
+        # gather no longer read by then); the other searches leave none.
+        self._keys_for = self._grid_of(constants) if search == "coherent-grid" else None
+        if search != "coherent-grid":
+            self._pos.reverse()
+            self._vel.reverse()
         self._events = events
+        self._last = (search, self._start.size - 1, search != "naive" and keyed)
 
     @property
     def timing(self) -> dict:
-        """Device seconds of the last step's phases: grid (keys and cell table, sort included),
-        sort, gather, rules. Waits for the step to finish."""
+        """Device seconds of the last step's phases: grid (keys, sort, and on the scattered
+        search the cell table), sort, gather (with the cell table on the coherent search),
+        rules. Waits for the step to finish."""
         seconds = {name: sum(event.seconds() for event in events)
                    for name, events in self._events.items()}
         seconds["grid"] += seconds["sort"]
         return seconds
 
+    @property
+    def traffic(self) -> dict:
+        """Bytes each phase of the last step reads and writes in device memory at least (the
+        model benchmarks divide by the phase's time): every array a kernel streams once, its
+        own boid's rows included; neighbour reads, which the caches serve, are not counted.
+        Rows are float4 (16 bytes), keys and order entries 4, the cell table 4 per cell."""
+        if self._last is None:
+            return {}
+        search, cells, keyed = self._last
+        n, table = self._n, 4 * (cells + 1)
+        if search == "naive":
+            return {"grid": 0, "sort": 0, "gather": 0, "rules": n * (32 + 32)}
+        keys = n * (16 + 4 + 4) if keyed else 0  # a position in, a key and an order entry out
+        sort = self._sort.traffic(n, np.uint32, max(1, (cells - 1).bit_length()))
+        if search == "scattered-grid":
+            # the boid's row pair and its sorted order entry in, the cell table, rows out
+            return {"grid": keys + n * 4 + table + sort, "sort": sort, "gather": 0,
+                    "rules": n * (32 + 4 + 32) + table}
+        # gather: sorted key and order in, a row pair and an id moved, the table written;
+        # rules: the sorted row pair in, the cell table, rows out in the same slots and the
+        # next step's key and order entry
+        return {"grid": keys + sort, "sort": sort,
+                "gather": n * (4 + 4 + 2 * (32 + 4)) + table,
+                "rules": n * (32 + 32 + 4 + 4) + table}
+
     def synchronize(self) -> None:
         self.context.synchronize()
 
+    def _boid_order(self, rows: list) -> np.ndarray:
+        """The (n, 3) state ``rows[0]`` in boid order, put there in ``rows[1]`` (the spare)
+        when the state is in cell order."""
+        if self._in_boid_order:
+            return np.ascontiguousarray(rows[0].download()[:, :3])
+        self._unsort.launch(_round_up(self._n, self.group), self.group, rows[0], self._ids[0],
+                            np.int32(self._n), rows[1])
+        return np.ascontiguousarray(rows[1].download()[:, :3])
+
     def state(self) -> tuple[np.ndarray, np.ndarray]:
-        return (np.ascontiguousarray(self._pos[0].download()[:, :3]),
-                np.ascontiguousarray(self._vel[0].download()[:, :3]))
+        return self._boid_order(self._pos), self._boid_order(self._vel)
 
     def positions(self) -> np.ndarray:
-        return np.ascontiguousarray(self._pos[0].download()[:, :3])
+        return self._boid_order(self._pos)
 
     def describe(self) -> str:
         return f"{self.device}, work-group {self.group}"

@@ -123,7 +123,11 @@ class FlockParameters:
         exact and every neighbour sum is exact in float64, in any order.
         """
         self.check_step(dt)
-        world = np.float32(self.world)
+        # The box side on the position grid (rounded down by less than a quantum), so that an
+        # offset's nearest image is a multiple of the quantum too and float32 partial sums of
+        # offsets stay exact (ADR 0095).
+        quantum = _quantum(float(np.float32(self.world)))
+        world = np.float32(math.floor(float(np.float32(self.world)) / quantum) * quantum)
         grid = self.grid_size(n)
         return {
             "world": float(world),
@@ -136,7 +140,7 @@ class FlockParameters:
             "cohesion_weight": float(self.cohesion_weight),
             "max_speed": float(self.max_speed),
             "dt": float(dt),
-            "quantum": _quantum(float(world)),
+            "quantum": quantum,
             "velocity_quantum": _quantum(self.max_speed),
             "grid": grid,
             "inverse_cell_width": float(np.float32(grid) / world),

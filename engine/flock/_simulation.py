@@ -107,6 +107,12 @@ class FlockSimulation:
         """Seconds of the last step's phases (grid, sort, gather, rules)."""
         return self._backend.timing
 
+    @property
+    def traffic(self) -> dict:
+        """Bytes the last step's phases move in device memory by the backend's model (empty
+        on the CPU, which does not model them)."""
+        return self._backend.traffic
+
     def positions(self) -> np.ndarray:
         return self._backend.positions()
 

@@ -185,7 +185,7 @@ class DeviceDualWalk:
             events.append(self._k["directed_keys"].launch(launch_size(pair_count, ITEM_GROUP), ITEM_GROUP,
                                                           self._arrays[name], np.int32(pair_count), shift, keys))
             sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries,
-                                                     bits=2 * int(shift))
+                                                     2 * int(shift))
             events += sort_events
         events.append(self._k["list_starts"].launch(launch_size(entries + 1, ITEM_GROUP), ITEM_GROUP, keys,
                                                     np.int32(entries), np.int32(node_count), shift, start, source))

@@ -56,3 +56,12 @@ def test_bench_live_rounds_run_every_mode_in_turn(tmp_path, capsys):
     assert rows[0]["ratio"] == rows[0]["ratio_min"] == rows[0]["ratio_max"] == 1.0
     assert rows[1]["ratio_min"] <= rows[1]["ratio"] <= rows[1]["ratio_max"]
     assert capsys.readouterr().out.count(" runner ") >= 3  # two rounds, then the summary
+
+
+def test_bench_live_runs_a_flock_scenario_headless_and_through_the_runner():
+    from orrery.bench import live
+
+    rows = live.run(n=[500], solver=["cpu"], scenario="school", modes=["headless", "runner"],
+                    seconds=0.3, warmup=0.05)
+    assert [row["mode"] for row in rows] == ["headless", "runner"]
+    assert all(row["steps_per_second"] > 0 for row in rows)

@@ -14,6 +14,8 @@ from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, init
 from orrery.engine.flock._cpu import CpuFlock
 from orrery.engine.particles import Particles
 
+from .flock_cases import SEAM_RULES, seam_flock
+
 DT = 0.2
 RULES = FlockParameters(world=60.0)
 
@@ -63,6 +65,19 @@ def test_boids_on_cell_boundaries_and_the_periodic_seam_match_the_reference(cell
         got_pos, got_vel = _step(pos, vel, rules, search=search)
         np.testing.assert_array_equal(got_vel, ref_vel)
         np.testing.assert_array_equal(got_pos, ref_pos)
+
+
+def test_a_world_off_the_position_grid_is_rounded_onto_it_and_seam_sums_stay_exact():
+    pos, vel, constants = seam_flock(DT)
+    assert constants["world"] % constants["quantum"] == 0
+    assert 0 <= SEAM_RULES.world - constants["world"] < constants["quantum"] + 1e-6
+    ref_pos, ref_vel = reference.step(pos, vel, constants)
+    assert not np.array_equal(ref_vel, vel)
+    for search in SEARCHES:
+        for simd in available_simd_levels():  # scalar keeps the chunks of flock_cases.py
+            got_pos, got_vel = _step(pos, vel, SEAM_RULES, search=search, simd=simd)
+            np.testing.assert_array_equal(got_vel, ref_vel)
+            np.testing.assert_array_equal(got_pos, ref_pos)
 
 
 @pytest.mark.parametrize("search", SEARCHES)

@@ -81,8 +81,32 @@ def test_device_key_sort_of_keys_alone(context, bits):
     keys = np.random.default_rng(4).integers(0, 2**bits - 1, 30001, dtype=np.uint64)
     n = 30000  # the last key stays out of the sort
     _, result = context.key_sort().sort_keys(context.upload(keys), context.empty(len(keys), np.uint64), n,
-                                             bits=bits)
+                                             bits)
     assert np.array_equal(result.download()[:n], np.sort(keys[:n]))
+
+
+@pytest.mark.parametrize("key_bits", [18, 16, None])  # 3 radix passes, 2, all 4
+def test_device_key_sort_of_32_bit_keys_over_their_significant_bits(context, key_bits):
+    rng = np.random.default_rng(4)
+    n = 20001
+    keys = rng.integers(0, 2 ** (key_bits or 32), n, dtype=np.uint64).astype(np.uint32)
+    keys[:500] = keys[0]  # ties keep their starting order
+    arrays = [context.upload(keys), context.upload(np.arange(n, dtype=np.uint32)),
+              context.empty(n, np.uint32), context.empty(n, np.uint32)]
+    _, (sorted_keys, order) = context.key_sort().sort(*arrays, n, key_bits=key_bits)
+    expected = np.argsort(keys, kind="stable")
+    assert np.array_equal(order.download(), expected)
+    assert np.array_equal(sorted_keys.download(), keys[expected])
+
+
+def test_device_key_sort_refuses_bad_key_types_and_bit_counts(context):
+    n = 16
+    for key_type, key_bits, words in ((np.int32, None, "uint32 or uint64"),
+                                      (np.uint32, 33, "1 .. 32"), (np.uint64, 0, "1 .. 64")):
+        arrays = [context.empty(n, key_type), context.empty(n, np.uint32),
+                  context.empty(n, key_type), context.empty(n, np.uint32)]
+        with pytest.raises(InvalidInputError, match=words):
+            context.key_sort().sort(*arrays, n, key_bits=key_bits)
 
 
 @pytest.mark.parametrize("walk", ["group", "list"])
