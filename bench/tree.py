@@ -176,6 +176,8 @@ def _scaling(args, walk) -> list[dict]:
                **timing.summary(), **errors,
                "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
                **_breakdown(stats)}
+        if stats.get("walk_s"):  # the walk's rate, comparable with gpu-direct's kernel rate
+            row["walk_tera_per_s"] = row["interactions_per_particle"] * n / stats["walk_s"] / 1e12
         if n <= args.direct_max_n:
             direct = _solver(args, args.direct_solver)
             direct_timing = _time(_evaluation(direct, particles, args), args)
@@ -190,7 +192,8 @@ def _scaling(args, walk) -> list[dict]:
             row["speedup_vs_direct"] = row["direct_s"] / row["median_s"]
         rows.append(row)
     columns = ["n", "median_s", "iqr_s", *(["rms_error", "p90_error"] if args.scaling_error else []),
-               "interactions_per_particle", *_stage_columns(stats),
+               "interactions_per_particle", *(["walk_tera_per_s"] if "walk_tera_per_s" in row else []),
+               *_stage_columns(stats),
                "direct_s", "direct_source", "speedup_vs_direct"]
     walk_title = "" if walk is None else f", {walk} walk"
     _fmt_table(f"{args.solver} ({args.precision}, {args.ic}{walk_title}) per evaluation"

@@ -144,17 +144,12 @@ class DensitySplatPass:
     def stage_seconds(self) -> dict[str, float]:
         """Device seconds of the last frame's stages (waits for them): the kernels' events, and
         the GL copy of the image into the texture."""
-        seconds = {stage: sum(event.seconds() for event in events)
-                   for stage, events in self._events.items()}
-        return {**seconds, "copy": self._image.copy_seconds()}
+        return self._image.stage_seconds(self._events)
 
     @property
     def path(self) -> str:
         """How the image reaches the texture (for the panel)."""
-        if self._image.target is None:
-            return PATH
-        where = "device" if self._image.on_device else "through the host"
-        return f"{PATH} ({self._image.target[0].info.spec}, {where})"
+        return self._image.path(PATH)
 
     def _queue(self, context):
         if context not in self._queues:

@@ -81,6 +81,20 @@ class DeviceImage:
         """Forget an image not yet landed (the target is being redrawn or resized)."""
         self._unlanded = None
 
+    def stage_seconds(self, events: dict) -> dict[str, float]:
+        """Device seconds of a frame's stages (waits for them): ``events`` (stage -> the
+        kernel events that made the image), and ``copy``, the image into the texture."""
+        seconds = {stage: sum(event.seconds() for event in launched)
+                   for stage, launched in events.items()}
+        return {**seconds, "copy": self.copy_seconds()}
+
+    def path(self, name: str) -> str:
+        """``name`` and where the image is made and how it reaches the texture (the panel)."""
+        if self.target is None:
+            return name
+        where = "device" if self.on_device else "through the host"
+        return f"{name} ({self.target[0].info.spec}, {where})"
+
     def copy_seconds(self) -> float:
         """Device time of the last copy into the texture (waits for it): the copy kernel into
         the pixel buffer, and the GL copy (a time query)."""

@@ -87,17 +87,12 @@ class SplatPass:
     def stage_seconds(self) -> dict[str, float]:
         """Device seconds of the last frame's kernels (waits for them): splat, resolve, and the
         copy into the texture."""
-        seconds = {stage: sum(event.seconds() for event in events)
-                   for stage, events in self._events.items()}
-        return {**seconds, "copy": self._image.copy_seconds()}
+        return self._image.stage_seconds(self._events)
 
     @property
     def path(self) -> str:
         """How the light reaches the texture (for the panel)."""
-        if self._image.target is None:
-            return "compute splat"
-        where = "device" if self._image.on_device else "through the host"
-        return f"compute splat ({self._image.target[0].info.spec}, {where})"
+        return self._image.path("compute splat")
 
     def _queue(self, context):
         if context not in self._queues:

@@ -5,10 +5,13 @@ Stages (``last_stats`` reports each one's device seconds): ``box`` (bounding cub
 ``keys`` (Morton keys), ``sort`` (device key sort and gather into key order), ``build``
 (parallel topology, depth-first with skip indices), ``moments`` (bottom-up), ``walk`` and
 ``reorder`` (results back to the caller's order). The tree, its key definition and its opening
-test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Three walks
-(``walk``): ``coherent`` (default: a sub-group shares one node index, lanes that accepted a cell
-wait until the sub-group leaves that subtree), ``independent`` (each work-item its own index)
-and ``group`` (cpu-tree's group walk: one sub-group per walk group). Every walk decides, by
+test are cpu-tree's (ADR-0010); ADR-0070 records how the device builds it. Four walks
+(``walk``): ``list`` (default, ADR-0072: one sub-group per walk group, breadth-first, testing
+up to a sub-group of nodes per step and summing the accepted cells and opened leaves' bodies in
+batches from local memory, several targets per lane), ``coherent`` (a sub-group shares one
+node index, lanes that accepted a cell wait until the sub-group leaves that subtree; the
+default with ``opening="body"``), ``independent`` (each work-item its own index) and ``group``
+(cpu-tree's group walk: one sub-group per walk group, one node at a time). Every walk decides, by
 default (``opening="group"``), for the bounding box of the body's walk group, cpu-tree's groups
 of up to 256 bodies, so it makes cpu-tree's decisions: the same interaction counts and the same
 accuracy at the same theta (ADR-0071). ``opening="body"`` lets the per-body walks decide for
@@ -32,10 +35,12 @@ from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, S
                        Option, SolverSpec)
 from .cpu_tree import TREE_THETA
 
-WALK = Option("walk", str, "coherent",
-              "tree walk: 'coherent' (a sub-group at one node, lanes masked), 'independent' (one "
-              "node index per work-item) or 'group' (cpu-tree's group walk)",
-              choices=("coherent", "independent", "group"))
+WALK = Option("walk", str, None,
+              "tree walk: 'list' (the default; a sub-group per walk group, many nodes tested at "
+              "once, sources summed in batches from local memory), 'coherent' (a sub-group at one "
+              "node, lanes masked; the default with opening='body'), 'independent' (one node "
+              "index per work-item) or 'group' (cpu-tree's group walk, one node at a time)",
+              choices=("coherent", "independent", "group", "list"))
 OPENING = Option("opening", str, "group",
                  "what a per-body walk tests a node against: 'group' (the box of the body's walk "
                  "group: cpu-tree's test, so the same theta gives cpu-tree's accuracy) or 'body' "
@@ -47,7 +52,16 @@ TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
 # its opening decisions (ADR-0071).
 GROUP_CAPACITY = _native.TREE_GROUP_CAPACITY
 WALK_GROUP_SIZE = 128
-_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2}
+# Targets per lane of the list walk. On the H200 4 ran faster than 8 (at 2^20 bodies the walk
+# took 5.8 ms against 6.8: 95 registers against 111, so five work-groups resident per
+# multiprocessor instead of four), though a group of more than 4 sub-groups of bodies is then
+# walked twice. The group walk keeps one batch per group.
+LIST_TARGETS = 4
+_WALK_CODES = {"independent": 0, "coherent": 1, "group": 2, "list": 3}
+# The walks with one sub-group per walk group, deciding for the group's box.
+_GROUP_WALKS = ("group", "list")
+# The walk when none is given: the fastest for each opening test (docs/performance.md).
+_DEFAULT_WALK = {"group": "list", "body": "coherent"}
 _OPENING_CODES = {"body": 0, "group": 1}
 
 
@@ -73,8 +87,9 @@ class GpuTreeSolver(GpuSolver):
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
-    walk : {"coherent", "independent", "group"}
-        How the walk maps onto sub-groups.
+    walk : {"list", "coherent", "independent", "group"} or None
+        How the walk maps onto sub-groups (None: ``list``, or ``coherent`` with
+        ``opening="body"``, which the walks of one sub-group per group cannot use).
     opening : {"group", "body"}
         What the per-body walks test a node against: the box of the body's walk group
         (cpu-tree's test) or the body itself (the group walk always uses its group's box).
@@ -93,8 +108,9 @@ class GpuTreeSolver(GpuSolver):
 
     def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
                  leaf_capacity, walk, opening):
-        if walk == "group" and opening == "body":
-            raise InvalidInputError("gpu-tree: the group walk decides for its group's box; "
+        walk = walk or _DEFAULT_WALK[opening]
+        if walk in _GROUP_WALKS and opening == "body":
+            raise InvalidInputError(f"gpu-tree: the {walk} walk decides for its group's box; "
                                     "opening='body' needs walk='coherent' or 'independent'")
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
                          accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
@@ -122,7 +138,8 @@ class GpuTreeSolver(GpuSolver):
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": 64 if self.context.info.fp64 else 32,
                    "WALK": _WALK_CODES[self.walk], "OPENING": _OPENING_CODES[self.opening],
                    "WALK_GROUP_SIZE": WALK_GROUP_SIZE,
-                   "GROUP_TARGETS": ceil_div(GROUP_CAPACITY, subgroup),
+                   "GROUP_TARGETS": (LIST_TARGETS if self.walk == "list"
+                                     else ceil_div(GROUP_CAPACITY, subgroup)),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
         return program.kernel("tree_walk"), program.kernel("group_boxes")
@@ -140,7 +157,7 @@ class GpuTreeSolver(GpuSolver):
     def _opening_boxes(self, tree, boxes_kernel) -> list[KernelEvent]:
         """Per walk group its bodies' box, per body its group (only the per-body walks with
         the group opening test read them; the others get one-element placeholders)."""
-        per_body = self.walk != "group" and self.opening == "group"
+        per_body = self.walk not in _GROUP_WALKS and self.opening == "group"
         groups, count = (tree.group_count, tree.count) if per_body else (1, 1)
         if self._boxes is None or self._boxes.shape[0] < 2 * groups:
             self._boxes = self.context.empty((2 * groups, 4), self.dtype)
@@ -155,10 +172,10 @@ class GpuTreeSolver(GpuSolver):
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         self._builder.theta = self.setting.theta(count)
-        tree = self._builder.build(body, count, groups=self.walk == "group" or self.opening == "group")
+        tree = self._builder.build(body, count, groups=self.walk in _GROUP_WALKS or self.opening == "group")
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        if self.walk == "group":
+        if self.walk in _GROUP_WALKS:
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
             work_groups = max(1, ceil_div(tree.group_count, per_work_group))
         else:

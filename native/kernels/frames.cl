@@ -81,6 +81,23 @@ KERNEL void state_xyz(GLOBAL const real4* RESTRICT rows, const int count,
   out[3 * i + 2] = r.z;
 }
 
+/* The work-group's minima and maxima per axis into low[axis][0] and high[axis][0], from each
+ * lane's values in low[axis][lane] and high[axis][lane] (a tree over BOUNDS_GROUP lanes; every
+ * lane calls it). */
+DEVICE void bounds_reduce(LOCAL_ARG float (*low)[BOUNDS_GROUP], LOCAL_ARG float (*high)[BOUNDS_GROUP],
+                          const int lane) {
+  SYNC_THREADS;
+  for (int stride = BOUNDS_GROUP / 2; stride > 0; stride >>= 1) {
+    if (lane < stride) {
+      for (int axis = 0; axis < 3; ++axis) {
+        low[axis][lane] = MIN(low[axis][lane], low[axis][lane + stride]);
+        high[axis][lane] = MAX(high[axis][lane], high[axis][lane + stride]);
+      }
+    }
+    SYNC_THREADS;
+  }
+}
+
 /* Per work-group min and max of x, y, z (as floats) over a grid-stride share of the bodies:
  * partials[6 g .. 6 g + 5] = min xyz, max xyz. */
 KERNEL void bounds_partials(GLOBAL const real4* RESTRICT body, const int count,
@@ -98,16 +115,7 @@ KERNEL void bounds_partials(GLOBAL const real4* RESTRICT body, const int count,
   }
   low[0][lane] = lx; low[1][lane] = ly; low[2][lane] = lz;
   high[0][lane] = hx; high[1][lane] = hy; high[2][lane] = hz;
-  SYNC_THREADS;
-  for (int stride = BOUNDS_GROUP / 2; stride > 0; stride >>= 1) {
-    if (lane < stride) {
-      for (int axis = 0; axis < 3; ++axis) {
-        low[axis][lane] = MIN(low[axis][lane], low[axis][lane + stride]);
-        high[axis][lane] = MAX(high[axis][lane], high[axis][lane + stride]);
-      }
-    }
-    SYNC_THREADS;
-  }
+  bounds_reduce(low, high, lane);
   if (lane < 3) {
     partials[6 * GROUP_ID + lane] = low[lane][0];
     partials[6 * GROUP_ID + 3 + lane] = high[lane][0];
@@ -133,16 +141,7 @@ KERNEL void bounds_finish(GLOBAL const float* RESTRICT partials, const int group
     low[axis][lane] = l[axis];
     high[axis][lane] = h[axis];
   }
-  SYNC_THREADS;
-  for (int stride = BOUNDS_GROUP / 2; stride > 0; stride >>= 1) {
-    if (lane < stride) {
-      for (int axis = 0; axis < 3; ++axis) {
-        low[axis][lane] = MIN(low[axis][lane], low[axis][lane + stride]);
-        high[axis][lane] = MAX(high[axis][lane], high[axis][lane + stride]);
-      }
-    }
-    SYNC_THREADS;
-  }
+  bounds_reduce(low, high, lane);
   if (lane < 3) {
     const float lo = low[lane][0];
     const float extent = high[lane][0] - lo;

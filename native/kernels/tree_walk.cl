@@ -27,6 +27,8 @@
 #define WALK_INDEPENDENT 0
 #define WALK_COHERENT 1
 #define WALK_GROUP 2
+#define WALK_LIST 3
+#define SUBGROUPS (WALK_GROUP_SIZE / SUBGROUP_SIZE)
 #define OPENING_BODY 0
 #define OPENING_GROUP 1
 
@@ -47,21 +49,22 @@ DEVICE real4 body_term(real4 a, const real4 source, const real4 target, const re
   return a;
 }
 
-DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT quad, const uint i,
-                       const real4 target, const real eps2) {
-#ifdef QUADRUPOLE
-  const real dx = node.cx - target.x;
-  const real dy = node.cy - target.y;
-  const real dz = node.cz - target.z;
+/* An accepted cell's monopole (source: centre of mass, mass) and traceless quadrupole q0..q5
+ * (xx, xy, xz, yy, yz, zz). */
+DEVICE real4 quadrupole_term(real4 a, const real4 source, const real q0, const real q1, const real q2,
+                             const real q3, const real q4, const real q5, const real4 target,
+                             const real eps2) {
+  const real dx = source.x - target.x;
+  const real dy = source.y - target.y;
+  const real dz = source.z - target.z;
   const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
   const real inv_r = RSQRT(r2);
   const real inv_r2 = inv_r * inv_r;
-  const real m_inv_r = node.mass * inv_r;
+  const real m_inv_r = source.w * inv_r;
   const real inv_r5 = inv_r2 * inv_r2 * inv_r;
-  GLOBAL const real* q = quad + 6 * (size_t)i;
-  const real qx = q[0] * dx + q[1] * dy + q[2] * dz;
-  const real qy = q[1] * dx + q[3] * dy + q[4] * dz;
-  const real qz = q[2] * dx + q[4] * dy + q[5] * dz;
+  const real qx = q0 * dx + q1 * dy + q2 * dz;
+  const real qy = q1 * dx + q3 * dy + q4 * dz;
+  const real qz = q2 * dx + q4 * dy + q5 * dz;
   const real dqd = dx * qx + dy * qy + dz * qz;
   const real radial = m_inv_r * inv_r2 + (real)2.5 * dqd * inv_r5 * inv_r2;
   a.x += radial * dx - inv_r5 * qx;
@@ -71,8 +74,16 @@ DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT
   a.w -= m_inv_r + (real)0.5 * dqd * inv_r5;
 #endif
   return a;
+}
+
+DEVICE real4 cell_term(real4 a, const TreeNode node, GLOBAL const real* RESTRICT quad, const uint i,
+                       const real4 target, const real eps2) {
+  const real4 source = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
+#ifdef QUADRUPOLE
+  GLOBAL const real* q = quad + 6 * (size_t)i;
+  return quadrupole_term(a, source, q[0], q[1], q[2], q[3], q[4], q[5], target, eps2);
 #else
-  return body_term(a, MAKE_REAL4(node.cx, node.cy, node.cz, node.mass), target, eps2);
+  return body_term(a, source, target, eps2);
 #endif
 }
 
@@ -181,7 +192,283 @@ DEVICE real subgroup_max(real v) {
   return v;
 }
 
-KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
+/* The box [lo, hi] of bodies [first, first + count), computed by the whole sub-group. */
+DEVICE void subgroup_box(GLOBAL const real4* RESTRICT body, const uint first, const uint count,
+                         real4* lo, real4* hi) {
+  real lo_x = body[first].x, lo_y = body[first].y, lo_z = body[first].z;
+  real hi_x = lo_x, hi_y = lo_y, hi_z = lo_z;
+  for (uint j = first + SUBGROUP_LANE; j < first + count; j += SUBGROUP_SIZE) {
+    const real4 b = body[j];
+    lo_x = MIN(lo_x, b.x); lo_y = MIN(lo_y, b.y); lo_z = MIN(lo_z, b.z);
+    hi_x = MAX(hi_x, b.x); hi_y = MAX(hi_y, b.y); hi_z = MAX(hi_z, b.z);
+  }
+  *lo = MAKE_REAL4(subgroup_min(lo_x), subgroup_min(lo_y), subgroup_min(lo_z), 0);
+  *hi = MAKE_REAL4(subgroup_max(hi_x), subgroup_max(hi_y), subgroup_max(hi_z), 0);
+}
+
+#if WALK == WALK_LIST
+/* The list walk's local memory, per sub-group: a stack of node ranges to visit and the sources
+ * waiting to be summed. */
+/* Sources: fewer than SUBGROUP_SIZE left over, a sub-group of copied bodies and one of cells. */
+#define SOURCE_CAPACITY (3 * SUBGROUP_SIZE)
+/* Quadrupole cells: fewer than SUBGROUP_SIZE left over and a sub-group of new ones. */
+#define CELL_CAPACITY (2 * SUBGROUP_SIZE)
+/* A walk step pops at most as many ranges as leave the stack STACK_SLACK entries below full, and
+ * at least one: a run of single pops grows the stack by at most one range per tree level. */
+#define STACK_SLACK (MORTON_LEVELS + 3)
+#define STACK_CAPACITY (6 * SUBGROUP_SIZE + STACK_SLACK)
+
+DEVICE uint subgroup_inclusive_sum(uint v) {
+  const int lane = SUBGROUP_LANE;
+  for (int d = 1; d < SUBGROUP_SIZE; d <<= 1) {
+    const uint below = SUBGROUP_SHUFFLE(v, lane >= d ? lane - d : lane);
+    if (lane >= d) v += below;
+  }
+  return v;
+}
+
+/* The first lane whose value exceeds q, for values that do not decrease with the lane (the
+ * last lane when none does): a binary search over the sub-group. */
+DEVICE uint subgroup_first_above(const uint value, const uint q) {
+  uint lane = 0;
+  for (int step = SUBGROUP_SIZE / 2; step > 0; step >>= 1)
+    if (SUBGROUP_SHUFFLE(value, lane + step - 1) <= q) lane += step;
+  return lane;
+}
+
+/* Sums the list's first SUBGROUP_SIZE sources (term: of sum, source index k and target tgt)
+ * into every full target slot, slot by slot, each source a broadcast read of local memory; and
+ * into the partial slot, whose `ways` lanes per target take every ways-th source. Uniform in
+ * the sub-group. */
+#define SUM_SOURCES(term)                                                             \
+  do {                                                                                \
+    _Pragma("unroll") for (int t = 0; t < GROUP_TARGETS; ++t) {                       \
+      if ((uint)t < full) {                                                           \
+        real4 sum = a[t];                                                             \
+        const real4 tgt = target[t];                                                  \
+        _Pragma("unroll 8") for (int k = 0; k < SUBGROUP_SIZE; ++k) sum = term;       \
+        a[t] = sum;                                                                   \
+      }                                                                               \
+    }                                                                                 \
+    if (ways == 1) {                                                                  \
+      real4 sum = a_part;                                                             \
+      const real4 tgt = target_part;                                                  \
+      _Pragma("unroll 8") for (int k = 0; k < SUBGROUP_SIZE; ++k) sum = term;         \
+      a_part = sum;                                                                   \
+    } else if (ways > 1) {                                                            \
+      real4 sum = a_part;                                                             \
+      const real4 tgt = target_part;                                                  \
+      for (int k = lane / width; k < SUBGROUP_SIZE; k += ways) sum = term;            \
+      a_part = sum;                                                                   \
+    }                                                                                 \
+  } while (0)
+
+/* One sub-group walks walk group `own` for all its bodies at once, in batches of at most
+ * GROUP_TARGETS * SUBGROUP_SIZE targets: full slots of SUBGROUP_SIZE targets, one a lane, and a
+ * partial slot of the rest, where `ways` = SUBGROUP_SIZE / `width` lanes share a target (width:
+ * the rest rounded up to a power of two) and add their partial sums at the end. Each walk step pops up to SUBGROUP_SIZE node ranges
+ * [begin, end) (the subtrees begin, skip(begin), ... before end) and tests their first nodes in
+ * parallel against the group's box: an accepted cell goes to the source list, an opened node
+ * pushes its children [i + 1, skip), the range's rest [skip, end) is pushed again, and the
+ * bodies of the step's opened leaves are then copied into the source list, a sub-group of them
+ * at a time (lane p copies the p-th). Whenever the list holds SUBGROUP_SIZE sources, every lane
+ * sums them into its targets; the last, partial batch is padded with massless copies of a
+ * source (no source lies on a target: bodies at one point share a leaf, hence a group).
+ * The group's own bodies are summed first, pair by pair without the self term, and its node is
+ * skipped in the walk. The decisions and counters are the group walk's. */
+DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
+                      GLOBAL const real4* RESTRICT body, const uint own, const real eps2,
+                      GLOBAL real4* RESTRICT result, LOCAL_ARG uint* stack_begin,
+                      LOCAL_ARG uint* stack_end, LOCAL_ARG real4* sources,
+                      LOCAL_ARG real4* cells, LOCAL_ARG real* cell_quad,
+                      ulong* particle_particle, ulong* particle_cell) {
+  const int lane = SUBGROUP_LANE;
+  const uint lanes_below = (1u << lane) - 1u;
+  const uint first = nodes[own].first, members = nodes[own].count;
+  real4 lo, hi;
+  subgroup_box(body, first, members, &lo, &hi);
+  const uint node_count = nodes[0].skip;
+  uint listed = 0, accepted = 0; /* this lane's share of the first batch's decisions */
+  for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
+    real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
+    const uint remaining = members - base;
+    const uint full = MIN((uint)GROUP_TARGETS, remaining / SUBGROUP_SIZE);
+    const uint rest = full < GROUP_TARGETS ? remaining - full * SUBGROUP_SIZE : 0;
+    uint width = 1;
+    while (width < rest) width <<= 1;
+    const uint ways = rest > 0 ? SUBGROUP_SIZE / width : 0;
+#pragma unroll
+    for (int t = 0; t < GROUP_TARGETS; ++t) {
+      const uint index = first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE);
+      target[t] = body[(uint)t < full ? index : first];
+      a[t] = MAKE_REAL4(0, 0, 0, 0);
+      if ((uint)t < full) a[t] = leaf_terms(a[t], body, first, members, index, target[t], eps2);
+    }
+    const uint part_index = first + base + full * SUBGROUP_SIZE + ((uint)lane & (width - 1));
+    const real4 target_part = body[((uint)lane & (width - 1)) < rest ? part_index : first];
+    real4 a_part = MAKE_REAL4(0, 0, 0, 0);
+    if (ways > 0)
+      for (uint j = first + (uint)lane / width; j < first + members; j += ways)
+        if (j != part_index) a_part = body_term(a_part, body[j], target_part, eps2);
+    uint stack_size = 1, source_size = 0;
+#ifdef QUADRUPOLE
+    uint cell_size = 0;
+#endif
+    /* The last walk step's opened leaves, one per lane (count 0 elsewhere): bodies
+     * [leaf_first, +leaf_count) at positions [leaf_end - leaf_count, leaf_end) of the bodies
+     * to copy, leaf_done of leaf_total of them copied. */
+    uint leaf_first = 0, leaf_start = 0, leaf_end = 0, leaf_done = 0, leaf_total = 0;
+    if (lane == 0) {
+      stack_begin[0] = 0;
+      stack_end[0] = node_count;
+    }
+    SYNC_SUBGROUP;
+    for (;;) {
+      /* Each round first issues its loads (the next bodies of opened leaves, the nodes of the
+       * next walk step), then sums the full batches, whose arithmetic hides those loads'
+       * latency, then uses what was loaded. */
+      const uint chunk = MIN(leaf_total - leaf_done, (uint)SUBGROUP_SIZE);
+      real4 copied = MAKE_REAL4(0, 0, 0, 0);
+      if (chunk > 0) { /* lane p copies body leaf_done + p of the step's leaves */
+        const uint q = leaf_done + (uint)lane;
+        const uint owner = subgroup_first_above(leaf_end, q);
+        const uint from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
+        if ((uint)lane < chunk) copied = body[from];
+      }
+      /* A walk step once this round copies the last step's last leaf bodies. */
+      const int stepping = stack_size > 0 && leaf_total - leaf_done == chunk;
+      uint take = 0;
+      if (stepping) {
+        const uint headroom = STACK_CAPACITY - STACK_SLACK > stack_size ? STACK_CAPACITY - STACK_SLACK - stack_size : 1u;
+        take = MIN(MIN((uint)SUBGROUP_SIZE, stack_size), headroom);
+      }
+      const uint top = stack_size - take;
+      const int active = (uint)lane < take;
+      const uint i = active ? stack_begin[top + lane] : 0;
+      const uint end = active ? stack_end[top + lane] : 0;
+      const TreeNode node = nodes[i];
+      const int last = stack_size == 0 && chunk == 0; /* nothing more to add: sum the rest */
+      while (source_size >= SUBGROUP_SIZE || (last && source_size > 0)) {
+        if (source_size < SUBGROUP_SIZE) {
+          const real4 any = sources[0];
+          if ((uint)lane >= source_size) sources[lane] = MAKE_REAL4(any.x, any.y, any.z, 0);
+          source_size = SUBGROUP_SIZE;
+          SYNC_SUBGROUP;
+        }
+        SUM_SOURCES(body_term(sum, sources[k], tgt, eps2));
+        source_size -= SUBGROUP_SIZE;
+        const real4 rest0 = sources[SUBGROUP_SIZE + lane], rest1 = sources[2 * SUBGROUP_SIZE + lane];
+        SYNC_SUBGROUP;
+        if ((uint)lane < source_size) sources[lane] = rest0;
+        if ((uint)lane + SUBGROUP_SIZE < source_size) sources[SUBGROUP_SIZE + lane] = rest1;
+        SYNC_SUBGROUP;
+      }
+#ifdef QUADRUPOLE
+      while (cell_size >= SUBGROUP_SIZE || (last && cell_size > 0)) {
+        if (cell_size < SUBGROUP_SIZE) {
+          const real4 any = cells[0];
+          if ((uint)lane >= cell_size) {
+            cells[lane] = MAKE_REAL4(any.x, any.y, any.z, 0);
+            for (int c = 0; c < 6; ++c) cell_quad[6 * lane + c] = 0;
+          }
+          cell_size = SUBGROUP_SIZE;
+          SYNC_SUBGROUP;
+        }
+        SUM_SOURCES(quadrupole_term(sum, cells[k], cell_quad[6 * k], cell_quad[6 * k + 1],
+                                    cell_quad[6 * k + 2], cell_quad[6 * k + 3], cell_quad[6 * k + 4],
+                                    cell_quad[6 * k + 5], tgt, eps2));
+        cell_size -= SUBGROUP_SIZE;
+        const real4 rest = cells[SUBGROUP_SIZE + lane];
+        real rest_quad[6];
+        for (int c = 0; c < 6; ++c) rest_quad[c] = cell_quad[6 * (SUBGROUP_SIZE + lane) + c];
+        SYNC_SUBGROUP;
+        if ((uint)lane < cell_size) {
+          cells[lane] = rest;
+          for (int c = 0; c < 6; ++c) cell_quad[6 * lane + c] = rest_quad[c];
+        }
+        SYNC_SUBGROUP;
+      }
+#endif
+      if (last) break;
+      /* Fewer than SUBGROUP_SIZE sources wait now: room for the copied bodies and the cells. */
+      if ((uint)lane < chunk) sources[source_size + lane] = copied;
+      source_size += chunk;
+      leaf_done += chunk;
+      if (stepping) {
+        SYNC_SUBGROUP; /* every lane has read its range before the pushes overwrite the stack */
+        const int considered = active && i != own;
+        const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
+        const int is_leaf = considered && !is_cell && node.skip == i + 1;
+        const int is_open = considered && !is_cell && !is_leaf;
+        const int has_rest = active && node.skip < end;
+        const uint open_bits = SUBGROUP_BALLOT(is_open), rest_bits = SUBGROUP_BALLOT(has_rest);
+        const uint cell_bits = SUBGROUP_BALLOT(is_cell);
+        uint slot = top + POPCOUNT(open_bits & lanes_below) + POPCOUNT(rest_bits & lanes_below);
+        if (has_rest) {
+          stack_begin[slot] = node.skip;
+          stack_end[slot] = end;
+          ++slot;
+        }
+        if (is_open) {
+          stack_begin[slot] = i + 1;
+          stack_end[slot] = node.skip;
+        }
+        stack_size = top + POPCOUNT(open_bits) + POPCOUNT(rest_bits);
+        const real4 com = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
+#ifdef QUADRUPOLE
+        if (is_cell) {
+          const uint c = cell_size + POPCOUNT(cell_bits & lanes_below);
+          cells[c] = com;
+          for (int q = 0; q < 6; ++q) cell_quad[6 * c + q] = quad[6 * (size_t)i + q];
+        }
+        cell_size += POPCOUNT(cell_bits);
+#else
+        if (is_cell) sources[source_size + POPCOUNT(cell_bits & lanes_below)] = com;
+        source_size += POPCOUNT(cell_bits);
+#endif
+        const uint leaf_count = is_leaf ? node.count : 0;
+        leaf_first = node.first;
+        leaf_end = subgroup_inclusive_sum(leaf_count);
+        leaf_start = leaf_end - leaf_count;
+        leaf_total = SUBGROUP_SHUFFLE(leaf_end, SUBGROUP_SIZE - 1);
+        leaf_done = 0;
+        if (base == 0) {
+          accepted += is_cell;
+          listed += leaf_count;
+        }
+      }
+      SYNC_SUBGROUP;
+    }
+#pragma unroll
+    for (int t = 0; t < GROUP_TARGETS; ++t)
+      if ((uint)t < full) result[first + base + (uint)lane + (uint)(t * SUBGROUP_SIZE)] = a[t];
+    for (uint mask = ways > 0 ? width : SUBGROUP_SIZE; mask < SUBGROUP_SIZE; mask <<= 1) { /* fixed order */
+      a_part.x += SUBGROUP_SHUFFLE_XOR(a_part.x, mask);
+      a_part.y += SUBGROUP_SHUFFLE_XOR(a_part.y, mask);
+      a_part.z += SUBGROUP_SHUFFLE_XOR(a_part.z, mask);
+      a_part.w += SUBGROUP_SHUFFLE_XOR(a_part.w, mask);
+    }
+    if ((uint)lane < rest) result[part_index] = a_part;
+  }
+  const ulong cells_total = SUBGROUP_REDUCE_ADD(accepted), listed_total = SUBGROUP_REDUCE_ADD(listed);
+  if (lane == 0) {
+    *particle_particle = (ulong)members * listed_total + (ulong)members * (members - 1);
+    *particle_cell = (ulong)members * cells_total;
+  }
+}
+#endif
+
+/* Residency (CUDA): five work-groups of the float32 monopole list walk per multiprocessor, ie at
+ * most 102 registers a thread (65536 / (5 * 128)). ptxas (nvcc 13, sm_90) then fits it in 95-96
+ * registers without spills, with the potential too (120 when left free, which leaves room for
+ * four). Quadrupoles (127 when free, four work-groups either way) and float64 stay unbounded. */
+#if WALK == WALK_LIST && REAL_BITS == 32 && !defined(QUADRUPOLE)
+#define WALK_BOUNDS LAUNCH_BOUNDS(WALK_GROUP_SIZE, 5)
+#else
+#define WALK_BOUNDS
+#endif
+
+KERNEL WALK_BOUNDS void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, const int group_count,
                       GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
@@ -193,15 +480,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   if (g < group_count) { /* uniform in the sub-group */
     const uint own = groups[g];
     const uint first = nodes[own].first, members = nodes[own].count;
-    real lo_x = body[first].x, lo_y = body[first].y, lo_z = body[first].z;
-    real hi_x = lo_x, hi_y = lo_y, hi_z = lo_z;
-    for (uint j = first + lane; j < first + members; j += SUBGROUP_SIZE) {
-      const real4 b = body[j];
-      lo_x = MIN(lo_x, b.x); lo_y = MIN(lo_y, b.y); lo_z = MIN(lo_z, b.z);
-      hi_x = MAX(hi_x, b.x); hi_y = MAX(hi_y, b.y); hi_z = MAX(hi_z, b.z);
-    }
-    const real4 lo = MAKE_REAL4(subgroup_min(lo_x), subgroup_min(lo_y), subgroup_min(lo_z), 0);
-    const real4 hi = MAKE_REAL4(subgroup_max(hi_x), subgroup_max(hi_y), subgroup_max(hi_z), 0);
+    real4 lo, hi;
+    subgroup_box(body, first, members, &lo, &hi);
     const uint node_count = nodes[0].skip;
     for (uint base = 0; base < members; base += GROUP_TARGETS * SUBGROUP_SIZE) {
       real4 target[GROUP_TARGETS], a[GROUP_TARGETS];
@@ -245,6 +525,28 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       }
     }
   }
+#elif WALK == WALK_LIST
+  LOCAL uint stack_begin[SUBGROUPS * STACK_CAPACITY];
+  LOCAL uint stack_end[SUBGROUPS * STACK_CAPACITY];
+  LOCAL real4 sources[SUBGROUPS * SOURCE_CAPACITY];
+#ifdef QUADRUPOLE
+  LOCAL real4 cells[SUBGROUPS * CELL_CAPACITY];
+  LOCAL real cell_quad[SUBGROUPS * CELL_CAPACITY * 6];
+#else
+  LOCAL real4 cells[1];
+  LOCAL real cell_quad[1];
+#endif
+  const int s = SUBGROUP_ID;
+  const int g = GROUP_ID * SUBGROUPS + s;
+  if (g < group_count) /* uniform in the sub-group */
+    walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
+              stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
+#ifdef QUADRUPOLE
+              cells + s * CELL_CAPACITY, cell_quad + 6 * s * CELL_CAPACITY,
+#else
+              cells, cell_quad,
+#endif
+              &particle_particle, &particle_cell);
 #else
   const int k = GLOBAL_ID;
   const int valid = k < count;

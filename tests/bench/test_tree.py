@@ -70,14 +70,16 @@ def test_bench_tree_runs_as_a_function_and_checks_its_options():
 
 @pytest.mark.gpu
 def test_bench_tree_on_a_device_times_resident_walks_against_gpu_direct(device):
-    rows = tree.run(solver="gpu-tree", device=device, n=[256, 512], walk=["coherent", "group"],
+    rows = tree.run(solver="gpu-tree", device=device, n=[256, 512], walk=["coherent", "list"],
                     resident=True, direct_solver="gpu-direct", trials=1, warmup=1,
                     accuracy=True, accuracy_n=512, error_goal=[1e-2], error_targets=32)
     scaling = [(r["walk"], r["n"]) for r in rows if r["table"] == "scaling"]
-    assert scaling == [("coherent", 256), ("coherent", 512), ("group", 256), ("group", 512)]
+    assert scaling == [("coherent", 256), ("coherent", 512), ("list", 256), ("list", 512)]
     for row in (r for r in rows if r["table"] == "scaling"):
         assert row["direct_source"] == "measured" and row["walk_s"] > 0 and row["sort_s"] > 0
+        assert row["walk_tera_per_s"] == pytest.approx(
+            row["interactions_per_particle"] * row["n"] / row["walk_s"] / 1e12)
     accuracy = [r for r in rows if r["table"] == "accuracy"]
     assert [(r["walk"], r["quadrupole"]) for r in accuracy] == [
-        ("coherent", False), ("coherent", True), ("group", False), ("group", True)]
+        ("coherent", False), ("coherent", True), ("list", False), ("list", True)]
     assert all(r["rms_error"] <= 1e-2 for r in accuracy)

@@ -2,8 +2,10 @@
 (CI, no GPU) and CUDA device 0 through CuPy (marked ``gpu``: run on a machine with an NVIDIA GPU
 with ``pytest -m gpu``). A backend whose package or device is missing skips with the reason, except the devices named in
 ``ORRERY_REQUIRE_DEVICES`` (comma-separated; CI names ``sycl:cpu``), which fail instead, so that
-a broken install cannot turn every GPU test into a silent skip."""
+a broken install cannot turn every GPU test into a silent skip. ``ctx`` is a headless GL
+context (EGL) for the tests that render on a device (module scope)."""
 
+import ctypes.util
 import os
 
 import pytest
@@ -42,3 +44,15 @@ def cuda_device(request) -> str:
 @pytest.fixture
 def context(device) -> compute.Context:
     return compute.open_device(device)
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
+    if ctypes.util.find_library("EGL") is None:
+        pytest.skip("libEGL is absent")
+    from orrery.app.render import headless_context
+
+    context = headless_context()
+    yield context
+    context.release()

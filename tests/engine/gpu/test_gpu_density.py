@@ -17,17 +17,6 @@ SIZE = (161, 97)
 ORTHO = np.diag([2.0 / SIZE[0], 2.0 / SIZE[1], -1.0, 1.0])
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
-    if ctypes.util.find_library("EGL") is None:
-        pytest.skip("libEGL is absent")
-    from orrery.app.render import headless_context
-
-    context = headless_context()
-    yield context
-    context.release()
-
 
 def _image(ctx, positions, style, view_projection=ORTHO, *, masses=None, population=None,
            values=None, compute_context=None, frames=None, size=SIZE):

@@ -27,17 +27,6 @@ MARGIN = 4.0          # pixels: the comparison keeps particles this far inside t
                       # visible part, as the splat does) agree
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
-    if ctypes.util.find_library("EGL") is None:
-        pytest.skip("libEGL is absent")
-    from orrery.app.render import headless_context
-
-    context = headless_context()
-    yield context
-    context.release()
-
 
 def _galaxy(n=20000):
     particles = ics.plummer(n, seed=5)

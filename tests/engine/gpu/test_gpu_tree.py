@@ -109,11 +109,12 @@ def test_device_key_sort_refuses_bad_key_types_and_bit_counts(context):
             context.key_sort().sort(*arrays, n, key_bits=key_bits)
 
 
+@pytest.mark.parametrize("walk", ["group", "list"])
 @pytest.mark.parametrize("quadrupole", [False, True])
-def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole):
+def test_group_walk_counts_and_accuracy_equal_cpu_tree(device, quadrupole, walk):
     particles = ics.plummer(4096, seed=5)
     options = dict(precision="f32", softening=SOFTENING, theta=0.6, quadrupole=quadrupole)
-    gpu = make_solver("gpu-tree", device=device, walk="group", **options)
+    gpu = make_solver("gpu-tree", device=device, walk=walk, **options)
     cpu = make_solver("cpu-tree", **options)
     cpu.group_capacity = GROUP_CAPACITY  # cpu-tree's tuning knob: the same groups on both
     reference = _reference(particles)
@@ -176,13 +177,14 @@ def test_per_body_walks_equal_a_host_walk_of_the_same_tree(device):
     assert np.allclose(results["coherent"][0], results["independent"][0], rtol=1e-6, atol=0)
 
 
-def test_coherent_walk_accuracy_and_potential_against_reference(device):
+@pytest.mark.parametrize("walk", ["coherent", "list"])
+def test_walk_accuracy_and_potential_against_reference(device, walk):
     particles = ics.plummer(4096, seed=6)
     reference_acc, reference_pot = _reference(particles, potential=True)
     errors = {}
     for quadrupole in (False, True):
         solver = make_solver("gpu-tree", device=device, theta=0.4, quadrupole=quadrupole,
-                             softening=SOFTENING)
+                             softening=SOFTENING, walk=walk)
         acc, pot = solver.accelerations(particles.pos, particles.mass, potential=True)
         errors[quadrupole] = rms_relative_error(acc, reference_acc)
         assert np.sqrt(np.mean((pot / reference_pot - 1) ** 2)) <= errors[quadrupole]
@@ -197,6 +199,31 @@ def test_theta_zero_is_direct_summation(device):
     assert max_relative_error(acc, _reference(particles)) <= 1e-12
     assert solver.last_stats["particle_cell"] == 0
     assert solver.last_stats["particle_particle"] == 700 * 699
+
+
+@pytest.mark.parametrize("layout", ["clustered", "coincident"])
+@pytest.mark.parametrize("quadrupole", [False, True])
+def test_list_walk_equals_group_walk(device, layout, quadrupole):
+    """The list walk makes the group walk's decisions in another order: the same counters, the
+    same sums to rounding, bit for bit the same run to run. The clustered layout gives deep,
+    lopsided trees (a deep stack); the coincident one a leaf of 700 bodies, more than a batch of
+    targets and more than the source list holds."""
+    if layout == "clustered":
+        pos, mass = _clustered(5000, seed=21)
+    else:
+        pos = np.concatenate([ics.plummer(2000, seed=22).pos, np.full((700, 3), 0.1)])
+        mass = np.full(len(pos), 1 / len(pos))
+    options = dict(precision="f64", softening=SOFTENING, theta=0.4, quadrupole=quadrupole)
+    group = make_solver("gpu-tree", device=device, walk="group", **options)
+    expected_acc, expected_pot = group.accelerations(pos, mass, potential=True)
+    listed = make_solver("gpu-tree", device=device, walk="list", **options)
+    acc, pot = listed.accelerations(pos, mass, potential=True)
+    for counter in ("particle_particle", "particle_cell"):
+        assert listed.last_stats[counter] == group.last_stats[counter], counter
+    assert max_relative_error(acc, expected_acc) <= 1e-12
+    np.testing.assert_allclose(pot, expected_pot, rtol=1e-12, atol=0)
+    again_acc, again_pot = listed.accelerations(pos, mass, potential=True)
+    assert np.array_equal(acc, again_acc) and np.array_equal(pot, again_pot)
 
 
 @pytest.mark.parametrize("case", ["single", "coincident", "line", "all-coincident"])
@@ -252,3 +279,11 @@ def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
     assert gpu.energy_error() == pytest.approx(cpu.energy_error(), abs=1e-9)
     stats = gpu.solver.last_stats
     assert stats["walk_s"] > 0 and stats["kernel_s"] <= stats["wall_s"]
+
+
+def test_default_walk_is_the_list_walk_and_coherent_for_the_per_body_test(device):
+    particles = ics.plummer(512, seed=13)
+    for opening, walk in (("group", "list"), ("body", "coherent")):
+        solver = make_solver("gpu-tree", device=device, opening=opening)
+        solver.accelerations(particles.pos, particles.mass)
+        assert solver.last_stats["walk"] == walk, opening

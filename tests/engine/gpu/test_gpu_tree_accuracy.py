@@ -38,7 +38,7 @@ def test_equal_settings_give_cpu_trees_interactions_and_accuracy(device):
     exact = sampled_exact(particles.pos, particles.mass, targets, 0.01)
     for setting in ({"theta": 0.5}, {"theta": 0.8, "quadrupole": True}, {"accuracy": 1e-3}):
         results = {}
-        for walk in ("coherent", "independent", "group"):
+        for walk in ("coherent", "independent", "group", "list"):
             solver = make_solver("gpu-tree", device=device, walk=walk, **setting)
             acc = solver.accelerations(particles.pos, particles.mass)
             results[walk] = (error_percentiles(acc[targets], exact)[0], solver)
@@ -77,3 +77,5 @@ def test_bad_accuracy_values_and_conflicts_are_refused(device, bad):
         make_solver("gpu-tree", device=device, theta=0.5, accuracy=1e-3)
     with pytest.raises(InvalidInputError, match="opening"):
         make_solver("gpu-tree", device=device, walk="group", opening="body")
+    with pytest.raises(InvalidInputError, match="opening"):
+        make_solver("gpu-tree", device=device, walk="list", opening="body")
