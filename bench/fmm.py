@@ -3,6 +3,9 @@ angle (RMS and 90th percentile of |da|/|a| over sampled targets against exact fl
 its stage breakdown (sort, build, walk, upward, M2L, P2P, downward, from ``last_stats``) and,
 with ``--versus``, the fastest setting of each solver that reaches each error target (by RMS and
 by 90th percentile), measured in the same run (``--versus cpu-tree`` sweeps the tree's theta with and without quadrupoles).
+With ``--peers``, jz-fmm (bench/_fmm_peers.py, CUDA only) is swept over ``--peer-orders`` and
+``--peer-thetas`` in the same run, its errors measured by the same sampled float64 sums, and
+joins the equal-error table.
 
 Self-contained: it needs only the solvers, the initial conditions and the timing harness.
 """
@@ -19,6 +22,7 @@ from ..engine.accuracy import sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
 from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, Option
+from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .harness import Timing, format_table, time_trials
 
@@ -53,6 +57,11 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     several(Option("targets", float, None, "error targets (RMS, then 90th percentile) of the "
                                            "equal-error table", minimum=0.0,
                    exclusive_minimum=True), (1e-2, 3e-3, 1e-3, 3e-4)),
+    Option("peers", bool, False, "also sweep jz-fmm (CUDA only; skipped with the reason where "
+                                 "it cannot run) and compare at equal error"),
+    several(Option("peer_orders", int, None, "jz-fmm's expansion orders", minimum=1), (3, 4, 5, 6)),
+    several(Option("peer_thetas", float, None, "jz-fmm's opening angles", minimum=0.0),
+            (0.5, 0.6, 0.7, 0.8)),
 ))
 
 
@@ -63,6 +72,11 @@ def _make(name: str, args, **options):
               "expansions": args.expansions,
               **options}
     return make_solver(name, **{k: v for k, v in wanted.items() if v is not None and k in known})
+
+
+def _errors(acc, exact, targets) -> dict:
+    errors = np.linalg.norm(np.asarray(acc, np.float64)[targets] - exact, axis=1) / np.linalg.norm(exact, axis=1)
+    return {"rms": float(np.sqrt(np.mean(errors ** 2))), "p90": float(np.percentile(errors, 90))}
 
 
 def _evaluation(solver, particles, args):
@@ -148,6 +162,10 @@ def run(**options) -> list[dict]:
     if args.rates and spec.kind != "gpu":
         raise InvalidInputError("--rates measures a GPU solver against its device's ceilings")
     limits = _limits(args) if args.rates else None
+    peer = jzfmm_peer(args.softening) if args.peers else None
+    if isinstance(peer, str):
+        print(peer)
+        peer = None
     rows = []
     for n in args.n:
         particles = ics.make(args.ic, n, seed=args.seed)
@@ -171,13 +189,20 @@ def run(**options) -> list[dict]:
         print(format_table(grid, ["order", "theta", "median_s", "iqr_s", "rms", "p90", *stage_columns,
                                   "m2l_per_particle", "p2p_per_particle", *rate_columns]))
         rows += grid
+        groups = [(args.solver, grid)]
         if args.versus:
-            rows += _equal_error(args, n, particles, exact, targets, grid)
+            groups.append((args.versus, _versus_sweep(args, n, particles, exact, targets)))
+        if peer is not None:
+            groups.append((peer.name, _peer_sweep(peer, args, n, particles, exact, targets)))
+        for _, sweep in groups[1:]:
+            rows += sweep
+        if len(groups) > 1:
+            rows += _equal_error(args, n, groups)
     print("(the machine may be shared: ratios measured in one run are the figures to quote)")
     return rows
 
 
-def _equal_error(args, n, particles, exact, targets, grid) -> list[dict]:
+def _versus_sweep(args, n, particles, exact, targets) -> list[dict]:
     options = [{"theta": theta} for theta in args.versus_thetas]
     if "quadrupole" in {option.name for option in solver_specs()[args.versus].options}:
         options = [{**o, "quadrupole": q} for q in (False, True) for o in options]
@@ -185,19 +210,50 @@ def _equal_error(args, n, particles, exact, targets, grid) -> list[dict]:
               **_measure(_make(args.versus, args, **o), particles, exact, targets, args)} for o in options]
     print(f"\n{args.versus} sweep (N = {n})")
     print(format_table(sweep, ["theta", "quadrupole", "median_s", "rms", "p90"]))
+    return sweep
+
+
+def _peer_sweep(peer, args, n, particles, exact, targets) -> list[dict]:
+    """The peer at every order and theta: wall time of a device-resident evaluation (the
+    particles uploaded once), errors by our sampled float64 sums."""
+    sweep = []
+    for order in args.peer_orders:
+        for theta in args.peer_thetas:
+            row = {"table": "peer", "solver": peer.name, "n": n, "order": order, "theta": theta}
+            try:
+                evaluate, read = peer.prepare(particles.pos, particles.mass, order, theta)
+                timing = time_trials(evaluate, warmup=max(args.warmup, 1), trials=args.trials)
+                row.update(**timing.summary(), **_errors(read(), exact, targets))
+            except Exception as error:  # noqa: BLE001 - a peer's failure is a row, not a crash
+                row.update(median_s=float("nan"), rms=float("nan"), p90=float("nan"),
+                           note=f"{type(error).__name__}: {str(error)[:80]}")
+            sweep.append(row)
+    print(f"\n{peer.name} sweep (N = {n}, device-resident, its own tree build included)")
+    print(format_table(sweep, ["order", "theta", "median_s", "rms", "p90", "note"]))
+    return sweep
+
+
+def _equal_error(args, n, groups) -> list[dict]:
+    """Per metric and target, each group's fastest setting reaching it, and each other group's
+    time over the first's (``{label}_ratio``: above 1, the first group is faster)."""
+    first = groups[0][0]
     rows = []
     for metric in ("rms", "p90"):
         for target in args.targets:
             row = {"table": "equal_error", "n": n, "metric": metric, "target": target}
-            for label, candidates in ((args.solver, grid), (args.versus, sweep)):
-                meeting = [r for r in candidates if r[metric] <= target]
+            for label, candidates in groups:
+                meeting = [r for r in candidates if r.get(metric, np.nan) <= target]
                 best = min(meeting, key=lambda r: r["median_s"]) if meeting else None
                 row[f"{label}_s"] = best["median_s"] if best else float("nan")
                 row[f"{label}_setting"] = (", ".join(f"{k}={best[k]}" for k in ("order", "theta", "quadrupole")
                                                      if k in best) if best else "none reached it")
-            row["speedup"] = row[f"{args.versus}_s"] / row[f"{args.solver}_s"]
+            for label, _ in groups[1:]:
+                row[f"{label}_ratio"] = row[f"{label}_s"] / row[f"{first}_s"]
             rows.append(row)
+    columns = ["metric", "target"]
+    for label, _ in groups:
+        columns += [f"{label}_s", f"{label}_setting"]
+    columns += [f"{label}_ratio" for label, _ in groups[1:]]
     print(f"\nfastest setting reaching each error target, by RMS and by 90th percentile (N = {n})")
-    print(format_table(rows, ["metric", "target", f"{args.solver}_s", f"{args.solver}_setting", f"{args.versus}_s",
-                              f"{args.versus}_setting", "speedup"]))
-    return sweep + rows
+    print(format_table(rows, columns))
+    return rows

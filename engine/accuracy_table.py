@@ -7,8 +7,8 @@ as ``"name=value,..."`` in option order, e.g. ``"quadrupole=False"`` for cpu-tre
 ``"opening=group,quadrupole=False"`` for gpu-tree, ``"order=5"`` for an FMM), scenario, N,
 theta, and the RMS and 90th-percentile relative force errors |a - a_ref| / |a_ref| over up to
 ``TARGETS`` sampled particles against float64 direct summation with the scenario's softening,
-plus ``cost``, a work measure per particle (trees: interactions per particle) that only
-compares variants of one solver. The defaults ship in ``accuracy_defaults.json`` beside this
+plus ``cost``, a work measure per particle (trees: interactions per particle; FMMs: P2P pairs
+plus M2Ls in pair equivalents, ``cost_per_particle``) that only compares variants of one solver. The defaults ship in ``accuracy_defaults.json`` beside this
 module (docs/accuracy.md says how they were measured); ``orrery calibrate --accuracy``
 measures this machine's solvers again and stores the rows in the cache directory, where they
 replace the defaults of the same solver and variant.
@@ -25,7 +25,8 @@ The rule, for a target accuracy ``a`` and ``n`` particles:
    for ``n``. ``MARGIN`` covers the spread between random realisations of the
    same scenario (the table is one seed; tests use others).
 4. The largest qualifying theta is chosen: the cheapest setting. Among several variants (an
-   FMM's expansion orders) the one with the smallest cost at its chosen theta wins.
+   FMM's expansion orders) the one with the smallest cost at its chosen theta wins, costs
+   compared at the largest size that speaks for ``n``.
 5. When no measured theta qualifies, the target is out of the table's reach: InvalidInputError,
    naming the smallest error measured.
 
@@ -180,8 +181,12 @@ class AccuracyTable:
                       source=self.sources[(solver, variant)]), reachable
 
     def _cost(self, solver: str, choice: Choice) -> float:
+        # At the largest size that speaks for n (the nearest to it), the same size for every
+        # variant: comparing each at the size of its own worst error would weigh an FMM's
+        # order by the work of a 1024-body run against another's at 65536.
         by_scenario = self.rows[(solver, choice.variant)]
-        costs = [cost for by_n in by_scenario.values() for row in by_n.get(choice.worst_n, ())
+        size = max(self._sizes(by_scenario, choice.n))
+        costs = [cost for by_n in by_scenario.values() for row in by_n.get(size, ())
                  for theta, _, _, cost in [row] if theta == choice.theta and math.isfinite(cost)]
         return max(costs, default=0.0)
 
@@ -305,7 +310,11 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
                                            **(solver_options or {}), **options)
                     acc = instance.accelerations(particles.pos, particles.mass)
                     rms, p90 = error_percentiles(acc[targets], exact)
-                    cost = float(instance.last_stats.get("interactions_per_particle", math.nan))
+                    stats = dict(instance.last_stats)
+                    if hasattr(instance, "interaction_counts"):  # counts a GPU solver copies back
+                        stats.update(instance.interaction_counts())
+                    cost = float(stats.get("cost_per_particle",
+                                           stats.get("interactions_per_particle", math.nan)))
                     points.append((theta, rms, p90, cost))
                 rows[(solver, key)].setdefault(scenario, {})[size] = points
                 if on_point:
@@ -375,7 +384,8 @@ class ThetaSetting:
             return None if self.accuracy is None else \
                 f"theta chosen for accuracy {self.accuracy:g} at the first evaluation"
         c = self._choice
-        return (f"theta {c.theta:g} chosen for accuracy {c.accuracy:g} at N = {c.n:,} (worst "
+        variant = f" ({c.variant})" if len(self._variants) > 1 else ""
+        return (f"theta {c.theta:g}{variant} chosen for accuracy {c.accuracy:g} at N = {c.n:,} (worst "
                 f"measured RMS {c.worst_rms:.2g}: {c.worst_scenario}, N = {c.worst_n:,}; "
                 f"{c.source})")
 

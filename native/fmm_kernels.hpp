@@ -9,12 +9,16 @@
 
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 #include "fmm_m2l.hpp"
+#include "fmm_static_tables.hpp"
 
 namespace orrery {
 
 constexpr int kFmmKernelMaxTerms = 286;  // order 10
+// The moments of a padding source.
+alignas(64) inline constexpr double kFmmZeroMoments[kFmmKernelMaxTerms] = {};
 
 // Sources per batch: 64 bytes of doubles, in kFmmRegisters<S> registers of S::lanes, so that
 // every level runs several independent FMA chains.
@@ -22,8 +26,9 @@ constexpr std::size_t kFmmBatch = 8;
 template <class S>
 constexpr std::size_t kFmmRegisters = kFmmBatch / S::lanes;
 
+// Any order, reading the index tables at run time.
 template <class S>
-void fmm_m2l_kernel(const FmmM2LTables& tb, const FmmM2LTask& task) {
+void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask& task) {
   using V = typename S::V;
   constexpr std::size_t W = kFmmBatch, NR = kFmmRegisters<S>, LN = S::lanes;
   const int terms = tb.terms;
@@ -102,5 +107,129 @@ void fmm_m2l_kernel(const FmmM2LTables& tb, const FmmM2LTask& task) {
     task.local[k] = lanes[0];
   }
 }
+
+// One order P, with the tables as compile-time constants (fmm_static_tables.hpp): the same
+// arithmetic in the same order as fmm_m2l_generic (the same four chains per k, the same fold),
+// so the same bits, but as straight-line code. Measured at N = 262144, p 4-6, theta 0.6 on the
+// generic kernel, each FMA of the contraction cost about seven instructions (two index loads,
+// address arithmetic, two vector loads, the FMA, the loop): here it is one vector load and one
+// FMA with a memory operand, and the recurrence has no index loads or branches.
+template <class S, int P>
+struct FmmM2LFixed {
+  using V = typename S::V;
+  using Tables = FmmStaticTables<P>;
+  static constexpr const Tables& tb = kFmmStaticTables<P>;
+  static constexpr int terms = Tables::terms;
+  static constexpr std::size_t W = kFmmBatch, NR = kFmmRegisters<S>, LN = S::lanes;
+
+  // a_q = -((2|q|-1)/|q| sum_i R_i a_{q-e_i} + (|q|-1)/|q| sum_i a_{q-2e_i}) / r^2, as generic.
+  template <int Q>
+  static void coefficient(double* D, const V* rv, V ir2, std::size_t o) {
+    V first = S::zero(), second = S::zero();
+    axis<Q, 0>(D, rv, o, first, second);
+    axis<Q, 1>(D, rv, o, first, second);
+    axis<Q, 2>(D, rv, o, first, second);
+    const V sum = S::fma(S::set1(tb.recurrence_first[Q]), first, S::mul(S::set1(tb.recurrence_second[Q]), second));
+    S::store(D + Q * W + o, S::sub(S::zero(), S::mul(sum, ir2)));
+  }
+  template <int Q, int A>
+  static void axis(const double* D, const V* rv, std::size_t o, V& first, V& second) {
+    if constexpr (tb.minus_one[A][Q] >= 0) first = S::fma(rv[A], S::load(D + tb.minus_one[A][Q] * W + o), first);
+    if constexpr (tb.minus_two[A][Q] >= 0) second = S::add(second, S::load(D + tb.minus_two[A][Q] * W + o));
+  }
+  template <std::size_t... Q>
+  static void coefficients(double* D, const V* rv, V ir2, std::size_t o, std::index_sequence<Q...>) {
+    (coefficient<int(Q) + 1>(D, rv, ir2, o), ...);  // a comma fold runs left to right: q ascending
+  }
+
+  // L_k += sum_n D_{k+n} M_n over the pairs of k, in four chains (pair i in chain i % 4).
+  template <int K, std::size_t... I>
+  static void row(const double* D, const double* M, V (*L)[NR], std::index_sequence<I...>) {
+    constexpr int start = tb.pair_start[K];
+    V acc[4][NR];
+    for (int c = 0; c < 4; ++c)
+      for (std::size_t r = 0; r < NR; ++r) acc[c][r] = S::zero();
+    (pair<start + int(I), I % 4>(D, M, acc), ...);
+    for (std::size_t r = 0; r < NR; ++r)
+      L[K][r] = S::add(L[K][r], S::add(S::add(acc[0][r], acc[1][r]), S::add(acc[2][r], acc[3][r])));
+  }
+  template <int Q, std::size_t C>
+  static void pair(const double* D, const double* M, V (*acc)[NR]) {
+    const double* d = D + tb.pair_sum[Q] * W;
+    const double* m = M + tb.pair_n[Q] * W;
+    for (std::size_t r = 0; r < NR; ++r) acc[C][r] = S::fma(S::load(d + r * LN), S::load(m + r * LN), acc[C][r]);
+  }
+  template <std::size_t... K>
+  static void contract(const double* D, const double* M, V (*L)[NR], std::index_sequence<K...>) {
+    (row<int(K)>(D, M, L, std::make_index_sequence<std::size_t(tb.pair_start[K + 1] - tb.pair_start[K])>()), ...);
+  }
+
+  static void run(const FmmM2LTask& task) {
+    alignas(64) double D[terms * W];
+    alignas(64) double M[terms * W];
+    alignas(64) double R[3 * W], inv_r2[W], inv_r[W];
+    V L[terms][NR];
+    for (int k = 0; k < terms; ++k)
+      for (std::size_t r = 0; r < NR; ++r) L[k][r] = S::zero();
+    const double* zt = task.centre + 3 * std::size_t(task.target);
+    for (std::size_t begin = 0; begin < task.count; begin += W) {
+      const double* rows[W];
+      for (std::size_t b = 0; b < W; ++b) {
+        const bool real = begin + b < task.count;
+        const std::size_t j = real ? task.sources[begin + b] : 0;
+        const double* zs = task.centre + 3 * j;
+        double r2 = task.eps2;
+        for (int a = 0; a < 3; ++a) {
+          R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
+          r2 += R[a * W + b] * R[a * W + b];
+        }
+        inv_r2[b] = 1.0 / r2;
+        inv_r[b] = std::sqrt(inv_r2[b]);
+        rows[b] = real ? task.signed_multipole + j * terms : kFmmZeroMoments;
+      }
+      // The sources' moments into lanes, M[q * W + b]: whole S::lanes x S::lanes blocks by the
+      // traits' in-register transpose (a fifth of the instructions of moving them one by one),
+      // the last terms one by one.
+      constexpr int blocked = terms / int(LN) * int(LN);
+      for (int q = 0; q < blocked; q += int(LN))
+        for (std::size_t r = 0; r < NR; ++r) S::transpose(rows + r * LN, std::size_t(q), M + q * W + r * LN, W);
+      for (int q = blocked; q < terms; ++q)
+        for (std::size_t b = 0; b < W; ++b) M[q * W + b] = rows[b][q];
+      for (std::size_t r = 0; r < NR; ++r) {
+        const std::size_t o = r * LN;
+        const V rv[3] = {S::load(R + o), S::load(R + W + o), S::load(R + 2 * W + o)};
+        S::store(D + o, S::load(inv_r + o));
+        coefficients(D, rv, S::load(inv_r2 + o), o, std::make_index_sequence<std::size_t(terms - 1)>());
+      }
+      for (int q = 1; q < terms; ++q)
+        for (std::size_t r = 0; r < NR; ++r)
+          S::store(D + q * W + r * LN, S::mul(S::load(D + q * W + r * LN), S::set1(tb.factorial[q])));
+      contract(D, M, L, std::make_index_sequence<std::size_t(terms)>());
+    }
+    for (int k = 0; k < terms; ++k) {
+      alignas(64) double lanes[W];
+      for (std::size_t r = 0; r < NR; ++r) S::store(lanes + r * LN, L[k][r]);
+      for (std::size_t half = W / 2; half > 0; half /= 2)
+        for (std::size_t b = 0; b < half; ++b) lanes[b] += lanes[b + half];
+      task.local[k] = lanes[0];
+    }
+  }
+};
+
+// The kernel table's entry: the straight-line kernel of the task's order where there is one.
+template <class S>
+void fmm_m2l_kernel(const FmmM2LTables& tb, const FmmM2LTask& task) {
+  switch (tb.terms) {
+    case fmm_static_terms(1): return FmmM2LFixed<S, 1>::run(task);
+    case fmm_static_terms(2): return FmmM2LFixed<S, 2>::run(task);
+    case fmm_static_terms(3): return FmmM2LFixed<S, 3>::run(task);
+    case fmm_static_terms(4): return FmmM2LFixed<S, 4>::run(task);
+    case fmm_static_terms(5): return FmmM2LFixed<S, 5>::run(task);
+    case fmm_static_terms(6): return FmmM2LFixed<S, 6>::run(task);
+    case fmm_static_terms(7): return FmmM2LFixed<S, 7>::run(task);
+    default: return fmm_m2l_generic<S>(tb, task);
+  }
+}
+static_assert(kFmmStaticMaxOrder == 7, "fmm_m2l_kernel dispatches every order that has static tables");
 
 }  // namespace orrery

@@ -3,8 +3,46 @@
 #include <string>
 
 #include "fmm_expansions.hpp"
+#include "fmm_static_tables.hpp"
 
 namespace orrery {
+namespace {
+
+// The M2L kernels of orders up to kFmmStaticMaxOrder read compile-time copies of these tables:
+// they must be the same tables.
+template <int P>
+bool same_as_static(const FmmTables& tb) {
+  const auto& st = kFmmStaticTables<P>;
+  if (tb.terms != FmmStaticTables<P>::terms || int(tb.pair_n.size()) != FmmStaticTables<P>::pairs) return false;
+  for (int q = 0; q < tb.terms; ++q) {
+    if (tb.nx[q] != st.n[0][q] || tb.ny[q] != st.n[1][q] || tb.nz[q] != st.n[2][q]) return false;
+    if (tb.factorial[q] != st.factorial[q] || tb.recurrence_first[q] != st.recurrence_first[q] ||
+        tb.recurrence_second[q] != st.recurrence_second[q])
+      return false;
+    for (int i = 0; i < 3; ++i)
+      if (tb.minus_one[i][q] != st.minus_one[i][q] || tb.minus_two[i][q] != st.minus_two[i][q]) return false;
+  }
+  for (int k = 0; k <= tb.terms; ++k)
+    if (tb.pair_start[k] != st.pair_start[k]) return false;
+  for (std::size_t q = 0; q < tb.pair_n.size(); ++q)
+    if (tb.pair_n[q] != st.pair_n[q] || tb.pair_sum[q] != st.pair_sum[q]) return false;
+  return true;
+}
+
+bool matches_static_tables(const FmmTables& tb) {
+  switch (tb.order) {
+    case 1: return same_as_static<1>(tb);
+    case 2: return same_as_static<2>(tb);
+    case 3: return same_as_static<3>(tb);
+    case 4: return same_as_static<4>(tb);
+    case 5: return same_as_static<5>(tb);
+    case 6: return same_as_static<6>(tb);
+    case 7: return same_as_static<7>(tb);
+    default: return true;
+  }
+}
+
+}  // namespace
 
 int FmmTables::index(int x, int y, int z) const {
   // Terms of degree < d come first; within degree d the term (x, y, z) follows every term with
@@ -74,6 +112,7 @@ FmmTables fmm_tables(int order) {
   tb.gradient_terms = fmm_terms(order - 1);
   for (int i = 0; i < 3; ++i)
     for (int k = 0; k < tb.gradient_terms; ++k) tb.plus_one[i].push_back(shifted(k, i, +1));
+  if (!matches_static_tables(tb)) throw std::logic_error("FMM static tables differ from fmm_tables()");
   return tb;
 }
 

@@ -73,6 +73,17 @@ struct Vec<double> {
     return _mm256_and_pd(v, _mm256_cmp_pd(index, _mm256_set1_pd(double(lane)), _CMP_NEQ_OQ));
   }
   static V two_over_sqrt(V r2) { return _mm256_div_pd(_mm256_set1_pd(2.0), _mm256_sqrt_pd(r2)); }
+  // 4 x 4: pairs of rows exchange single elements (unpack), then halves (permute2f128).
+  static void transpose(const double* const* rows, std::size_t offset, double* out, std::size_t stride) {
+    const V r0 = load(rows[0] + offset), r1 = load(rows[1] + offset);
+    const V r2 = load(rows[2] + offset), r3 = load(rows[3] + offset);
+    const V a0 = _mm256_unpacklo_pd(r0, r1), a1 = _mm256_unpackhi_pd(r0, r1);
+    const V a2 = _mm256_unpacklo_pd(r2, r3), a3 = _mm256_unpackhi_pd(r2, r3);
+    store(out, _mm256_permute2f128_pd(a0, a2, 0x20));
+    store(out + stride, _mm256_permute2f128_pd(a1, a3, 0x20));
+    store(out + 2 * stride, _mm256_permute2f128_pd(a0, a2, 0x31));
+    store(out + 3 * stride, _mm256_permute2f128_pd(a1, a3, 0x31));
+  }
 };
 
 }  // namespace simd_avx2

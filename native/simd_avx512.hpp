@@ -80,6 +80,24 @@ struct Vec<double> {
   }
   static V rsqrt_estimate(V x) { return _mm512_rsqrt14_pd(x); }
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 3>(r2, rsqrt_estimate(r2)); }
+  // 8 x 8 in three butterfly stages (distance d = 1, 2, 4): rows i and i + d (bit d of i clear)
+  // swap the elements whose column's bit d differs from the row's.
+  static void transpose(const double* const* rows, std::size_t offset, double* out, std::size_t stride) {
+    V r[8];
+    for (std::size_t i = 0; i < 8; ++i) r[i] = load(rows[i] + offset);
+    const __m512i low[3] = {_mm512_set_epi64(14, 6, 12, 4, 10, 2, 8, 0), _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0),
+                            _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0)};
+    const __m512i high[3] = {_mm512_set_epi64(15, 7, 13, 5, 11, 3, 9, 1), _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2),
+                             _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4)};
+    for (std::size_t s = 0, d = 1; s < 3; ++s, d *= 2)
+      for (std::size_t i = 0; i < 8; ++i)
+        if (!(i & d)) {
+          const V a = r[i], b = r[i + d];
+          r[i] = _mm512_permutex2var_pd(a, low[s], b);
+          r[i + d] = _mm512_permutex2var_pd(a, high[s], b);
+        }
+    for (std::size_t i = 0; i < 8; ++i) store(out + i * stride, r[i]);
+  }
 };
 
 }  // namespace simd_avx512

@@ -7,7 +7,9 @@
 // 1/sqrt, and the clamp the tree kernels apply before refining it; a level that has it also gives
 // cube_series, the coefficients rsqrt_refine.hpp refines m/r^3 with), and two_over_sqrt(r2) =
 // 2/sqrt(r2) to the full precision of the type (the factor 2 is folded into the kernel's mass
-// constants, see direct_kernel.hpp).
+// constants, see direct_kernel.hpp), and for double transpose(rows, offset, out, stride): the
+// lanes x lanes block rows[i][offset + k] written as out[k * stride + i] (the FMM's M2L moves
+// its sources' moments into lanes with it).
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,7 @@ struct Vec {
   static V sqrt(V a) { return sqrt_of(a); }
   static constexpr bool has_estimate = false;
   static V zero_lane(V v, std::size_t lane) { return lane == 0 ? T(0) : v; }
+  static void transpose(const T* const* rows, std::size_t offset, T* out, std::size_t) { out[0] = rows[0][offset]; }
   static V two_over_sqrt(V r2) { return T(2) / sqrt_of(r2); }
 
  private:

@@ -58,9 +58,9 @@ def add_parser(subparsers) -> None:
         "accuracy option) against float64 direct summation, instead of timings")
     accuracy.add_argument("--accuracy", action="store_true",
                           help="measure the accuracy table that accuracy= chooses theta from")
-    accuracy.add_argument("--thetas", type=number(at_least=0), nargs="+",
-                          default=list(accuracy_table.DEFAULT_THETAS),
-                          help="opening angles measured (default: 0.05 to 1.5)")
+    accuracy.add_argument("--thetas", type=number(at_least=0), nargs="+", default=None,
+                          help="opening angles measured (default: each solver's grid, 0.05 to "
+                               "1.5 for the trees, 0.2 to 0.9 for the FMMs)")
     accuracy.add_argument("--sizes", type=integer(minimum=2), nargs="+",
                           default=list(accuracy_table.DEFAULT_SIZES),
                           help="particle counts measured (default: 1024 to 65536, factors of 2)")
@@ -145,11 +145,17 @@ def run_accuracy(args) -> int:
                 if variant == next(reversed(variants)):
                     bar.update(1)
 
-            rows.update(accuracy_table.measure(name, variants, args.thetas, names, args.sizes,
+            # Angles beyond a solver's range (an FMM's theta < 1) are not measured for it.
+            theta_option = next(o for o in specs[name].options if o.name == "theta")
+            grid = args.thetas or getattr(specs[name].factory, "accuracy_thetas",
+                                          accuracy_table.DEFAULT_THETAS)
+            thetas = [t for t in grid if theta_option.maximum is None or t <= theta_option.maximum]
+            rows.update(accuracy_table.measure(name, variants, thetas, names, args.sizes,
                                                seed=args.seed, solver_options=options,
                                                on_point=advance))
     settings = {"precision": args.precision, "seed": args.seed, "targets": accuracy_table.TARGETS,
-                "scenarios": names, "sizes": args.sizes, "thetas": args.thetas,
+                "scenarios": names, "sizes": args.sizes,
+                "thetas": args.thetas or "each solver's accuracy_thetas",
                 "note": "RMS and 90th-percentile relative force errors against float64 direct "
                         "summation, each scenario with its own softening"}
     table = accuracy_table.AccuracyTable(rows, {key: "this run" for key in rows})

@@ -1,28 +1,77 @@
 """What the two fast multipole solvers share: their option records (so ``cpu-fmm`` and
 ``gpu-fmm`` take the same settings to the same lists, and the ``accuracy`` table can drive
-both), and the expansion index tables of an order (docs/adr/0110)."""
+both), how they pick theta and order (given, the defaults, or from the accuracy table, whose
+variants are the orders), their work measure, and the expansion index tables of an order
+(docs/adr/0110)."""
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from ... import _native
+from ..accuracy_table import ThetaSetting
 from ._options import LEAF_CAPACITY, THETA, Option
 
-# theta < 1 keeps every accepted pair's expansions convergent (docs/adr/0110).
-FMM_THETA = replace(THETA, default=0.5, maximum=0.95,
-                    doc="opening angle: cells interact through expansions when theta * distance "
-                        "between their centres exceeds the sum of their half diagonals")
-FMM_ORDER = Option("order", int, 5, "expansion order p (multipoles and local expansions up to "
-                   "degree p): higher is more accurate and slower", minimum=1,
-                   maximum=_native.FMM_MAX_ORDER)
-# An M2L costs about as much as 50-100 pair interactions on the CPU, so large leaves pay: at
-# N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at about the same
-# error (docs/performance.md); 64 keeps P2P in check on clustered inputs.
+FMM_DEFAULT_THETA = 0.5
+FMM_DEFAULT_ORDER = 5
+# theta < 1 keeps every accepted pair's expansions convergent (docs/adr/0110). No default of
+# its own, so that theta and accuracy given together can be refused.
+FMM_THETA = replace(THETA, default=None, maximum=0.95,
+                    doc=f"opening angle: cells interact through expansions when theta * distance "
+                        f"between their centres exceeds the sum of their half diagonals (default "
+                        f"{FMM_DEFAULT_THETA} unless accuracy is given)")
+FMM_ORDER = Option("order", int, None, f"expansion order p (multipoles and local expansions up "
+                   f"to degree p): higher is more accurate and slower (default "
+                   f"{FMM_DEFAULT_ORDER}; with accuracy, chosen from the accuracy table unless "
+                   f"given)", minimum=1, maximum=_native.FMM_MAX_ORDER)
+# The orders the accuracy table measures (``orrery calibrate --accuracy``) and ``accuracy=``
+# chooses among: below 2 no order was ever the cheapest at 1e-2 or tighter, and above 7 the
+# float32 pair sums, not the series, set the error.
+ACCURACY_ORDERS = (2, 3, 4, 5, 6, 7)
+# The opening angles it measures: below 0.2 no order is the cheapest way to any error above
+# 1e-5, and 0.95 is the largest theta allowed.
+ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
+# An M2L costs about m2l_pair_equivalents(p) pair interactions on the CPU (188 at p 5), so large
+# leaves pay: at N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at
+# about the same error (docs/performance.md); 64 keeps P2P in check on clustered inputs. The
+# accuracy table's FMM rows were measured at 64.
 FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=64)
+
+
+def order_variants(order: int | None, accuracy: float | None) -> list[dict]:
+    """The accuracy-table variants an FMM chooses among: the order given, else every measured
+    order when an accuracy is asked for, else the default order."""
+    if order is not None:
+        return [{"order": order}]
+    if accuracy is not None:
+        return [{"order": o} for o in ACCURACY_ORDERS]
+    return [{"order": FMM_DEFAULT_ORDER}]
+
+
+def fmm_setting(solver: str, *, theta, order, accuracy) -> ThetaSetting:
+    """Theta and order of an FMM: ``setting.theta(n)`` and ``setting.variant(n)["order"]``."""
+    return ThetaSetting(solver, theta=theta, accuracy=accuracy, default=FMM_DEFAULT_THETA,
+                        variants=order_variants(order, accuracy))
+
+
+def m2l_pair_equivalents(order: int) -> float:
+    """One M2L's cost in pair interactions: its (k, n) pairs (|k| + |n| <= p, C(p+6, 6) FMAs)
+    and its terms (the derivative recurrence and the gather of the sources' moments), weighted
+    by a fit to cpu-fmm's stage times at N = 262144, p 4/5/6, theta 0.6, on a quiet machine:
+    the generic M2L kernel took 22/37/62 ns per M2L against 0.117 ns per P2P pair (189, 315,
+    533 pairs; 0.19 pairs + 4.3 terms fits them to 1%), and the straight-line kernels of
+    fmm_kernels.hpp then took 1/1.75 of that at every order."""
+    return (0.19 * math.comb(order + 6, 6) + 4.3 * math.comb(order + 3, 3)) / 1.75
+
+
+def cost_per_particle(stats: dict, n: int, order: int) -> float:
+    """The accuracy table's work measure of one evaluation: P2P pairs plus M2Ls in pair
+    equivalents, per particle (it only compares an FMM's orders with each other)."""
+    return (stats["particle_particle"] + stats["m2l_interactions"] * m2l_pair_equivalents(order)) / n
 
 
 @functools.lru_cache(maxsize=None)

@@ -52,9 +52,9 @@ DEFAULT_THRESHOLDS: dict[str, int] = {
 }
 # A solver left out of the defaults when the other one can run (see the module docstring).
 _OUTCLASSED_BY = {"cpu-tree": "gpu-direct"}
-# Solvers auto never picks: the slow accuracy yardstick, and itself.
-# The FMM solvers join the choice once the calibration table has rows for them.
-EXCLUDED = ("reference", "auto", "cpu-fmm", "gpu-fmm")
+# Solvers auto never picks: the slow accuracy yardstick, and itself. (The FMMs have no default
+# threshold: they join the choice where `orrery calibrate` measured them fastest.)
+EXCLUDED = ("reference", "auto")
 
 
 def default_schedule(candidates) -> Schedule:

@@ -5,7 +5,9 @@ cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitt
 the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
 centres (docs/adr/0110). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
 expansions in double. Results do not depend on the thread count, bit for bit, and the lists are
-symmetric, so the total force sums to zero up to rounding.
+symmetric, so the total force sums to zero up to rounding. ``accuracy=`` instead of ``theta``
+picks theta (and, unless ``order`` is given, the order) for each particle count from the
+accuracy table (engine/accuracy_table.py, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA
-from ._options import PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
+                   cost_per_particle, fmm_setting)
+from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 
 
 class CpuFmmSolver(Solver):
@@ -28,10 +31,15 @@ class CpuFmmSolver(Solver):
         Plummer softening length (N-body units), in P2P and in the expansions' kernel.
     threads : int or None
         Worker threads; None uses every core.
-    theta : float
-        Opening angle in [0, 0.95]; 0 is direct summation.
-    order : int
-        Expansion order p, 1 to ``FMM_MAX_ORDER``.
+    theta : float or None
+        Opening angle in [0, 0.95]; 0 is direct summation; 0.5 unless ``accuracy`` is given.
+    order : int or None
+        Expansion order p, 1 to ``FMM_MAX_ORDER``; 5 unless ``accuracy`` is given, which then
+        chooses it among ``ACCURACY_ORDERS`` with theta.
+    accuracy : float or None
+        Target RMS relative force error in (0, 1]: theta (and the order, unless given) chosen
+        for each particle count from the accuracy table (``chosen`` says which and why). Not
+        together with ``theta``.
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512"} or None
@@ -40,22 +48,45 @@ class CpuFmmSolver(Solver):
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
     ``downward_s`` (L2L); ``m2l_interactions``, ``particle_particle``, ``nodes``, ``leaves``,
-    ``depth``, ``terms`` and ``simd``.
+    ``depth``, ``terms``, ``simd``, ``theta`` and ``order`` (with ``accuracy`` when given) and
+    ``cost_per_particle`` (the accuracy table's work measure).
     """
 
     name = "cpu-fmm"
+    # The accuracy table's variants (``orrery calibrate --accuracy``): one per order.
+    accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
+    accuracy_thetas = ACCURACY_THETAS
 
-    def __init__(self, *, precision, softening, threads, theta, order, leaf_capacity, simd):
+    def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
+                 simd):
         self.simd = simd_level(simd)["level"]
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
-                         order=order, leaf_capacity=leaf_capacity, simd=self.simd)
+                         accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
+                         simd=self.simd)
         self.threads = threads or 0
-        self.theta = theta
-        self.order = order
+        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
         self.leaf_capacity = leaf_capacity
         self._engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
+        self._n = 1
+
+    @property
+    def chosen(self) -> dict | None:
+        """With ``accuracy``: the theta and order chosen at the last evaluation and the
+        measurement behind them; None before it, or when theta was given."""
+        return self.setting.chosen
+
+    @property
+    def theta(self) -> float:
+        """The opening angle of the last evaluation (or of the first, before it)."""
+        return self.setting.theta(self._n)
+
+    @property
+    def order(self) -> int:
+        """The expansion order of the last evaluation (or of the first, before it)."""
+        return self.setting.variant(self._n)["order"]
 
     def _compute(self, pos, mass, potential):
+        self._n = pos.shape[0]
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
                                      self.leaf_capacity, threads=self.threads, potential=potential,
                                      simd=self.simd)
@@ -65,12 +96,19 @@ class CpuFmmSolver(Solver):
         return dict(self._engine.lists)
 
     def _extra_stats(self) -> dict:
-        return {**self._engine.stats, "simd": self.simd}
+        stats = self._engine.stats
+        return {**stats, "simd": self.simd, **self.setting.stats(), "order": self.order,
+                "cost_per_particle": cost_per_particle(stats, self._n, self.order)}
+
+    def describe(self) -> str:
+        clause = self.setting.describe()
+        return super().describe() + (f"; {clause}" if clause else "")
 
 
 SPEC = SolverSpec(
     name="cpu-fmm",
     doc="fast multipole method on the CPU: O(N), error set by the opening angle theta and order p",
-    options=(PRECISION, SOFTENING, THREADS, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY, SIMD),
+    options=(PRECISION, SOFTENING, THREADS, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
+             SIMD),
     factory=CpuFmmSolver,
 )

@@ -19,10 +19,11 @@ import numpy as np
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
-from ._fmm import FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, expansion_tables
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
+                   cost_per_particle, expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ._options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
+from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, Option, SolverSpec
 
 EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and local expansions: f64 "
                     "(cpu-fmm's) or f32 (half the bytes, twice a GPU's FMA rate)", choices=("f64", "f32"))
@@ -49,10 +50,13 @@ class GpuFmmSolver(GpuSolver):
         Plummer softening length (N-body units), in P2P and in the expansions' kernel.
     device : str or None
         Compute device (``"cuda:0"``, ``"sycl:cpu"``, ...; None: the first found).
-    theta : float
-        Opening angle in [0, 0.95]; 0 is direct summation.
-    order : int
-        Expansion order p.
+    theta : float or None
+        Opening angle in [0, 0.95]; 0 is direct summation; 0.5 unless ``accuracy`` is given.
+    order : int or None
+        Expansion order p; 5 unless ``accuracy`` is given, which then chooses it with theta.
+    accuracy : float or None
+        Target RMS relative force error: theta (and the order, unless given) from the accuracy
+        table for each body count, as for cpu-fmm (``chosen``). Not together with ``theta``.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
     expansions : {"f64", "f32"}
@@ -63,16 +67,23 @@ class GpuFmmSolver(GpuSolver):
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
     ``p2p_s``, ``l2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
     entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
-    once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``.
+    once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``, ``theta`` and
+    ``order`` (with ``accuracy`` when given).
     """
 
     name = "gpu-fmm"
+    # The accuracy table's variants and angles, as cpu-fmm's (the same lists, the same errors).
+    accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
+    accuracy_thetas = ACCURACY_THETAS
 
-    def __init__(self, *, precision, softening, device, theta, order, leaf_capacity, expansions):
+    def __init__(self, *, precision, softening, device, theta, accuracy, order, leaf_capacity,
+                 expansions):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         order=order, leaf_capacity=leaf_capacity, expansions=expansions)
-        self.theta = theta
-        self.order = order
+                         accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
+                         expansions=expansions)
+        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.theta = self.setting.theta(1)
+        self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
@@ -81,16 +92,27 @@ class GpuFmmSolver(GpuSolver):
         self.accum = self._builder.accum
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
-        self._terms = int(expansion_tables(order)["terms"])
         self._programs = {}
         self._walk: DeviceDualWalk | None = None
-        self._node_capacity = 0
+        self._use_order(self.order)
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
 
+    @property
+    def chosen(self) -> dict | None:
+        """With ``accuracy``: the theta and order chosen at the last evaluation (cpu-fmm's)."""
+        return self.setting.chosen
+
+    def _use_order(self, order: int) -> None:
+        """Expansions of ``order`` from now on (its programs are built on first use)."""
+        self.order = order
+        self._terms = int(expansion_tables(order)["terms"])
+        self._node_capacity = 0  # the expansion arrays hold `terms` values a node
+
     def _kernels(self, potential: bool):
-        if potential not in self._programs:
+        key = (self.order, potential)
+        if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
                        "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
@@ -98,9 +120,9 @@ class GpuFmmSolver(GpuSolver):
                                          defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
-            self._programs[potential] = {name: program.kernel(name) for name in
-                                         ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
-        return self._programs[potential]
+            self._programs[key] = {name: program.kernel(name) for name in
+                                   ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
+        return self._programs[key]
 
     def _node_arrays(self, node_count: int) -> None:
         if self._node_capacity >= node_count:
@@ -117,6 +139,9 @@ class GpuFmmSolver(GpuSolver):
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
+        self.theta = self.setting.theta(count)
+        if self.setting.variant(count)["order"] != self.order:
+            self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
         tree = self._builder.build(body, count, groups=False, moments=False)
         nodes_n = tree.node_count
@@ -149,7 +174,8 @@ class GpuFmmSolver(GpuSolver):
                       "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
                       "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
                       "walk_host_reads": lists.host_reads, "nodes": nodes_n,
-                      "terms": self._terms}
+                      "terms": self._terms, "order": self.order, **self.setting.stats()}
+        self._n = count
         return [event for stage in self._stage_events.values() for event in stage]
 
     def kernel_resources(self) -> dict[str, dict[str, int]]:
@@ -181,13 +207,19 @@ class GpuFmmSolver(GpuSolver):
         running = np.concatenate([[0], np.cumsum(count[lists["p2p_source"]])])
         start = lists["p2p_start"].astype(np.int64)
         listed = count + running[start[1:]] - running[start[:-1]]
-        return {"leaves": int(len(leaves)), "particle_particle": int(np.sum(count[leaves] * (listed[leaves] - 1)))}
+        counts = {"leaves": int(len(leaves)), "particle_particle": int(np.sum(count[leaves] * (listed[leaves] - 1))),
+                  "m2l_interactions": self._info["m2l_interactions"]}
+        return {**counts, "cost_per_particle": cost_per_particle(counts, self._n, self.order)}
 
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in events)
                  for stage, events in self._stage_events.items()}
         stats["kernel_s"] = sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
+
+    def describe(self) -> str:
+        clause = self.setting.describe()
+        return super().describe() + (f"; {clause}" if clause else "")
 
     def _device_stats(self, events, launch) -> dict:
         # Waited for only when last_stats is read, like gpu-tree's (GpuSolver.record_stats).
@@ -198,7 +230,8 @@ SPEC = SolverSpec(
     name="gpu-fmm",
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
-    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, FMM_ORDER, FMM_LEAF_CAPACITY, EXPANSIONS),
+    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
+             EXPANSIONS),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )

@@ -45,6 +45,50 @@ def test_bench_fmm_is_a_keyword_function_that_checks_its_options():
         fmm.run(n=[512], order=[3])
 
 
+def test_bench_fmm_peers_skip_with_the_reason_where_jzfmm_cannot_run(capsys):
+    import pytest
+
+    from orrery.bench import _fmm_peers, fmm
+
+    reason = _fmm_peers.jzfmm_peer(0.01)
+    if not isinstance(reason, str):
+        pytest.skip("jz-fmm runs here: the skip cannot be seen")
+    assert "jz-fmm skipped" in reason
+    rows = fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, error_targets=32, peers=True)
+    assert reason in capsys.readouterr().out
+    assert not [r for r in rows if r["table"] in ("peer", "equal_error")]
+
+
+def test_bench_fmm_peer_sweep_joins_the_equal_error_table(monkeypatch):
+    """The peer machinery with a stand-in peer (cpu-direct: exact, so it meets every target; one
+    setting fails, which must become a row with a note, not a crash)."""
+    import numpy as np
+
+    from orrery.bench import _fmm_peers, fmm
+    from orrery.engine import make_solver
+
+    def prepare(pos, mass, order, theta):
+        if order == 9:
+            raise RuntimeError("Interaction list allocation too small")
+        solver, out = make_solver("cpu-direct", precision="f64"), {}
+        return (lambda: out.update(acc=solver.accelerations(pos, mass))), (lambda: np.asarray(out["acc"]))
+
+    monkeypatch.setattr(fmm, "jzfmm_peer", lambda softening: _fmm_peers.FmmPeer("stand-in", prepare))
+    rows = fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, error_targets=32, peers=True,
+                   peer_orders=[4, 9], peer_thetas=[0.5], targets=[1e-2, 1e-9])
+    peer = [r for r in rows if r["table"] == "peer"]
+    assert [r["order"] for r in peer] == [4, 9] and peer[0]["p90"] < 1e-12
+    assert "allocation too small" in peer[1]["note"] and np.isnan(peer[1]["rms"])
+    equal = [r for r in rows if r["table"] == "equal_error"]
+    assert len(equal) == 4
+    for row in equal:
+        assert row["stand-in_setting"] == "order=4, theta=0.5"
+        if row["target"] == 1e-9:
+            assert row["cpu-fmm_setting"] == "none reached it"
+        else:
+            assert row["stand-in_ratio"] == row["stand-in_s"] / row["cpu-fmm_s"]
+
+
 # Slow on the CPU device (~20 s on a busy machine): the device ceilings' probes and three programs.
 @pytest.mark.slow
 def test_bench_fmm_gpu_rates_and_device_stages(device):
