@@ -209,10 +209,7 @@ DEVICE void subgroup_box(GLOBAL const real4* RESTRICT body, const uint first, co
 #if WALK == WALK_LIST
 /* The list walk's local memory, per sub-group: a stack of node ranges to visit and the sources
  * waiting to be summed. */
-/* Sources: fewer than SUBGROUP_SIZE left over, a sub-group of copied bodies and one of cells. */
-#define SOURCE_CAPACITY (3 * SUBGROUP_SIZE)
-/* Quadrupole cells: fewer than SUBGROUP_SIZE left over and a sub-group of new ones. */
-#define CELL_CAPACITY (2 * SUBGROUP_SIZE)
+#define SOURCE_CAPACITY (2 * SUBGROUP_SIZE)
 /* A walk step pops at most as many ranges as leave the stack STACK_SLACK entries below full, and
  * at least one: a run of single pops grows the stack by at most one range per tree level. */
 #define STACK_SLACK (MORTON_LEVELS + 3)
@@ -310,10 +307,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     if (ways > 0)
       for (uint j = first + (uint)lane / width; j < first + members; j += ways)
         if (j != part_index) a_part = body_term(a_part, body[j], target_part, eps2);
-    uint stack_size = 1, source_size = 0;
-#ifdef QUADRUPOLE
-    uint cell_size = 0;
-#endif
+    uint stack_size = 1, source_size = 0, cell_size = 0;
     /* The last walk step's opened leaves, one per lane (count 0 elsewhere): bodies
      * [leaf_first, +leaf_count) at positions [leaf_end - leaf_count, leaf_end) of the bodies
      * to copy, leaf_done of leaf_total of them copied. */
@@ -324,31 +318,8 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     }
     SYNC_SUBGROUP;
     for (;;) {
-      /* Each round first issues its loads (the next bodies of opened leaves, the nodes of the
-       * next walk step), then sums the full batches, whose arithmetic hides those loads'
-       * latency, then uses what was loaded. */
-      const uint chunk = MIN(leaf_total - leaf_done, (uint)SUBGROUP_SIZE);
-      real4 copied = MAKE_REAL4(0, 0, 0, 0);
-      if (chunk > 0) { /* lane p copies body leaf_done + p of the step's leaves */
-        const uint q = leaf_done + (uint)lane;
-        const uint owner = subgroup_first_above(leaf_end, q);
-        const uint from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
-        if ((uint)lane < chunk) copied = body[from];
-      }
-      /* A walk step once this round copies the last step's last leaf bodies. */
-      const int stepping = stack_size > 0 && leaf_total - leaf_done == chunk;
-      uint take = 0;
-      if (stepping) {
-        const uint headroom = STACK_CAPACITY - STACK_SLACK > stack_size ? STACK_CAPACITY - STACK_SLACK - stack_size : 1u;
-        take = MIN(MIN((uint)SUBGROUP_SIZE, stack_size), headroom);
-      }
-      const uint top = stack_size - take;
-      const int active = (uint)lane < take;
-      const uint i = active ? stack_begin[top + lane] : 0;
-      const uint end = active ? stack_end[top + lane] : 0;
-      const TreeNode node = nodes[i];
-      const int last = stack_size == 0 && chunk == 0; /* nothing more to add: sum the rest */
-      while (source_size >= SUBGROUP_SIZE || (last && source_size > 0)) {
+      const int drain = stack_size == 0 && leaf_done == leaf_total;
+      if (source_size >= SUBGROUP_SIZE || (drain && source_size > 0)) {
         if (source_size < SUBGROUP_SIZE) {
           const real4 any = sources[0];
           if ((uint)lane >= source_size) sources[lane] = MAKE_REAL4(any.x, any.y, any.z, 0);
@@ -357,14 +328,14 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
         }
         SUM_SOURCES(body_term(sum, sources[k], tgt, eps2));
         source_size -= SUBGROUP_SIZE;
-        const real4 rest0 = sources[SUBGROUP_SIZE + lane], rest1 = sources[2 * SUBGROUP_SIZE + lane];
+        const real4 rest = sources[SUBGROUP_SIZE + lane];
         SYNC_SUBGROUP;
-        if ((uint)lane < source_size) sources[lane] = rest0;
-        if ((uint)lane + SUBGROUP_SIZE < source_size) sources[SUBGROUP_SIZE + lane] = rest1;
+        if ((uint)lane < source_size) sources[lane] = rest;
         SYNC_SUBGROUP;
+        continue;
       }
 #ifdef QUADRUPOLE
-      while (cell_size >= SUBGROUP_SIZE || (last && cell_size > 0)) {
+      if (cell_size >= SUBGROUP_SIZE || (drain && cell_size > 0)) {
         if (cell_size < SUBGROUP_SIZE) {
           const real4 any = cells[0];
           if ((uint)lane >= cell_size) {
@@ -387,55 +358,70 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
           for (int c = 0; c < 6; ++c) cell_quad[6 * lane + c] = rest_quad[c];
         }
         SYNC_SUBGROUP;
+        continue;
       }
 #endif
-      if (last) break;
-      /* Fewer than SUBGROUP_SIZE sources wait now: room for the copied bodies and the cells. */
-      if ((uint)lane < chunk) sources[source_size + lane] = copied;
-      source_size += chunk;
-      leaf_done += chunk;
-      if (stepping) {
-        SYNC_SUBGROUP; /* every lane has read its range before the pushes overwrite the stack */
-        const int considered = active && i != own;
-        const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
-        const int is_leaf = considered && !is_cell && node.skip == i + 1;
-        const int is_open = considered && !is_cell && !is_leaf;
-        const int has_rest = active && node.skip < end;
-        const uint open_bits = SUBGROUP_BALLOT(is_open), rest_bits = SUBGROUP_BALLOT(has_rest);
-        const uint cell_bits = SUBGROUP_BALLOT(is_cell);
-        uint slot = top + POPCOUNT(open_bits & lanes_below) + POPCOUNT(rest_bits & lanes_below);
-        if (has_rest) {
-          stack_begin[slot] = node.skip;
-          stack_end[slot] = end;
-          ++slot;
-        }
-        if (is_open) {
-          stack_begin[slot] = i + 1;
-          stack_end[slot] = node.skip;
-        }
-        stack_size = top + POPCOUNT(open_bits) + POPCOUNT(rest_bits);
-        const real4 com = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
+      if (leaf_done < leaf_total) {
+        /* Fewer than SUBGROUP_SIZE sources are waiting: room for a sub-group of bodies. */
+        const uint chunk = MIN(leaf_total - leaf_done, (uint)SUBGROUP_SIZE);
+        const uint q = leaf_done + (uint)lane;
+        const uint owner = subgroup_first_above(leaf_end, q);
+        const uint from = SUBGROUP_SHUFFLE(leaf_first, owner) + q - SUBGROUP_SHUFFLE(leaf_start, owner);
+        if ((uint)lane < chunk) sources[source_size + lane] = body[from];
+        source_size += chunk;
+        leaf_done += chunk;
+        SYNC_SUBGROUP;
+        continue;
+      }
+      if (stack_size == 0) break;
+      /* A walk step: the lists have room for SUBGROUP_SIZE more cells. */
+      const uint headroom = STACK_CAPACITY - STACK_SLACK > stack_size ? STACK_CAPACITY - STACK_SLACK - stack_size : 1u;
+      const uint take = MIN(MIN((uint)SUBGROUP_SIZE, stack_size), headroom);
+      const uint top = stack_size - take;
+      const int active = (uint)lane < take;
+      const uint i = active ? stack_begin[top + lane] : 0;
+      const uint end = active ? stack_end[top + lane] : 0;
+      SYNC_SUBGROUP;
+      const TreeNode node = nodes[i];
+      const int considered = active && i != own;
+      const int is_cell = considered && box_distance2(node, lo, hi) > node.open2;
+      const int is_leaf = considered && !is_cell && node.skip == i + 1;
+      const int is_open = considered && !is_cell && !is_leaf;
+      const int has_rest = active && node.skip < end;
+      const uint open_bits = SUBGROUP_BALLOT(is_open), rest_bits = SUBGROUP_BALLOT(has_rest);
+      const uint cell_bits = SUBGROUP_BALLOT(is_cell);
+      uint slot = top + POPCOUNT(open_bits & lanes_below) + POPCOUNT(rest_bits & lanes_below);
+      if (has_rest) {
+        stack_begin[slot] = node.skip;
+        stack_end[slot] = end;
+        ++slot;
+      }
+      if (is_open) {
+        stack_begin[slot] = i + 1;
+        stack_end[slot] = node.skip;
+      }
+      stack_size = top + POPCOUNT(open_bits) + POPCOUNT(rest_bits);
+      const real4 com = MAKE_REAL4(node.cx, node.cy, node.cz, node.mass);
 #ifdef QUADRUPOLE
-        if (is_cell) {
-          const uint c = cell_size + POPCOUNT(cell_bits & lanes_below);
-          cells[c] = com;
-          for (int q = 0; q < 6; ++q) cell_quad[6 * c + q] = quad[6 * (size_t)i + q];
-        }
-        cell_size += POPCOUNT(cell_bits);
+      if (is_cell) {
+        const uint c = cell_size + POPCOUNT(cell_bits & lanes_below);
+        cells[c] = com;
+        for (int q = 0; q < 6; ++q) cell_quad[6 * c + q] = quad[6 * (size_t)i + q];
+      }
+      cell_size += POPCOUNT(cell_bits);
 #else
-        if (is_cell) sources[source_size + POPCOUNT(cell_bits & lanes_below)] = com;
-        source_size += POPCOUNT(cell_bits);
+      if (is_cell) sources[source_size + POPCOUNT(cell_bits & lanes_below)] = com;
+      source_size += POPCOUNT(cell_bits);
 #endif
-        const uint leaf_count = is_leaf ? node.count : 0;
-        leaf_first = node.first;
-        leaf_end = subgroup_inclusive_sum(leaf_count);
-        leaf_start = leaf_end - leaf_count;
-        leaf_total = SUBGROUP_SHUFFLE(leaf_end, SUBGROUP_SIZE - 1);
-        leaf_done = 0;
-        if (base == 0) {
-          accepted += is_cell;
-          listed += leaf_count;
-        }
+      const uint leaf_count = is_leaf ? node.count : 0;
+      leaf_first = node.first;
+      leaf_end = subgroup_inclusive_sum(leaf_count);
+      leaf_start = leaf_end - leaf_count;
+      leaf_total = SUBGROUP_SHUFFLE(leaf_end, SUBGROUP_SIZE - 1);
+      leaf_done = 0;
+      if (base == 0) {
+        accepted += is_cell;
+        listed += leaf_count;
       }
       SYNC_SUBGROUP;
     }
@@ -458,17 +444,7 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
 }
 #endif
 
-/* Residency (CUDA): five work-groups of the float32 monopole list walk per multiprocessor, ie at
- * most 102 registers a thread (65536 / (5 * 128)). ptxas (nvcc 13, sm_90) then fits it in 95-96
- * registers without spills, with the potential too (120 when left free, which leaves room for
- * four). Quadrupoles (127 when free, four work-groups either way) and float64 stay unbounded. */
-#if WALK == WALK_LIST && REAL_BITS == 32 && !defined(QUADRUPOLE)
-#define WALK_BOUNDS LAUNCH_BOUNDS(WALK_GROUP_SIZE, 5)
-#else
-#define WALK_BOUNDS
-#endif
-
-KERNEL WALK_BOUNDS void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
+KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, const int group_count,
                       GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
@@ -530,8 +506,8 @@ KERNEL WALK_BOUNDS void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL 
   LOCAL uint stack_end[SUBGROUPS * STACK_CAPACITY];
   LOCAL real4 sources[SUBGROUPS * SOURCE_CAPACITY];
 #ifdef QUADRUPOLE
-  LOCAL real4 cells[SUBGROUPS * CELL_CAPACITY];
-  LOCAL real cell_quad[SUBGROUPS * CELL_CAPACITY * 6];
+  LOCAL real4 cells[SUBGROUPS * SOURCE_CAPACITY];
+  LOCAL real cell_quad[SUBGROUPS * SOURCE_CAPACITY * 6];
 #else
   LOCAL real4 cells[1];
   LOCAL real cell_quad[1];
@@ -542,7 +518,7 @@ KERNEL WALK_BOUNDS void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL 
     walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
               stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
 #ifdef QUADRUPOLE
-              cells + s * CELL_CAPACITY, cell_quad + 6 * s * CELL_CAPACITY,
+              cells + s * SOURCE_CAPACITY, cell_quad + 6 * s * SOURCE_CAPACITY,
 #else
               cells, cell_quad,
 #endif
