@@ -115,6 +115,7 @@ class DensityPass:
         return np.frombuffer(scene.current.read(), dtype=dtype).reshape(-1, 3)[:scene.count]
 
     def _vertex_array(self, scene: ParticleScene, style: DensityStyle):
+        scene.fill_vertex_buffers()
         value_buffer = scene.value_buffer if style.quantity == "values" else scene.mass_buffer
         supports = scene.support_buffer if style.neighbours > 0 else scene.mass_buffer
         key = (id(scene), scene.layout_version, scene.parity, id(scene.mass_buffer),

@@ -34,6 +34,7 @@ class ParticlePass:
         self._vertex_array(scene).render(self.ctx.POINTS, vertices=scene.count)
 
     def _vertex_array(self, scene: ParticleScene):
+        scene.fill_vertex_buffers()
         key = (id(scene), scene.layout_version, scene.parity)
         if key not in self._vertex_arrays:
             self._vertex_arrays = {k: v for k, v in self._vertex_arrays.items()
@@ -55,6 +56,7 @@ class BarePointPass:
         self._vertex_arrays: dict = {}
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, *, point_size: float) -> None:
+        scene.fill_vertex_buffers()
         key = (id(scene), scene.layout_version, scene.parity)
         if key not in self._vertex_arrays:
             self._vertex_arrays = {key: self.ctx.vertex_array(

@@ -47,10 +47,10 @@ class ParticleScene:
     A frame that carries a device snapshot (a live GPU run) is copied device to device into the
     vertex buffer where the compute layer can view that buffer (CUDA-GL interop), else through
     the host; ``upload_path`` says which, ``interop_unavailable`` why not. ``interop=False``
-    keeps every frame on the host path. The interop copy is made when a GL pass first reads
-    ``current`` or ``previous``, not when the frame is shown: the compute splat draws from the
-    snapshot itself, and each copy maps the buffer, which cost the simulation beside it about
-    5% of its steps at 60 frames a second (1M particles, H200).
+    keeps every frame on the host path. Either copy into the vertex buffers is made when a GL
+    pass first reads ``current`` or ``previous``, not when the frame is shown: the compute splat
+    draws from the device copy itself, and each interop copy maps the buffer, which cost the
+    simulation beside it about 5% of its steps at 60 frames a second (1M particles, H200).
 
     ``device`` holds the frame's positions on a compute device where they are there anyway (a
     live frame's snapshot) or where ``compute`` names a context to upload host frames to (so
@@ -102,21 +102,28 @@ class ParticleScene:
     @property
     def current(self):
         """The GL buffer of this frame's positions."""
-        self._fill_vertex_buffers()
+        self.fill_vertex_buffers()
         return self._buffers[self.parity]
 
     @property
     def previous(self):
         """The GL buffer of the previous frame's positions."""
-        self._fill_vertex_buffers()
+        self.fill_vertex_buffers()
         return self._buffers[1 - self.parity]
 
-    def _fill_vertex_buffers(self) -> None:
+    def fill_vertex_buffers(self) -> None:
+        """Copy the shown frames into the GL vertex buffers where they are not yet: what every
+        GL pass calls before it draws (its vertex arrays are cached, so reading ``current``
+        once is not enough)."""
         unfilled, self._unfilled = self._unfilled, {}
-        for index, (sequence, snapshot) in unfilled.items():
-            if self._holds[index] != sequence:
-                self._views[index].write(snapshot)
-                self._holds[index] = sequence
+        for index, (sequence, source) in unfilled.items():
+            if self._holds[index] == sequence:
+                continue
+            if isinstance(source, np.ndarray):
+                _gl_calls.write(self._buffers[index], source)
+            else:
+                self._views[index].write(source)  # a device snapshot, through interop
+            self._holds[index] = sequence
 
     def show(self, frame: Frame, population: np.ndarray) -> bool:
         """Upload ``frame`` unless it is already shown; returns whether anything changed."""
@@ -137,19 +144,16 @@ class ParticleScene:
             self._allocate(len(positions), positions.dtype)
         self._show_population(population, len(positions))
         interval = None if self._time is None else frame.time - self._time
-        self._fill_vertex_buffers()  # the previous buffer gets what it was meant to hold
         if interval is not None and interval > 0 and self._host_current is not None:
             self.parity = 1 - self.parity
-            _gl_calls.write(self._buffers[self.parity], positions)
-            self._holds[self.parity] = frame.sequence
+            # the previous buffer holds, or still waits for, the last frame
+            self._unfilled = {**self._unfilled, self.parity: (frame.sequence, positions)}
             self.speed_scale = self._speed_scale(positions, self._host_current,
                                                  frame.time - self._host_time)
             self.interval = interval
         else:
             # first frame, a restart or a step backwards: no meaningful speed, show it as zero
-            for buffer in self._buffers:
-                _gl_calls.write(buffer, positions)
-            self._holds = [frame.sequence, frame.sequence]
+            self._unfilled = {index: (frame.sequence, positions) for index in (0, 1)}
             self.interval = 0.0
         self._keep_on_device(positions, moved=interval is not None and interval > 0)
         self._host_current, self._host_time = positions, frame.time

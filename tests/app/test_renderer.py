@@ -239,3 +239,23 @@ def test_device_frames_reach_the_vertex_buffers_only_when_a_gl_pass_reads_them(c
         assert len(frames.copies) == 3  # the previous buffer already held the last frame
     finally:
         scene.release()
+
+
+def test_a_renderer_that_keeps_its_vertex_arrays_draws_each_new_frame(ctx):
+    style = PointStyle(point_size=1.0, intensity=1.0)
+    camera = Camera(distance=4.0)
+    frames = [np.array([[x, 0.0, 0.0]], np.float32) for x in (-0.5, 0.0, 0.5)]
+    scene, renderer = ParticleScene(ctx), Renderer(ctx, splat=False)
+    renderer.resize(WIDTH, HEIGHT)
+    try:
+        for sequence, positions in enumerate(frames):
+            scene.show(Frame(positions, float(sequence), sequence, sequence), np.zeros(1, np.uint8))
+            renderer.accumulate(scene, camera.view_projection(WIDTH / HEIGHT), style)
+            shown = renderer.read_accumulation().copy()
+            fresh, fresh_scene = _accumulate(ctx, positions, style=style, camera=camera)
+            assert shown.sum() > 0 and np.array_equal(shown, fresh.read_accumulation())
+            fresh.release()
+            fresh_scene.release()
+    finally:
+        renderer.release()
+        scene.release()
