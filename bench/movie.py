@@ -16,6 +16,7 @@ import hashlib
 import tempfile
 from pathlib import Path
 
+from ..engine.errors import InvalidInputError
 from ..engine.solvers._options import Option
 from ._options import BenchmarkSpec
 from .harness import format_table
@@ -50,6 +51,8 @@ COLUMNS = ["n", "frames", "size", "fps", "read_ms", "upload_ms", "draw_ms", "gpu
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
+    if args.dir is not None and not Path(args.dir).is_dir():
+        raise InvalidInputError(f"--dir {args.dir}: no such folder")
     from ..app.export import FileFrames, MovieSettings, MovieTimes, render_movie, splat_device
     from ..app.render import headless_context
     from ..engine.recording import RecordingFile

@@ -25,3 +25,10 @@ def test_movie_benchmark_times_each_stage_and_finds_the_repeats_identical(tmp_pa
         assert row["particles"] == "GL points"
         assert row["yuv"].startswith(yuv.upper())
     assert "same_bytes" in capsys.readouterr().out
+
+
+def test_a_missing_movie_folder_is_named_before_any_work(tmp_path):
+    from orrery.engine.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="no such folder"):
+        movie.run(n=100, frames=3, size="64x48", repeats=1, dir=str(tmp_path / "absent"))
