@@ -1,5 +1,7 @@
+import ctypes.util
 import importlib
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -38,3 +40,43 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def plummer_2048():
     return ics.plummer(2048, seed=7)
+
+
+# What some tests need from the machine besides Python packages (scripts/setup.sh installs all
+# of it), and the one rule for an absence: skip, naming what to install, except where
+# ORRERY_REQUIRE_SYSTEM names it (comma-separated; CI names every one), which fails instead, so
+# that a broken install cannot turn the rendering and window tests into silent skips.
+SYSTEM_NEEDS = {
+    "egl": ("libEGL", lambda: ctypes.util.find_library("EGL") is not None,
+            "apt: libegl1 libegl-mesa0 libgl1-mesa-dri"),
+    "xvfb": ("Xvfb", lambda: shutil.which("Xvfb") is not None, "apt: xvfb xauth"),
+    "xdotool": ("xdotool", lambda: shutil.which("xdotool") is not None, "apt: xdotool"),
+}
+
+
+def _need(name: str) -> None:
+    what, present, install = SYSTEM_NEEDS[name]
+    if present():
+        return
+    message = f"{what} is absent ({install})"
+    if name in os.environ.get("ORRERY_REQUIRE_SYSTEM", "").split(","):
+        pytest.fail(f"{message}, and ORRERY_REQUIRE_SYSTEM requires it", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def egl():
+    """libEGL, for headless GL contexts."""
+    _need("egl")
+
+
+@pytest.fixture(scope="session")
+def xvfb():
+    """The Xvfb server, for the viewer's real window."""
+    _need("xvfb")
+
+
+@pytest.fixture(scope="session")
+def xdotool():
+    """xdotool, to click in that window."""
+    _need("xdotool")

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SHOW = 'source "$1/scripts/_env.sh"; use_orrery_env; echo "$VIRTUAL_ENV"; command -v python'
@@ -21,7 +20,7 @@ def _run(root: Path, python_dir: Path) -> subprocess.CompletedProcess:
 
 
 def _project(tmp_path: Path) -> Path:
-    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts").mkdir(parents=True)
     shutil.copy(SCRIPTS / "_env.sh", tmp_path / "scripts")
     return tmp_path
 
@@ -35,10 +34,11 @@ def _plain_python(tmp_path: Path) -> Path:
 
 
 def test_an_active_virtual_environment_is_used_as_it_is(tmp_path):
-    if sys.prefix == sys.base_prefix:
-        pytest.skip("this test run is not inside a virtual environment")
-    root = _project(tmp_path)
-    here = Path(sys.executable).parent
+    environment = tmp_path / "env"  # its own, so the test does not hang on how pytest was started
+    subprocess.run([os.path.realpath(sys._base_executable), "-m", "venv", "--without-pip",
+                    str(environment)], check=True, timeout=120)
+    root = _project(tmp_path / "project")
+    here = environment / "bin"
     result = _run(root, here)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["", str(here / "python")]

@@ -6,9 +6,7 @@ import ctypes.util
 import numpy as np
 import pytest
 
-if ctypes.util.find_library("EGL") is None:
-    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
-                allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.render import (Camera, ParticleScene, PointStyle, Renderer, ToneMap,  # noqa: E402
                                headless_context)

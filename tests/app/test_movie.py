@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
-if ctypes.util.find_library("EGL") is None:
-    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
-                allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.cli import main  # noqa: E402
 from orrery.app.export import (FileFrames, LiveFrames, MovieRenderer,  # noqa: E402

@@ -5,9 +5,7 @@ import ctypes.util
 import numpy as np
 import pytest
 
-if ctypes.util.find_library("EGL") is None:
-    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
-                allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.render import (  # noqa: E402
     PALETTE_SIZE, Camera, ParticleScene, PointStyle, Renderer, ToneMap, headless_context)

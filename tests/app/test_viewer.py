@@ -3,7 +3,6 @@ the UI, a click on the pause button; and the message when there is no display.""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,10 +17,8 @@ SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "
 
 
 @pytest.fixture(scope="module")
-def display():
+def display(xvfb):
     """A private Xvfb server; yields its DISPLAY value."""
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is absent (apt: xvfb xauth)")
     read_end, write_end = os.pipe()
     server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x720x24",
                                "-nolisten", "tcp"], pass_fds=(write_end,),
@@ -91,7 +88,7 @@ def _wait_for_record(stats, viewer, predicate, what, timeout=60):
     pytest.fail(f"the viewer never reported {what}")
 
 
-@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+@pytest.mark.usefixtures("xdotool")
 def test_record_button_writes_a_recording_of_the_live_run(display, tmp_path):
     from orrery.engine.recording import RecordingFile
 
@@ -118,7 +115,7 @@ def test_record_button_writes_a_recording_of_the_live_run(display, tmp_path):
         assert (file.steps[1:] % 5 == 0).all() and (file.steps[1:] > file.steps[0]).all()
 
 
-@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+@pytest.mark.usefixtures("xdotool")
 def test_clicking_pause_stops_the_simulation(display, tmp_path):
     stats = tmp_path / "stats.jsonl"
     viewer = _viewer(display, [*SMALL_RUN, "--frames", "100000", "--stats", str(stats)])
@@ -300,7 +297,7 @@ def _keys(display, *names):
         time.sleep(0.6)
 
 
-@pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdotool is absent (apt: xdotool)")
+@pytest.mark.usefixtures("xdotool")
 def test_capture_keys_save_camera_keys_a_video_and_screenshots_with_their_settings(display,
                                                                                     tmp_path):
     pytest.importorskip("av", reason="the video extra (PyAV) is not installed")

@@ -8,9 +8,8 @@ import pytest
 from orrery.app.cli import main
 
 
+@pytest.mark.usefixtures("egl")
 def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(tmp_path):
-    if ctypes.util.find_library("EGL") is None:
-        pytest.skip("libEGL is absent")
     out = tmp_path / "live.json"
     assert main(["bench", "live", "--n", "300", "--scenario", "plummer", "--seconds", "0.3",
                  "--warmup", "0.05", "--size", "64x48", "--json", str(out)]) == 0

@@ -5,10 +5,7 @@ import ctypes.util
 
 import pytest
 
-pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
-if ctypes.util.find_library("EGL") is None:
-    pytest.skip("libEGL is absent (apt: libegl1 libegl-mesa0 libgl1-mesa-dri)",
-                allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.bench import render  # noqa: E402
 

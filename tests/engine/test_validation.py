@@ -138,8 +138,6 @@ def test_a_state_that_overflows_stops_the_cpu_run_with_an_error():
 
 @pytest.fixture
 def undecodable_simd(monkeypatch):
-    if not os.supports_bytes_environ:
-        pytest.skip("no byte environment on this platform")
     monkeypatch.setitem(os.environb, b"ORRERY_SIMD", b"avx\xff")
 
 

@@ -47,10 +47,7 @@ def context(device) -> compute.Context:
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
-    if ctypes.util.find_library("EGL") is None:
-        pytest.skip("libEGL is absent")
+def ctx(egl):
     from orrery.app.render import headless_context
 
     context = headless_context()

@@ -43,9 +43,6 @@ def test_a_snapshot_holds_its_point_of_the_queue_while_the_state_moves_on(device
 
 
 def _gl_context():
-    pytest.importorskip("moderngl", reason="the viewer extra (moderngl) is not installed")
-    if ctypes.util.find_library("EGL") is None:
-        pytest.skip("libEGL is absent")
     from orrery.app.render import headless_context
 
     return headless_context()
@@ -65,6 +62,7 @@ def _render(ctx, scene, frame, population, size=(96, 64)):
     return pixels
 
 
+@pytest.mark.usefixtures("egl")
 def test_interop_and_host_paths_give_identical_pixels(device):
     from orrery.app.render import ParticleScene
     from orrery.app.render._scene import HOST, INTEROP
@@ -93,6 +91,7 @@ def test_interop_and_host_paths_give_identical_pixels(device):
     assert compute.registered_gl_buffers() == 0
 
 
+@pytest.mark.usefixtures("egl")
 def test_deferred_splat_light_lands_with_the_pixels_of_an_immediate_one(device):
     from orrery.app.render import Camera, ParticleScene, PointStyle, Renderer
     from orrery.engine.frames import Frame
@@ -132,6 +131,7 @@ def test_deferred_splat_light_lands_with_the_pixels_of_an_immediate_one(device):
         ctx.release()
 
 
+@pytest.mark.usefixtures("egl")
 def test_closing_while_a_gpu_step_runs_ends_cleanly(device):
     from orrery.app.render import ParticleScene
 
