@@ -24,4 +24,19 @@ std::size_t check_positions_and_masses(const CArray<T>& pos, const CArray<T>& ma
   return static_cast<std::size_t>(pos.shape(0));
 }
 
+// What a force binding returns, (n, 3) accelerations and (n,) potentials or None:
+// `compute(a, phi)` fills them with the GIL released (phi is null without potentials).
+template <typename T, typename Compute>
+py::tuple forces(std::size_t n, bool want_potential, Compute&& compute) {
+  CArray<T> acc({n, std::size_t(3)});
+  CArray<T> pot(want_potential ? n : 0);
+  T* a = acc.mutable_data();
+  T* phi = want_potential ? pot.mutable_data() : nullptr;
+  {
+    py::gil_scoped_release release;
+    compute(a, phi);
+  }
+  return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+}
+
 }  // namespace orrery

@@ -319,16 +319,10 @@ void register_engine(py::module_& m, const char* name) {
             check_fmm_parameters(softening, theta, order, leaf_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
             const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
-            CArray<T> acc({n, std::size_t(3)});
-            CArray<T> pot(want_potential ? n : 0);
-            T* a = acc.mutable_data();
-            T* phi = want_potential ? pot.mutable_data() : nullptr;
-            {
-              py::gil_scoped_release release;
+            return forces<T>(n, want_potential, [&](T* a, T* phi) {
               self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity,
                             resolve_threads(threads), kernels, a, phi);
-            }
-            return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+            });
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
           py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",

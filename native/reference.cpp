@@ -22,16 +22,11 @@ struct CompensatedSum {
 py::tuple reference_accelerations(const CArray<double>& pos, const CArray<double>& mass,
                                   double softening, unsigned threads, bool want_potential) {
   std::size_t n = check_positions_and_masses(pos, mass);
-  CArray<double> acc({n, std::size_t(3)});
-  CArray<double> pot(want_potential ? n : 0);
   const double* p = pos.data();
   const double* m = mass.data();
-  double* a = acc.mutable_data();
-  double* phi = want_potential ? pot.mutable_data() : nullptr;
   const double eps2 = softening * softening;
   if (threads == 0) threads = ThreadPool::hardware_threads();
-  {
-    py::gil_scoped_release release;
+  return forces<double>(n, want_potential, [&](double* a, double* phi) {
     ThreadPool::instance().parallel_for(n, 16, threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         CompensatedSum ax, ay, az, ui;
@@ -52,8 +47,7 @@ py::tuple reference_accelerations(const CArray<double>& pos, const CArray<double
         if (phi) phi[i] = ui.value();
       }
     });
-  }
-  return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+  });
 }
 
 }  // namespace

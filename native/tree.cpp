@@ -199,16 +199,10 @@ void register_engine(py::module_& m, const char* name) {
             check_tree_parameters(softening, theta, leaf_capacity, group_capacity);
             if (n == 0) throw std::invalid_argument("no particles");
             const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
-            CArray<T> acc({n, std::size_t(3)});
-            CArray<T> pot(want_potential ? n : 0);
-            T* a = acc.mutable_data();
-            T* phi = want_potential ? pot.mutable_data() : nullptr;
-            {
-              py::gil_scoped_release release;
+            return forces<T>(n, want_potential, [&](T* a, T* phi) {
               self.evaluate(pos.data(), mass.data(), n, softening, theta, quadrupole, leaf_capacity,
                             group_capacity, resolve_threads(threads), kernels, a, phi);
-            }
-            return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+            });
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("quadrupole"),
           py::arg("leaf_capacity"), py::arg("group_capacity") = kDefaultGroupCapacity, py::arg("threads") = 0, py::arg("potential") = false,
