@@ -27,6 +27,27 @@ template <class S>
 constexpr std::size_t kFmmRegisters = kFmmBatch / S::lanes;
 
 // Any order, reading the index tables at run time.
+// One batch of W of a task's sources from `begin`: the offsets R (axis-major, W per axis)
+// from each source's centre to the target's, 1/r^2 and 1/r with the softening, and each lane's
+// source index (0 for the lanes past the task's end, which get a unit offset and no moments).
+template <std::size_t W>
+inline void fmm_batch_offsets(const FmmM2LTask& task, const double* zt, std::size_t begin,
+                              double* R, double* inv_r2, double* inv_r, std::size_t* sources) {
+  for (std::size_t b = 0; b < W; ++b) {
+    const bool real = begin + b < task.count;
+    const std::size_t j = real ? task.sources[begin + b] : 0;
+    const double* zs = task.centre + 3 * j;
+    double r2 = task.eps2;
+    for (int a = 0; a < 3; ++a) {
+      R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
+      r2 += R[a * W + b] * R[a * W + b];
+    }
+    inv_r2[b] = 1.0 / r2;
+    inv_r[b] = std::sqrt(inv_r2[b]);
+    sources[b] = j;
+  }
+}
+
 template <class S>
 void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask& task) {
   using V = typename S::V;
@@ -40,18 +61,11 @@ void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask& task) {
     for (std::size_t r = 0; r < NR; ++r) L[k][r] = S::zero();
   const double* zt = task.centre + 3 * std::size_t(task.target);
   for (std::size_t begin = 0; begin < task.count; begin += W) {
+    std::size_t sources[W];
+    fmm_batch_offsets<W>(task, zt, begin, R, inv_r2, inv_r, sources);
     for (std::size_t b = 0; b < W; ++b) {
       const bool real = begin + b < task.count;
-      const std::size_t j = real ? task.sources[begin + b] : 0;
-      const double* zs = task.centre + 3 * j;
-      double r2 = task.eps2;
-      for (int a = 0; a < 3; ++a) {
-        R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
-        r2 += R[a * W + b] * R[a * W + b];
-      }
-      inv_r2[b] = 1.0 / r2;
-      inv_r[b] = std::sqrt(inv_r2[b]);
-      const double* Mj = task.signed_multipole + j * terms;
+      const double* Mj = task.signed_multipole + sources[b] * terms;
       for (int q = 0; q < terms; ++q) M[q * W + b] = real ? Mj[q] : 0.0;
     }
     for (std::size_t r = 0; r < NR; ++r) {
@@ -174,19 +188,10 @@ struct FmmM2LFixed {
     const double* zt = task.centre + 3 * std::size_t(task.target);
     for (std::size_t begin = 0; begin < task.count; begin += W) {
       const double* rows[W];
-      for (std::size_t b = 0; b < W; ++b) {
-        const bool real = begin + b < task.count;
-        const std::size_t j = real ? task.sources[begin + b] : 0;
-        const double* zs = task.centre + 3 * j;
-        double r2 = task.eps2;
-        for (int a = 0; a < 3; ++a) {
-          R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
-          r2 += R[a * W + b] * R[a * W + b];
-        }
-        inv_r2[b] = 1.0 / r2;
-        inv_r[b] = std::sqrt(inv_r2[b]);
-        rows[b] = real ? task.signed_multipole + j * terms : kFmmZeroMoments;
-      }
+      std::size_t sources[W];
+      fmm_batch_offsets<W>(task, zt, begin, R, inv_r2, inv_r, sources);
+      for (std::size_t b = 0; b < W; ++b)
+        rows[b] = begin + b < task.count ? task.signed_multipole + sources[b] * terms : kFmmZeroMoments;
       // The sources' moments into lanes, M[q * W + b]: whole S::lanes x S::lanes blocks by the
       // traits' in-register transpose (a fifth of the instructions of moving them one by one),
       // the last terms one by one.
