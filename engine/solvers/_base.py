@@ -23,6 +23,9 @@ class Solver(ABC):
     """
 
     name = "solver"
+    # An approximate solver's accuracy setting (accuracy_table.ThetaSetting): what it chose,
+    # added to describe().
+    setting = None
 
     def __init__(self, *, precision: str, softening: float, **params):
         self.precision = precision
@@ -86,7 +89,8 @@ class Solver(ABC):
 
     def describe(self) -> str:
         options = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if v is not None)
-        return f"{self.name} ({options})"
+        clause = self.setting.describe() if self.setting is not None else None
+        return f"{self.name} ({options})" + (f"; {clause}" if clause else "")
 
 
 class HostState:

@@ -100,10 +100,6 @@ class CpuFmmSolver(Solver):
         return {**stats, "simd": self.simd, **self.setting.stats(), "order": self.order,
                 "cost_per_particle": cost_per_particle(stats, self._n, self.order)}
 
-    def describe(self) -> str:
-        clause = self.setting.describe()
-        return super().describe() + (f"; {clause}" if clause else "")
-
 
 SPEC = SolverSpec(
     name="cpu-fmm",

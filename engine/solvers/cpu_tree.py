@@ -97,10 +97,6 @@ class CpuTreeSolver(Solver):
     def _extra_stats(self) -> dict:
         return {**self._engine.stats, "simd": self.simd, **self.setting.stats()}
 
-    def describe(self) -> str:
-        clause = self.setting.describe()
-        return super().describe() + (f"; {clause}" if clause else "")
-
 
 SPEC = SolverSpec(
     name="cpu-tree",

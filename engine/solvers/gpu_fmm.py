@@ -217,10 +217,6 @@ class GpuFmmSolver(GpuSolver):
         stats["kernel_s"] = sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
 
-    def describe(self) -> str:
-        clause = self.setting.describe()
-        return super().describe() + (f"; {clause}" if clause else "")
-
     def _device_stats(self, events, launch) -> dict:
         # Waited for only when last_stats is read, like gpu-tree's (GpuSolver.record_stats).
         return self._breakdown()

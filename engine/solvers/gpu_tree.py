@@ -150,10 +150,6 @@ class GpuTreeSolver(GpuSolver):
         behind it; None before it, or when theta was given."""
         return self.setting.chosen
 
-    def describe(self) -> str:
-        clause = self.setting.describe()
-        return super().describe() + (f"; {clause}" if clause else "")
-
     def _opening_boxes(self, tree, boxes_kernel) -> list[KernelEvent]:
         """Per walk group its bodies' box, per body its group (only the per-body walks with
         the group opening test read them; the others get one-element placeholders)."""
