@@ -10,7 +10,7 @@ from ...engine.errors import InvalidInputError
 from ._density_pass import DensityPass
 from ._context import is_software
 from ._density_splat_pass import DensitySplatPass
-from ._host_splat_pass import HostSplatPass
+from ._host_splat_pass import DEFAULT_THREADS, HostSplatPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
 from ._splat_pass import SplatPass
@@ -48,11 +48,11 @@ class Renderer:
     target_format : "rgba32f" (default) or "rgba16f"
     splat : allow the compute and host splats (default True)
     host_splat : None (default): where GL is software; True: for every host frame; False: never
-    host_threads : the host splat's threads (0: every hardware thread)
+    host_threads : the host splat's threads (0: every hardware thread; default 1)
     """
 
     def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True,
-                 host_splat: bool | None = None, host_threads: int = 0):
+                 host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
