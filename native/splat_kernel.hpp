@@ -1,6 +1,6 @@
 // The particle pass's splat on the host (native/splat.cpp drives it): the same Gaussian sprites
 // as native/kernels/splat.cl, with the same arithmetic per contribution, for software GL, where
-// rasterising points costs more than the CPU does alone (docs/adr/0110). Compiled per
+// rasterising points costs more than the CPU does alone (docs/adr/0160). Compiled per
 // instruction set (simd_*.cpp): the band's resolve (64-bit counts to float) vectorises with
 // AVX-512DQ; the raster loop is the same scalar code everywhere.
 //
