@@ -96,8 +96,9 @@ void splat_points(const py::array& position, const py::array& previous,
   if (!(point_size > 0.0f) || !std::isfinite(point_size) || !(intensity > 0.0f) ||
       !std::isfinite(intensity) || !std::isfinite(speed_scale))
     throw std::invalid_argument("splat_points: point_size and intensity must be finite and positive, speed_scale finite");
-  if (!(fixed_one >= 1.0f) || !(fixed_cap >= 1.0f) || !(fixed_cap < 18446744073709551616.0f))
-    throw std::invalid_argument("splat_points: fixed_one and fixed_cap must be >= 1, fixed_cap below 2^64");
+  // a contribution below 2^32 keeps fewer than 2^31 of them on a pixel below 2^63 (splat.cl)
+  if (!(fixed_one >= 1.0f) || !(fixed_cap >= 1.0f) || !(fixed_cap <= 4294967296.0f))
+    throw std::invalid_argument("splat_points: fixed_one must be >= 1 and fixed_cap in 1 .. 2^32");
   in.count = static_cast<std::size_t>(n);
   in.colour_mode = colour_mode;
   in.speed_scale = speed_scale;

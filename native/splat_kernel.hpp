@@ -1,6 +1,6 @@
 // The particle pass's splat on the host (native/splat.cpp drives it): the same Gaussian sprites
-// as native/kernels/splat.cl, with the same arithmetic per contribution, for software GL, where
-// rasterising points costs more than the CPU does alone (docs/adr/0160). Compiled per
+// as native/kernels/splat.cl, with its arithmetic but for the weight (below), for software GL,
+// where rasterising points costs more than the CPU does alone (docs/adr/0160). Compiled per
 // instruction set (simd_*.cpp): the band's resolve (64-bit counts to float) vectorises with
 // AVX-512DQ; the raster loop is the same scalar code everywhere.
 //
@@ -126,6 +126,37 @@ void splat_project(const SplatInput& in, std::size_t begin, std::size_t end, Spl
   }
 }
 
+// One row of a sprite: `columns` pixels from `pixel` on (4 counts each), the column factors
+// ox2[i] = ox^2 and ex[i] = exp(-4 ox^2), the row's oy2 and ey, and the sprite's colour.
+struct SplatRowArgs {
+  const float* ox2;
+  const float* ex;
+  int columns;
+  float oy2, ey, intensity, r, g, b, one, cap;
+};
+
+// Adds a sprite row's contributions, splat.cl's splat_add for each pixel in the disc. The
+// generic version; a level may specialise it (simd_avx512.cpp: four pixels' four channels in
+// one register, the same operations in the same order, so the same bits).
+template <class Vec>
+struct SplatRow {
+  static void add(const SplatRowArgs& a, std::uint64_t* pixel) {
+    auto add_one = [&a](std::uint64_t* count, float value) {
+      const float amount = std::min(value * a.one + 0.5f, a.cap);
+      if (amount >= 1.0f) *count += static_cast<std::uint64_t>(amount);
+    };
+    for (int i = 0; i < a.columns; ++i, pixel += kSplatChannels) {
+      if (a.ox2[i] + a.oy2 > 1.0f) continue;  // splat.cl's r2 = ox * ox + oy * oy, the same bits
+      const float weight = a.ex[i] * a.ey;
+      const float brightness = a.intensity * weight;
+      add_one(pixel, a.r * brightness);
+      add_one(pixel + 1, a.g * brightness);
+      add_one(pixel + 2, a.b * brightness);
+      add_one(pixel + 3, weight);
+    }
+  }
+};
+
 template <class Vec>
 void splat_band(const SplatInput& in, const SplatBands& bands, std::size_t first_band,
                 std::size_t end_band) {
@@ -134,7 +165,7 @@ void splat_band(const SplatInput& in, const SplatBands& bands, std::size_t first
   thread_local std::vector<std::uint64_t> counts;  // the band's: zero between bands
   if (counts.size() != kSplatBandRows * row_values) counts.assign(kSplatBandRows * row_values, 0);
   const float half_size = 0.5f * in.point_size, to_offset = 2.0f / in.point_size;
-  const float one = in.fixed_one, cap = in.fixed_cap, to_light = 1.0f / in.fixed_one;
+  const float to_light = 1.0f / in.fixed_one;
   // per column of a sprite: ox^2 and exp(-4 ox^2) (a sprite spans at most floor(size) + 2
   // columns, one more kept for the rounding of its edges, and never more than the image's)
   thread_local std::vector<float> ox2, ex;
@@ -144,10 +175,6 @@ void splat_band(const SplatInput& in, const SplatBands& bands, std::size_t first
     ox2.resize(widest);
     ex.resize(widest);
   }
-  auto add = [one, cap](std::uint64_t* pixel, float value) {  // splat.cl's splat_add
-    const float amount = std::min(value * one + 0.5f, cap);
-    if (amount >= 1.0f) *pixel += static_cast<std::uint64_t>(amount);
-  };
   for (std::size_t band = first_band; band < end_band; ++band) {
     const int row0 = static_cast<int>(band) * kSplatBandRows;
     const int row1 = std::min(row0 + kSplatBandRows, in.height);  // past the band's last row
@@ -165,25 +192,20 @@ void splat_band(const SplatInput& in, const SplatBands& bands, std::size_t first
       const int y0 = static_cast<int>(std::max(std::floor(s.y - half_size), float(row0)));
       const int y1 = static_cast<int>(std::min(std::floor(s.y + half_size), row1 - 1.0f));
       const int columns = x1 - x0 + 1;
-      for (int i = 0; i < columns; ++i) {
+      for (int i = 0; i < columns; ++i) {  // no factor beside the disc (its pixels add nothing)
         const float ox = (static_cast<float>(x0 + i) + 0.5f - s.x) * to_offset;
         ox2[i] = ox * ox;
-        ex[i] = std::exp(-4.0f * ox2[i]);
+        ex[i] = ox2[i] <= 1.0f ? std::exp(-4.0f * ox2[i]) : 0.0f;
       }
+      SplatRowArgs row{ox2.data(), ex.data(), columns, 0.0f, 0.0f, in.intensity, s.r, s.g, s.b,
+                       in.fixed_one, in.fixed_cap};
       for (int py = y0; py <= y1; ++py) {
         const float oy = (static_cast<float>(py) + 0.5f - s.y) * to_offset;
-        const float oy2 = oy * oy, ey = std::exp(-4.0f * oy2);
-        std::uint64_t* pixel = counts.data() + static_cast<std::size_t>(py - row0) * row_values +
-                               static_cast<std::size_t>(x0) * kSplatChannels;
-        for (int i = 0; i < columns; ++i, pixel += kSplatChannels) {
-          if (ox2[i] + oy2 > 1.0f) continue;  // splat.cl's r2 = ox * ox + oy * oy, the same bits
-          const float weight = ex[i] * ey;
-          const float brightness = in.intensity * weight;
-          add(pixel, s.r * brightness);
-          add(pixel + 1, s.g * brightness);
-          add(pixel + 2, s.b * brightness);
-          add(pixel + 3, weight);
-        }
+        row.oy2 = oy * oy;
+        if (row.oy2 > 1.0f) continue;  // a row above or below the disc
+        row.ey = std::exp(-4.0f * row.oy2);
+        SplatRow<Vec>::add(row, counts.data() + static_cast<std::size_t>(py - row0) * row_values +
+                                    static_cast<std::size_t>(x0) * kSplatChannels);
       }
     }
     std::uint64_t* c = counts.data();
