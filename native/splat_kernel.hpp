@@ -2,7 +2,9 @@
 // as native/kernels/splat.cl, with its arithmetic but for the weight (below), for software GL,
 // where rasterising points costs more than the CPU does alone (docs/adr/0160). Compiled per
 // instruction set (simd_*.cpp): the band's resolve (64-bit counts to float) vectorises with
-// AVX-512DQ; the raster loop is the same scalar code everywhere.
+// AVX-512DQ, and simd_avx512.cpp specialises a sprite row (SplatRow: four pixels' channels in
+// one register; with the resolve, 100k 3-pixel sprites take 9 ms on one thread against 12 at
+// AVX2); the rest is the same scalar code everywhere.
 //
 //   1. project (splat_project, particles in chunks): clip = M (x, y, z, 1), dropped behind the
 //      camera or outside the depth range, the window position, the colour (population, speed

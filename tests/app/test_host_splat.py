@@ -188,9 +188,10 @@ def test_the_host_splat_refuses_bad_input_with_a_clear_error():
     palette = PointStyle().palette()
 
     def call(position=good, previous=good, population=np.zeros(2, np.uint8), palette=palette,
-             colour_mode=0, point_size=3.0, intensity=1.0, matrix=view_projection, out=light):
+             colour_mode=0, point_size=3.0, intensity=1.0, matrix=view_projection, out=light,
+             cap=FIXED_CAP):
         _native.splat_points(position, previous, population, palette, colour_mode, 1.0,
-                             point_size, intensity, matrix, FIXED_ONE, FIXED_CAP, out)
+                             point_size, intensity, matrix, FIXED_ONE, cap, out)
 
     call()
     for bad, message in ((dict(position=good.astype(np.float64)), "position must be"),
@@ -200,6 +201,7 @@ def test_the_host_splat_refuses_bad_input_with_a_clear_error():
                          (dict(colour_mode=3), "colour_mode must be"),
                          (dict(point_size=0.0), "point_size and intensity"),
                          (dict(intensity=np.nan), "point_size and intensity"),
+                         (dict(cap=2.0 ** 33), "fixed_cap in 1 .. 2\\^32"),
                          (dict(matrix=np.eye(3, dtype=np.float32)), "view_projection has"),
                          (dict(out=np.empty((4, 5, 3), np.float32)), "light has the wrong"),
                          (dict(out=np.empty((4, 5, 4), np.float64)), "light must be")):
