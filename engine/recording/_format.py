@@ -46,8 +46,7 @@ KEYFRAME_POSITIONS = "keyframe_positions"
 KEYFRAME_VELOCITIES = "keyframe_velocities"
 KEYFRAME_TIME = "keyframe_time"
 KEYFRAME_STEP = "keyframe_step"
-KEYFRAME_STATE = (KEYFRAME_POSITIONS, KEYFRAME_VELOCITIES)
-KEYFRAME_DATASETS = (*KEYFRAME_STATE, KEYFRAME_TIME, KEYFRAME_STEP)
+KEYFRAME_DATASETS = (KEYFRAME_POSITIONS, KEYFRAME_VELOCITIES, KEYFRAME_TIME, KEYFRAME_STEP)
 # Keyframes hold the state in the solver's precision: float32 or float64.
 KEYFRAME_DTYPES = {"float32": np.dtype("<f4"), "float64": np.dtype("<f8")}
 # Default: a keyframe every this many frames (plus the first and the last state).

@@ -1,19 +1,10 @@
-"""The few HDF5 calls h5py does not offer, rows written in place, and the translation of
-h5py's errors.
+"""The few HDF5 calls h5py does not offer, and the translation of h5py's errors.
 
 HDF5 rereads metadata whose checksum fails when a file is open for SWMR reading, in case a
 live writer was half-way through writing it, sleeping twice as long before each retry: its
 default of 100 attempts turns one damaged byte into an hour-long hang. h5py exposes no setter for
 that count, so :func:`open_swmr` calls ``H5Pset_metadata_read_attempts`` from the very libhdf5
 h5py is linked to (found among the process's loaded libraries and checked by version).
-
-Rows written in place (ADR 0130): a dataset made with :func:`in_place_options` gets the file space
-of a new chunk when it grows (early allocation) and HDF5 never writes into it (no fill), so
-:func:`write_row_in_place` can put a one-row chunk's bytes there itself with ``os.pwrite`` on
-HDF5's own file descriptor. HDF5 still owns the layout, the chunk index and every metadata write;
-only the bytes of the row bypass it. Why: on the H200, chunks written through h5py (a frame of 6 MB
-every step) cost a GPU simulation on another thread 28% of its steps/s, ``os.write`` of the same
-bytes 1% (the cause inside HDF5 or h5py was not found).
 """
 
 from __future__ import annotations
@@ -26,8 +17,7 @@ import re
 import sys
 
 import h5py
-import numpy as np
-from h5py import h5d, h5f, h5p
+from h5py import h5f, h5p
 
 # Cumulative sleep of HDF5's retries is about 2**attempts nanoseconds: 28 attempts ride out a
 # live writer's torn write for about 0.3 s; a file nobody writes any more needs one.
@@ -52,37 +42,6 @@ def marked_open_for_writing(path) -> bool:
         return False
     return len(head) == 12 and head[:8] == _SIGNATURE and head[8] >= 2 \
         and bool(head[11] & _WRITE_ACCESS_FLAGS)
-
-
-def in_place_options() -> dict:
-    """``create_dataset`` options of a dataset whose rows :func:`write_row_in_place` writes."""
-    dcpl = h5p.create(h5p.DATASET_CREATE)
-    dcpl.set_alloc_time(h5d.ALLOC_TIME_EARLY)
-    return {"dcpl": dcpl, "fill_time": "never"}
-
-
-def can_write_in_place() -> bool:
-    """Whether this platform and h5py can (``os.pwrite``, HDF5 >= 1.10.5's chunk query)."""
-    return hasattr(os, "pwrite") and hasattr(h5d.DatasetID, "get_chunk_info_by_coord")
-
-
-def write_row_in_place(handle: int, dataset: h5py.Dataset, index: int, data: np.ndarray) -> bool:
-    """Write ``data`` as row ``index`` (already allocated: the dataset has grown past it) of a
-    dataset made with :func:`in_place_options` and one row per chunk, at its chunk's place in
-    the file behind ``handle`` (HDF5's descriptor); False, with nothing written, where the
-    chunk has no place yet or ``data`` is not the row's exact bytes (dtype, byte order, shape,
-    C order): the caller writes it through HDF5 then."""
-    if data.dtype != dataset.dtype or data.shape != dataset.shape[1:] \
-            or not data.flags.c_contiguous:
-        return False
-    offset = dataset.id.get_chunk_info_by_coord((index,) + (0,) * (dataset.ndim - 1)).byte_offset
-    if offset is None:
-        return False
-    view = memoryview(data).cast("B")
-    while view:  # a regular file takes it at once, but pwrite may write less
-        written = os.pwrite(handle, view, offset)
-        view, offset = view[written:], offset + written
-    return True
 
 
 def error_text(error: BaseException) -> str:

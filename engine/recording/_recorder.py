@@ -32,8 +32,7 @@ from .. import frame_encoding as encodings
 from ..compute import Snapshot
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
-from ._hdf5 import (H5_ERRORS, can_write_in_place, error_text, in_place_options,
-                    write_row_in_place)
+from ._hdf5 import H5_ERRORS, error_text
 from ._writer_lock import claim, in_use_error
 
 _STOP = object()
@@ -228,28 +227,22 @@ class Recorder:
                                "created_utc": datetime.datetime.now(datetime.timezone.utc)
                                .isoformat(timespec="seconds")})
             file.attrs.update(attributes)
-            # Rows with a chunk each and no filter are written in place (_hdf5, ADR 0130).
-            in_place = can_write_in_place()
-            frame_rows = in_place and fpc == 1 and not self._filter
-
-            def frames():
-                return dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3),
-                            chunks=(fpc, self.n, 3), dtype=self.dtype, **self._filter,
-                            **(in_place_options() if frame_rows else {}))
-            made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames())
+            frames = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3), chunks=(fpc, self.n, 3),
+                          dtype=self.dtype, **self._filter)
+            made[fmt.POSITIONS] = file.create_dataset(fmt.POSITIONS, **frames)
             if self.encoding == encodings.FIXED16:
                 made[fmt.POSITION_BOX] = file.create_dataset(
                     fmt.POSITION_BOX, shape=(0, 3, 3), maxshape=(None, 3, 3), chunks=(1024, 3, 3),
                     dtype="<f4")
             if self.records_velocities:
-                made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames())
+                made[fmt.VELOCITIES] = file.create_dataset(fmt.VELOCITIES, **frames)
             series = [(fmt.TIME, fmt.STEP)]
             if self.keyframe_dtype is not None:  # one state per chunk: read one at a time
-                for name in fmt.KEYFRAME_STATE:
-                    made[name] = file.create_dataset(
-                        name, shape=(0, self.n, 3), maxshape=(None, self.n, 3),
-                        chunks=(1, self.n, 3), dtype=self.keyframe_dtype,
-                        **(in_place_options() if in_place else {}))
+                state = dict(shape=(0, self.n, 3), maxshape=(None, self.n, 3),
+                             chunks=(1, self.n, 3), dtype=self.keyframe_dtype)
+                made[fmt.KEYFRAME_POSITIONS] = file.create_dataset(fmt.KEYFRAME_POSITIONS, **state)
+                made[fmt.KEYFRAME_VELOCITIES] = file.create_dataset(fmt.KEYFRAME_VELOCITIES,
+                                                                    **state)
                 series.append((fmt.KEYFRAME_TIME, fmt.KEYFRAME_STEP))
             for time_name, step_name in series:
                 made[time_name] = file.create_dataset(time_name, shape=(0,), maxshape=(None,),
@@ -268,11 +261,6 @@ class Recorder:
         except BaseException:
             _abandon(file, made)
             raise
-        self._in_place = {name for name in made if name in fmt.KEYFRAME_STATE and in_place
-                          or name in (fmt.POSITIONS, fmt.VELOCITIES) and frame_rows}
-        self._handle = file.id.get_vfd_handle() if self._in_place else None
-        if not isinstance(self._handle, int) or self._handle < 0:  # not the POSIX driver
-            self._in_place = set()
         self._datasets = {name: made[name] for name in (fmt.POSITIONS, fmt.POSITION_BOX,
                                                         fmt.VELOCITIES, fmt.TIME, fmt.STEP,
                                                         *fmt.KEYFRAME_DATASETS)
@@ -525,7 +513,7 @@ class Recorder:
         keyframe, positions, velocities, _, _ = item
         if keyframe:
             index = self.keyframes_committed + self._uncommitted_keyframes
-            names, dtype = fmt.KEYFRAME_STATE, self.keyframe_dtype
+            names, dtype = (fmt.KEYFRAME_POSITIONS, fmt.KEYFRAME_VELOCITIES), self.keyframe_dtype
             positions, velocities = (self._arrived(array, dtype, "keyframe")
                                      for array in (positions, velocities))
         else:
@@ -542,8 +530,6 @@ class Recorder:
                 continue
             dataset = self._datasets[name]
             dataset.resize(index + 1, axis=0)
-            if name in self._in_place and write_row_in_place(self._handle, dataset, index, data):
-                continue
             if not keyframe and self._frames_per_chunk == 1 and not self._filter:
                 # A frame is a whole chunk: hand HDF5 its bytes, past the chunk cache (one copy
                 # fewer) and the filter pipeline (there are no filters).

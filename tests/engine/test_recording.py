@@ -340,37 +340,3 @@ def test_bad_file_gives_a_clear_error_without_large_allocations(tmp_path, case):
 def test_missing_file_is_a_recording_error(tmp_path):
     with pytest.raises(RecordingError, match="no such file"):
         RecordingFile(tmp_path / "nothing.h5")
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "fixed16"])
-def test_rows_with_a_chunk_each_are_written_in_place_and_read_back_exactly(tmp_path, dtype):
-    """Frames of more than half a chunk target and every keyframe go to the file with pwrite at
-    the place HDF5 allocated for their chunk (ADR 0130): the bytes read back are the ones given,
-    whichever rows came before."""
-    n, path = 30_000, tmp_path / "big.h5"
-    rng = np.random.default_rng(3)
-    frames = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(4)]
-    velocities = [rng.normal(size=(n, 3)).astype(np.float32) for _ in range(4)]
-    with Recorder(path, masses=np.ones(n), dtype=dtype, velocities=dtype != "fixed16",
-                  keyframe_dtype="float32", flush_seconds=0.01) as recorder:
-        assert {"positions", "keyframe_positions", "keyframe_velocities"} <= recorder._in_place
-        for step, (pos, vel) in enumerate(zip(frames, velocities)):
-            recorder.append(pos, 0.5 * step, step,
-                            velocities=None if dtype == "fixed16" else vel)
-            recorder.append_keyframe(pos, vel, 0.5 * step, step)
-    with h5py.File(path) as raw:
-        layout = raw["positions"].id.get_create_plist()
-        assert layout.get_alloc_time() == h5py.h5d.ALLOC_TIME_EARLY
-    with RecordingFile(path) as recording:
-        assert recording.frame_count == 4 and recording.keyframe_count == 4
-        for index, (pos, vel) in enumerate(zip(frames, velocities)):
-            if dtype == "float32":
-                np.testing.assert_array_equal(recording.read(index), pos)
-                np.testing.assert_array_equal(recording.read(index, velocities=True), vel)
-            elif dtype == "float16":
-                np.testing.assert_array_equal(recording.read(index), pos.astype(np.float16))
-            else:  # within the fixed-point grid of the frame's box
-                assert np.abs(recording.read(index) - pos).max() < np.ptp(pos, axis=0).max() / 6e4
-            kept_pos, kept_vel = recording.read_keyframe(index)
-            np.testing.assert_array_equal(kept_pos, pos)
-            np.testing.assert_array_equal(kept_vel, vel)
