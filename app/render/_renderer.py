@@ -7,8 +7,8 @@ import numpy as np
 
 from ...engine.compute import DeviceUnavailableError, KernelBuildError
 from ...engine.errors import InvalidInputError
-from ._density_pass import DensityPass
 from ._context import is_software
+from ._density_pass import DensityPass
 from ._density_splat_pass import DensitySplatPass
 from ._host_splat_pass import DEFAULT_THREADS, HostSplatPass
 from ._particle_pass import ParticlePass
@@ -65,7 +65,7 @@ class Renderer:
         if not splat or host_splat is False:
             self.host_splat_unavailable: str | None = "turned off"
         elif host_splat is None and not is_software(ctx):
-            self.host_splat_unavailable = "GL draws on a GPU (faster)"
+            self.host_splat_unavailable = "GL draws on a GPU"
         else:
             self.host_splat_unavailable = None
         self.particle_path = GL_POINTS
