@@ -70,11 +70,28 @@
  * _parameters.py, _quantum), so 16 of them stay below float32's 2^24. */
 #define FLUSH_EVERY 16
 
+/* The float64 totals live in local (shared) memory, not registers: TOTALS per work-item,
+ * FLOCK_GROUP apart (the separation's x, y, z, then the cohesion's, then the alignment's). They
+ * are touched once per FLUSH_EVERY candidates, and the 18 registers they would hold cost the
+ * rule kernels' candidate loop resident sub-groups on CUDA. */
+#define TOTALS 9
+#define SEPARATION_TOTAL 0
+#define COHESION_TOTAL 3
+#define ALIGNMENT_TOTAL 6
+#define TOTAL(s, index) ((s)->total[(index) * FLOCK_GROUP])
+
 typedef struct {
   float separation[3], cohesion[3], alignment[3];  /* partial: at most FLUSH_EVERY terms */
-  double separation_total[3], cohesion_total[3], alignment_total[3];
+  LOCAL_ARG double* total;                         /* this work-item's TOTALS */
   int cohesion_count, alignment_count;
 } FlockSums;
+
+/* A rule kernel's local totals, and the sums of work-item LOCAL_ID cleared. */
+#define FLOCK_SUMS(s)                                                                        \
+  LOCAL double totals[TOTALS * FLOCK_GROUP];                                                 \
+  FlockSums s;                                                                               \
+  s.total = totals + LOCAL_ID;                                                               \
+  clear(&s)
 
 /* What a neighbour test reads, as float32 in registers. */
 typedef struct {
@@ -133,9 +150,9 @@ DEVICE void accumulate(FlockSums* s, const PairConstants* pc, float4 pi, float4 
  * as native/flock_kernel.hpp does. Separation added an offset of 0. */
 DEVICE void forget_self(FlockSums* s, const PairConstants* pc, float4 v) {
   if (0.0f < pc->alignment2) {
-    s->alignment_total[0] -= (double)v.x;
-    s->alignment_total[1] -= (double)v.y;
-    s->alignment_total[2] -= (double)v.z;
+    TOTAL(s, ALIGNMENT_TOTAL + 0) -= (double)v.x;
+    TOTAL(s, ALIGNMENT_TOTAL + 1) -= (double)v.y;
+    TOTAL(s, ALIGNMENT_TOTAL + 2) -= (double)v.z;
     s->alignment_count -= 1;
   }
   if (0.0f < pc->cohesion2) s->cohesion_count -= 1;
@@ -144,9 +161,9 @@ DEVICE void forget_self(FlockSums* s, const PairConstants* pc, float4 v) {
 /* Adds the partial sums into the float64 totals (exactly) and clears them. */
 DEVICE void flush(FlockSums* s) {
   for (int k = 0; k < 3; ++k) {
-    s->separation_total[k] += (double)s->separation[k];
-    s->cohesion_total[k] += (double)s->cohesion[k];
-    s->alignment_total[k] += (double)s->alignment[k];
+    TOTAL(s, SEPARATION_TOTAL + k) += (double)s->separation[k];
+    TOTAL(s, COHESION_TOTAL + k) += (double)s->cohesion[k];
+    TOTAL(s, ALIGNMENT_TOTAL + k) += (double)s->alignment[k];
     s->separation[k] = s->cohesion[k] = s->alignment[k] = 0.0f;
   }
 }
@@ -161,12 +178,13 @@ DEVICE float4 finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4
   const double p0[3] = {p.x, p.y, p.z};
   double w[3];
   for (int k = 0; k < 3; ++k) {
-    double a = -MUL_RN(c[C_SEPARATION_WEIGHT], s->separation_total[k]);
+    double a = -MUL_RN(c[C_SEPARATION_WEIGHT], TOTAL(s, SEPARATION_TOTAL + k));
     if (s->cohesion_count > 0)
-      a = a + MUL_RN(c[C_COHESION_WEIGHT], s->cohesion_total[k] / (double)s->cohesion_count);
+      a = a + MUL_RN(c[C_COHESION_WEIGHT],
+                     TOTAL(s, COHESION_TOTAL + k) / (double)s->cohesion_count);
     if (s->alignment_count > 0)
       a = a + MUL_RN(c[C_ALIGNMENT_WEIGHT],
-                     s->alignment_total[k] / (double)s->alignment_count - v0[k]);
+                     TOTAL(s, ALIGNMENT_TOTAL + k) / (double)s->alignment_count - v0[k]);
     w[k] = v0[k] + MUL_RN(dt, a);
   }
   const double s2 = MUL_RN(w[0], w[0]) + MUL_RN(w[1], w[1]) + MUL_RN(w[2], w[2]);
@@ -195,7 +213,8 @@ DEVICE float4 finish(const FlockSums* s, GLOBAL const double* RESTRICT c, float4
 DEVICE void clear(FlockSums* s) {
   for (int k = 0; k < 3; ++k) {
     s->separation[k] = s->cohesion[k] = s->alignment[k] = 0.0f;
-    s->separation_total[k] = s->cohesion_total[k] = s->alignment_total[k] = 0.0;
+    TOTAL(s, SEPARATION_TOTAL + k) = TOTAL(s, COHESION_TOTAL + k) = 0.0;
+    TOTAL(s, ALIGNMENT_TOTAL + k) = 0.0;
   }
   s->cohesion_count = s->alignment_count = 0;
 }
@@ -212,40 +231,38 @@ DEVICE int cell_of(float x, GLOBAL const double* RESTRICT c) {
   return axis_cell(MUL_RN(x, (float)c[C_INVERSE_CELL_WIDTH]), (int)c[C_GRID]);
 }
 
-/* The cells one axis visits, as the unwrapped range lo .. hi around the boid's own cell (-1
- * and G stand for G - 1 and 0 across the seam): with cell width 1 its neighbours on both
- * sides, with width 2 the one towards its position in the cell (native/flock_grid.cpp); on
- * grids of 1 or 2 cells every cell. `below` / `above`: the squared distance, in cell widths,
- * from the boid to the cell below / above its own (0 on grids of 1 or 2 cells: no pruning). */
+/* The cells one axis visits, as the unwrapped range span_lo .. span_hi around the boid's own
+ * cell (-1 and G stand for G - 1 and 0 across the seam): with cell width 1 its neighbours on
+ * both sides, with width 2 the one towards its place in the cell (native/flock_grid.cpp); on
+ * grids of 1 or 2 cells every cell. span_gap: the squared distance, in cell widths, from the
+ * boid to a cell of the range (0 on grids of 1 or 2 cells: nothing is skipped there). Kept as
+ * the own cell and the place in it (0 .. 1), two registers per axis. */
 typedef struct {
-  int own, lo, hi;
-  float below, above;
+  int own;
+  float place;
 } AxisSpan;
 
 DEVICE AxisSpan axis_span(float x, GLOBAL const double* RESTRICT c) {
-  const int g = (int)c[C_GRID];
   const float scaled = MUL_RN(x, (float)c[C_INVERSE_CELL_WIDTH]);
   AxisSpan a;
-  a.own = axis_cell(scaled, g);
-  a.below = a.above = 0.0f;
-  if (g <= 2) {
-    a.lo = 0;
-    a.hi = g - 1;
-    return a;
-  }
-  const float f = MIN(MAX(scaled - (float)a.own, 0.0f), 1.0f);  /* place in the cell */
-  a.below = MUL_RN(f, f);
-  a.above = MUL_RN(1.0f - f, 1.0f - f);
-  const bool low = FLOCK_CELL_WIDTH == 1 || scaled - (float)a.own < 0.5f;
-  const bool high = FLOCK_CELL_WIDTH == 1 || !low;
-  a.lo = low ? a.own - 1 : a.own;
-  a.hi = high ? a.own + 1 : a.own;
+  a.own = axis_cell(scaled, (int)c[C_GRID]);
+  a.place = MIN(MAX(scaled - (float)a.own, 0.0f), 1.0f);
   return a;
 }
 
-/* Squared distance (cell widths) from the boid to unwrapped cell u of its axis span. */
-DEVICE float span_gap(const AxisSpan* a, int u) {
-  return u < a->own ? a->below : (u > a->own ? a->above : 0.0f);
+/* Cell width 2 visits the neighbour on the side of the cell's half the boid is in. */
+DEVICE bool span_low(AxisSpan a) { return FLOCK_CELL_WIDTH == 1 || a.place < 0.5f; }
+
+DEVICE int span_lo(AxisSpan a, int g) { return g <= 2 ? 0 : (span_low(a) ? a.own - 1 : a.own); }
+
+DEVICE int span_hi(AxisSpan a, int g) {
+  return g <= 2 ? g - 1 : (FLOCK_CELL_WIDTH == 1 || !span_low(a) ? a.own + 1 : a.own);
+}
+
+DEVICE float span_gap(AxisSpan a, int u, int g) {
+  if (g <= 2 || u == a.own) return 0.0f;
+  const float d = u < a.own ? a.place : 1.0f - a.place;
+  return MUL_RN(d, d);
 }
 
 /* The squared reach of the rules in cell widths, with a margin: a cell at least this far from
@@ -367,8 +384,7 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
                         GLOBAL float4* RESTRICT pos_out, GLOBAL float4* RESTRICT vel_out) {
   const int i = GLOBAL_ID;
   if (i >= n) return;
-  FlockSums s;
-  clear(&s);
+  FLOCK_SUMS(s);
   const PairConstants pc = pair_constants(c);
   const float4 p = pos[i];
 #define DIRECT(at) (at)
@@ -388,15 +404,16 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
                    sz = axis_span((p).z, c);                                                \
     const float reach2 = rule_reach2(c);                                                    \
     const int g = (int)c[C_GRID];                                                           \
-    for (int uz = sz.lo; uz <= sz.hi; ++uz) {                                               \
-      const float gap_z = span_gap(&sz, uz);                                                \
+    for (int uz = span_lo(sz, g); uz <= span_hi(sz, g); ++uz) {                             \
+      const float gap_z = span_gap(sz, uz, g);                                              \
       if (!(gap_z < reach2)) continue;                                                      \
-      for (int uy = sy.lo; uy <= sy.hi; ++uy) {                                             \
-        const float gap = gap_z + span_gap(&sy, uy);                                        \
+      for (int uy = span_lo(sy, g); uy <= span_hi(sy, g); ++uy) {                           \
+        const float gap = gap_z + span_gap(sy, uy, g);                                      \
         if (!(gap < reach2)) continue;                                                      \
         const uint row = ((uint)((uz + g) % g) * (uint)g + (uint)((uy + g) % g)) * (uint)g;  \
-        const int first = gap + sx.below < reach2 ? sx.lo : sx.own;                          \
-        const int last = gap + sx.above < reach2 ? sx.hi : sx.own;                           \
+        const int lo = span_lo(sx, g), hi = span_hi(sx, g);                                 \
+        const int first = gap + span_gap(sx, lo, g) < reach2 ? lo : sx.own;                 \
+        const int last = gap + span_gap(sx, hi, g) < reach2 ? hi : sx.own;                 \
         /* the cell across the seam, if the row reaches it: G - 1 (first < 0) or 0 */        \
         const uint seam = first < 0 ? row + (uint)(g - 1) : row;                             \
         const bool crosses = first < 0 || last >= g;                                         \
@@ -431,8 +448,7 @@ RULE_KERNEL void flock_scattered(GLOBAL const float4* RESTRICT pos, GLOBAL const
   const float4 p = pos[live ? i : 0];
   const bool wrap = SUBGROUP_ANY(live && near_face(p, c));
   if (!live) return;
-  FlockSums s;
-  clear(&s);
+  FLOCK_SUMS(s);
   const PairConstants pc = pair_constants(c);
 #define NEIGHBOUR(at) order[at]
 #define POSITIONS pos
@@ -460,8 +476,7 @@ RULE_KERNEL void flock_coherent(GLOBAL const float4* RESTRICT pos_placed,
   const float4 p = pos_placed[live ? k : 0];
   const bool wrap = SUBGROUP_ANY(live && near_face(p, c));
   if (!live) return;
-  FlockSums s;
-  clear(&s);
+  FLOCK_SUMS(s);
   const PairConstants pc = pair_constants(c);
 #define NEIGHBOUR(at) DIRECT(at)
 #define POSITIONS pos_placed
