@@ -22,6 +22,8 @@ from ..errors import InvalidInputError, SolverUnavailableError
 DEFAULT_GROUP = 128
 # Rule-kernel work-items per multiprocessor that CUDA caps registers for (LAUNCH_BOUNDS).
 RESIDENT_THREADS = 1024
+# Local memory a rule kernel's work-item takes: its TOTALS (flock.cl) float64 sums.
+LOCAL_BYTES_PER_ITEM = 9 * 8
 
 # Index of each constant in the kernel's double array (flock.cl C_*).
 CONSTANT_NAMES = ("world", "half_world", "separation_radius2", "alignment_radius2",
@@ -49,12 +51,13 @@ class DeviceFlock:
                                          "which the flock kernels sum in")
         self.group = int(group)
         info = self.context.info
-        # The rule kernels vote per sub-group (flock.cl), so groups are whole sub-groups.
-        if not (1 <= self.group <= info.max_work_group_size
-                and self.group % info.subgroup_size == 0):
+        # The rule kernels vote per sub-group (flock.cl), so groups are whole sub-groups, and
+        # they keep TOTALS float64 sums per work-item in local memory.
+        largest = min(info.max_work_group_size, info.local_memory_bytes // LOCAL_BYTES_PER_ITEM)
+        largest -= largest % info.subgroup_size
+        if not (1 <= self.group <= largest and self.group % info.subgroup_size == 0):
             raise InvalidInputError(f"work-group size must be a multiple of {info.subgroup_size} "
-                                    f"(the sub-group) up to {info.max_work_group_size}, "
-                                    f"got {group}")
+                                    f"(the sub-group) up to {largest}, got {group}")
         n = self._n = len(pos)
         context = self.context
         # [state, spare]: the coherent search gathers the state into the spare and steps it

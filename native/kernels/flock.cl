@@ -37,18 +37,15 @@
  * is visited like any candidate and taken back out once (no test per candidate); the rule
  * constants are read into registers once per work-item; a sub-group whose boids' cells
  * touch no face of the box (grids of 5 or more cells a side) skips the nearest-image test,
- * which cannot change an offset of less than two cells; and a neighbour cell (or the part of a
- * row) farther from the boid than every rule radius, with a margin far above rounding, is not
- * visited: none of its boids could pass a radius test, so no sum or count changes.
+ * which cannot change an offset of less than two cells.
  *
  * Determinism: positions and velocities lie on fixed-point grids (the world is a multiple of
  * the position quantum), so offsets are exact in float32, partial sums of FLUSH_EVERY terms
  * are exact in float32 and the float64 totals are exact: the order work-items visit neighbours
- * in, the cells they skip as out of reach, or where the placement puts a boid among its
- * cell's cannot change a sum (ADR 0095, 0158). Every product goes through MUL_RN (no
- * contraction into FMA); float64 division and sqrt are correctly rounded in OpenCL and CUDA
- * alike. So every search, work-group size and device gives the bits the CPU
- * gives (tests/engine/gpu/test_gpu_flock.py). */
+ * in, or where the placement puts a boid among its cell's, cannot change a sum (ADR 0095,
+ * 0158). Every product goes through MUL_RN (no contraction into FMA); float64 division and
+ * sqrt are correctly rounded in OpenCL and CUDA alike. So every search, work-group size and
+ * device gives the bits the CPU gives (tests/engine/gpu/test_gpu_flock.py). */
 
 #define C_WORLD 0
 #define C_HALF_WORLD 1
@@ -234,9 +231,8 @@ DEVICE int cell_of(float x, GLOBAL const double* RESTRICT c) {
 /* The cells one axis visits, as the unwrapped range span_lo .. span_hi around the boid's own
  * cell (-1 and G stand for G - 1 and 0 across the seam): with cell width 1 its neighbours on
  * both sides, with width 2 the one towards its place in the cell (native/flock_grid.cpp); on
- * grids of 1 or 2 cells every cell. span_gap: the squared distance, in cell widths, from the
- * boid to a cell of the range (0 on grids of 1 or 2 cells: nothing is skipped there). Kept as
- * the own cell and the place in it (0 .. 1), two registers per axis. */
+ * grids of 1 or 2 cells every cell. Kept as the own cell and the place in it (0 .. 1), two
+ * registers per axis. */
 typedef struct {
   int own;
   float place;
@@ -257,23 +253,6 @@ DEVICE int span_lo(AxisSpan a, int g) { return g <= 2 ? 0 : (span_low(a) ? a.own
 
 DEVICE int span_hi(AxisSpan a, int g) {
   return g <= 2 ? g - 1 : (FLOCK_CELL_WIDTH == 1 || !span_low(a) ? a.own + 1 : a.own);
-}
-
-DEVICE float span_gap(AxisSpan a, int u, int g) {
-  if (g <= 2 || u == a.own) return 0.0f;
-  const float d = u < a.own ? a.place : 1.0f - a.place;
-  return MUL_RN(d, d);
-}
-
-/* The squared reach of the rules in cell widths, with a margin: a cell at least this far from
- * the boid holds no boid inside any radius. The margin (1/256 relative, 1/4096 absolute) is
- * far above the rounding of a cell's bounds and of the float32 distances (about 1e-5 cell
- * widths), so a skipped cell never held a neighbour the CPU counts. */
-DEVICE float rule_reach2(GLOBAL const double* RESTRICT c) {
-  const double radius2 = fmax(fmax(c[C_SEPARATION_RADIUS2], c[C_ALIGNMENT_RADIUS2]),
-                              c[C_COHESION_RADIUS2]);
-  const double scale = MUL_RN(c[C_INVERSE_CELL_WIDTH], c[C_INVERSE_CELL_WIDTH]);
-  return (float)(MUL_RN(MUL_RN(radius2, scale), 1.0 + 1.0 / 256.0) + 1.0 / 4096.0);
 }
 
 /* True when the boid at p may have a neighbour across a face of the box: its cell lies on a
@@ -396,25 +375,17 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
 
 /* Calls VISIT(first, end) for every run of consecutive cells the boid at p visits, as the
  * sorted-position range [start[first cell], start[end cell]): per (z, y) row of the spans, the
- * x cells within reach, one run, or two where the row crosses the seam on x. Rows and cells
- * out of reach (rule_reach2) are skipped. */
+ * x span as one run, or two where it crosses the seam. */
 #define FOR_EACH_RUN(p, c, start, VISIT)                                                   \
   {                                                                                          \
     const AxisSpan sx = axis_span((p).x, c), sy = axis_span((p).y, c),                      \
                    sz = axis_span((p).z, c);                                                \
-    const float reach2 = rule_reach2(c);                                                    \
     const int g = (int)c[C_GRID];                                                           \
-    for (int uz = span_lo(sz, g); uz <= span_hi(sz, g); ++uz) {                             \
-      const float gap_z = span_gap(sz, uz, g);                                              \
-      if (!(gap_z < reach2)) continue;                                                      \
+    for (int uz = span_lo(sz, g); uz <= span_hi(sz, g); ++uz)                               \
       for (int uy = span_lo(sy, g); uy <= span_hi(sy, g); ++uy) {                           \
-        const float gap = gap_z + span_gap(sy, uy, g);                                      \
-        if (!(gap < reach2)) continue;                                                      \
         const uint row = ((uint)((uz + g) % g) * (uint)g + (uint)((uy + g) % g)) * (uint)g;  \
-        const int lo = span_lo(sx, g), hi = span_hi(sx, g);                                 \
-        const int first = gap + span_gap(sx, lo, g) < reach2 ? lo : sx.own;                 \
-        const int last = gap + span_gap(sx, hi, g) < reach2 ? hi : sx.own;                 \
-        /* the cell across the seam, if the row reaches it: G - 1 (first < 0) or 0 */        \
+        const int first = span_lo(sx, g), last = span_hi(sx, g);                            \
+        /* the cell across the seam, if the span crosses it: G - 1 (first < 0) or 0 */       \
         const uint seam = first < 0 ? row + (uint)(g - 1) : row;                             \
         const bool crosses = first < 0 || last >= g;                                         \
         for (int run = 0; run < (crosses ? 2 : 1); ++run) {                                  \
@@ -423,7 +394,6 @@ KERNEL void flock_naive(GLOBAL const float4* RESTRICT pos, GLOBAL const float4* 
           VISIT(start[from], start[to]);                                                     \
         }                                                                                    \
       }                                                                                      \
-    }                                                                                        \
   }
 
 /* The run loop twice, with and without the nearest image. The choice is made once per
