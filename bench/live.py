@@ -8,8 +8,9 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   render cap's rate and drawing nothing;
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
-  the ``Renderer`` into an output of ``--size``, waits for GL to finish the frame (through a
-  call that drops the GIL, as a swap does), then sleeps to the next tick of ``--fps`` (what
+  the ``Renderer`` into an output of ``--size``, hands it to the GPU and waits (through calls
+  that drop the GIL) until at most ``--frames-in-flight`` frames are queued, as a window's swap
+  chain lets frames queue behind the display, then sleeps to the next tick of ``--fps`` (what
   vsync does); as the window does, the particles are accumulated again only when a new frame
   arrived (the camera is still), their light lands in the target once its kernels have run
   (``Renderer.land``), and the target is tone-mapped every frame;
@@ -52,6 +53,9 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     Option("size", window_size, "1280x720", "output size WxH"),
     Option("point_size", float, None, "sprite diameter in pixels (default: the viewer's)",
            minimum=0.0, exclusive_minimum=True),
+    Option("frames_in_flight", int, 2, "frames the GPU may hold queued, as a swap chain does "
+                                       "(1: every frame is finished before the next starts)",
+           minimum=1),
     Option("target", str, "rgba32f", "accumulation format", choices=("rgba32f", "rgba16f")),
     Option("interop", bool, True, "show frames through CUDA-GL interop where it works (off: "
                                   "upload every frame through the host)"),
@@ -180,6 +184,7 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     view_projection = camera.view_projection(width / height)
     period = 1.0 / args.fps
     shown = 0
+    queued = _gl_calls.FramesInFlight(ctx, args.frames_in_flight)
 
     def frame():
         nonlocal shown
@@ -191,7 +196,7 @@ def _rendered(runner, args, *, capped: bool) -> dict:
             renderer.accumulate(scene, view_projection, style, deferred=True)
         renderer.land()
         renderer.present(output, tone)  # like the window: light reused while nothing changed
-        _gl_calls.finish(ctx)  # like a swap: the frame is done before the next one starts
+        queued.submitted()  # like a swap: the frame queues behind at most a few others
         if capped:
             rest = period - (time.perf_counter() - tick)
             if rest > 0:
@@ -202,7 +207,7 @@ def _rendered(runner, args, *, capped: bool) -> dict:
         first, published, shown = runner.latest(), runner.frames_published, 0
         start = time.perf_counter()
         frames = _run_for(args.seconds, frame)
-        _gl_calls.finish(ctx)
+        queued.drain()
         last = runner.latest()
         elapsed = time.perf_counter() - start
         return {"steps_per_second": (last.step - first.step) / elapsed,

@@ -2,6 +2,9 @@
 frames only (decoded back with PyAV), and the same frames encoding to the same bytes every time."""
 
 import hashlib
+import os
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -9,7 +12,8 @@ import pytest
 av = pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
 
 from orrery.app.export import VideoWriter, read_video, segment_plan  # noqa: E402
-from orrery.app.export._video import PARALLEL_SEGMENTS, yuv420_layout  # noqa: E402
+from orrery.app.export._video import (ENCODER_NICENESS, PARALLEL_SEGMENTS,  # noqa: E402
+                                      yuv420_layout)
 from orrery.engine.errors import InvalidInputError  # noqa: E402
 
 
@@ -55,6 +59,23 @@ def test_the_file_does_not_depend_on_how_many_encoders_ran(tmp_path):
     dts = [p.dts for p in packets]
     assert dts == sorted(set(dts)) and all(p.dts <= p.pts for p in packets)
     assert sorted(round(p.pts * p.time_base * 30) for p in packets) == list(range(11))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own niceness is Linux's")
+def test_encoders_run_nicer_than_the_thread_that_renders(tmp_path):
+    frames = _moving_stars(96, 64, 8)
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with VideoWriter(tmp_path / "nice.mp4", size=(96, 64), fps=30, segment_frames=2,
+                     encoders=2) as video:
+        for frame in frames:
+            video.write(frame)
+        encoders = [thread.native_id for thread in threading.enumerate()
+                    if thread.name.startswith("orrery-encoder")]
+        assert encoders
+        assert {os.getpriority(os.PRIO_PROCESS, thread) for thread in encoders} == \
+            {min(19, base + ENCODER_NICENESS)}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
+    assert len(read_video(tmp_path / "nice.mp4")[0]) == 8
 
 
 def test_the_same_frames_encode_to_the_same_bytes_every_time(tmp_path):
