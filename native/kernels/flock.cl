@@ -69,8 +69,9 @@
 
 /* The float64 totals live in local (shared) memory, not registers: TOTALS per work-item,
  * FLOCK_GROUP apart (the separation's x, y, z, then the cohesion's, then the alignment's). They
- * are touched once per FLUSH_EVERY candidates, and the 18 registers they would hold cost the
- * rule kernels' candidate loop resident sub-groups on CUDA. */
+ * are touched once per FLUSH_EVERY candidates; out of registers (18 of them) they let the rule
+ * kernels fit 64 registers with few spills, 32 resident warps per SM on the H200, the fastest
+ * cap measured (docs/performance.md, Boids). */
 #define TOTALS 9
 #define SEPARATION_TOTAL 0
 #define COHESION_TOTAL 3
