@@ -7,7 +7,9 @@ every N unless ``world`` fixes the box, so the neighbour count per boid stays th
 time per step should grow as N for the grids and N^2 for the naive search. Each trial runs
 ``steps`` steps (a device is synchronised at its end) and reports the time per step.
 
-Phases are device event times of each trial's last step (medians over the trials); ``gap_ms``
+Phases are device event times of each trial's last step (medians over the trials; on the
+coherent search on a device "sort" is the scan of the per-cell counts and "gather" the
+placement, ADR 0158); ``gap_ms``
 is the wall time per step less their sum (launch and host cost the device waits for). On a
 device a second table, "where the time goes", gives per phase (keys + cell table, sort,
 gather, rules) its share, the bytes it moves by DeviceFlock.traffic's model, the bandwidth

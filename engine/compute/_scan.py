@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._types import Context, DeviceArray, KernelEvent, ceil_div, launch_size
+from ._types import Context, DeviceArray, KernelEvent, ceil_div
 
-# Entries each work-item sums serially, and the one work-group that scans the chunk totals.
-SCAN_CHUNK = 32
+# Work-group size of every launch (a power of two) and the consecutive entries each work-item
+# owns: a work-group scans tiles of SCAN_GROUP * SCAN_ITEM entries.
 SCAN_GROUP = 256
-# Work-group size of the per-chunk kernels.
-CHUNK_GROUP = 64
+SCAN_ITEM = 4
 
 
 class DeviceScan:
@@ -20,23 +19,22 @@ class DeviceScan:
 
     def __init__(self, context: Context):
         self.context = context
-        program = context.build(["scan.cl"], defines={"SCAN_CHUNK": SCAN_CHUNK,
-                                                      "SCAN_GROUP": SCAN_GROUP})
-        self._chunk_totals = program.kernel("scan_chunk_totals")
+        program = context.build(["scan.cl"], defines={"SCAN_GROUP": SCAN_GROUP,
+                                                      "SCAN_ITEM": SCAN_ITEM})
+        self._tile_totals = program.kernel("scan_tile_totals")
         self._totals = program.kernel("scan_totals")
         self._apply = program.kernel("scan_apply")
         self._scratch: DeviceArray | None = None
 
     def scan(self, values: DeviceArray, count: int, out: DeviceArray) -> list[KernelEvent]:
-        chunks = max(1, ceil_div(count, SCAN_CHUNK))
-        if self._scratch is None or self._scratch.size < chunks + 1:
-            self._scratch = self.context.empty(chunks + 1, np.uint32)
+        tiles = max(1, ceil_div(count, SCAN_GROUP * SCAN_ITEM))
+        if self._scratch is None or self._scratch.size < tiles + 1:
+            self._scratch = self.context.empty(tiles + 1, np.uint32)
         totals = self._scratch
-        width = launch_size(chunks, CHUNK_GROUP)
+        width = tiles * SCAN_GROUP
         return [
-            self._chunk_totals.launch(width, CHUNK_GROUP, values, np.int32(count), totals,
-                                      np.int32(chunks)),
-            self._totals.launch(SCAN_GROUP, SCAN_GROUP, totals, np.int32(chunks)),
-            self._apply.launch(width, CHUNK_GROUP, values, np.int32(count), totals, np.int32(chunks),
+            self._tile_totals.launch(width, SCAN_GROUP, values, np.int32(count), totals),
+            self._totals.launch(SCAN_GROUP, SCAN_GROUP, totals, np.int32(tiles)),
+            self._apply.launch(width, SCAN_GROUP, values, np.int32(count), totals, np.int32(tiles),
                                out),
         ]
