@@ -18,7 +18,8 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, and the particle pass
-(the compute splat where the frames are on a CUDA device, else GL points). With ``--rounds`` R
+(the compute splat where the frames are on a CUDA device, the host splat where GL is software
+and they came through the host, else GL points). With ``--rounds`` R
 above 1 the modes run R times in turn and each row gives the medians over the rounds, the ratio
 as the median of each round's ratio to that round's headless run (neighbouring runs share the
 machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
@@ -60,7 +61,10 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     Option("interop", bool, True, "show frames through CUDA-GL interop where it works (off: "
                                   "upload every frame through the host)"),
     Option("splat", bool, True, "draw particles with the compute splat where the frames are on "
-                                "a CUDA device (off: GL points)"),
+                                "a CUDA device, on the host where GL is software (off: GL "
+                                "points)"),
+    Option("host_threads", int, None, "threads of the host splat (0: every core; default: the "
+                                      "renderer's)", minimum=0),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
     Option("libegl", str, None, "path of libEGL.so.1 where the loader cannot find it"),
 ))
@@ -177,7 +181,9 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
     scene = ParticleScene(ctx, interop=args.interop)
-    renderer = Renderer(ctx, target_format=args.target, splat=args.splat)
+    renderer = Renderer(ctx, target_format=args.target, splat=args.splat,
+                        **({} if args.host_threads is None else
+                           {"host_threads": args.host_threads}))
     style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
     tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)

@@ -8,13 +8,15 @@ positions, as the live viewer does whenever the solver publishes one. With ``--r
 also replays a recording of each N through the viewer's own upload and render path
 (``_render_replay``), beside the static frame and the bare draw of the same N. With
 ``--splat DEVICE`` the frame's particles are kept on that compute device and drawn by the
-compute splat instead of GL points (with ``--mode density``: the density pyramid splat).
+compute splat instead of GL points (with ``--mode density``: the density pyramid splat); where
+GL is software (llvmpipe) sprites of host frames are splatted on the host unless
+``--no-host-splat``.
 
 Every row also gives the frame's stages, medians over the timed frames of device times: on the
 density splat its kernels' events (extent, deposit, reconstruct), on the point splat its
-kernels' (splat, resolve), on both the GL copy into the texture; on GL paths the draw into the
-float target (a GL time query); everywhere the present pass (tone map or colour map, a GL time
-query).
+kernels' (splat, resolve), on both the GL copy into the texture; on the host splat the wall
+times of its splat and its copy into the texture; on GL paths the draw into the float target (a
+GL time query); everywhere the present pass (tone map or colour map, a GL time query).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ SPEC = BenchmarkSpec("render", HELP, options=(
     several(Option("target", str, None, "", choices=("rgba32f", "rgba16f")), ("rgba32f",),
             "accumulation formats to time"),
     Option("splat", str, None, "draw with the compute splat on this device (e.g. cuda:0)"),
+    Option("host_splat", bool, True, "sprites of host frames splatted on the host where GL is "
+                                     "software (off: GL points)"),
     Option("mode", str, "sprites", "what a frame draws: point sprites, or a density image "
                                    "(mass splatted with a kernel, log scale, colour map)",
            choices=("sprites", "density")),
@@ -88,7 +92,8 @@ def run(**options) -> list[dict]:
         camera.fit(positions)
         view_projection = camera.view_projection(width / height)
         for target in args.target:
-            renderer = Renderer(ctx, target_format=target)
+            renderer = Renderer(ctx, target_format=target,
+                                host_splat=None if args.host_splat else False)
             renderer.resize(width, height)
             bare = BarePointPass(ctx)
 
@@ -182,4 +187,7 @@ def _stages(renderer, draw_timer, present_timer) -> dict[str, float]:
         stages.update(renderer.density_splat.stage_seconds())
     elif renderer.particle_path == renderer.splat.path:
         stages.update(renderer.splat.stage_seconds())
+    if renderer.particle_path == renderer.host_splat.path:  # its GL copy is not a draw
+        stages.pop("draw", None)
+        stages.update(renderer.host_splat.stage_seconds())
     return stages

@@ -187,3 +187,12 @@ def flock_step(pos: npt.ArrayLike, vel: npt.ArrayLike, pos_out: F32, vel_out: F3
     """One boids step (native/flock.cpp) from float32 (n, 3) positions and velocities into
     ``pos_out``/``vel_out``, with ``constants`` from ``FlockParameters.constants()`` and search
     naive, scattered-grid or coherent-grid; returns the seconds of grid, sort, gather, rules."""
+
+
+def splat_points(position: F32, previous: F32, population: npt.NDArray[np.uint8], palette: F32,
+                 colour_mode: int, speed_scale: float, point_size: float, intensity: float,
+                 view_projection: F32, fixed_one: float, fixed_cap: float, light: F32,
+                 threads: int = 0, simd: str = "") -> None:
+    """Gaussian point sprites added into ``light`` ((height, width, 4) float32, bottom row
+    first, overwritten) with 64-bit fixed-point sums as kernels/splat.cl does (native/splat.cpp):
+    colour_mode 0 population, 1 speed, 2 heading; the same bits for any thread count and level."""

@@ -13,6 +13,7 @@ void register_fmm(py::module_& m);
 void register_ceilings(py::module_& m);
 void register_simd(py::module_& m);
 void register_flock(py::module_& m);
+void register_splat(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
@@ -26,4 +27,5 @@ PYBIND11_MODULE(_native, m) {
   orrery::register_ceilings(m);
   orrery::register_simd(m);
   orrery::register_flock(m);
+  orrery::register_splat(m);
 }

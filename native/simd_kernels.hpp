@@ -9,6 +9,7 @@
 
 #include "flock_rules.hpp"
 #include "fmm_m2l.hpp"
+#include "splat_kernel.hpp"
 #include "tree_lists.hpp"
 
 namespace orrery {
@@ -97,6 +98,8 @@ struct SimdKernels {
   FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
   FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
   NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
+  SplatProjectFn splat_project;  // the viewer's host splat (splat_kernel.hpp)
+  SplatBandFn splat_band;
 };
 
 extern const SimdKernels kScalarKernels;

@@ -47,7 +47,9 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &flock_blocks<FlockLanes, false>,
                     &flock_blocks<FlockLanes, true>,
                     &fmm_m2l_kernel<Vec<double>>,
-                    narrow_to_half};
+                    narrow_to_half,
+                    &splat_project<Vec<float>>,
+                    &splat_band<Vec<float>>};
 }
 
 }  // namespace orrery

@@ -65,7 +65,8 @@ def add_parser(subparsers) -> None:
                         help="segments encoded at once, each by its own x264 (default: the "
                              "cores this process may use; the file does not depend on it)")
     parser.add_argument("--device", default="auto", help="splat point sprites on this compute "
-                        "device (e.g. cuda:0) instead of drawing GL points; 'none': GL points "
+                        "device (e.g. cuda:0) instead of drawing GL points; 'none': GL points, "
+                        "or the host splat where GL is software "
                         "(default 'auto': the first CUDA device, if there is one)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--verbose", action="store_true",

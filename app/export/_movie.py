@@ -380,8 +380,8 @@ def _add_times(times: MovieTimes, renderer: MovieRenderer, video, total: float) 
 
 
 def splat_device(spec: str | None):
-    """The compute context ``spec`` names for splatting sprites, or None (GL points) for
-    ``"none"``, or for ``"auto"`` where no CUDA device is found."""
+    """The compute context ``spec`` names for splatting sprites, or None (GL points, or the host
+    splat where GL is software) for ``"none"``, or for ``"auto"`` where no CUDA device is found."""
     from ...engine.compute import DeviceUnavailableError, open_device
 
     if spec is None or spec == "none":

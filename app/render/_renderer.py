@@ -7,8 +7,10 @@ import numpy as np
 
 from ...engine.compute import DeviceUnavailableError, KernelBuildError
 from ...engine.errors import InvalidInputError
+from ._context import is_software
 from ._density_pass import DensityPass
 from ._density_splat_pass import DensitySplatPass
+from ._host_splat_pass import DEFAULT_THREADS, HostSplatPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
 from ._splat_pass import SplatPass
@@ -32,19 +34,25 @@ class Renderer:
 
     Point sprites are splatted on the compute device (:class:`SplatPass`) where the scene holds
     the positions there (a live GPU run, or a scene given a ``compute`` context) and the target
-    is RGBA32F; otherwise, or with ``splat=False``, drawn as GL points (:class:`ParticlePass`).
+    is RGBA32F; else, where GL draws on the CPU (llvmpipe) and the frame came through the host,
+    splatted by the host's threads (:class:`HostSplatPass`, the same sprites and sums);
+    otherwise, or with ``splat=False``, drawn as GL points (:class:`ParticlePass`).
     Density images likewise: a pyramid splat on the compute device (:class:`DensitySplatPass`),
     else GL point discs (:class:`DensityPass`). ``particle_path`` says which,
-    ``splat_unavailable`` / ``density_splat_unavailable`` why a compute splat failed, if it did.
+    ``splat_unavailable`` / ``density_splat_unavailable`` why a compute splat failed, if it did,
+    ``host_splat_unavailable`` why the host splat is not used.
 
     Parameters
     ----------
     ctx : moderngl.Context
     target_format : "rgba32f" (default) or "rgba16f"
-    splat : allow the compute splat (default True)
+    splat : allow the compute and host splats (default True)
+    host_splat : None (default): where GL is software; True: for every host frame; False: never
+    host_threads : the host splat's threads (0: every hardware thread; default 1)
     """
 
-    def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True):
+    def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True,
+                 host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
@@ -53,6 +61,13 @@ class Renderer:
         self.particles = ParticlePass(ctx)
         self.splat = SplatPass(ctx)
         self.splat_unavailable: str | None = None if splat else "turned off"
+        self.host_splat = HostSplatPass(ctx, threads=host_threads)
+        if not splat or host_splat is False:
+            self.host_splat_unavailable: str | None = "turned off"
+        elif host_splat is None and not is_software(ctx):
+            self.host_splat_unavailable = "GL draws on a GPU"
+        else:
+            self.host_splat_unavailable = None
         self.particle_path = GL_POINTS
         self.density = DensityPass(ctx)
         self.density_splat = DensitySplatPass(ctx)
@@ -101,6 +116,11 @@ class Renderer:
             self._style = style
             return
         self.splat.discard()  # deferred light must not land over this pass's
+        if isinstance(style, PointStyle) and self._host_splat(scene, view_projection, style,
+                                                              pixel_ratio):
+            self.density_splat.discard()
+            self._style = style
+            return
         if isinstance(style, DensityStyle) and self._density_splat(scene, view_projection,
                                                                    style, deferred):
             self._style = style
@@ -162,6 +182,15 @@ class Renderer:
         self.particle_path = self.splat.path
         return True
 
+    def _host_splat(self, scene, view_projection, style, pixel_ratio) -> bool:
+        if scene.host is None or self.host_splat_unavailable is not None or \
+                self.target_format != "rgba32f":
+            return False
+        self.host_splat.draw(scene, view_projection, style, self.accumulation,
+                             pixel_ratio=pixel_ratio)
+        self.particle_path = self.host_splat.path
+        return True
+
     def present(self, output, tone: ToneMap) -> None:
         """Show the accumulation target in ``output`` (a framebuffer of the same size): tone
         mapped light, or the density image through its colour map."""
@@ -194,6 +223,7 @@ class Renderer:
     def release(self) -> None:
         self.tone_map.release()
         self.splat.release()
+        self.host_splat.release()
         self.density_splat.release()
         if self._accumulation_fbo is not None:
             self._accumulation_fbo.release()

@@ -26,6 +26,16 @@ _POSITION_FORMATS = {np.dtype(np.float32): "3f4", np.dtype(np.float16): "3f2"}
 
 
 @dataclass(frozen=True)
+class HostParticles:
+    """The shown frame's positions where they came through the host (for the host splat): this
+    frame's and the previous one's (n, 3) arrays in the frame's precision (the same array
+    where the particles did not move: the first frame, a restart, a step backwards)."""
+
+    current: np.ndarray
+    previous: np.ndarray
+
+
+@dataclass(frozen=True)
 class DeviceParticles:
     """The shown frame's positions where a compute device holds them (for the compute splat):
     this frame's and the previous one's (n, 3) float32 arrays on ``context``, and the snapshots
@@ -54,7 +64,8 @@ class ParticleScene:
 
     ``device`` holds the frame's positions on a compute device where they are there anyway (a
     live frame's snapshot) or where ``compute`` names a context to upload host frames to (so
-    their particles can be splatted there); else None.
+    their particles can be splatted there); else None. ``host`` holds them where the frame
+    came through the host (for the host splat); else None.
     """
 
     def __init__(self, ctx, *, interop: bool = True, compute=None):
@@ -67,6 +78,7 @@ class ParticleScene:
         self._unfilled: dict[int, tuple] = {}
         self._holds: list = [None, None]
         self.device: DeviceParticles | None = None
+        self.host: HostParticles | None = None
         self._compute = compute
         self.population_version = 0  # changes whenever the population labels change
         self.count = 0
@@ -151,10 +163,12 @@ class ParticleScene:
             self.speed_scale = self._speed_scale(positions, self._host_current,
                                                  frame.time - self._host_time)
             self.interval = interval
+            self.host = HostParticles(positions, self._host_current)
         else:
             # first frame, a restart or a step backwards: no meaningful speed, show it as zero
             self._unfilled = {index: (frame.sequence, positions) for index in (0, 1)}
             self.interval = 0.0
+            self.host = HostParticles(positions, positions)
         self._keep_on_device(positions, moved=interval is not None and interval > 0)
         self._host_current, self._host_time = positions, frame.time
         self._time = frame.time
@@ -202,6 +216,7 @@ class ParticleScene:
             self.interval = 0.0
         self.device = DeviceParticles(snapshot.context, snapshot.device, last.device,
                                       (snapshot, last) if last is not snapshot else (snapshot,))
+        self.host = None
         # The speed scale comes from a host sample; the host copy is taken only once it has
         # arrived (it is downloaded beside the step), otherwise the last scale stays.
         if snapshot.ready():
@@ -283,6 +298,7 @@ class ParticleScene:
         self._population_source = None
         self._host_current = None
         self.device = None
+        self.host = None
         self._time = None
         self.count = count
         self.layout_version += 1
@@ -304,5 +320,6 @@ class ParticleScene:
                 buffer.release()
         self._buffers, self.population_buffer, self.count = [], None, 0
         self.device = None
+        self.host = None
         self._extras = {}
         self.mass_buffer = self.value_buffer = self.support_buffer = None

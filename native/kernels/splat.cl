@@ -11,8 +11,10 @@
  *   3. every pixel whose centre c is within the sprite gets, with
  *      offset = 2 (c - centre) / point_size and r2 = |offset|^2 <= 1 (gl_PointCoord's disc),
  *      weight = exp(-4 r2) times (colour * intensity, 1) in (r, g, b, a);
- *   4. colour: the population's palette entry rgb * brightness, or by speed (the log speed over
- *      the median, mapped through slow blue, median pink and fast amber) * brightness.
+ *   4. colour: the population's palette entry rgb * brightness, by speed (the log speed over
+ *      the median, mapped through slow blue, median pink and fast amber) * brightness, or by
+ *      heading (0.5 + 0.5 * the unit direction of travel; the palette's where it did not move)
+ *      * brightness.
  *
  * Fixed point: a contribution v becomes round(v * FIXED_ONE) counts (FIXED_ONE = 2^20, so one
  * unit of light resolves to 9.5e-7), capped at FIXED_CAP = 2^32 - 256 counts (the largest float
@@ -79,6 +81,18 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
       r = splat_mix(0.95f, 1.0f, s * 2.0f - 1.0f);
       g = splat_mix(0.35f, 0.8f, s * 2.0f - 1.0f);
       b = splat_mix(0.6f, 0.3f, s * 2.0f - 1.0f);
+    }
+    r *= entry[3]; g *= entry[3]; b *= entry[3];
+  } else if (colour_mode == 2) {
+    const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
+                dz = z - previous[3 * i + 2];
+    const float distance = SQRT(dx * dx + dy * dy + dz * dz);
+    if (distance > 0.0f) {
+      r = 0.5f + 0.5f * (dx / distance);
+      g = 0.5f + 0.5f * (dy / distance);
+      b = 0.5f + 0.5f * (dz / distance);
+    } else {
+      r = entry[0]; g = entry[1]; b = entry[2];
     }
     r *= entry[3]; g *= entry[3]; b *= entry[3];
   } else {

@@ -23,12 +23,13 @@ def ctx():
     context.release()
 
 
-def _accumulate(ctx, positions, *, population=None, style=None, camera=None, fmt="rgba32f"):
+def _accumulate(ctx, positions, *, population=None, style=None, camera=None, fmt="rgba32f",
+                splat=True):
     positions = np.asarray(positions, dtype=np.float32).reshape(-1, 3)
     population = np.zeros(len(positions), np.uint8) if population is None else population
     scene = ParticleScene(ctx)
     scene.show(Frame(positions, 0.0, 0, 1), population)
-    renderer = Renderer(ctx, target_format=fmt)
+    renderer = Renderer(ctx, target_format=fmt, splat=splat)
     renderer.resize(WIDTH, HEIGHT)
     camera = camera or Camera(distance=4.0)
     renderer.accumulate(scene, camera.view_projection(WIDTH / HEIGHT),
@@ -250,7 +251,8 @@ def test_a_renderer_that_keeps_its_vertex_arrays_draws_each_new_frame(ctx):
             scene.show(Frame(positions, float(sequence), sequence, sequence), np.zeros(1, np.uint8))
             renderer.accumulate(scene, camera.view_projection(WIDTH / HEIGHT), style)
             shown = renderer.read_accumulation().copy()
-            fresh, fresh_scene = _accumulate(ctx, positions, style=style, camera=camera)
+            fresh, fresh_scene = _accumulate(ctx, positions, style=style, camera=camera,
+                                             splat=False)
             assert shown.sum() > 0 and np.array_equal(shown, fresh.read_accumulation())
             fresh.release()
             fresh_scene.release()

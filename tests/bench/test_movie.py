@@ -19,7 +19,8 @@ def test_movie_benchmark_times_each_stage_and_finds_the_repeats_identical(tmp_pa
     for row in rows:
         assert row["frames"] == 9 and row["segments"] == 2 and row["same_bytes"]
         assert row["fps"] > 0 and row["draw_ms"] > 0 and row["encode_ms"] > 0
-        assert row["particles"] == "GL points"
+        # host frames: GL points, or the host splat where GL is software (llvmpipe)
+        assert row["particles"].startswith(("GL points", "host splat ("))
         assert row["yuv"].startswith(yuv.upper())
     assert "same_bytes" in capsys.readouterr().out
 

@@ -43,12 +43,12 @@ def _camera_for(positions, fraction=0.9):
 
 
 def _image(ctx, frames, population, style, view_projection, *, compute_context=None,
-           splat=True):
+           splat=True, host_splat=None):
     """The accumulation after showing ``frames`` in turn, and the path that drew it."""
     from orrery.app.render import ParticleScene, Renderer
 
     scene = ParticleScene(ctx, compute=compute_context)
-    renderer = Renderer(ctx, splat=splat)
+    renderer = Renderer(ctx, splat=splat, host_splat=host_splat)
     try:
         renderer.resize(*SIZE)
         for frame in frames:
@@ -76,7 +76,7 @@ def _inside(positions, view_projection):
     return keep & (clip[:, 3] > 0)
 
 
-@pytest.mark.parametrize("colour_mode", ["population", "speed"])
+@pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
 def test_splat_and_gl_points_give_the_same_image(ctx, context, colour_mode):
     from orrery.app.render import PointStyle
     from orrery.app.render._renderer import GL_POINTS
@@ -92,7 +92,7 @@ def test_splat_and_gl_points_give_the_same_image(ctx, context, colour_mode):
     splat, path = _image(ctx, frames, population, style, view_projection,
                          compute_context=context)
     assert path.startswith("compute splat"), path
-    points, path = _image(ctx, frames, population, style, view_projection)
+    points, path = _image(ctx, frames, population, style, view_projection, splat=False)
     assert path == GL_POINTS
     _assert_same_image(splat, points)
 
@@ -169,6 +169,7 @@ def test_a_sprite_beside_the_image_adds_its_visible_part_with_the_exact_weights(
 def test_a_live_gpu_frame_is_splatted_on_its_device_and_host_frames_drawn_as_points(ctx,
                                                                                    device):
     from orrery.app.render import PointStyle
+    from orrery.app.render._context import is_software
     from orrery.app.render._renderer import GL_POINTS
     from orrery.engine.solvers import make_solver
 
@@ -185,6 +186,41 @@ def test_a_live_gpu_frame_is_splatted_on_its_device_and_host_frames_drawn_as_poi
     if device.startswith("cuda"):
         assert path.startswith("compute splat (cuda:0, device)"), path
         _assert_same_image(live, points)
-    else:  # SYCL frames come through the host: the GL point path
+    elif is_software(ctx):  # SYCL frames come through the host: the host splat on llvmpipe
+        assert path.startswith("host splat"), path
+        _assert_same_image(live, points)
+    else:  # and GL points on a GPU's GL
         assert path == GL_POINTS and live.tobytes() == points.tobytes()
     assert compute.registered_gl_buffers() == 0
+
+
+@pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
+def test_the_host_splat_and_the_compute_splat_give_the_same_image_to_float_rounding(
+        ctx, context, colour_mode):
+    from orrery.app.render import PointStyle
+    from orrery.app.render._splat_pass import FIXED_ONE
+
+    positions, population = _galaxy()
+    view_projection = _camera_for(positions)
+    moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
+        np.float32)
+    frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
+    style = PointStyle(colour_mode=colour_mode, point_size=4.0)
+    device, path = _image(ctx, frames, population, style, view_projection,
+                          compute_context=context)
+    assert path.startswith("compute splat"), path
+    host, path = _image(ctx, frames, population, style, view_projection, host_splat=True)
+    assert path.startswith("host splat"), path
+    # The same expressions in float32, rounded apart where a device compiler fuses products and
+    # sums (OpenCL may within an expression, NVRTC everywhere) and by the device's own exp,
+    # log2, sqrt and divide (OpenCL allows 3 ulp): measured on the Intel CPU device, 1.4e-4 of
+    # a value (window positions an ulp apart move a weight), 5.4e-4 in heading colour (the unit
+    # vector of millipixel moves); and a count a contribution, the host's weight being a product
+    # of per-axis exponentials (a sprite adds at least its rim weight exp(-4) to a pixel's
+    # alpha, which bounds the sprites on a pixel). The same pixels are in and out of the discs
+    # but for rims where a fused r2 = ox * ox + oy * oy rounds across 1.
+    same_discs = (host[..., 3] > 0) == (device[..., 3] > 0)
+    assert host[..., 3].sum() > 0 and np.mean(~same_discs) <= RIM_FRACTION
+    sprites = device[..., 3:] / np.exp(-4.0) + 1.0
+    bound = sprites / FIXED_ONE + 1e-3 * np.abs(device)
+    assert np.all((np.abs(host - device) <= bound)[same_discs])
