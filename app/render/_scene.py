@@ -151,7 +151,7 @@ class ParticleScene:
         if positions.dtype not in _POSITION_FORMATS:
             positions = positions.astype(np.float32)
         positions = np.ascontiguousarray(positions)
-        if len(positions) != self.count or \
+        if not self._buffers or len(positions) != self.count or \
                 _POSITION_FORMATS[positions.dtype] != self.position_format:
             self._allocate(len(positions), positions.dtype)
         self._show_population(population, len(positions))
@@ -189,7 +189,8 @@ class ParticleScene:
     def _show_on_device(self, frame: Frame, population: np.ndarray) -> bool:
         snapshot = frame.snapshot
         count = snapshot.device.shape[0]
-        if count != self.count or self.position_format != _POSITION_FORMATS[np.dtype(np.float32)]:
+        if not self._buffers or count != self.count or \
+                self.position_format != _POSITION_FORMATS[np.dtype(np.float32)]:
             self._allocate(count, np.dtype(np.float32))
         if not self._views:
             try:

@@ -259,3 +259,13 @@ def test_a_renderer_that_keeps_its_vertex_arrays_draws_each_new_frame(ctx):
     finally:
         renderer.release()
         scene.release()
+
+
+@pytest.mark.parametrize("splat", [True, False])
+def test_an_empty_first_frame_draws_nothing_and_the_next_one_draws(ctx, splat):
+    renderer, scene = _accumulate(ctx, np.zeros((0, 3)), splat=splat)
+    assert scene.count == 0 and not renderer.read_accumulation().any()
+    scene.show(Frame(np.zeros((1, 3), np.float32), 1.0, 1, 2), np.zeros(1, np.uint8))
+    renderer.accumulate(scene, Camera(distance=4.0).view_projection(WIDTH / HEIGHT),
+                        PointStyle(point_size=1.0, intensity=1.0))
+    assert renderer.read_accumulation()[..., 3].sum() > 0
