@@ -116,6 +116,7 @@ class SimulationRunner(FrameSource):
         self._recorder: Recorder | None = None
         self._record_every = 1
         self._solver_description = ""
+        self._theta: float | None = None  # the opening angle the solver uses, where it has one
         self._settings = settings
         self._build(settings)
         self._thread = threading.Thread(target=self._loop, name="orrery-solver", daemon=True)
@@ -417,6 +418,8 @@ class SimulationRunner(FrameSource):
         # positions of another.
         self._sim = sim
         self._solver_description = description
+        solver = getattr(sim, "solver", None)  # a flock has none
+        self._theta = None if solver is None else solver.theta_in_use(sim.n)
         self._settings = settings
         self._energy_history = [(sim.time, 0.0)]
         self._energy_step, self._energy_at = sim.steps, time.perf_counter()
@@ -464,6 +467,7 @@ class SimulationRunner(FrameSource):
             stats = {
                 "n": sim.n,
                 "solver": self._solver_description,
+                "theta": self._theta,
                 "steps_per_second": 0.0 if self._paused else self._rate.steps_per_second,
                 "solver_seconds_per_step": self._rate.seconds_per_step,
                 # None until the first sample after a (re)start

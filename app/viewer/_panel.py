@@ -185,7 +185,10 @@ class ControlPanel:
         spec = solver_specs().get(runner.solver_name)
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
-        theta = THETA.default if settings.theta is None else settings.theta
+        # the theta in use: the one set here, else the one the solver was given or chose
+        in_use = frame.stats.get("theta") if frame else None
+        theta = settings.theta if settings.theta is not None else \
+            in_use if in_use is not None else THETA.default
         _, new_theta = imgui.slider_float("theta", float(theta), THETA.minimum,
                                           THETA.maximum, "%.2f")
         if imgui.is_item_deactivated_after_edit():

@@ -87,6 +87,11 @@ class Solver(ABC):
         check_fits(particles, self.dtype)
         return HostState(self, particles)
 
+    def theta_in_use(self, n: int) -> float | None:
+        """The opening angle an evaluation of ``n`` particles uses (the one given, or the one
+        ``accuracy`` chose), or None for a solver without one."""
+        return None if self.setting is None else self.setting.theta(n)
+
     def describe(self) -> str:
         options = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if v is not None)
         clause = self.setting.describe() if self.setting is not None else None

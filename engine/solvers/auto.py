@@ -176,6 +176,9 @@ class AutoSolver(Solver):
         """The chosen solver's own state, so a GPU solver keeps its arrays on the device."""
         return self.select(particles.n).bind(particles)
 
+    def theta_in_use(self, n: int) -> float | None:
+        return self.select(n).theta_in_use(n)
+
     def describe(self) -> str:
         if self.chosen is None:
             return f"auto ({self.reason})"

@@ -454,3 +454,29 @@ def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
     assert solver.params["theta"] is None and solver.params["accuracy"] == 1e-3  # as `orrery run`
     chosen = RunSettings(scenario="plummer", n=64, solver="cpu-tree", theta=0.7)
     assert solver_options("cpu-tree", scenario, chosen)["theta"] == 0.7
+
+
+@pytest.mark.parametrize("solver, n, theta", [
+    ("auto", 6000, None),       # cpu-tree, with accuracy's choice for N (the table's theta)
+    ("cpu-tree", 256, None),    # the solver's own default
+    ("cpu-tree", 256, 0.7),     # the one set
+    ("cpu-direct", 256, None),  # none at all
+])
+def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
+    from orrery.engine.accuracy_table import ThetaSetting
+    from orrery.engine.solvers._options import THETA
+
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))
+    try:
+        used = runner.latest().stats["theta"]
+        if solver == "cpu-direct":
+            assert used is None
+        elif solver == "auto":
+            assert runner.solver_description.startswith("auto: cpu-tree")
+            setting = ThetaSetting("cpu-tree", theta=None, accuracy=1e-3, default=THETA.default,
+                                   variants=[{"quadrupole": False}])
+            assert used == setting.theta(n) != THETA.default
+        else:
+            assert used == (THETA.default if theta is None else theta)
+    finally:
+        assert runner.close(timeout=10)
