@@ -128,10 +128,15 @@ def guard(world: World):
     try:
         yield
     except BaseException as error:  # noqa: BLE001 - any failure must end the whole run
+        # One write, the error's own words first: the launcher may stop forwarding a rank's
+        # output as soon as the abort reaches it, and a traceback printed line by line was seen
+        # cut after its header.
+        where = f"orrery (rank {world.rank} of {world.size})"
         if isinstance(error, OrreryError):
-            print(f"orrery (rank {world.rank} of {world.size}): error: {error}", file=sys.stderr)
+            report = f"{where}: error: {error}\n"
         else:
-            print(f"orrery (rank {world.rank} of {world.size}) failed:", file=sys.stderr)
-            traceback.print_exc()
+            report = (f"{where} failed: {type(error).__name__}: {error}\n"
+                      + "".join(traceback.format_exception(error)))
+        sys.stderr.write(report)
         sys.stderr.flush()
         world.abort(FAILED)
