@@ -25,13 +25,22 @@ _FOREVER_NS = 0xFFFFFFFFFFFFFFFF
 
 
 @functools.cache
-def _library():
+def _gl():
+    """The GL library, or None where it cannot be loaded."""
     name = os.environ.get("ORRERY_LIBGL") or ctypes.util.find_library("GL") or "libGL.so.1"
     try:
-        gl = ctypes.CDLL(name)
+        return ctypes.CDLL(name)
+    except OSError:
+        return None
+
+
+@functools.cache
+def _library():
+    try:
+        gl = _gl()
         finish, bind, sub_data, flush = (gl.glFinish, gl.glBindBuffer, gl.glBufferSubData,
                                          gl.glFlush)
-    except (OSError, AttributeError):
+    except AttributeError:  # no library (None), or one without these functions
         return None
     finish.restype = bind.restype = sub_data.restype = flush.restype = None
     bind.argtypes = (ctypes.c_uint, ctypes.c_uint)
@@ -41,11 +50,10 @@ def _library():
 
 @functools.cache
 def _sync_calls():
-    name = os.environ.get("ORRERY_LIBGL") or ctypes.util.find_library("GL") or "libGL.so.1"
     try:
-        gl = ctypes.CDLL(name)
+        gl = _gl()
         fence, wait, delete = gl.glFenceSync, gl.glClientWaitSync, gl.glDeleteSync
-    except (OSError, AttributeError):
+    except AttributeError:  # no library (None), or one without fences
         return None
     fence.restype, fence.argtypes = ctypes.c_void_p, (ctypes.c_uint, ctypes.c_uint)
     wait.restype, wait.argtypes = ctypes.c_uint, (ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint64)

@@ -56,7 +56,7 @@ class SplatPass:
             self._accumulation = queue.zeros((width * height * CHANNELS,), np.uint64)
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
-        program = queue.build(["splat.cl"], defines=_DEFINES)
+        program = queue.build(["view.cl", "splat.cl"], defines=_DEFINES)
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS

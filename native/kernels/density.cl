@@ -43,6 +43,8 @@
  * Determinism: integer additions commute, each particle's counts depend on itself alone, and the
  * reconstruction sums in a fixed order: the same frame is the same bits in any particle order.
  *
+ * Needs view.cl first (the projection).
+ *
  * Host defines: LEVEL_RADIUS (the largest support radius in texels of a level, a float literal),
  * DENSITY_GROUP (work-items per group of density_extent). Arrays: position and previous (3
  * floats a particle), mass, value and support (one float a particle; value and support may be
@@ -133,7 +135,7 @@ DEVICE void density_add(GLOBAL ulong* RESTRICT texel, const long counts) {
   if (counts != 0) ATOMIC_ADD_ULONG(texel, (ulong)counts);
 }
 
-/* One work-item per particle; m0..m15 are the view-projection matrix row by row. */
+/* One work-item per particle; m0..m15 are the view-projection matrix row by row (view.cl). */
 KERNEL void density_deposit(GLOBAL const float* RESTRICT position,
                             GLOBAL const float* RESTRICT previous,
                             GLOBAL const float* RESTRICT mass,
@@ -145,10 +147,7 @@ KERNEL void density_deposit(GLOBAL const float* RESTRICT position,
                             const float pixels_per_unit, const float min_radius,
                             const float max_radius, const int quantity_mode,
                             const float inverse_interval,
-                            const float m0, const float m1, const float m2, const float m3,
-                            const float m4, const float m5, const float m6, const float m7,
-                            const float m8, const float m9, const float m10, const float m11,
-                            const float m12, const float m13, const float m14, const float m15,
+                            VIEW_MATRIX_ARGUMENTS,
                             GLOBAL const int* RESTRICT levels, const int level_count,
                             GLOBAL const uint* RESTRICT extent, GLOBAL ulong* RESTRICT counts) {
   const int i = GLOBAL_ID;
@@ -156,10 +155,7 @@ KERNEL void density_deposit(GLOBAL const float* RESTRICT position,
   const float weighted = mass[i] * weights[population[i] & 15];
   if (!(weighted > 0.0f) || !(weighted <= 3.4e38f)) return;  /* hidden, or not a mass */
   const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
-  const float cw = m12 * x + m13 * y + m14 * z + m15;
-  const float cx = m0 * x + m1 * y + m2 * z + m3;
-  const float cy = m4 * x + m5 * y + m6 * z + m7;
-  const float cz = m8 * x + m9 * y + m10 * z + m11;
+  CLIP_COORDINATES(x, y, z);
   if (!(cw > 0.0f) || fabs(cz) > cw) return;
   const float world = adaptive ? support_length * support[i] : support_length;
   const float radius = MIN(MAX(world * pixels_per_unit / MAX(cw, 1e-6f), min_radius), max_radius);

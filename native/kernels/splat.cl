@@ -27,6 +27,8 @@
  * the order the atomics land in, and the image is the same bits on every run; the rounding is
  * per contribution, before the sum.
  *
+ * Needs view.cl first (the projection).
+ *
  * Host defines: FIXED_ONE (counts per unit of light, a float literal), FIXED_CAP (the largest
  * contribution in counts, a float literal), both single precision (`f` suffix). Colours come from `palette` (16 float4: rgb and the
  * population's brightness), labels from `population` (int per particle, used modulo 16). */
@@ -40,24 +42,18 @@ DEVICE void splat_add(GLOBAL ulong* RESTRICT pixel, float value) {
   if (counts >= 1.0f) ATOMIC_ADD_ULONG(pixel, (ulong)counts);
 }
 
-/* One work-item per particle; m0..m15 are the view-projection matrix row by row. */
+/* One work-item per particle; m0..m15 are the view-projection matrix row by row (view.cl). */
 KERNEL void splat_points(GLOBAL const float* RESTRICT position,
                          GLOBAL const float* RESTRICT previous,
                          GLOBAL const int* RESTRICT population, const int count,
                          GLOBAL const float* RESTRICT palette, const int colour_mode,
                          const float speed_scale, const float point_size, const float intensity,
-                         const float m0, const float m1, const float m2, const float m3,
-                         const float m4, const float m5, const float m6, const float m7,
-                         const float m8, const float m9, const float m10, const float m11,
-                         const float m12, const float m13, const float m14, const float m15,
+                         VIEW_MATRIX_ARGUMENTS,
                          const int width, const int height, GLOBAL ulong* RESTRICT accumulation) {
   const int i = GLOBAL_ID;
   if (i >= count) return;
   const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
-  const float cw = m12 * x + m13 * y + m14 * z + m15;
-  const float cx = m0 * x + m1 * y + m2 * z + m3;
-  const float cy = m4 * x + m5 * y + m6 * z + m7;
-  const float cz = m8 * x + m9 * y + m10 * z + m11;
+  CLIP_COORDINATES(x, y, z);
   if (!(cw > 0.0f) || fabs(cz) > cw) return;
   const float xw = (cx / cw + 1.0f) * 0.5f * (float)width;
   const float yw = (cy / cw + 1.0f) * 0.5f * (float)height;

@@ -1,8 +1,6 @@
 """Bloom in the tone-map pass: light above the threshold glows onto its neighbourhood, light
 below it does not, and strength 0 leaves the image as it was."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 

@@ -2,8 +2,6 @@
 particle draws the kernel's shape, hidden populations add nothing; the shipped colour maps are
 matplotlib's."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 

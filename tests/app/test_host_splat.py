@@ -10,26 +10,15 @@ import pytest
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery import _native  # noqa: E402
-from orrery.app.render import Camera, ParticleScene, PointStyle, Renderer, headless_context  # noqa: E402
+from orrery.app.render import Camera, PointStyle, headless_context  # noqa: E402
 from orrery.app.render._renderer import GL_POINTS  # noqa: E402
 from orrery.app.render._splat_pass import FIXED_CAP, FIXED_ONE  # noqa: E402
 from orrery.app.render._style import PALETTE  # noqa: E402
-from orrery.engine import ics  # noqa: E402
 from orrery.engine.errors import InvalidInputError  # noqa: E402
 from orrery.engine.frames import Frame  # noqa: E402
 
-# Odd sizes put the view's centre on a pixel centre.
-SIZE = (161, 97)
-
-# The compute splat's tolerance against Mesa's GL points (tests/engine/gpu/test_gpu_splat.py):
-# Mesa's gl_PointCoord weights are within 2e-4 of the exact ones, a rim pixel (r2 within ~1e-2
-# of 1) may be inside on one path and outside on the other (one rim weight exp(-4) = 0.018 times
-# the colour), and Mesa drops a point whose centre is outside the image while the splats draw
-# its visible part, so the comparison keeps particles MARGIN pixels inside.
-RIM = 0.0185
-POINT_COORD = 0.03
-RIM_FRACTION = 0.005
-MARGIN = 4.0
+from .splat_images import (SIZE, accumulation, assert_same_image, camera_for, galaxy,  # noqa: E402
+                           inside)
 
 
 @pytest.fixture(scope="module")
@@ -37,38 +26,6 @@ def ctx():
     context = headless_context()
     yield context
     context.release()
-
-
-def _galaxy(n=20000):
-    particles = ics.plummer(n, seed=5)
-    return particles.pos.astype(np.float32), (np.arange(n) % 3).astype(np.uint8)
-
-
-def _camera_for(positions):
-    camera = Camera(yaw=0.4, pitch=0.3)
-    camera.fit(positions, fraction=0.9)
-    return camera.view_projection(SIZE[0] / SIZE[1])
-
-
-def _inside(positions, view_projection):
-    clip = np.c_[positions, np.ones(len(positions))] @ np.asarray(view_projection).T
-    window = (clip[:, :2] / clip[:, 3:] + 1) / 2 * np.array(SIZE)
-    return np.all((window > MARGIN) & (window < np.array(SIZE) - MARGIN), axis=1) & \
-        (clip[:, 3] > 0)
-
-
-def _image(ctx, frames, population, style, view_projection, **renderer_options):
-    """The accumulation after showing ``frames`` in turn, and the path that drew it."""
-    scene, renderer = ParticleScene(ctx), Renderer(ctx, **renderer_options)
-    try:
-        renderer.resize(*SIZE)
-        for frame in frames:
-            scene.show(frame, population)
-        renderer.accumulate(scene, view_projection, style)
-        return renderer.read_accumulation().copy(), renderer.particle_path
-    finally:
-        renderer.release()
-        scene.release()
 
 
 def _splat(positions, previous=None, *, population=None, style=PointStyle(), view_projection,
@@ -86,23 +43,19 @@ def _splat(positions, previous=None, *, population=None, style=PointStyle(), vie
 
 @pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
 def test_the_host_splat_and_gl_points_give_the_same_image(ctx, colour_mode):
-    positions, population = _galaxy()
-    view_projection = _camera_for(positions)
-    keep = _inside(positions, view_projection)
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
+    keep = inside(positions, view_projection)
     positions, population = positions[keep], population[keep]
     moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
         np.float32)
     frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
     style = PointStyle(colour_mode=colour_mode, weights=np.array([1.0, 0.5, 0.12] + [1.0] * 13))
-    host, path = _image(ctx, frames, population, style, view_projection, host_splat=True)
+    host, path = accumulation(ctx, frames, population, style, view_projection, host_splat=True)
     assert path.startswith("host splat ("), path
-    points, path = _image(ctx, frames, population, style, view_projection, splat=False)
+    points, path = accumulation(ctx, frames, population, style, view_projection, splat=False)
     assert path == GL_POINTS
-    difference = np.abs(host - points)
-    assert points.sum() > 0
-    assert np.all(difference <= POINT_COORD * np.abs(points) + 2 * RIM), difference.max()
-    assert np.mean(difference > POINT_COORD * np.abs(points) + 1e-3) <= RIM_FRACTION
-    np.testing.assert_allclose(host.sum(axis=(0, 1)), points.sum(axis=(0, 1)), rtol=5e-3)
+    assert_same_image(host, points)
 
 
 def test_one_particle_makes_the_sprite_with_its_exact_weights_and_colour():
@@ -137,9 +90,9 @@ def test_heading_colours_a_particle_by_its_direction_of_travel():
 
 
 def test_the_host_splat_is_the_same_bits_for_any_thread_count_level_and_particle_order():
-    positions, population = _galaxy()
+    positions, population = galaxy()
     previous = positions + np.float32(0.01)
-    view_projection = _camera_for(positions)
+    view_projection = camera_for(positions)
     style = PointStyle(point_size=4.0, colour_mode="speed")
     first = _splat(positions, previous, population=population, style=style,
                    view_projection=view_projection, threads=1, simd="scalar")
@@ -214,13 +167,13 @@ def test_the_host_splat_refuses_bad_input_with_a_clear_error():
 
 
 def test_the_renderer_splats_host_frames_where_gl_is_software_and_says_so(ctx):
-    positions, population = _galaxy(500)
-    view_projection = _camera_for(positions)
+    positions, population = galaxy(500)
+    view_projection = camera_for(positions)
     frames = [Frame(positions, 0.0, 0, 1)]
-    _, path = _image(ctx, frames, population, PointStyle(), view_projection)
+    _, path = accumulation(ctx, frames, population, PointStyle(), view_projection)
     assert path.startswith("host splat (") and path.endswith(f"{_native.simd_level()['level']})")
     for options in (dict(splat=False), dict(host_splat=False), dict(target_format="rgba16f")):
-        _, path = _image(ctx, frames, population, PointStyle(), view_projection, **options)
+        _, path = accumulation(ctx, frames, population, PointStyle(), view_projection, **options)
         assert path == GL_POINTS, options
     with pytest.raises(InvalidInputError, match="point size must be positive"):
-        _image(ctx, frames, population, PointStyle(point_size=0.0), view_projection)
+        accumulation(ctx, frames, population, PointStyle(point_size=0.0), view_projection)

@@ -1,8 +1,6 @@
 """Movies: decoded back with PyAV — frame count, size, frames that follow the camera, and the
 same inputs giving the same movie."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 

@@ -1,7 +1,5 @@
 """The renderer, offscreen through EGL: pixels read back from known scenes."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 

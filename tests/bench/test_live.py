@@ -1,6 +1,5 @@
 """`orrery bench live` end to end at a tiny size: every mode, rates against the headless one."""
 
-import ctypes.util
 import json
 
 import pytest

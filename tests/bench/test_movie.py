@@ -1,8 +1,6 @@
 """``orrery bench movie`` called as a function: a recording filmed twice, headless through EGL,
 with the stages timed and the two files compared."""
 
-import ctypes.util
-
 import pytest
 
 pytest.importorskip("av", reason="the video extra (PyAV) is not installed")

@@ -1,8 +1,6 @@
 """``orrery bench render`` called as a function, headless through EGL: static frames, the bare
 draw and replay through the viewer's path."""
 
-import ctypes.util
-
 import pytest
 
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail

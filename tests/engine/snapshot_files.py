@@ -23,16 +23,24 @@ def _families(counts: dict[str, int], seed: int) -> dict[str, tuple]:
     return out
 
 
-def write_tipsy(path, counts=None, *, seed=0, time=0.5):
-    """Tipsy through pynbody: units kpc, 1e10 Msol and G = 1 velocities (pynbody's defaults)."""
+def _pynbody_snapshot(counts, seed):
+    """A new pynbody snapshot holding ``_families(counts, seed)``, and those arrays."""
     import pynbody
 
-    counts = counts or {"gas": 200, "dm": 1000, "star": 500}
     data = _families(counts, seed)
     snap = pynbody.new(**counts)
     for family, (pos, vel, mass) in data.items():
         part = snap[pynbody.family.get_family(family)]
         part["pos"], part["vel"], part["mass"] = pos, vel, mass
+    return snap, data
+
+
+def write_tipsy(path, counts=None, *, seed=0, time=0.5):
+    """Tipsy through pynbody: units kpc, 1e10 Msol and G = 1 velocities (pynbody's defaults)."""
+    import pynbody
+
+    counts = counts or {"gas": 200, "dm": 1000, "star": 500}
+    snap, data = _pynbody_snapshot(counts, seed)
     snap.properties["time"] = time
     snap.write(fmt=pynbody.snapshot.tipsy.TipsySnap, filename=str(path))
     return data
@@ -126,11 +134,7 @@ def write_gadget2_binary(path, counts=None, *, seed=0):
     import pynbody
 
     counts = counts or {"gas": 100, "dm": 600, "star": 200}
-    data = _families(counts, seed)
-    snap = pynbody.new(**counts)
-    for family, (pos, vel, mass) in data.items():
-        part = snap[pynbody.family.get_family(family)]
-        part["pos"], part["vel"], part["mass"] = pos, vel, mass
+    snap, data = _pynbody_snapshot(counts, seed)
     # the writer converts the box size into the positions' units, so they need some
     snap["pos"].units, snap["vel"].units, snap["mass"].units = "kpc", "km s^-1", "1e10 Msol"
     snap.properties.update({"time": 0.5, "a": 1.0, "z": 0.0, "h": 1.0, "omegaM0": 0.0,

@@ -5,7 +5,6 @@ with ``pytest -m gpu``). A backend whose package or device is missing skips with
 a broken install cannot turn every GPU test into a silent skip. ``ctx`` is a headless GL
 context (EGL) for the tests that render on a device (module scope)."""
 
-import ctypes.util
 import os
 
 import pytest

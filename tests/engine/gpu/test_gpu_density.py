@@ -3,13 +3,13 @@ disc path it replaces on compute devices: exact on level 0, a bounded approximat
 the mass in view kept exactly, the same bits in any particle order, colour by quantity, and
 live GPU frames splatted on their device."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 
 from orrery.engine import compute, ics
 from orrery.engine.frames import Frame
+
+from .deferred_light import landed
 
 # Odd sizes put the view's centre on a pixel centre and give every level an odd edge.
 SIZE = (161, 97)
@@ -249,8 +249,6 @@ def test_a_live_gpu_frame_is_splatted_as_density_on_its_device(ctx, device):
 
 
 def test_a_deferred_density_image_lands_with_the_pixels_of_an_immediate_one(ctx, context):
-    import time
-
     from orrery.app.render import ParticleScene, Renderer
 
     positions = _at(np.random.default_rng(9).uniform([0, 0], SIZE, size=(2000, 2)))
@@ -265,15 +263,9 @@ def test_a_deferred_density_image_lands_with_the_pixels_of_an_immediate_one(ctx,
         assert immediate.particle_path.startswith("compute density pyramid")
         deferred.accumulate(scene, ORTHO, _style(11.0), deferred=True)
 
-        def texture():  # what the target holds, without landing anything
-            data = deferred.accumulation.read()
-            return np.frombuffer(data, np.float32).reshape(expected.shape)
-
-        deadline = time.monotonic() + 10
-        while not np.array_equal(texture(), expected) and time.monotonic() < deadline:
-            deferred.land()  # a query: the kernels finish on their own
+        held = landed(deferred, expected)
         assert expected[..., 0].sum() > 0.9  # footprints at the edges lose their outer parts
-        assert np.array_equal(texture(), expected)
+        assert np.array_equal(held, expected)
         assert not deferred.land()  # nothing more to land
     finally:
         immediate.release()

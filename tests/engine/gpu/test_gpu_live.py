@@ -2,7 +2,6 @@
 buffer device to device (CUDA-GL interop) or through the host with the same pixels, and closing
 while a GPU step runs leaves no CUDA registration of a GL buffer behind."""
 
-import ctypes.util
 import time
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 from orrery.engine import compute, ics
 from orrery.engine.runner import RunSettings, SimulationRunner
 from orrery.engine.solvers import make_solver
+
+from .deferred_light import landed
 
 
 def _state(device, n=3000):
@@ -114,15 +115,9 @@ def test_deferred_splat_light_lands_with_the_pixels_of_an_immediate_one(device):
         assert immediate.particle_path.startswith("compute splat"), immediate.splat_unavailable
         deferred.accumulate(scene, view_projection, PointStyle(), deferred=True)
 
-        def texture():  # what the target holds, without landing anything
-            data = deferred.accumulation.read()  # RGBA32F: four floats per pixel
-            return np.frombuffer(data, np.float32).reshape(expected.shape)
-
-        deadline = time.monotonic() + 10
-        while not np.array_equal(texture(), expected) and time.monotonic() < deadline:
-            deferred.land()  # a query: the kernels finish on their own
+        held = landed(deferred, expected)
         assert expected.sum() > 0
-        assert np.array_equal(texture(), expected)
+        assert np.array_equal(held, expected)
         assert not deferred.land()  # nothing more to land
     finally:
         immediate.release()

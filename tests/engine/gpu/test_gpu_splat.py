@@ -2,78 +2,14 @@
 within a stated tolerance, the same bits whatever the particles' order, exact sums where
 hundreds of thousands of sprites land on one pixel, and live GPU frames splatted on the device."""
 
-import ctypes.util
-
 import numpy as np
 import pytest
 
 from orrery.engine import compute, ics
 from orrery.engine.frames import Frame
 
-# Odd sizes put the view's centre on a pixel centre.
-SIZE = (161, 97)
-
-# The tolerance of the comparison, measured on both GL drivers (Mesa here, NVIDIA on the
-# H200). A rasteriser snaps a point's centre to 1/256 pixel (GL_SUBPIXEL_BITS 8) and NVIDIA's gl_PointCoord follows
-# the snapped centre (per-sprite weights 0.2-0.7% off the exact ones, up to ~3% at the rim by the
-# size of the snap; Mesa's are within 2e-4). And a pixel at a sprite's rim (r2 within ~1e-2 of 1)
-# may be inside on one path and outside on the other: one rim weight, exp(-4) = 0.018, times the
-# colour. The splat uses the exact centre.
-RIM = 0.0185
-POINT_COORD = 0.03    # relative, on every channel
-RIM_FRACTION = 0.005  # of the channels may differ by more than POINT_COORD (+ 1e-3): rims
-MARGIN = 4.0          # pixels: the comparison keeps particles this far inside the image, where
-                      # Mesa (drops a point whose centre is outside) and NVIDIA (keeps its
-                      # visible part, as the splat does) agree
-
-
-
-def _galaxy(n=20000):
-    particles = ics.plummer(n, seed=5)
-    population = (np.arange(n) % 3).astype(np.uint8)  # three palette colours
-    return particles.pos.astype(np.float32), population
-
-
-def _camera_for(positions, fraction=0.9):
-    from orrery.app.render import Camera
-
-    camera = Camera(yaw=0.4, pitch=0.3)
-    camera.fit(positions, fraction=fraction)
-    return camera.view_projection(SIZE[0] / SIZE[1])
-
-
-def _image(ctx, frames, population, style, view_projection, *, compute_context=None,
-           splat=True, host_splat=None):
-    """The accumulation after showing ``frames`` in turn, and the path that drew it."""
-    from orrery.app.render import ParticleScene, Renderer
-
-    scene = ParticleScene(ctx, compute=compute_context)
-    renderer = Renderer(ctx, splat=splat, host_splat=host_splat)
-    try:
-        renderer.resize(*SIZE)
-        for frame in frames:
-            scene.show(frame, population)
-        renderer.accumulate(scene, view_projection, style)
-        return renderer.read_accumulation().copy(), renderer.particle_path
-    finally:
-        renderer.release()
-        scene.release()
-
-
-def _assert_same_image(splat, points):
-    difference = np.abs(splat - points)
-    assert points.sum() > 0
-    assert np.all(difference <= POINT_COORD * np.abs(points) + 2 * RIM), difference.max()
-    assert np.mean(difference > POINT_COORD * np.abs(points) + 1e-3) <= RIM_FRACTION
-    np.testing.assert_allclose(splat.sum(axis=(0, 1)), points.sum(axis=(0, 1)), rtol=5e-3)
-
-
-def _inside(positions, view_projection):
-    """The particles whose centres project at least MARGIN pixels inside the image."""
-    clip = np.c_[positions, np.ones(len(positions))] @ np.asarray(view_projection).T
-    window = (clip[:, :2] / clip[:, 3:] + 1) / 2 * np.array(SIZE)
-    keep = np.all((window > MARGIN) & (window < np.array(SIZE) - MARGIN), axis=1)
-    return keep & (clip[:, 3] > 0)
+from ...app.splat_images import (RIM_FRACTION, SIZE, accumulation, assert_same_image, camera_for,
+                                 galaxy, inside)
 
 
 @pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
@@ -81,35 +17,35 @@ def test_splat_and_gl_points_give_the_same_image(ctx, context, colour_mode):
     from orrery.app.render import PointStyle
     from orrery.app.render._renderer import GL_POINTS
 
-    positions, population = _galaxy()
-    view_projection = _camera_for(positions)
-    keep = _inside(positions, view_projection)
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
+    keep = inside(positions, view_projection)
     positions, population = positions[keep], population[keep]
     moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
         np.float32)
     frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
     style = PointStyle(colour_mode=colour_mode, weights=np.array([1.0, 0.5, 0.12] + [1.0] * 13))
-    splat, path = _image(ctx, frames, population, style, view_projection,
-                         compute_context=context)
+    splat, path = accumulation(ctx, frames, population, style, view_projection,
+                               compute_context=context)
     assert path.startswith("compute splat"), path
-    points, path = _image(ctx, frames, population, style, view_projection, splat=False)
+    points, path = accumulation(ctx, frames, population, style, view_projection, splat=False)
     assert path == GL_POINTS
-    _assert_same_image(splat, points)
+    assert_same_image(splat, points)
 
 
 def test_a_splat_is_the_same_bits_in_any_particle_order(ctx, context):
     from orrery.app.render import PointStyle
 
-    positions, population = _galaxy()
-    view_projection = _camera_for(positions)
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
     style = PointStyle(point_size=4.0)
-    first, _ = _image(ctx, [Frame(positions, 0.0, 0, 1)], population, style, view_projection,
-                      compute_context=context)
-    again, _ = _image(ctx, [Frame(positions, 0.0, 0, 1)], population, style, view_projection,
-                      compute_context=context)
+    first, _ = accumulation(ctx, [Frame(positions, 0.0, 0, 1)], population, style, view_projection,
+                            compute_context=context)
+    again, _ = accumulation(ctx, [Frame(positions, 0.0, 0, 1)], population, style, view_projection,
+                            compute_context=context)
     order = np.random.default_rng(2).permutation(len(positions))
-    shuffled, _ = _image(ctx, [Frame(positions[order], 0.0, 0, 1)], population[order], style,
-                         view_projection, compute_context=context)
+    shuffled, _ = accumulation(ctx, [Frame(positions[order], 0.0, 0, 1)], population[order], style,
+                               view_projection, compute_context=context)
     assert first.sum() > 0
     assert first.tobytes() == again.tobytes() == shuffled.tobytes()
 
@@ -118,10 +54,10 @@ def _on_one_pixel(ctx, context, count, intensity):
     from orrery.app.render import Camera, PointStyle
 
     view_projection = Camera(distance=4.0).view_projection(SIZE[0] / SIZE[1])
-    image, path = _image(ctx, [Frame(np.zeros((count, 3), np.float32), 0.0, 0, 1)],
-                         np.zeros(count, np.uint8), PointStyle(point_size=1.0,
-                                                               intensity=intensity),
-                         view_projection, compute_context=context)
+    image, path = accumulation(ctx, [Frame(np.zeros((count, 3), np.float32), 0.0, 0, 1)],
+                               np.zeros(count, np.uint8),
+                               PointStyle(point_size=1.0, intensity=intensity),
+                               view_projection, compute_context=context)
     assert path.startswith("compute splat")
     row, column = SIZE[1] // 2, SIZE[0] // 2
     assert np.count_nonzero(image[..., 3]) == 1 and image[row, column, 3] > 0
@@ -157,8 +93,8 @@ def test_a_sprite_beside_the_image_adds_its_visible_part_with_the_exact_weights(
     centre = np.array([-0.8, SIZE[1] / 2 + 0.3])  # window position, left of the image
     point = np.array([[centre[0] - SIZE[0] / 2, centre[1] - SIZE[1] / 2, 0.0]], np.float32)
     size = 5.0
-    image, _ = _image(ctx, [Frame(point, 0.0, 0, 1)], np.zeros(1, np.uint8),
-                      PointStyle(point_size=size), ortho, compute_context=context)
+    image, _ = accumulation(ctx, [Frame(point, 0.0, 0, 1)], np.zeros(1, np.uint8),
+                            PointStyle(point_size=size), ortho, compute_context=context)
     rows, columns = np.indices(image.shape[:2])
     r2 = ((columns + 0.5 - centre[0]) ** 2 + (rows + 0.5 - centre[1]) ** 2) * (2 / size) ** 2
     expected = np.where(r2 <= 1, np.exp(-4 * r2), 0.0)
@@ -178,17 +114,17 @@ def test_a_live_gpu_frame_is_splatted_on_its_device_and_host_frames_drawn_as_poi
     state.drift(0.25)
     frame = Frame(None, 0.0, 0, 1, snapshot=state.stage_positions())
     # every particle in view, a few pixels from the edges (where GL drivers clip points apart)
-    view_projection = _camera_for(frame.positions, fraction=1.0)
-    live, path = _image(ctx, [frame], particles.population, PointStyle(), view_projection)
-    points, points_path = _image(ctx, [frame], particles.population, PointStyle(),
-                                 view_projection, splat=False)
+    view_projection = camera_for(frame.positions, fraction=1.0)
+    live, path = accumulation(ctx, [frame], particles.population, PointStyle(), view_projection)
+    points, points_path = accumulation(ctx, [frame], particles.population, PointStyle(),
+                                       view_projection, splat=False)
     assert points_path == GL_POINTS
     if device.startswith("cuda"):
         assert path.startswith("compute splat (cuda:0, device)"), path
-        _assert_same_image(live, points)
+        assert_same_image(live, points)
     elif is_software(ctx):  # SYCL frames come through the host: the host splat on llvmpipe
         assert path.startswith("host splat"), path
-        _assert_same_image(live, points)
+        assert_same_image(live, points)
     else:  # and GL points on a GPU's GL
         assert path == GL_POINTS and live.tobytes() == points.tobytes()
     assert compute.registered_gl_buffers() == 0
@@ -200,16 +136,16 @@ def test_the_host_splat_and_the_compute_splat_give_the_same_image_to_float_round
     from orrery.app.render import PointStyle
     from orrery.app.render._splat_pass import FIXED_ONE
 
-    positions, population = _galaxy()
-    view_projection = _camera_for(positions)
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
     moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
         np.float32)
     frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
     style = PointStyle(colour_mode=colour_mode, point_size=4.0)
-    device, path = _image(ctx, frames, population, style, view_projection,
-                          compute_context=context)
+    device, path = accumulation(ctx, frames, population, style, view_projection,
+                                compute_context=context)
     assert path.startswith("compute splat"), path
-    host, path = _image(ctx, frames, population, style, view_projection, host_splat=True)
+    host, path = accumulation(ctx, frames, population, style, view_projection, host_splat=True)
     assert path.startswith("host splat"), path
     # The same expressions in float32, rounded apart where a device compiler fuses products and
     # sums (OpenCL may within an expression, NVRTC everywhere) and by the device's own exp,
