@@ -45,6 +45,22 @@ def inside(positions, view_projection):
     return keep & (clip[:, 3] > 0)
 
 
+def moving_galaxy(*, keep_inside: bool):
+    """Two frames of the galaxy, the second moved by about a millipixel (so speed and heading
+    colours have a motion), its population and the camera on it; with ``keep_inside`` only the
+    particles at least MARGIN pixels inside the image (where GL points can be compared)."""
+    from orrery.engine.frames import Frame
+
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
+    if keep_inside:
+        keep = inside(positions, view_projection)
+        positions, population = positions[keep], population[keep]
+    moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
+        np.float32)
+    return [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)], population, view_projection
+
+
 def accumulation(ctx, frames, population, style, view_projection, *, compute_context=None,
                  **renderer_options):
     """The accumulation after showing ``frames`` in turn, and the path that drew it."""

@@ -18,7 +18,7 @@ from orrery.engine.errors import InvalidInputError  # noqa: E402
 from orrery.engine.frames import Frame  # noqa: E402
 
 from .splat_images import (SIZE, accumulation, assert_same_image, camera_for, galaxy,  # noqa: E402
-                           inside)
+                           moving_galaxy)
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +43,7 @@ def _splat(positions, previous=None, *, population=None, style=PointStyle(), vie
 
 @pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
 def test_the_host_splat_and_gl_points_give_the_same_image(ctx, colour_mode):
-    positions, population = galaxy()
-    view_projection = camera_for(positions)
-    keep = inside(positions, view_projection)
-    positions, population = positions[keep], population[keep]
-    moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
-        np.float32)
-    frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
+    frames, population, view_projection = moving_galaxy(keep_inside=True)
     style = PointStyle(colour_mode=colour_mode, weights=np.array([1.0, 0.5, 0.12] + [1.0] * 13))
     host, path = accumulation(ctx, frames, population, style, view_projection, host_splat=True)
     assert path.startswith("host splat ("), path

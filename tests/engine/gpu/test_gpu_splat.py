@@ -9,7 +9,7 @@ from orrery.engine import compute, ics
 from orrery.engine.frames import Frame
 
 from ...app.splat_images import (RIM_FRACTION, SIZE, accumulation, assert_same_image, camera_for,
-                                 galaxy, inside)
+                                 galaxy, moving_galaxy)
 
 
 @pytest.mark.parametrize("colour_mode", ["population", "speed", "heading"])
@@ -17,13 +17,7 @@ def test_splat_and_gl_points_give_the_same_image(ctx, context, colour_mode):
     from orrery.app.render import PointStyle
     from orrery.app.render._renderer import GL_POINTS
 
-    positions, population = galaxy()
-    view_projection = camera_for(positions)
-    keep = inside(positions, view_projection)
-    positions, population = positions[keep], population[keep]
-    moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
-        np.float32)
-    frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
+    frames, population, view_projection = moving_galaxy(keep_inside=True)
     style = PointStyle(colour_mode=colour_mode, weights=np.array([1.0, 0.5, 0.12] + [1.0] * 13))
     splat, path = accumulation(ctx, frames, population, style, view_projection,
                                compute_context=context)
@@ -136,11 +130,7 @@ def test_the_host_splat_and_the_compute_splat_give_the_same_image_to_float_round
     from orrery.app.render import PointStyle
     from orrery.app.render._splat_pass import FIXED_ONE
 
-    positions, population = galaxy()
-    view_projection = camera_for(positions)
-    moved = positions + np.random.default_rng(1).normal(0, 1e-3, positions.shape).astype(
-        np.float32)
-    frames = [Frame(positions, 0.0, 0, 1), Frame(moved, 0.01, 1, 2)]
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
     style = PointStyle(colour_mode=colour_mode, point_size=4.0)
     device, path = accumulation(ctx, frames, population, style, view_projection,
                                 compute_context=context)
