@@ -190,6 +190,10 @@ class KernelEvent(ABC):
     def finished(self) -> bool:
         """Whether the kernel has finished (a query: it does not wait)."""
 
+    @abstractmethod
+    def wait(self) -> None:
+        """Wait until the kernel has finished (on CUDA without holding the GIL)."""
+
 
 class Kernel(ABC):
     """A kernel entry point of a built :class:`Program`."""
