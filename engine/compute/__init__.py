@@ -20,6 +20,7 @@ Example (a device string, a kernel file, a define, a launch of global/local size
 """
 
 from ._cuda_gl import gl_buffer_view, registered_gl_buffers
+from ._in_flight import STEPS_IN_FLIGHT, InFlight
 from ._interchange import UsmArray, host_array
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
@@ -30,7 +31,8 @@ from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, H
                      Snapshot, ceil_div, launch_size, resident_size)
 from .opencl_build_log import opencl_build_log
 
-__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan",
+__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan", "InFlight",
+           "STEPS_IN_FLIGHT",
            "DeviceUnavailableError", "HostSnapshot", "InteropUnavailableError", "Kernel",
            "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "UsmArray",
            "ceil_div", "gl_buffer_view", "host_array", "kernel_file", "launch_size",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute import Context, DeviceScan, KernelEvent, open_device
+from ..compute import Context, DeviceScan, InFlight, KernelEvent, open_device
 from ..errors import InvalidInputError, SolverUnavailableError
 
 # Work-group size of every flock kernel unless the caller picks one (the benchmark sweeps it).
@@ -82,6 +82,7 @@ class DeviceFlock:
         self._constants = None
         self._constants_host = None
         self._events: dict[str, list[KernelEvent]] = {}
+        self._in_flight = InFlight()
         # the last step's search, cell count and whether it ran flock_cell_keys
         self._last: tuple[str, int, bool] | None = None
         self._programs: dict = {}
@@ -118,6 +119,7 @@ class DeviceFlock:
             self._counts = self.context.empty(cells, np.uint32)
 
     def step(self, constants: dict, search: str, cell_width: int) -> None:
+        self._in_flight.admit()  # no step waits for the device: keep the host a step ahead
         self._upload_constants(constants)
         program = self._program(cell_width)
         n, group, c = self._n, self.group, self._constants
@@ -168,6 +170,7 @@ class DeviceFlock:
             self._pos.reverse()
             self._vel.reverse()
         self._events = events
+        self._in_flight.add(events["rules"][-1])  # the step's last kernel
         self._last = (search, cells, keyed)
 
     @property

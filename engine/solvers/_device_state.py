@@ -10,12 +10,11 @@ only ``launch_accelerations``.
 from __future__ import annotations
 
 import time
-from collections import deque
 
 import numpy as np
 
 from .. import frame_encoding as encoding
-from ..compute import Snapshot
+from ..compute import InFlight, Snapshot
 from ..particles import Particles
 
 # Work-group size of the kick and drift kernels (a multiple of every sub-group size in use).
@@ -27,11 +26,6 @@ ENERGY_GROUPS = 256
 # frame_encoding.BOUNDS_GROUP, a define of frames.cl).
 BOUNDS_GROUP = encoding.BOUNDS_GROUP
 BOUNDS_GROUPS = 64
-# Most force evaluations queued on the device at once: the host queues one while the device runs
-# the one before, so the device never waits for the host between steps, and a frame or a
-# control queued now shows within a step or two (a solver whose evaluations never wait for the
-# device would otherwise run ahead by as many steps as the driver's queue holds; ADR 0162).
-EVALUATIONS_IN_FLIGHT = 2
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -82,7 +76,7 @@ class DeviceState:
         self._scratch = None
         self._frames = None  # frames.cl, built when a frame is first recorded
         self._box = None
-        self._in_flight: deque = deque()  # the last kernel of each queued evaluation
+        self._in_flight = InFlight()  # one entry per queued force evaluation (a step)
 
     @property
     def n(self) -> int:
@@ -92,14 +86,13 @@ class DeviceState:
         self._launch_accelerations(self.acc, potential=False)
 
     def _launch_accelerations(self, out, *, potential: bool) -> None:
-        """Queue one evaluation into ``out`` once fewer than EVALUATIONS_IN_FLIGHT are queued."""
-        while len(self._in_flight) >= EVALUATIONS_IN_FLIGHT:
-            self._in_flight.popleft().wait()
+        """Queue one evaluation into ``out`` once fewer than ``STEPS_IN_FLIGHT`` are queued."""
+        self._in_flight.admit()
         start = time.perf_counter()
         events = self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
         self.solver.record_stats(start, events)
         if events:
-            self._in_flight.append(events[-1])
+            self._in_flight.add(events[-1])
 
     def kick(self, dt: float) -> None:
         self._kick.launch(self._global, INTEGRATE_GROUP, self.vel, self.acc, np.int32(self._n),

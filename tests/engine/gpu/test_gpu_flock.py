@@ -6,6 +6,7 @@ import pytest
 
 from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, initial_flock, reference
 from orrery.engine.errors import InvalidInputError
+from orrery.engine.compute import STEPS_IN_FLIGHT
 from orrery.engine.flock._device import DeviceFlock
 
 from ..flock_cases import SEAM_RULES, seam_flock
@@ -96,3 +97,18 @@ def test_device_rules_with_a_zero_radius_keep_the_cpu_bits(device, zero):
             sim.step(1)
     np.testing.assert_array_equal(on_device.velocities(), cpu.velocities())
     np.testing.assert_array_equal(on_device.positions(), cpu.positions())
+
+
+def test_device_steps_keep_the_host_at_most_two_steps_ahead(device, monkeypatch):
+    """A device flock step never waits for the device, so the host would queue steps without
+    bound: it waits for the oldest of STEPS_IN_FLIGHT queued steps before queuing another."""
+    sim = FlockSimulation(initial_flock(1500, rules=RULES), RULES, dt=0.2, device=device)
+    sim.step(1)
+    queue = sim._backend._in_flight
+    waited = []
+    event_type = type(queue._queued[-1])
+    monkeypatch.setattr(event_type, "wait",
+                        lambda self, _wait=event_type.wait: (waited.append(self), _wait(self))[1])
+    sim.step(9)
+    assert len(queue) == STEPS_IN_FLIGHT
+    assert len(waited) == 9 - (STEPS_IN_FLIGHT - 1)

@@ -11,7 +11,8 @@ from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
 from orrery.engine.solvers import _gpu
-from orrery.engine.solvers._device_state import EVALUATIONS_IN_FLIGHT, DeviceState
+from orrery.engine.compute import STEPS_IN_FLIGHT
+from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
 from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
 
@@ -303,7 +304,7 @@ def test_steps_queue_without_waiting_for_the_device(device, walk, opening, monke
                             (moved.append(_method), _original(self, *args))[1])
     simulation.step(1)
     waited, launched = [], []
-    event_type = type(state._in_flight[-1])
+    event_type = type(state._in_flight._queued[-1])
     monkeypatch.setattr(event_type, "wait",
                         lambda self, _wait=event_type.wait: (waited.append(self), _wait(self))[1])
     launch = simulation.solver.launch_accelerations
@@ -311,9 +312,9 @@ def test_steps_queue_without_waiting_for_the_device(device, walk, opening, monke
                         lambda *args, **kwargs: launched.append(1) or launch(*args, **kwargs))
     simulation.step(12)
     assert moved == []
-    # The host waits only to keep EVALUATIONS_IN_FLIGHT evaluations queued, for the oldest one.
+    # The host waits only to keep STEPS_IN_FLIGHT evaluations queued, for the oldest one.
     assert len(launched) == 12 and len(waited) == 12
-    assert len(state._in_flight) == EVALUATIONS_IN_FLIGHT
+    assert len(state._in_flight) == STEPS_IN_FLIGHT
     tree = simulation.solver.last_tree()
     pos = simulation.positions().astype(np.float32)
     nodes = _native.build_tree_f32(pos, particles.mass.astype(np.float32))["nodes"]
