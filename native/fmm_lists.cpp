@@ -119,15 +119,18 @@ struct DualWalk {
   }
 };
 
+// Tasks the walk's first steps are unrolled into: a fixed number, so that the pairs' order
+// (tasks in order, each walked depth first) does not depend on the thread count.
+constexpr std::size_t kWalkTasks = 256;
+
 // The walk in parallel: its first steps are unrolled into independent tasks (each an unordered
-// node pair, or a node with itself), which threads walk into their own pair lists. Which thread
-// finds a pair does not matter: the lists are gathered by target and sorted afterwards.
+// node pair, or a node with itself), which threads walk into their own pair lists, concatenated
+// in task order. Which thread walks a task does not matter.
 void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
                    std::vector<std::uint64_t>& m2l, std::vector<std::uint64_t>& p2p) {
   const DualWalk probe{skip, g, theta2, {}, {}};
   std::vector<std::uint64_t> tasks{0}, next;
-  const std::size_t wanted = std::size_t(64) * threads;
-  for (bool split = threads > 1 && nodes > 1; split && tasks.size() < wanted;) {
+  for (bool split = nodes > 1; split && tasks.size() < kWalkTasks;) {
     split = false;
     next.clear();
     for (std::uint64_t t : tasks) {
@@ -146,8 +149,9 @@ void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, 
   }
 }
 
-// Both directions of every unordered pair, gathered by target, sources ascending.
-void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, unsigned threads,
+// Both directions of every unordered pair, gathered by target in the pairs' order, then (when
+// `sorted`) sources ascending.
+void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, bool sorted, unsigned threads,
                     std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
   start.assign(nodes + 1, 0);
   for (std::uint64_t p : pairs) {
@@ -162,12 +166,17 @@ void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, 
     source[fill[a]++] = b;
     source[fill[b]++] = a;
   }
-  ThreadPool::instance().parallel_for(nodes, 1024, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) std::sort(source.begin() + start[i], source.begin() + start[i + 1]);
-  });
+  if (!sorted) return;
+  sort_sources(start, source, threads);
 }
 
 }  // namespace
+
+void sort_sources(const std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source, unsigned threads) {
+  ThreadPool::instance().parallel_for(start.size() - 1, 1024, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) std::sort(source.begin() + start[i], source.begin() + start[i + 1]);
+  });
+}
 
 void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]) {
   for (int a = 0; a < 3; ++a) {
@@ -190,8 +199,8 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* l
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
   std::vector<std::uint64_t> m2l, p2p;
   parallel_walk(skip, g, theta * theta, nodes, threads, m2l, p2p);
-  directed_lists(m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
-  directed_lists(p2p, nodes, threads, lists.p2p_start, lists.p2p_source);
+  directed_lists(m2l, nodes, false, threads, lists.m2l_start, lists.m2l_source);
+  directed_lists(p2p, nodes, true, threads, lists.p2p_start, lists.p2p_source);
 
   lists.parent.assign(nodes, 0);
   std::vector<std::uint32_t> depth(nodes, 0);
