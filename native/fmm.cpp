@@ -1,13 +1,18 @@
 // cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0110).
 // Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
 // walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
-// M2L per target cell, downward pass (L2L by depth, L2P at leaves) and P2P per target leaf on the
-// tree kernels of the chosen SIMD level (the direct kernels' inner loop, tree_kernels.hpp).
+// M2L per target cell, downward pass (L2L by depth), and P2P with L2P at the leaves: each leaf
+// pair once for both leaves (fmm_p2p_kernel.hpp, docs/adr/0161), then each body's far field.
 // Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
 // on the keys; expansion arithmetic is in double at both precisions, the
 // particle sums in T.
-// Determinism: every output (a cell's expansion, a particle's sum) is written by one task that
-// adds its inputs in a fixed order (lists sorted by source), so threads change nothing.
+// Determinism: every output is written in an order fixed by the tree and the lists, never by
+// the threads. A cell's expansion and a body's far field are written by one task that adds its
+// inputs in list order. A mutual P2P pair writes two leaves, so the leaves are cut into groups
+// of consecutive leaves (a fixed body count, not a thread count): one task per group evaluates
+// the pairs whose lower leaf is in it, in leaf order, adding the other leaf's half into that
+// leaf's sums when it is in the group and into a slot of the group's own otherwise; no two tasks
+// write the same place. Then each leaf adds its slots in group order. No atomics, no locks.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -184,6 +189,10 @@ class FmmEngine {
           for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) {
             const double dz[3] = {centre(c)[0] - centre(i)[0], centre(c)[1] - centre(i)[1],
                                   centre(c)[2] - centre(i)[2]};
+            if (particle_.m2m) {
+              particle_.m2m(dz, multipole_.data() + c * terms, multipole_.data() + i * terms);
+              continue;
+            }
             fmm_monomials(tables_, dz, t.data());
             fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, multipole_.data() + i * terms);
           }
@@ -228,6 +237,10 @@ class FmmEngine {
         for (std::size_t k = first + begin; k < first + end; ++k) {
           const std::uint32_t c = lists_.by_depth[k], p = lists_.parent[c];
           const double dz[3] = {centre(c)[0] - centre(p)[0], centre(c)[1] - centre(p)[1], centre(c)[2] - centre(p)[2]};
+          if (particle_.l2l) {
+            particle_.l2l(dz, local_.data() + p * terms, local_.data() + c * terms);
+            continue;
+          }
           fmm_monomials(tables_, dz, t.data());
           fmm_l2l(tables_, t.data(), local_.data() + p * terms, local_.data() + c * terms);
         }
@@ -333,7 +346,10 @@ class FmmEngine {
           pairs[l] = std::uint64_t(node.count) * (node.count - 1 + listed + upper);
           const std::size_t own = padded<T>(node.count), count = own + upper;
           gather(node, own, first_upper, last, count + kLanes<T>, bodies);
-          for (auto* v : {&reactions.x, &reactions.y, &reactions.z, &reactions.m}) v->assign(count + kLanes<T>, T(0));
+          for (auto* v : {&reactions.x, &reactions.y, &reactions.z, &reactions.m}) {
+            v->resize(count + kLanes<T>);
+            std::fill_n(v->begin(), own, T(0));
+          }
           mutual(MutualBodies<T>{bodies.x.data(), bodies.y.data(), bodies.z.data(), bodies.m.data(), reactions.x.data(),
                                  reactions.y.data(), reactions.z.data(), pot ? reactions.m.data() : nullptr,
                                  node.count, own, count},
@@ -414,7 +430,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr};
+  FmmParticleFns particle_{nullptr, nullptr, nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;

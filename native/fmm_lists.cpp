@@ -149,25 +149,49 @@ void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, 
   }
 }
 
-// Both directions of every unordered pair, gathered by target in the pairs' order, then (when
-// `sorted`) sources ascending.
+// Pieces the pairs are cut into to gather them in parallel: a fixed number, and each target's
+// entries come out in the pairs' order whichever thread gathers a piece.
+constexpr std::size_t kGatherPieces = 8;
+
+// Both directions of every unordered pair, gathered by target in the pairs' order (a counting
+// sort: each piece counts its entries per target, then writes them from its own offsets), then
+// (when `sorted`) sources ascending.
 void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, bool sorted, unsigned threads,
                     std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
+  auto& pool = ThreadPool::instance();
+  const std::size_t piece = (pairs.size() + kGatherPieces - 1) / kGatherPieces;
+  std::vector<std::uint32_t> offset(kGatherPieces * nodes, 0);  // piece-major: entries, then where they go
+  pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t c = begin; c < end; ++c) {
+      std::uint32_t* count = offset.data() + c * nodes;
+      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
+        ++count[pairs[k] >> 32];
+        ++count[pairs[k] & 0xffffffffu];
+      }
+    }
+  });
   start.assign(nodes + 1, 0);
-  for (std::uint64_t p : pairs) {
-    ++start[(p >> 32) + 1];
-    ++start[(p & 0xffffffffu) + 1];
+  for (std::size_t i = 0; i < nodes; ++i) {
+    std::uint32_t at = start[i];
+    for (std::size_t c = 0; c < kGatherPieces; ++c) {
+      const std::uint32_t entries = offset[c * nodes + i];
+      offset[c * nodes + i] = at;
+      at += entries;
+    }
+    start[i + 1] = at;
   }
-  for (std::size_t i = 0; i < nodes; ++i) start[i + 1] += start[i];
   source.resize(start[nodes]);
-  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
-  for (std::uint64_t p : pairs) {
-    const std::uint32_t a = std::uint32_t(p >> 32), b = std::uint32_t(p & 0xffffffffu);
-    source[fill[a]++] = b;
-    source[fill[b]++] = a;
-  }
-  if (!sorted) return;
-  sort_sources(start, source, threads);
+  pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t c = begin; c < end; ++c) {
+      std::uint32_t* fill = offset.data() + c * nodes;
+      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
+        const std::uint32_t a = std::uint32_t(pairs[k] >> 32), b = std::uint32_t(pairs[k] & 0xffffffffu);
+        source[fill[a]++] = b;
+        source[fill[b]++] = a;
+      }
+    }
+  });
+  if (sorted) sort_sources(start, source, threads);
 }
 
 }  // namespace

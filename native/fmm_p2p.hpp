@@ -10,8 +10,9 @@ namespace orrery {
 // A target leaf's bodies, padded to `own` (a multiple of kLanes<T>), then the bodies of the
 // leaves it pairs with, concatenated, then kLanes<T> entries of padding. Padding has zero mass
 // and sits at the last body before it (so every distance the kernel takes is a real one).
-// sum_*: per entry, accumulated (+=) in the kernel's scaled units, 8 a and -2 u; sum_u is null
-// when potentials are not wanted.
+// sum_*: per entry, in the kernel's scaled units, 8 a and -2 u: the own leaf's [0, own)
+// accumulated (+=), the rest written (its first target writes them); sum_u is null when
+// potentials are not wanted.
 template <typename T>
 struct MutualBodies {
   const T *x, *y, *z, *m;

@@ -42,12 +42,14 @@ void fmm_p2p_mutual(const MutualBodies<typename S::Scalar>& b, typename S::Scala
   T* const sum_y = b.sum_y;
   T* const sum_z = b.sum_z;
   T* const sum_u = b.sum_u;
-  for (std::size_t i = 0; i < b.targets; ++i) {
+  auto target = [&](std::size_t i, auto first) {
+    constexpr bool First = decltype(first)::value;
     const V px = S::set1(b.x[i]), py = S::set1(b.y[i]), pz = S::set1(b.z[i]), mi = S::set1(b.m[i]);
     V ax[R], ay[R], az[R], u[R];
     for (std::size_t r = 0; r < R; ++r) ax[r] = ay[r] = az[r] = u[r] = S::zero();
     // One block of W bodies from j; `keep` (when masked): 1 on the lanes kept.
-    auto block = [&](std::size_t j, auto masked, const T* keep) {
+    auto block = [&](std::size_t j, auto masked, const T* keep, auto write) {
+      constexpr bool Write = decltype(write)::value;
       for (std::size_t r = 0; r < R; ++r) {
         const std::size_t c = j + r * L;
         const V dx = S::sub(S::load(b.x + c), px), dy = S::sub(S::load(b.y + c), py);
@@ -66,12 +68,14 @@ void fmm_p2p_mutual(const MutualBodies<typename S::Scalar>& b, typename S::Scala
         ax[r] = S::fma(pull, dx, ax[r]);
         ay[r] = S::fma(pull, dy, ay[r]);
         az[r] = S::fma(pull, dz, az[r]);
-        S::store(sum_x + c, S::fnma(react, dx, S::load(sum_x + c)));
-        S::store(sum_y + c, S::fnma(react, dy, S::load(sum_y + c)));
-        S::store(sum_z + c, S::fnma(react, dz, S::load(sum_z + c)));
+        // The first target reaches every block past the own leaf: it writes their sums.
+        const V zero = S::zero();
+        S::store(sum_x + c, S::fnma(react, dx, Write ? zero : S::load(sum_x + c)));
+        S::store(sum_y + c, S::fnma(react, dy, Write ? zero : S::load(sum_y + c)));
+        S::store(sum_z + c, S::fnma(react, dz, Write ? zero : S::load(sum_z + c)));
         if constexpr (Potential) {
           u[r] = S::fma(mj, v, u[r]);
-          S::store(sum_u + c, S::fma(mt, v, S::load(sum_u + c)));
+          S::store(sum_u + c, S::fma(mt, v, Write ? zero : S::load(sum_u + c)));
         }
       }
     };
@@ -79,15 +83,18 @@ void fmm_p2p_mutual(const MutualBodies<typename S::Scalar>& b, typename S::Scala
     // then the other leaves' bodies, whole blocks.
     const std::size_t next = i + 1, start = next / W * W;
     if (next < b.targets) {
-      block(start, std::true_type(), MutualRamp<T>::values + W - (next - start));
-      for (std::size_t j = start + W; j < b.own; j += W) block(j, std::false_type(), nullptr);
+      block(start, std::true_type(), MutualRamp<T>::values + W - (next - start), std::false_type());
+      for (std::size_t j = start + W; j < b.own; j += W) block(j, std::false_type(), nullptr, std::false_type());
     }
-    for (std::size_t j = b.own; j < b.count; j += W) block(j, std::false_type(), nullptr);
+    for (std::size_t j = b.own; j < b.count; j += W)
+      block(j, std::false_type(), nullptr, std::integral_constant<bool, First>());
     sum_x[i] += fold_partial_sums<S>(ax);
     sum_y[i] += fold_partial_sums<S>(ay);
     sum_z[i] += fold_partial_sums<S>(az);
     if constexpr (Potential) sum_u[i] += fold_partial_sums<S>(u);
-  }
+  };
+  target(0, std::true_type());
+  for (std::size_t i = 1; i < b.targets; ++i) target(i, std::false_type());
 }
 
 template <class S>
