@@ -24,7 +24,7 @@ from ..engine.solvers import solver_specs
 from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, Option
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
-from .harness import Timing, format_table, time_trials
+from .harness import Timing, format_table, one_evaluation, time_trials
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
 
@@ -79,21 +79,8 @@ def _errors(acc, exact, targets) -> dict:
     return {"rms": float(np.sqrt(np.mean(errors ** 2))), "p90": float(np.percentile(errors, 90))}
 
 
-def _evaluation(solver, particles, args):
-    """What is timed: one force evaluation, resident on the solver's device (and waited for) or
-    through the host API (upload, evaluate, download)."""
-    if args.resident:
-        state = solver.bind(particles)
-
-        def resident():
-            state.compute_accelerations()
-            solver.context.synchronize()
-        return resident
-    return lambda: solver.accelerations(particles.pos, particles.mass)
-
-
 def _measure(solver, particles, exact, targets, args, limits=None) -> dict:
-    timing: Timing = time_trials(_evaluation(solver, particles, args), warmup=args.warmup, trials=args.trials)
+    timing: Timing = time_trials(one_evaluation(solver, particles, resident=args.resident), warmup=args.warmup, trials=args.trials)
     acc = np.asarray(solver.accelerations(particles.pos, particles.mass), np.float64)[targets]
     errors = np.linalg.norm(acc - exact, axis=1) / np.linalg.norm(exact, axis=1)
     stats = dict(solver.last_stats)

@@ -21,6 +21,22 @@ import numpy as np
 FLOP_PER_INTERACTION = 20
 
 
+def one_evaluation(solver, particles, *, resident: bool) -> Callable[[], None]:
+    """What an approximate-solver benchmark times: one force evaluation, resident on the solver's
+    device and waited for (a device evaluation queues without waiting: ADR 0162), or through
+    the host API (upload, evaluate, download)."""
+    if resident:
+        state = solver.bind(particles)
+        context = getattr(solver, "context", None)  # a device solver's; a host state is done
+
+        def evaluate():
+            state.compute_accelerations()
+            if context is not None:
+                context.synchronize()
+        return evaluate
+    return lambda: solver.accelerations(particles.pos, particles.mass)
+
+
 @dataclass(frozen=True)
 class Timing:
     samples: tuple[float, ...]

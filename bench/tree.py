@@ -26,7 +26,7 @@ from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, THET
 from ..engine.solvers.gpu_tree import OPENING, WALK
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from ._tree_peers import available_peers
-from .harness import Timing, format_table, time_trials
+from .harness import Timing, format_table, one_evaluation, time_trials
 
 HELP = "Barnes-Hut tree: scaling, breakdown, crossover vs cpu-direct, accuracy vs cost, peers"
 
@@ -107,14 +107,6 @@ def _solver(args, name=None, **overrides):
     return make_solver(name, **{k: v for k, v in options.items() if v is not None and k in names})
 
 
-def _evaluation(solver, particles, args):
-    """What is timed: one force evaluation, resident on the solver's device or through the
-    host API (upload, evaluate, download)."""
-    if args.resident:
-        return solver.bind(particles).compute_accelerations
-    return lambda: solver.accelerations(particles.pos, particles.mass)
-
-
 def _walks(args) -> tuple:
     return args.walk or (None,)
 
@@ -169,7 +161,7 @@ def _scaling(args, walk) -> list[dict]:
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
         solver = _solver(args, walk=walk)
-        timing = _time(_evaluation(solver, particles, args), args)
+        timing = _time(one_evaluation(solver, particles, resident=args.resident), args)
         stats = solver.last_stats
         errors = _scaling_error(solver, particles, args) if args.scaling_error else {}
         row = {"table": "scaling", "solver": args.solver, **_walk_columns(walk), "n": n,
@@ -180,7 +172,7 @@ def _scaling(args, walk) -> list[dict]:
             row["walk_tera_per_s"] = row["interactions_per_particle"] * n / stats["walk_s"] / 1e12
         if n <= args.direct_max_n:
             direct = _solver(args, args.direct_solver)
-            direct_timing = _time(_evaluation(direct, particles, args), args)
+            direct_timing = _time(one_evaluation(direct, particles, resident=args.resident), args)
             row["direct_s"] = direct_timing.median
             row["direct_source"] = "measured"
             direct_measured.append((n, direct_timing.median))
@@ -342,7 +334,7 @@ def accuracy_table(args) -> list[dict]:
             row.update(theta=float("nan"), note="not reachable (round-off floor)")
         else:
             solver = _solver(args, theta=theta, quadrupole=quadrupole, walk=walk)
-            timing = _time(_evaluation(solver, particles, args), args)
+            timing = _time(one_evaluation(solver, particles, resident=args.resident), args)
             row.update(theta=theta, rms_error=error_at(theta), p90_error=error_at.p90(theta),
                        **timing.summary(), interactions_per_particle=solver.last_stats.get("interactions_per_particle"),
                        note="largest legal theta" if theta == theta_max else "")

@@ -102,6 +102,9 @@ class CudaEvent(KernelEvent):
     def finished(self) -> bool:
         return self._end.done
 
+    def wait(self) -> None:
+        self._end.synchronize()  # CuPy drops the GIL for cudaEventSynchronize
+
 
 class CudaKernel(Kernel):
     def __init__(self, context: "CudaContext", name: str, function):

@@ -132,6 +132,9 @@ class SyclEvent(KernelEvent):
 
         return self._event.execution_status == dpctl.event_status_type.complete
 
+    def wait(self) -> None:
+        self._event.wait()
+
 
 class SyclKernel(Kernel):
     def __init__(self, context: "SyclContext", name: str, kernel):

@@ -27,6 +27,18 @@ def launch_size(count: int, group: int) -> int:
     return max(1, ceil_div(count, group)) * group
 
 
+# Work-items per compute unit that keep a device busy: enough resident work to hide latency on
+# a GPU (2048 threads per multiprocessor on recent NVIDIA parts); a CPU device runs work-groups
+# one after another per core, so fewer suffice there.
+RESIDENT_ITEMS_PER_UNIT = {"gpu": 2048, "cpu": 512, "accelerator": 512}
+
+
+def resident_size(info: "DeviceInfo") -> int:
+    """Work-items that fill ``info``'s device: the width of a launch whose items step over work
+    of a size the host does not know."""
+    return info.compute_units * RESIDENT_ITEMS_PER_UNIT[info.kind]
+
+
 class DeviceUnavailableError(OrreryError, RuntimeError):
     """A device string names a device (or a backend package) that this machine does not have."""
 
@@ -177,6 +189,10 @@ class KernelEvent(ABC):
     @abstractmethod
     def finished(self) -> bool:
         """Whether the kernel has finished (a query: it does not wait)."""
+
+    @abstractmethod
+    def wait(self) -> None:
+        """Wait until the kernel has finished (on CUDA without holding the GIL)."""
 
 
 class Kernel(ABC):

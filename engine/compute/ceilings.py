@@ -11,13 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._discovery import open_device
-from ._types import Context, launch_size
+from ._types import Context, launch_size, resident_size
 
 CHAINS = 8
 LOCAL_SIZE = 256
-# Work-items per compute unit: enough resident work to hide latency on a GPU; a CPU device
-# runs work-groups one after another per core, so fewer suffice there.
-ITEMS_PER_UNIT = {"gpu": 2048, "cpu": 512, "accelerator": 512}
 ITERATIONS = {"gpu": 8192, "cpu": 1024, "accelerator": 1024}
 READ_BYTES = {"gpu": 1 << 30, "cpu": 128 << 20, "accelerator": 128 << 20}
 
@@ -26,7 +23,7 @@ def _launch_shape(context: Context) -> tuple[int, int]:
     """Global and local size of every probe on this device."""
     info = context.info
     local = min(LOCAL_SIZE, info.max_work_group_size)
-    return launch_size(info.compute_units * ITEMS_PER_UNIT[info.kind], local), local
+    return launch_size(resident_size(info), local), local
 
 
 def _best_seconds(launch, trials: int) -> float:

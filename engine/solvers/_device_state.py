@@ -10,6 +10,7 @@ only ``launch_accelerations``.
 from __future__ import annotations
 
 import time
+from collections import deque
 
 import numpy as np
 
@@ -26,6 +27,11 @@ ENERGY_GROUPS = 256
 # frame_encoding.BOUNDS_GROUP, a define of frames.cl).
 BOUNDS_GROUP = encoding.BOUNDS_GROUP
 BOUNDS_GROUPS = 64
+# Most force evaluations queued on the device at once: the host queues one while the device runs
+# the one before, so the device never waits for the host between steps, and a frame or a
+# control queued now shows within a step or two (a solver whose evaluations never wait for the
+# device would otherwise run ahead by as many steps as the driver's queue holds; ADR 0162).
+EVALUATIONS_IN_FLIGHT = 2
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -76,15 +82,24 @@ class DeviceState:
         self._scratch = None
         self._frames = None  # frames.cl, built when a frame is first recorded
         self._box = None
+        self._in_flight: deque = deque()  # the last kernel of each queued evaluation
 
     @property
     def n(self) -> int:
         return self._n
 
     def compute_accelerations(self) -> None:
+        self._launch_accelerations(self.acc, potential=False)
+
+    def _launch_accelerations(self, out, *, potential: bool) -> None:
+        """Queue one evaluation into ``out`` once fewer than EVALUATIONS_IN_FLIGHT are queued."""
+        while len(self._in_flight) >= EVALUATIONS_IN_FLIGHT:
+            self._in_flight.popleft().wait()
         start = time.perf_counter()
-        events = self.solver.launch_accelerations(self.body, self.acc, self._n, potential=False)
+        events = self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
         self.solver.record_stats(start, events)
+        if events:
+            self._in_flight.append(events[-1])
 
     def kick(self, dt: float) -> None:
         self._kick.launch(self._global, INTEGRATE_GROUP, self.vel, self.acc, np.int32(self._n),
@@ -181,10 +196,7 @@ class DeviceState:
         """Accelerations with potentials of the current state, in a scratch device array."""
         if self._scratch is None:
             self._scratch = self.solver.context.empty((self.padded, 4), self.solver.dtype)
-        start = time.perf_counter()
-        events = self.solver.launch_accelerations(self.body, self._scratch, self._n,
-                                                  potential=True)
-        self.solver.record_stats(start, events)
+        self._launch_accelerations(self._scratch, potential=True)
         return self._scratch
 
     def potentials(self) -> np.ndarray:

@@ -4,18 +4,23 @@ bottom-up moments. The result is cpu-tree's node array (ADR-0010: depth-first, s
 32-bit indices, 32-byte float32 nodes), node for node; kernels in ``tree_keys.cl``,
 ``tree_build.cl``, ``tree_moments.cl`` (and ``scan.cl``, ``radix_sort.cl``).
 
-Only two numbers come back to the host per build: the node count and, when walk groups are
-asked for (the group walk, and the per-body walks' group opening test), the group count (4
-bytes each), which size the launches that follow.
+Nothing comes back to the host during a build (ADR 0162): the node and walk-group counts stay
+on the device, where the kernels that follow read them; the arrays are sized for the most nodes
+a tree of n bodies can have (2n - 1) and the kernels over nodes or groups step by their launch's
+width. So a whole evaluation queues without waiting for the device. The host reads the counts
+only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
 
 import numpy as np
 
-from ..compute import Context, DeviceArray, DeviceScan, KernelEvent, ceil_div, launch_size
+from ..compute import (Context, DeviceArray, DeviceScan, KernelEvent, ceil_div, launch_size,
+                       resident_size)
 from ..errors import InvalidInputError
 
 MORTON_LEVELS = 21
@@ -44,11 +49,12 @@ def node_dtype(real: np.dtype) -> np.dtype:
 @dataclass
 class DeviceTree:
     """A built tree in device memory. ``body`` holds the bodies in key order, ``order[k]`` the
-    caller's index of body k, ``nodes`` ``node_count`` records (more rows may follow: capacity),
-    ``quadrupoles`` 6 per node when built with them, ``groups`` the walk groups' node indices."""
+    caller's index of body k, ``nodes`` ``node_count`` records (more rows follow: capacity),
+    ``quadrupoles`` 6 per node when built with them, ``groups`` the walk groups' node indices.
+    ``starts[count]`` is the node count and ``group_starts[count]`` the group count, on the
+    device; the properties read them (waiting for the build)."""
 
     count: int
-    node_count: int
     body: DeviceArray
     keys: DeviceArray
     order: DeviceArray
@@ -56,10 +62,20 @@ class DeviceTree:
     levels: DeviceArray
     quadrupoles: DeviceArray
     groups: DeviceArray
-    group_count: int
+    starts: DeviceArray
+    group_starts: DeviceArray
+    read_entry: Callable[[DeviceArray, int], int]
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
     # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
     cube: DeviceArray | None = None
+
+    @cached_property
+    def node_count(self) -> int:
+        return self.read_entry(self.starts, self.count)
+
+    @cached_property
+    def group_count(self) -> int:
+        return self.read_entry(self.group_starts, self.count)
 
     def node_records(self, real) -> np.ndarray:
         """The nodes as a host structured array (copied from the device)."""
@@ -91,43 +107,42 @@ class DeviceTreeBuilder:
                    ("box_partials", "box_finish", "morton_keys", "gather_bodies",
                     "scatter_results")}
         self._b = {name: build.kernel(name) for name in
-                   ("node_chain_lengths", "node_chains", "read_entry", "compact_groups")}
+                   ("node_chain_lengths", "node_chains", "read_entry")}
         self._m = {name: moments.kernel(name) for name in ("leaf_moments", "internal_moments")}
         self._scan = DeviceScan(context)
         self._sort = context.key_sort()
         self._count = 0
-        self._capacity = 0
+        self._moment_capacity = 0
         self._entry = context.empty(1, np.uint32)
         self._cube = context.empty(4, self.accum)
         self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype)
 
     def _body_arrays(self, count: int) -> None:
+        """Every array of a build of ``count`` bodies: node arrays for the most nodes such a tree
+        can have (every internal node has at least two children: 2 count - 1)."""
         if count == self._count:
             return
         empty = self.context.empty
+        capacity = 2 * count - 1
         self._keys = (empty(count, np.uint64), empty(count, np.uint64))
         self._order = (empty(count, np.uint32), empty(count, np.uint32))
         self._sorted = empty((count, 4), self.dtype)
         self._starts = empty(count + 1, np.uint32)
+        self._group_starts = empty(count + 1, np.uint32)
+        self._nodes = empty((capacity, node_dtype(self.dtype).itemsize // 4), np.uint32)
+        self._levels = empty(capacity, np.uint32)
+        self._groups = empty(count, np.uint32)
+        self._node_items = launch_size(min(capacity, resident_size(self.context.info)), ITEM_GROUP)
         self._count = count
 
-    def _node_arrays(self, node_count: int) -> None:
-        if node_count <= self._capacity:
-            return
-        capacity = node_count + node_count // 4
+    def _moment_arrays(self, capacity: int) -> None:
         empty = self.context.empty
-        words = node_dtype(self.dtype).itemsize // 4
-        self._nodes = empty((capacity, words), np.uint32)
-        self._levels = empty(capacity, np.uint32)
-        self._flags = empty(capacity + 1, np.uint32)
-        self._offsets = empty(capacity + 1, np.uint32)
-        self._groups = empty(capacity, np.uint32)
         self._sums = empty(4 * capacity, self.accum)
         self._centres = empty(4 * capacity, self.accum)
         quad_rows = capacity if self.quadrupole else 1
         self._moments = empty(6 * quad_rows, self.accum)
         self._quadrupoles = empty(6 * quad_rows, self.dtype)
-        self._capacity = capacity
+        self._moment_capacity = capacity
 
     def scatter(self, tree: DeviceTree, result: DeviceArray, out: DeviceArray) -> KernelEvent:
         """``out[order[k]] = result[k]``: key-ordered results back in the caller's order."""
@@ -138,10 +153,10 @@ class DeviceTreeBuilder:
         self._b["read_entry"].launch(ITEM_GROUP, ITEM_GROUP, values, np.int32(index), self._entry)
         return int(self._entry.download()[0])
 
-    def build(self, body: DeviceArray, count: int, *, groups: bool, moments: bool = True) -> DeviceTree:
-        """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass); with
-        ``groups`` also the walk groups; without ``moments`` the nodes' centres of mass, masses
-        and opening distances stay unset (gpu-fmm computes its own expansions)."""
+    def build(self, body: DeviceArray, count: int, *, moments: bool = True) -> DeviceTree:
+        """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass) and its walk
+        groups; without ``moments`` the nodes' centres of mass, masses and opening distances
+        stay unset (gpu-fmm computes its own expansions)."""
         if count < 1:
             raise InvalidInputError("a tree needs at least one body")
         if count > MAX_BODIES:
@@ -163,39 +178,32 @@ class DeviceTreeBuilder:
         events["sort"] = sort_events + [
             k["gather_bodies"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, body, order, n, self._sorted)]
 
-        starts = self._starts
+        starts, group_starts = self._starts, self._group_starts
         events["build"] = [b["node_chain_lengths"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
-                                                          starts)]
+                                                          starts, group_starts)]
         events["build"] += self._scan.scan(starts, count, starts)
-        node_count = self._read(starts, count)
-        self._node_arrays(node_count)
+        events["build"] += self._scan.scan(group_starts, count, group_starts)
         events["build"].append(b["node_chains"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
-                                                       starts, self._nodes, self._levels,
-                                                       self._flags))
-        group_count = 0
-        if groups:
-            events["build"] += self._scan.scan(self._flags, node_count, self._offsets)
-            group_count = self._read(self._offsets, node_count)
-            events["build"].append(b["compact_groups"].launch(
-                launch_size(node_count, ITEM_GROUP), ITEM_GROUP, self._flags, self._offsets,
-                np.int32(node_count), self._groups))
-
-        tree = DeviceTree(count=count, node_count=node_count, body=self._sorted, keys=keys,
-                          order=order, nodes=self._nodes, levels=self._levels,
-                          quadrupoles=self._quadrupoles, groups=self._groups,
-                          group_count=group_count, events=events, cube=self._cube)
+                                                       starts, group_starts, self._nodes,
+                                                       self._levels, self._groups))
+        if moments and self._moment_capacity != self._nodes.shape[0]:
+            self._moment_arrays(self._nodes.shape[0])
+        tree = DeviceTree(count=count, body=self._sorted, keys=keys, order=order, nodes=self._nodes,
+                          levels=self._levels,
+                          quadrupoles=self._quadrupoles if moments else None,
+                          groups=self._groups, starts=starts, group_starts=group_starts,
+                          read_entry=self._read, events=events, cube=self._cube)
         if not moments:
             del events["moments"]
             return tree
         theta = self.accum.type(self.theta)
-        nodes_n = np.int32(node_count)
-        width = launch_size(node_count, ITEM_GROUP)
+        width = self._node_items
         moment_arrays = (self._sums, self._centres, self._moments, self._quadrupoles)
-        events["moments"] = [m["leaf_moments"].launch(width, ITEM_GROUP, self._nodes, nodes_n,
-                                                      self._levels, keys, self._sorted, self._cube,
-                                                      theta, *moment_arrays)]
+        events["moments"] = [m["leaf_moments"].launch(width, ITEM_GROUP, self._nodes, self._levels,
+                                                      keys, self._sorted, self._cube, theta,
+                                                      *moment_arrays)]
         for level in range(MORTON_LEVELS - 1, -1, -1):
             events["moments"].append(m["internal_moments"].launch(
-                width, ITEM_GROUP, self._nodes, nodes_n, self._levels, keys, np.int32(level),
-                self._cube, theta, *moment_arrays))
+                width, ITEM_GROUP, self._nodes, self._levels, keys, np.int32(level), self._cube,
+                theta, *moment_arrays))
         return tree

@@ -143,7 +143,7 @@ class GpuFmmSolver(GpuSolver):
         if self.setting.variant(count)["order"] != self.order:
             self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
-        tree = self._builder.build(body, count, groups=False, moments=False)
+        tree = self._builder.build(body, count, moments=False)
         nodes_n = tree.node_count
         self._node_arrays(nodes_n)
         width, n_nodes = _launch(nodes_n), np.int32(nodes_n)

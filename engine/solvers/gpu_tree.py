@@ -26,7 +26,8 @@ from dataclasses import replace
 import numpy as np
 
 from ... import _native
-from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
+from ..compute import (DeviceArray, KernelEvent, ceil_div, launch_size, resident_size,
+                       unavailable_reason)
 from ._device_tree import STAGES, DeviceTreeBuilder
 from ..accuracy_table import ThetaSetting
 from ..errors import InvalidInputError
@@ -131,6 +132,7 @@ class GpuTreeSolver(GpuSolver):
         self._tally: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._tally_groups = 0
+        self._next_group = self.context.empty(1, np.uint32)  # the group walks' counter
         self._tree = None
 
     def _walk_kernel(self, potential: bool):
@@ -142,7 +144,7 @@ class GpuTreeSolver(GpuSolver):
                                      else ceil_div(GROUP_CAPACITY, subgroup)),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
         program = self.context.build(["tree_common.cl", "tree_walk.cl"], defines=defines)
-        return program.kernel("tree_walk"), program.kernel("group_boxes")
+        return program.kernel("tree_walk"), program.kernel("group_boxes"), program.kernel("start_walk")
 
     @property
     def chosen(self) -> dict | None:
@@ -152,39 +154,45 @@ class GpuTreeSolver(GpuSolver):
 
     def _opening_boxes(self, tree, boxes_kernel) -> list[KernelEvent]:
         """Per walk group its bodies' box, per body its group (only the per-body walks with
-        the group opening test read them; the others get one-element placeholders)."""
+        the group opening test read them; the others get one-element placeholders). A tree
+        has at most one group per body."""
         per_body = self.walk not in _GROUP_WALKS and self.opening == "group"
-        groups, count = (tree.group_count, tree.count) if per_body else (1, 1)
-        if self._boxes is None or self._boxes.shape[0] < 2 * groups:
-            self._boxes = self.context.empty((2 * groups, 4), self.dtype)
-        if self._body_group is None or self._body_group.shape[0] != count:
-            self._body_group = self.context.empty(count, np.uint32)
+        rows = tree.count if per_body else 1
+        if self._boxes is None or self._boxes.shape[0] != 2 * rows:
+            self._boxes = self.context.empty((2 * rows, 4), self.dtype)
+            self._body_group = self.context.empty(rows, np.uint32)
         if not per_body:
             return []
-        size = max(1, -(-groups // WALK_GROUP_SIZE)) * WALK_GROUP_SIZE
+        size = launch_size(min(tree.count, resident_size(self.context.info)), WALK_GROUP_SIZE)
         return [boxes_kernel.launch(size, WALK_GROUP_SIZE, tree.nodes, tree.body, tree.groups,
-                                    np.int32(groups), self._boxes, self._body_group)]
+                                    tree.group_starts, np.int32(tree.count), self._boxes,
+                                    self._body_group)]
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         self._builder.theta = self.setting.theta(count)
-        tree = self._builder.build(body, count, groups=self.walk in _GROUP_WALKS or self.opening == "group")
+        tree = self._builder.build(body, count)
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
         if self.walk in _GROUP_WALKS:
+            # As many work-groups as the device holds (its sub-groups take the walk groups
+            # from a counter), and no more than one sub-group per body would need.
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
-            work_groups = max(1, ceil_div(tree.group_count, per_work_group))
+            work_groups = min(ceil_div(count, per_work_group),
+                              resident_size(self.context.info) // WALK_GROUP_SIZE)
         else:
-            work_groups = max(1, ceil_div(count, WALK_GROUP_SIZE))
+            work_groups = ceil_div(count, WALK_GROUP_SIZE)
+        work_groups = max(1, work_groups)
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
             self._tally = self.context.empty(2 * work_groups, np.uint64)
         self._tally_groups = work_groups
-        walk_kernel, boxes_kernel = self._walk_kernel(potential)
+        walk_kernel, boxes_kernel, start_kernel = self._walk_kernel(potential)
         boxes = self._opening_boxes(tree, boxes_kernel)
+        boxes.append(start_kernel.launch(WALK_GROUP_SIZE, WALK_GROUP_SIZE, self._next_group))
         walk = walk_kernel.launch(
             work_groups * WALK_GROUP_SIZE, WALK_GROUP_SIZE, tree.nodes, tree.quadrupoles, tree.body,
-            np.int32(count), self.dtype.type(self.softening ** 2), tree.groups,
-            np.int32(tree.group_count), self._boxes, self._body_group, self._result, self._tally)
+            np.int32(count), self.dtype.type(self.softening ** 2), tree.groups, tree.group_starts,
+            self._next_group, self._boxes, self._body_group, self._result, self._tally)
         reorder = self._builder.scatter(tree, self._result, out)
         self._tree = tree
         self._stage_events = {**tree.events, "walk": boxes + [walk], "reorder": [reorder]}

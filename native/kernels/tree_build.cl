@@ -14,8 +14,13 @@
  * A chain starts at p > 0 only where keys[p-1] != keys[p]; its parent is the cell at level
  * common_level(keys[p-1], keys[p]), which has children only when it holds more than
  * LEAF_CAPACITY bodies (its ancestors then hold more too, so all of them were split).
- * Also marks the walk groups as cpu-tree's walk finds them: the outermost nodes with at most
- * GROUP_CAPACITY bodies, or leaves.
+ * Also lists the walk groups as cpu-tree's walk finds them: the outermost nodes with at most
+ * GROUP_CAPACITY bodies, or leaves. Groups are disjoint, so a chain holds at most one and the
+ * groups in depth-first order are the groups in the order of their first bodies: with g(p) = 1
+ * where the chain at p holds a group and G its exclusive prefix sum, that group is groups[G(p)]
+ * (G(count) = group count).
+ * Both totals stay on the device (starts[count], group_starts[count]): the kernels that follow
+ * read them there, so a build queues without waiting for the device (ADR 0162).
  * Needs tree_common.cl first. Host defines: LEAF_CAPACITY, GROUP_CAPACITY. */
 
 /* The first index in [p, count) whose key does not share `digits` octal digits with keys[p]. */
@@ -56,11 +61,14 @@ DEVICE int run_begin(GLOBAL const ulong* RESTRICT keys, const int p, const int d
   return inside;
 }
 
-/* Walks the chain of nodes beginning at body p; writes them when `nodes` is given. Returns the
- * chain's length. */
+/* Walks the chain of nodes beginning at body p; writes them (and its group's entry in `groups`)
+ * when `nodes` is given. Returns the chain's length; *grouped = 1 when the chain holds a walk
+ * group. */
 DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const int p,
-                       GLOBAL const uint* RESTRICT starts, GLOBAL TreeNode* RESTRICT nodes,
-                       GLOBAL uint* RESTRICT levels, GLOBAL uint* RESTRICT group_flags) {
+                       GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
+                       GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
+                       GLOBAL uint* RESTRICT groups, uint* grouped) {
+  *grouped = 0;
   int end;
   uint parent_count;
   if (p == 0) {
@@ -79,6 +87,8 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
     const int level = common_level(keys[p], keys[end - 1]);
     const uint bodies = (uint)(end - p);
     const int leaf = bodies <= LEAF_CAPACITY || level == MORTON_LEVELS;
+    const int group = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
+    if (group) *grouped = 1;
     if (nodes) {
       const uint index = starts[p] + made;
       TreeNode node;
@@ -92,7 +102,7 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
       node.count = bodies;
       nodes[index] = node;
       levels[index] = (uint)level;
-      group_flags[index] = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
+      if (group) groups[group_starts[p]] = index;
     }
     ++made;
     if (leaf) return made;
@@ -101,32 +111,29 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
   }
 }
 
-/* lengths[p] = number of nodes whose range begins at body p. */
+/* lengths[p] = number of nodes whose range begins at body p; group_marks[p] = g(p). */
 KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int count,
-                               GLOBAL uint* RESTRICT lengths) {
+                               GLOBAL uint* RESTRICT lengths, GLOBAL uint* RESTRICT group_marks) {
   const int p = GLOBAL_ID;
   if (p >= count) return;
-  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0);
+  uint grouped;
+  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0, 0, &grouped);
+  group_marks[p] = grouped;
 }
 
-/* Writes every node's topology (skip, first, count), its cell level and its group flag. */
+/* Writes every node's topology (skip, first, count) and cell level, and the walk groups. */
 KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
-                        GLOBAL const uint* RESTRICT starts, GLOBAL TreeNode* RESTRICT nodes,
-                        GLOBAL uint* RESTRICT levels, GLOBAL uint* RESTRICT group_flags) {
+                        GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
+                        GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
+                        GLOBAL uint* RESTRICT groups) {
   const int p = GLOBAL_ID;
   if (p >= count) return;
-  node_chain(keys, count, p, starts, nodes, levels, group_flags);
+  uint grouped;
+  node_chain(keys, count, p, starts, group_starts, nodes, levels, groups, &grouped);
 }
 
-/* total[0] = values[index]: one entry read back (the node or group count) without the array. */
+/* total[0] = values[index]: one entry read back (the node or group count, when the host asks)
+ * without the array. */
 KERNEL void read_entry(GLOBAL const uint* RESTRICT values, const int index, GLOBAL uint* RESTRICT total) {
   if (GLOBAL_ID == 0) total[0] = values[index];
-}
-
-/* groups[offsets[i]] = i for every flagged node i: the walk groups in depth-first order. */
-KERNEL void compact_groups(GLOBAL const uint* RESTRICT flags, GLOBAL const uint* RESTRICT offsets,
-                           const int node_count, GLOBAL uint* RESTRICT groups) {
-  const int i = GLOBAL_ID;
-  if (i >= node_count || !flags[i]) return;
-  groups[offsets[i]] = (uint)i;
 }

@@ -9,6 +9,8 @@
  * (traceless: sum of m (3 d_i d_j - |d|^2 delta_ij) about the centre of mass; xx, xy, xz, yy,
  * yz, zz). A node's opening distance is side / theta + |centre of mass - cell centre| (the b_max
  * guard); theta = 0 gives infinity: no cell is accepted.
+ * The node count is the root's skip (nodes[0].skip), read on the device: both kernels step over
+ * the nodes by the launch's width, which the host sizes without knowing the count.
  * Needs tree_common.cl first. Host defines: QUADRUPOLE. */
 
 /* Stores the node's final sums (mass, m x, m y, m z), then its centre of mass (into centres) and
@@ -61,13 +63,12 @@ DEVICE void store_quadrupole(const int i, const accum* q, GLOBAL accum* RESTRICT
 }
 #endif
 
-KERNEL void leaf_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_count,
-                         GLOBAL const uint* RESTRICT levels, GLOBAL const ulong* RESTRICT keys,
-                         GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT cube,
-                         const accum theta, GLOBAL accum* RESTRICT sums, GLOBAL accum* RESTRICT centres,
-                         GLOBAL accum* RESTRICT moments, GLOBAL real* RESTRICT quadrupoles) {
-  const int i = GLOBAL_ID;
-  if (i >= node_count || nodes[i].skip != (uint)i + 1) return;
+DEVICE void leaf_moment(const int i, GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,
+                        GLOBAL const ulong* RESTRICT keys, GLOBAL const real4* RESTRICT body,
+                        GLOBAL const accum* RESTRICT cube, const accum theta, GLOBAL accum* RESTRICT sums,
+                        GLOBAL accum* RESTRICT centres, GLOBAL accum* RESTRICT moments,
+                        GLOBAL real* RESTRICT quadrupoles) {
+  if (nodes[i].skip != (uint)i + 1) return;
   const int first = (int)nodes[i].first, last = first + (int)nodes[i].count;
   accum mass = 0, mx = 0, my = 0, mz = 0;
   for (int p = first; p < last; ++p) {
@@ -90,13 +91,12 @@ KERNEL void leaf_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_count,
 #endif
 }
 
-KERNEL void internal_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_count,
-                             GLOBAL const uint* RESTRICT levels, GLOBAL const ulong* RESTRICT keys,
-                             const int level, GLOBAL const accum* RESTRICT cube, const accum theta,
-                             GLOBAL accum* RESTRICT sums, GLOBAL accum* RESTRICT centres,
-                             GLOBAL accum* RESTRICT moments, GLOBAL real* RESTRICT quadrupoles) {
-  const int i = GLOBAL_ID;
-  if (i >= node_count || levels[i] != (uint)level) return;
+DEVICE void internal_moment(const int i, GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,
+                            GLOBAL const ulong* RESTRICT keys, const int level,
+                            GLOBAL const accum* RESTRICT cube, const accum theta,
+                            GLOBAL accum* RESTRICT sums, GLOBAL accum* RESTRICT centres,
+                            GLOBAL accum* RESTRICT moments, GLOBAL real* RESTRICT quadrupoles) {
+  if (levels[i] != (uint)level) return;
   const uint skip = nodes[i].skip;
   if (skip == (uint)i + 1) return;
   accum mass = 0, mx = 0, my = 0, mz = 0;
@@ -116,4 +116,24 @@ KERNEL void internal_moments(GLOBAL TreeNode* RESTRICT nodes, const int node_cou
   }
   store_quadrupole(i, q, moments, quadrupoles);
 #endif
+}
+
+KERNEL void leaf_moments(GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,
+                         GLOBAL const ulong* RESTRICT keys, GLOBAL const real4* RESTRICT body,
+                         GLOBAL const accum* RESTRICT cube, const accum theta, GLOBAL accum* RESTRICT sums,
+                         GLOBAL accum* RESTRICT centres, GLOBAL accum* RESTRICT moments,
+                         GLOBAL real* RESTRICT quadrupoles) {
+  const int node_count = (int)nodes[0].skip;
+  for (int i = GLOBAL_ID; i < node_count; i += GLOBAL_SIZE)
+    leaf_moment(i, nodes, levels, keys, body, cube, theta, sums, centres, moments, quadrupoles);
+}
+
+KERNEL void internal_moments(GLOBAL TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT levels,
+                             GLOBAL const ulong* RESTRICT keys, const int level,
+                             GLOBAL const accum* RESTRICT cube, const accum theta,
+                             GLOBAL accum* RESTRICT sums, GLOBAL accum* RESTRICT centres,
+                             GLOBAL accum* RESTRICT moments, GLOBAL real* RESTRICT quadrupoles) {
+  const int node_count = (int)nodes[0].skip;
+  for (int i = GLOBAL_ID; i < node_count; i += GLOBAL_SIZE)
+    internal_moment(i, nodes, levels, keys, level, cube, theta, sums, centres, moments, quadrupoles);
 }

@@ -20,7 +20,9 @@
  * interaction counts.
  * Force law as in direct.cl, with traceless quadrupoles for accepted cells under QUADRUPOLE
  * (the formulas of native/tree_lists.hpp). A body never interacts with itself.
- * Determinism: each body's terms are summed in walk order by one work-item, with no atomics.
+ * Determinism: each body's terms are summed in walk order by one work-item, with no atomics
+ * on them (the group walks take their groups from an integer counter: which sub-group walks a
+ * group changes nothing in its results).
  * Needs tree_common.cl first. Host defines: WALK, OPENING, WALK_GROUP_SIZE (work-group size),
  * GROUP_TARGETS, QUADRUPOLE, WITH_POTENTIAL. */
 
@@ -106,22 +108,24 @@ DEVICE real box_distance2(const TreeNode node, const real4 lo, const real4 hi) {
 }
 
 /* boxes[2g], boxes[2g + 1] = the lower and upper corner of walk group g's bodies, and
- * body_group[k] = g for each of its bodies: one work-item per group, in key order. */
+ * body_group[k] = g for each of its bodies: one work-item per group (stepping by the launch's
+ * width: the group count, group_starts[count], is read here), in key order. */
 KERNEL void group_boxes(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real4* RESTRICT body,
-                        GLOBAL const uint* RESTRICT groups, const int group_count,
-                        GLOBAL real4* RESTRICT boxes, GLOBAL uint* RESTRICT body_group) {
-  const int g = GLOBAL_ID;
-  if (g >= group_count) return;
-  const TreeNode own = nodes[groups[g]];
-  real4 lo = body[own.first], hi = lo;
-  for (uint j = own.first; j < own.first + own.count; ++j) {
-    const real4 b = body[j];
-    lo.x = MIN(lo.x, b.x); lo.y = MIN(lo.y, b.y); lo.z = MIN(lo.z, b.z);
-    hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
-    body_group[j] = (uint)g;
+                        GLOBAL const uint* RESTRICT groups, GLOBAL const uint* RESTRICT group_starts,
+                        const int count, GLOBAL real4* RESTRICT boxes, GLOBAL uint* RESTRICT body_group) {
+  const int group_count = (int)group_starts[count];
+  for (int g = GLOBAL_ID; g < group_count; g += GLOBAL_SIZE) {
+    const TreeNode own = nodes[groups[g]];
+    real4 lo = body[own.first], hi = lo;
+    for (uint j = own.first; j < own.first + own.count; ++j) {
+      const real4 b = body[j];
+      lo.x = MIN(lo.x, b.x); lo.y = MIN(lo.y, b.y); lo.z = MIN(lo.z, b.z);
+      hi.x = MAX(hi.x, b.x); hi.y = MAX(hi.y, b.y); hi.z = MAX(hi.z, b.z);
+      body_group[j] = (uint)g;
+    }
+    boxes[2 * g] = lo;
+    boxes[2 * g + 1] = hi;
   }
-  boxes[2 * g] = lo;
-  boxes[2 * g + 1] = hi;
 }
 
 #if WALK != WALK_GROUP
@@ -438,22 +442,43 @@ DEVICE void walk_list(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   }
   const ulong cells_total = SUBGROUP_REDUCE_ADD(accepted), listed_total = SUBGROUP_REDUCE_ADD(listed);
   if (lane == 0) {
-    *particle_particle = (ulong)members * listed_total + (ulong)members * (members - 1);
-    *particle_cell = (ulong)members * cells_total;
+    *particle_particle += (ulong)members * listed_total + (ulong)members * (members - 1);
+    *particle_cell += (ulong)members * cells_total;
   }
 }
 #endif
 
+#if WALK == WALK_GROUP || WALK == WALK_LIST
+/* The next walk group for the calling sub-group (uniform in it): lane 0 takes it from the
+ * shared counter, so sub-groups take groups as they finish, as the hardware hands out
+ * work-groups; which sub-group walks a group changes no bit of its bodies' results. */
+DEVICE uint take_group(GLOBAL uint* next_group) {
+  uint g = 0;
+  if (SUBGROUP_LANE == 0) g = ATOMIC_ADD(next_group, 1u);
+  return SUBGROUP_BROADCAST(g, 0);
+}
+#endif
+
+/* Zeroes the group walks' counter before a walk. */
+KERNEL void start_walk(GLOBAL uint* RESTRICT next_group) {
+  if (GLOBAL_ID == 0) next_group[0] = 0;
+}
+
+/* The group walks run a fixed number of work-groups whatever the group count (group_starts[count],
+ * read here, so the host never waits for it), each sub-group taking groups until none is left. */
 KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
-                      GLOBAL const uint* RESTRICT groups, const int group_count,
+                      GLOBAL const uint* RESTRICT groups, GLOBAL const uint* RESTRICT group_starts,
+                      GLOBAL uint* RESTRICT next_group,
                       GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
                       GLOBAL real4* RESTRICT result, GLOBAL ulong* RESTRICT tally) {
   ulong particle_particle = 0, particle_cell = 0;
 #if WALK == WALK_GROUP
-  const int g = GROUP_ID * SUBGROUP_COUNT + SUBGROUP_ID;
+  const uint group_count = group_starts[count];
   const int lane = SUBGROUP_LANE;
-  if (g < group_count) { /* uniform in the sub-group */
+  for (;;) {
+    const uint g = take_group(next_group);
+    if (g >= group_count) break;
     const uint own = groups[g];
     const uint first = nodes[own].first, members = nodes[own].count;
     real4 lo, hi;
@@ -496,8 +521,8 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
       for (int t = 0; t < GROUP_TARGETS; ++t)
         if (index[t] < first + members) result[index[t]] = a[t];
       if (base == 0 && lane == 0) {
-        particle_particle = (ulong)members * listed + (ulong)members * (members - 1);
-        particle_cell = (ulong)members * cells;
+        particle_particle += (ulong)members * listed + (ulong)members * (members - 1);
+        particle_cell += (ulong)members * cells;
       }
     }
   }
@@ -513,8 +538,10 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   LOCAL real cell_quad[1];
 #endif
   const int s = SUBGROUP_ID;
-  const int g = GROUP_ID * SUBGROUPS + s;
-  if (g < group_count) /* uniform in the sub-group */
+  const uint group_count = group_starts[count];
+  for (;;) {
+    const uint g = take_group(next_group);
+    if (g >= group_count) break;
     walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
               stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
 #ifdef QUADRUPOLE
@@ -523,6 +550,7 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
               cells, cell_quad,
 #endif
               &particle_particle, &particle_cell);
+  }
 #else
   const int k = GLOBAL_ID;
   const int valid = k < count;

@@ -2,13 +2,16 @@
 host per-body walk over the same nodes (interaction counts and sums), and on degenerate inputs;
 the device key sort against NumPy's stable sort."""
 
+import math
+
 import numpy as np
 import pytest
 
 from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
-from orrery.engine.solvers._device_state import DeviceState
+from orrery.engine.solvers import _gpu
+from orrery.engine.solvers._device_state import EVALUATIONS_IN_FLIGHT, DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
 from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
 
@@ -261,7 +264,7 @@ def test_body_count_past_32_bit_node_indices_is_refused(context):
     builder = DeviceTreeBuilder(context, np.float32, theta=0.5, leaf_capacity=16,
                                 group_capacity=128, quadrupole=False)
     with pytest.raises(InvalidInputError, match="at most"):
-        builder.build(context.empty((1, 4), np.float32), MAX_BODIES + 1, groups=False)
+        builder.build(context.empty((1, 4), np.float32), MAX_BODIES + 1)
 
 
 def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
@@ -279,6 +282,56 @@ def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
     assert gpu.energy_error() == pytest.approx(cpu.energy_error(), abs=1e-9)
     stats = gpu.solver.last_stats
     assert stats["walk_s"] > 0 and stats["kernel_s"] <= stats["wall_s"]
+
+
+@pytest.mark.parametrize("walk, opening", [("list", "group"), ("group", "group"),
+                                           ("coherent", "group"), ("coherent", "body")])
+def test_steps_queue_without_waiting_for_the_device(device, walk, opening, monkeypatch):
+    """No count comes back to the host during a build (ADR 0162): a run of steps moves nothing
+    through the host, and the tree it ends with is still the host build's."""
+    monkeypatch.setattr(_gpu, "FINITE_CHECK_INTERVAL_S", math.inf)
+    particles = ics.plummer(1500, seed=21)
+    simulation = Simulation(particles, make_solver("gpu-tree", device=device, theta=0.6,
+                                                   walk=walk, opening=opening), dt=1e-3)
+    state = simulation._state
+    moved = []
+    array_type = type(state.body)  # every transfer goes through the backend's DeviceArray
+    for method in ("upload", "download"):
+        original = getattr(array_type, method)
+        monkeypatch.setattr(array_type, method,
+                            lambda self, *args, _original=original, _method=method:
+                            (moved.append(_method), _original(self, *args))[1])
+    simulation.step(1)
+    waited, launched = [], []
+    event_type = type(state._in_flight[-1])
+    monkeypatch.setattr(event_type, "wait",
+                        lambda self, _wait=event_type.wait: (waited.append(self), _wait(self))[1])
+    launch = simulation.solver.launch_accelerations
+    monkeypatch.setattr(simulation.solver, "launch_accelerations",
+                        lambda *args, **kwargs: launched.append(1) or launch(*args, **kwargs))
+    simulation.step(12)
+    assert moved == []
+    # The host waits only to keep EVALUATIONS_IN_FLIGHT evaluations queued, for the oldest one.
+    assert len(launched) == 12 and len(waited) == 12
+    assert len(state._in_flight) == EVALUATIONS_IN_FLIGHT
+    tree = simulation.solver.last_tree()
+    pos = simulation.positions().astype(np.float32)
+    nodes = _native.build_tree_f32(pos, particles.mass.astype(np.float32))["nodes"]
+    assert tree.node_count == len(nodes)
+    assert np.array_equal(tree.groups.download()[:tree.group_count], _walk_groups(nodes))
+
+
+def _walk_groups(nodes) -> list[int]:
+    """cpu-tree's walk groups in depth-first order: the outermost nodes with at most
+    GROUP_CAPACITY bodies, or leaves."""
+    groups, i = [], 0
+    while i < len(nodes):
+        if nodes["count"][i] <= GROUP_CAPACITY or nodes["skip"][i] == i + 1:
+            groups.append(i)
+            i = int(nodes["skip"][i])
+        else:
+            i += 1
+    return groups
 
 
 def test_default_walk_is_the_list_walk_and_coherent_for_the_per_body_test(device):
