@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ...engine.errors import InvalidInputError, RecordingError
-from ...engine.recording import KEYFRAME_EVERY, Recorder, keyframe_due
+from ...engine.recording import Recorder, default_keyframe_every, keyframe_due
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +30,11 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
                        help="commit recorded frames to disk at least this often (at most 3600); "
                             "a killed run keeps every frame committed (default: 2)")
-    group.add_argument("--keyframe-every", type=int, default=KEYFRAME_EVERY, metavar="K",
+    group.add_argument("--keyframe-every", type=int, default=None, metavar="K",
                        help="store the whole state every K recorded frames and at the end, to "
-                            "continue the run with --resume (0: only at the end; default: "
-                            f"{KEYFRAME_EVERY})")
+                            "continue the run with --resume (0: only at the end; default: as "
+                            "many frames as make keyframes a tenth of the file, 40 for f16 "
+                            "frames of an f32 run, 20 for f32 frames)")
     group.add_argument("--record-fsync", type=int, default=0, metavar="N",
                        help="commit and fsync the recording every N frames, so a power loss "
                             "keeps them too (default: 0, the OS writes back when it chooses)")
@@ -138,12 +139,22 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
     if args.record is None:
         return None
     check_record_arguments(args)
-    return CommandLineRecording(Recorder.for_simulation(
+    recorder = Recorder.for_simulation(
         args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
         compression=args.record_compression,
         velocities=args.record_velocities, flush_seconds=args.record_flush,
-        keyframe_every=args.keyframe_every, fsync_every=args.record_fsync),
-        velocities=args.record_velocities, keyframe_every=args.keyframe_every)
+        keyframe_every=args.keyframe_every, fsync_every=args.record_fsync)
+    return CommandLineRecording(recorder, velocities=args.record_velocities,
+                                keyframe_every=recorder.keyframe_every)
+
+
+def keyframe_every(args: argparse.Namespace, simulation) -> int:
+    """``--keyframe-every``, or the recorder's default cadence for this run's frames (what a
+    rank that does not write needs to follow rank 0's keyframes)."""
+    if args.keyframe_every is not None:
+        return args.keyframe_every
+    return default_keyframe_every(args.record_precision, args.record_velocities,
+                                  simulation.solver.dtype)
 
 
 def check_record_arguments(args: argparse.Namespace) -> None:
@@ -151,5 +162,5 @@ def check_record_arguments(args: argparse.Namespace) -> None:
         raise InvalidInputError(f"--every must be at least 1, got {args.every}")
     for flag, value in (("--keyframe-every", args.keyframe_every),
                         ("--record-fsync", args.record_fsync)):
-        if value < 0:
+        if value is not None and value < 0:
             raise InvalidInputError(f"{flag} must be 0 or more, got {value}")

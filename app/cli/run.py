@@ -15,7 +15,8 @@ from ...engine.recording import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
 from ._arg_types import integer
-from ._record_args import CommandLineRecording, add_record_arguments, open_recorder
+from ._record_args import (CommandLineRecording, add_record_arguments, keyframe_every,
+                           open_recorder)
 from ._solver_args import add_solver_arguments, solver_options
 
 # Used when neither a flag nor a preset names a solver: picks by particle count.
@@ -191,7 +192,7 @@ def _open_recording(args, sim, root: bool, *, scenario: str, source):
         return None
     sim.particles  # noqa: B018 - the gather rank 0's recorder makes to learn the masses
     return CommandLineRecording(None, velocities=args.record_velocities,
-                                keyframe_every=args.keyframe_every)
+                                keyframe_every=keyframe_every(args, sim))
 
 
 def _setup(args):

@@ -7,13 +7,14 @@ a recorded run from one of its keyframes.
 """
 
 from ..errors import NotARecordingError, RecordingError
-from ._format import FORMAT_NAME, FORMAT_VERSION, KEYFRAME_EVERY, MAX_FRAMES, MAX_PARTICLES
+from ._format import (FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES,
+                      default_keyframe_every)
 from ._player import Player
 from ._reader import RecordingFile
 from ._recorder import Recorder, keyframe_due, run_attributes
 from ._resume import KeyframeStart, Resumed, keyframe_start, resume
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "KEYFRAME_EVERY", "MAX_FRAMES", "MAX_PARTICLES",
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES",
            "NotARecordingError", "Player", "Recorder", "RecordingError", "RecordingFile",
            "KeyframeStart", "Resumed", "keyframe_due", "keyframe_start", "resume",
            "run_attributes"]

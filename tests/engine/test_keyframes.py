@@ -134,3 +134,26 @@ def test_fsync_every_n_frames_syncs_what_was_committed(tmp_path, monkeypatch):
     assert synced == [3, 6, 9, 10]  # and at close
     with pytest.raises(InvalidInputError, match="fsync_every"):
         Recorder(tmp_path / "bad.h5", masses=np.ones(8), fsync_every=-2)
+
+
+@pytest.mark.parametrize("frames, velocities, precision, every", [
+    ("f16", False, "f32", 40), ("fixed16", False, "f32", 40), ("f16", False, "f64", 80),
+    ("f32", False, "f32", 20), ("f32", True, "f32", 10), ("f16", True, "f64", 40)])
+def test_default_keyframes_take_a_tenth_of_the_frames_bytes(tmp_path, frames, velocities,
+                                                            precision, every):
+    sim = _simulation(precision=precision)
+    path = tmp_path / "run.h5"
+    with Recorder.for_simulation(path, sim, scenario="plummer", dtype=frames,
+                                 velocities=velocities) as recorder:
+        assert recorder.keyframe_every == every
+        for _ in range(2 * every + 1):
+            recorder.append_simulation(sim)
+            sim.step(1)
+    with h5py.File(path, "r") as file:
+        frame_bytes = sum(file[name].id.get_storage_size() for name in ("positions", "velocities")
+                          if name in file)
+        keyframe_bytes = sum(file[name].id.get_storage_size()
+                             for name in ("keyframe_positions", "keyframe_velocities"))
+        assert file["keyframe_step"][:].tolist() == [0, every, 2 * every]
+    # Three keyframes for 2 * every + 1 frames: a tenth of the bytes, give or take one keyframe.
+    assert keyframe_bytes / frame_bytes <= 0.1 * 3 / 2 + 1e-9

@@ -1,3 +1,4 @@
+import sys
 import threading
 import time
 import tracemalloc
@@ -107,6 +108,29 @@ def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
     with RecordingFile(tmp_path / "slow.h5") as recording:
         assert recording.frame_count == capacity + 3
         assert [recording.read(i)[0, 0] for i in range(capacity + 3)] == list(range(capacity + 3))
+
+
+def test_writer_starts_the_disk_on_its_frames_as_they_arrive(tmp_path, monkeypatch):
+    """Every WRITEBACK_BYTES of frames the writer asks the OS to write back the recording's own
+    file, so the disk works beside the run rather than all at once at its end."""
+    from orrery.engine.recording import _recorder, _writeback
+
+    started = []
+    monkeypatch.setattr(_recorder, "WRITEBACK_BYTES", 3 * 64 * 3 * 4)  # three frames
+    monkeypatch.setattr(_recorder, "start_writeback",
+                        lambda fd: started.append((fd, _writeback.start_writeback(fd))))
+    path = tmp_path / "run.h5"
+    with Recorder(path, masses=np.ones(64)) as recorder:
+        for step in range(10):
+            recorder.append(np.full((64, 3), step, np.float32), float(step), step)
+    descriptors = {fd for fd, _ in started}
+    assert len(started) == 3 and len(descriptors) == 1
+    fd = descriptors.pop()
+    assert isinstance(fd, int) and fd >= 0
+    # Linux has the call and takes it on a regular file of tmp_path's file system.
+    assert all(done for _, done in started) == sys.platform.startswith("linux")
+    with RecordingFile(path) as recording:
+        assert recording.frame_count == 10
 
 
 def test_writer_failure_is_reported_to_the_caller(tmp_path, monkeypatch):
