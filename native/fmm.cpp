@@ -1,13 +1,18 @@
 // cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0110).
 // Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
 // walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
-// M2L per target cell, downward pass (L2L by depth, L2P at leaves) and P2P per target leaf on the
-// tree kernels of the chosen SIMD level (the direct kernels' inner loop, tree_kernels.hpp).
+// M2L per target cell, downward pass (L2L by depth), and P2P with L2P at the leaves: each leaf
+// pair once for both leaves (fmm_p2p_kernel.hpp, docs/adr/0161), then each body's far field.
 // Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
 // on the keys; expansion arithmetic is in double at both precisions, the
 // particle sums in T.
-// Determinism: every output (a cell's expansion, a particle's sum) is written by one task that
-// adds its inputs in a fixed order (lists sorted by source), so threads change nothing.
+// Determinism: every output is written in an order fixed by the tree and the lists, never by
+// the threads. A cell's expansion and a body's far field are written by one task that adds its
+// inputs in list order. A mutual P2P pair writes two leaves, so the leaves are cut into groups
+// of consecutive leaves (a fixed body count, not a thread count): one task per group evaluates
+// the pairs whose lower leaf is in it, in leaf order, adding the other leaf's half into that
+// leaf's sums when it is in the group and into a slot of the group's own otherwise; no two tasks
+// write the same place. Then each leaf adds its slots in group order. No atomics, no locks.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -25,6 +30,8 @@
 #include "fmm_expansions.hpp"
 #include "fmm_kernels.hpp"
 #include "fmm_lists.hpp"
+#include "fmm_p2p.hpp"
+#include "fmm_particle_terms.hpp"
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
@@ -46,8 +53,13 @@ struct FmmStageSeconds {
   double sort = 0, build = 0, walk = 0, upward = 0, m2l = 0, p2p = 0, downward = 0;
 };
 
-TreeMonopoleFn<float> monopole_for(const SimdKernels& k, float) { return k.tree_monopole_f32; }
-TreeMonopoleFn<double> monopole_for(const SimdKernels& k, double) { return k.tree_monopole_f64; }
+FmmP2PFn<float> mutual_for(const SimdKernels& k, float) { return k.fmm_p2p_f32; }
+FmmP2PFn<double> mutual_for(const SimdKernels& k, double) { return k.fmm_p2p_f64; }
+
+// Bodies per group of the mutual P2P's schedule (docs/adr/0161): a fixed count, so the
+// schedule, and with it every sum's order, depends on the tree alone; large enough that most
+// pairs stay inside a group, small enough for a few hundred tasks at N = 10^6.
+constexpr std::size_t kP2PGroupBodies = 2048;
 
 template <typename T>
 constexpr std::size_t padded(std::size_t size) {
@@ -62,7 +74,10 @@ class FmmEngine {
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
                 std::size_t leaf_capacity, unsigned threads, const SimdKernels& kernels, T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
-    if (tables_.order != order) tables_ = fmm_tables(order);
+    if (tables_.order != order) {
+      tables_ = fmm_tables(order);
+      particle_ = fmm_particle_fns(order);
+    }
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
     lists_ = fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads);
@@ -77,7 +92,7 @@ class FmmEngine {
     downward(threads);
     stages_.downward = seconds_since(start);
     start = Clock::now();
-    p2p(static_cast<T>(softening * softening), monopole_for(kernels, T()), threads, acc, pot);
+    p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), threads, acc, pot);
     stages_.p2p = seconds_since(start);
   }
 
@@ -152,8 +167,12 @@ class FmmEngine {
         const double* z = centre(leaf);
         for (std::size_t p = node.first; p < node.first + node.count; ++p) {
           const double v[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          fmm_monomials(tables_, v, t.data());
           const double m = sorted_.m[p];
+          if (particle_.p2m) {
+            particle_.p2m(v, m, M);
+            continue;
+          }
+          fmm_monomials(tables_, v, t.data());
           for (int q = 0; q < terms; ++q) M[q] += m * t[q];
         }
       }
@@ -170,6 +189,10 @@ class FmmEngine {
           for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) {
             const double dz[3] = {centre(c)[0] - centre(i)[0], centre(c)[1] - centre(i)[1],
                                   centre(c)[2] - centre(i)[2]};
+            if (particle_.m2m) {
+              particle_.m2m(dz, multipole_.data() + c * terms, multipole_.data() + i * terms);
+              continue;
+            }
             fmm_monomials(tables_, dz, t.data());
             fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, multipole_.data() + i * terms);
           }
@@ -214,6 +237,10 @@ class FmmEngine {
         for (std::size_t k = first + begin; k < first + end; ++k) {
           const std::uint32_t c = lists_.by_depth[k], p = lists_.parent[c];
           const double dz[3] = {centre(c)[0] - centre(p)[0], centre(c)[1] - centre(p)[1], centre(c)[2] - centre(p)[2]};
+          if (particle_.l2l) {
+            particle_.l2l(dz, local_.data() + p * terms, local_.data() + c * terms);
+            continue;
+          }
           fmm_monomials(tables_, dz, t.data());
           fmm_l2l(tables_, t.data(), local_.data() + p * terms, local_.data() + c * terms);
         }
@@ -221,65 +248,189 @@ class FmmEngine {
     }
   }
 
-  // P2P on each target leaf (its own particles first, then its listed leaves', each target's
-  // own entry swapped for padding while it is summed), then L2P, in the caller's order.
-  void p2p(T eps2, TreeMonopoleFn<T> monopole, unsigned threads, T* acc, T* pot) {
-    const int terms = tables_.terms;
+  // The mutual P2P's schedule (docs/adr/0161), from the tree and lists alone: leaves in
+  // contiguous groups of at least kP2PGroupBodies bodies; each leaf a's list entries with a
+  // source b > a (the upper half of its sorted list) get the place b's reactions go: b's own
+  // sums when b is in a's group, else the group's slot for b (past the n bodies' sums, one per
+  // group and foreign leaf, in order of first use); each leaf's imports list the slots kept for
+  // it, groups ascending.
+  void p2p_schedule(std::size_t n, unsigned threads) {
+    const std::size_t nodes = skip_.size(), leaves = lists_.leaves.size();
+    group_start_.assign(1, 0);
+    std::vector<std::uint32_t> group_of(nodes, 0);
+    std::size_t bodies = 0;
+    for (std::size_t l = 0; l < leaves; ++l) {
+      group_of[lists_.leaves[l]] = std::uint32_t(group_start_.size() - 1);
+      bodies += tree_.nodes[lists_.leaves[l]].count;
+      if (bodies >= kP2PGroupBodies || l + 1 == leaves) {
+        group_start_.push_back(std::uint32_t(l + 1));
+        bodies = 0;
+      }
+    }
+    const std::size_t groups = group_start_.size() - 1;
+    upper_start_.resize(nodes);
+    reaction_at_.assign(lists_.p2p_source.size(), 0);
+    std::vector<std::vector<std::uint32_t>> foreign(groups);  // per group: other groups' leaves, by first use
+    std::vector<std::size_t> slot_size(groups + 1, 0);
+    ThreadPool::instance().parallel_for(groups, 1, threads, [&](std::size_t begin, std::size_t end) {
+      // Per foreign leaf: the last group here that gave it a slot, and the slot's offset there.
+      std::vector<std::uint32_t> stamp(nodes, ~0u), slot(nodes, 0);
+      for (std::size_t g = begin; g < end; ++g)
+        for (std::uint32_t l = group_start_[g]; l < group_start_[g + 1]; ++l) {
+          const std::uint32_t a = lists_.leaves[l];
+          const std::uint32_t* list = lists_.p2p_source.data();
+          upper_start_[a] = std::uint32_t(
+              std::upper_bound(list + lists_.p2p_start[a], list + lists_.p2p_start[a + 1], a) - list);
+          for (std::uint32_t s = upper_start_[a]; s < lists_.p2p_start[a + 1]; ++s) {
+            const std::uint32_t b = list[s];
+            if (group_of[b] == g) {
+              reaction_at_[s] = tree_.nodes[b].first;
+              continue;
+            }
+            if (stamp[b] != g) {
+              stamp[b] = std::uint32_t(g);
+              slot[b] = std::uint32_t(slot_size[g + 1]);
+              foreign[g].push_back(b);
+              slot_size[g + 1] += tree_.nodes[b].count;
+            }
+            reaction_at_[s] = slot[b];  // made absolute below
+          }
+        }
+    });
+    for (std::size_t g = 0; g < groups; ++g) slot_size[g + 1] += slot_size[g];
+    sums_size_ = n + slot_size[groups];
+    ThreadPool::instance().parallel_for(groups, 1, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t g = begin; g < end; ++g)
+        for (std::uint32_t l = group_start_[g]; l < group_start_[g + 1]; ++l) {
+          const std::uint32_t a = lists_.leaves[l];
+          for (std::uint32_t s = upper_start_[a]; s < lists_.p2p_start[a + 1]; ++s)
+            if (group_of[lists_.p2p_source[s]] != g) reaction_at_[s] += std::uint32_t(n + slot_size[g]);
+        }
+    });
+    import_start_.assign(nodes + 1, 0);
+    for (std::size_t g = 0; g < groups; ++g)
+      for (std::uint32_t b : foreign[g]) ++import_start_[b + 1];
+    for (std::size_t i = 0; i < nodes; ++i) import_start_[i + 1] += import_start_[i];
+    import_slot_.resize(import_start_[nodes]);
+    std::vector<std::uint32_t> fill(import_start_.begin(), import_start_.end() - 1);
+    for (std::size_t g = 0; g < groups; ++g) {
+      std::size_t slot = n + slot_size[g];
+      for (std::uint32_t b : foreign[g]) {
+        import_slot_[fill[b]++] = std::uint32_t(slot);
+        slot += tree_.nodes[b].count;
+      }
+    }
+  }
+
+  // Mutual P2P (docs/adr/0161): phase one, one task per group, its leaves in index order: each
+  // leaf's own pairs and its pairs with the upper half of its list, each pair once by fmm_p2p,
+  // both halves: the target's into its sums, the source's into its sums or the group's slot for
+  // it. A task writes only its group's sums and slots. Phase two, per leaf: its imports' slots
+  // in group order, then L2P, in the caller's order. So every sum takes its terms in an order
+  // fixed by the tree and the lists, whatever the thread count.
+  void p2p(std::size_t n, T eps2, FmmP2PFn<T> mutual, unsigned threads, T* acc, T* pot) {
+    p2p_schedule(n, threads);
+    for (auto* v : {&sums_.x, &sums_.y, &sums_.z, &sums_.m}) v->assign(sums_size_, T(0));
+    const std::size_t groups = group_start_.size() - 1;
     std::vector<std::uint64_t> pairs(lists_.leaves.size(), 0);
+    ThreadPool::instance().parallel_for(groups, 1, threads, [&](std::size_t begin, std::size_t end) {
+      SortedParticles<T> bodies, reactions;
+      for (std::size_t g = begin; g < end; ++g)
+        for (std::uint32_t l = group_start_[g]; l < group_start_[g + 1]; ++l) {
+          const std::uint32_t leaf = lists_.leaves[l];
+          const TreeNode<T>& node = tree_.nodes[leaf];
+          const std::uint32_t first_upper = upper_start_[leaf], last = lists_.p2p_start[leaf + 1];
+          std::size_t listed = 0, upper = 0;
+          for (std::uint32_t s = lists_.p2p_start[leaf]; s < last; ++s)
+            (s < first_upper ? listed : upper) += tree_.nodes[lists_.p2p_source[s]].count;
+          pairs[l] = std::uint64_t(node.count) * (node.count - 1 + listed + upper);
+          const std::size_t own = padded<T>(node.count), count = own + upper;
+          gather(node, own, first_upper, last, count + kLanes<T>, bodies);
+          for (auto* v : {&reactions.x, &reactions.y, &reactions.z, &reactions.m}) {
+            v->resize(count + kLanes<T>);
+            std::fill_n(v->begin(), own, T(0));
+          }
+          mutual(MutualBodies<T>{bodies.x.data(), bodies.y.data(), bodies.z.data(), bodies.m.data(), reactions.x.data(),
+                                 reactions.y.data(), reactions.z.data(), pot ? reactions.m.data() : nullptr,
+                                 node.count, own, count},
+                 eps2);
+          add_sums(reactions, 0, node.first, node.count, pot != nullptr);
+          std::size_t at = own;
+          for (std::uint32_t s = first_upper; s < last; ++s) {
+            const std::uint32_t size = tree_.nodes[lists_.p2p_source[s]].count;
+            add_sums(reactions, at, reaction_at_[s], size, pot != nullptr);
+            at += size;
+          }
+        }
+    });
+    const int terms = tables_.terms;
     ThreadPool::instance().parallel_for(lists_.leaves.size(), 8, threads, [&](std::size_t begin, std::size_t end) {
-      std::vector<T> sx, sy, sz, sm;
       std::vector<double> t(terms);
       for (std::size_t l = begin; l < end; ++l) {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& own = tree_.nodes[leaf];
-        std::size_t listed = own.count;
-        for (std::uint32_t s = lists_.p2p_start[leaf]; s < lists_.p2p_start[leaf + 1]; ++s)
-          listed += tree_.nodes[lists_.p2p_source[s]].count;
-        const std::size_t size = padded<T>(listed);
-        for (auto* v : {&sx, &sy, &sz}) v->assign(size, std::numeric_limits<T>::max());
-        sm.assign(size, T(0));
-        std::size_t at = 0;
-        auto append = [&](const TreeNode<T>& node) {
-          std::copy_n(sorted_.x.data() + node.first, node.count, sx.data() + at);
-          std::copy_n(sorted_.y.data() + node.first, node.count, sy.data() + at);
-          std::copy_n(sorted_.z.data() + node.first, node.count, sz.data() + at);
-          std::copy_n(sorted_.m.data() + node.first, node.count, sm.data() + at);
-          at += node.count;
-        };
-        append(own);
-        for (std::uint32_t s = lists_.p2p_start[leaf]; s < lists_.p2p_start[leaf + 1]; ++s)
-          append(tree_.nodes[lists_.p2p_source[s]]);
-        pairs[l] = std::uint64_t(own.count) * (listed - 1);
-        const MonopoleSources<T> sources{sx.data(), sy.data(), sz.data(), sm.data(), size};
+        for (std::uint32_t k = import_start_[leaf]; k < import_start_[leaf + 1]; ++k)
+          add_sums(sums_, import_slot_[k], own.first, own.count, pot != nullptr);
         const double* z = centre(leaf);
         const double* L = local_.data() + leaf * terms;
-        for (std::size_t k = 0; k < own.count; ++k) {
-          const std::size_t p = own.first + k;
-          const T keep[4] = {sx[k], sy[k], sz[k], sm[k]};
-          sx[k] = sy[k] = sz[k] = std::numeric_limits<T>::max();
-          sm[k] = T(0);
-          T near[4] = {0, 0, 0, 0};
-          const GroupTargets<T> target{&sorted_.x[p], &sorted_.y[p], &sorted_.z[p], 1, &near[0], &near[1], &near[2],
-                                       pot ? &near[3] : nullptr};
-          monopole(sources, target, eps2);
-          sx[k] = keep[0];
-          sy[k] = keep[1];
-          sz[k] = keep[2];
-          sm[k] = keep[3];
+        for (std::size_t p = own.first; p < own.first + own.count; ++p) {
           const double u[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          fmm_monomials(tables_, u, t.data());
           double far[4];
-          fmm_l2p(tables_, t.data(), L, far);
+          if (particle_.l2p) {
+            particle_.l2p(u, L, pot != nullptr, far);
+          } else {
+            fmm_monomials(tables_, u, t.data());
+            fmm_l2p(tables_, t.data(), L, far);
+          }
+          // The sums are in the kernel's units (8 a, -2 u): exact scalings.
           const std::size_t i = order_[p];
-          for (int a = 0; a < 3; ++a) acc[3 * i + a] = static_cast<T>(near[a] + far[a]);
-          if (pot) pot[i] = static_cast<T>(near[3] + far[3]);
+          acc[3 * i] = static_cast<T>(T(0.125) * sums_.x[p] + far[0]);
+          acc[3 * i + 1] = static_cast<T>(T(0.125) * sums_.y[p] + far[1]);
+          acc[3 * i + 2] = static_cast<T>(T(0.125) * sums_.z[p] + far[2]);
+          if (pot) pot[i] = static_cast<T>(T(-0.5) * sums_.m[p] + far[3]);
         }
       }
     });
     particle_pairs_ = std::accumulate(pairs.begin(), pairs.end(), std::uint64_t(0));
   }
 
+  // sums_[to + j] += from[at + j] for j < count (m: the potentials'). 
+  void add_sums(const SortedParticles<T>& from, std::size_t at, std::size_t to, std::size_t count, bool potential) {
+    auto add = [count](const T* __restrict a, T* __restrict b) {
+      for (std::size_t j = 0; j < count; ++j) b[j] += a[j];
+    };
+    add(from.x.data() + at, sums_.x.data() + to);
+    add(from.y.data() + at, sums_.y.data() + to);
+    add(from.z.data() + at, sums_.z.data() + to);
+    if (potential) add(from.m.data() + at, sums_.m.data() + to);
+  }
+
+  // A leaf's bodies padded to `own`, then those of its list entries [first, last), into
+  // `bodies` of `size` entries (MutualBodies: padding has zero mass, at the body before it).
+  void gather(const TreeNode<T>& node, std::size_t own, std::uint32_t first, std::uint32_t last, std::size_t size,
+              SortedParticles<T>& bodies) const {
+    for (auto* v : {&bodies.x, &bodies.y, &bodies.z, &bodies.m}) v->resize(size);
+    std::size_t at = 0;
+    auto append = [&](const TreeNode<T>& leaf) {
+      std::copy_n(sorted_.x.data() + leaf.first, leaf.count, bodies.x.data() + at);
+      std::copy_n(sorted_.y.data() + leaf.first, leaf.count, bodies.y.data() + at);
+      std::copy_n(sorted_.z.data() + leaf.first, leaf.count, bodies.z.data() + at);
+      std::copy_n(sorted_.m.data() + leaf.first, leaf.count, bodies.m.data() + at);
+      at += leaf.count;
+    };
+    auto pad = [&](std::size_t to) {
+      for (auto* v : {&bodies.x, &bodies.y, &bodies.z}) std::fill(v->begin() + at, v->begin() + to, (*v)[at - 1]);
+      std::fill(bodies.m.begin() + at, bodies.m.begin() + to, T(0));
+      at = to;
+    };
+    append(node);
+    pad(own);
+    for (std::uint32_t s = first; s < last; ++s) append(tree_.nodes[lists_.p2p_source[s]]);
+    pad(size);
+  }
+
   FmmTables tables_;
+  FmmParticleFns particle_{nullptr, nullptr, nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
@@ -288,6 +439,10 @@ class FmmEngine {
   std::vector<double> multipole_, local_;
   FmmStageSeconds stages_;
   std::uint64_t particle_pairs_ = 0;
+  // The mutual P2P's schedule (p2p_schedule) and sums: n bodies' (key order), then the slots.
+  std::vector<std::uint32_t> group_start_, upper_start_, reaction_at_, import_start_, import_slot_;
+  std::size_t sums_size_ = 0;
+  SortedParticles<T> sums_;  // in the kernel's units: x, y, z 8 a; m -2 u
 };
 
 void check_fmm_parameters(double softening, double theta, int order, std::size_t leaf_capacity) {
@@ -359,10 +514,13 @@ py::dict tables_dict(int order) {
   return d;
 }
 
+// The lists as arrays, each target's M2L sources ascending (fmm_lists.hpp).
 py::dict lists_as_dict(const FmmLists& lists) {
   py::dict d;
+  std::vector<std::uint32_t> m2l_source = lists.m2l_source;
+  sort_sources(lists.m2l_start, m2l_source, resolve_threads(0));
   d["m2l_start"] = copy_vector(lists.m2l_start);
-  d["m2l_source"] = copy_vector(lists.m2l_source);
+  d["m2l_source"] = copy_vector(m2l_source);
   d["p2p_start"] = copy_vector(lists.p2p_start);
   d["p2p_source"] = copy_vector(lists.p2p_source);
   d["leaves"] = copy_vector(lists.leaves);

@@ -26,26 +26,28 @@ constexpr std::size_t kFmmBatch = 8;
 template <class S>
 constexpr std::size_t kFmmRegisters = kFmmBatch / S::lanes;
 
-// Any order, reading the index tables at run time.
 // One batch of W of a task's sources from `begin`: the offsets R (axis-major, W per axis)
-// from each source's centre to the target's, 1/r^2 and 1/r with the softening, and each lane's
-// source index (0 for the lanes past the task's end, which get a unit offset and no moments).
+// from each source's centre to the target's and each lane's source index (0 for the lanes past
+// the task's end, which get a unit offset and no moments).
 template <std::size_t W>
-inline void fmm_batch_offsets(const FmmM2LTask& task, const double* zt, std::size_t begin,
-                              double* R, double* inv_r2, double* inv_r, std::size_t* sources) {
+inline void fmm_batch_offsets(const FmmM2LTask& task, const double* zt, std::size_t begin, double* R,
+                              std::size_t* sources) {
   for (std::size_t b = 0; b < W; ++b) {
     const bool real = begin + b < task.count;
     const std::size_t j = real ? task.sources[begin + b] : 0;
     const double* zs = task.centre + 3 * j;
-    double r2 = task.eps2;
-    for (int a = 0; a < 3; ++a) {
-      R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
-      r2 += R[a * W + b] * R[a * W + b];
-    }
-    inv_r2[b] = 1.0 / r2;
-    inv_r[b] = std::sqrt(inv_r2[b]);
+    for (int a = 0; a < 3; ++a) R[a * W + b] = real ? zt[a] - zs[a] : (a == 0 ? 1.0 : 0.0);
     sources[b] = j;
   }
+}
+
+// 1/r^2 of the softened distance of a register of offsets, in lanes (correctly rounded division
+// and square root, as they were one lane at a time: a tenth of the M2L time went there).
+template <class S>
+inline typename S::V fmm_inverse_r2(const typename S::V (&rv)[3], double eps2) {
+  typename S::V r2 = S::set1(eps2);
+  for (int a = 0; a < 3; ++a) r2 = S::fma(rv[a], rv[a], r2);
+  return S::div(S::set1(1.0), r2);
 }
 
 template <class S>
@@ -55,14 +57,14 @@ void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask& task) {
   const int terms = tb.terms;
   alignas(64) double D[kFmmKernelMaxTerms * W];
   alignas(64) double M[kFmmKernelMaxTerms * W];
-  alignas(64) double R[3 * W], inv_r2[W], inv_r[W];
+  alignas(64) double R[3 * W];
   V L[kFmmKernelMaxTerms][NR];
   for (int k = 0; k < terms; ++k)
     for (std::size_t r = 0; r < NR; ++r) L[k][r] = S::zero();
   const double* zt = task.centre + 3 * std::size_t(task.target);
   for (std::size_t begin = 0; begin < task.count; begin += W) {
     std::size_t sources[W];
-    fmm_batch_offsets<W>(task, zt, begin, R, inv_r2, inv_r, sources);
+    fmm_batch_offsets<W>(task, zt, begin, R, sources);
     for (std::size_t b = 0; b < W; ++b) {
       const bool real = begin + b < task.count;
       const double* Mj = task.signed_multipole + sources[b] * terms;
@@ -71,9 +73,9 @@ void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask& task) {
     for (std::size_t r = 0; r < NR; ++r) {
       const std::size_t o = r * LN;
       const V rv[3] = {S::load(R + o), S::load(R + W + o), S::load(R + 2 * W + o)};
-      const V ir2 = S::load(inv_r2 + o);
+      const V ir2 = fmm_inverse_r2<S>(rv, task.eps2);
       // Taylor coefficients a_q first (stored in D), scaled by q! once all are known.
-      S::store(D + o, S::load(inv_r + o));
+      S::store(D + o, S::sqrt(ir2));
       for (int q = 1; q < terms; ++q) {
         V first = S::zero(), second = S::zero();
         for (int a = 0; a < 3; ++a) {
@@ -181,7 +183,7 @@ struct FmmM2LFixed {
   static void run(const FmmM2LTask& task) {
     alignas(64) double D[terms * W];
     alignas(64) double M[terms * W];
-    alignas(64) double R[3 * W], inv_r2[W], inv_r[W];
+    alignas(64) double R[3 * W];
     V L[terms][NR];
     for (int k = 0; k < terms; ++k)
       for (std::size_t r = 0; r < NR; ++r) L[k][r] = S::zero();
@@ -189,7 +191,7 @@ struct FmmM2LFixed {
     for (std::size_t begin = 0; begin < task.count; begin += W) {
       const double* rows[W];
       std::size_t sources[W];
-      fmm_batch_offsets<W>(task, zt, begin, R, inv_r2, inv_r, sources);
+      fmm_batch_offsets<W>(task, zt, begin, R, sources);
       for (std::size_t b = 0; b < W; ++b)
         rows[b] = begin + b < task.count ? task.signed_multipole + sources[b] * terms : kFmmZeroMoments;
       // The sources' moments into lanes, M[q * W + b]: whole S::lanes x S::lanes blocks by the
@@ -203,8 +205,9 @@ struct FmmM2LFixed {
       for (std::size_t r = 0; r < NR; ++r) {
         const std::size_t o = r * LN;
         const V rv[3] = {S::load(R + o), S::load(R + W + o), S::load(R + 2 * W + o)};
-        S::store(D + o, S::load(inv_r + o));
-        coefficients(D, rv, S::load(inv_r2 + o), o, std::make_index_sequence<std::size_t(terms - 1)>());
+        const V ir2 = fmm_inverse_r2<S>(rv, task.eps2);
+        S::store(D + o, S::sqrt(ir2));
+        coefficients(D, rv, ir2, o, std::make_index_sequence<std::size_t(terms - 1)>());
       }
       for (int q = 1; q < terms; ++q)
         for (std::size_t r = 0; r < NR; ++r)

@@ -119,15 +119,18 @@ struct DualWalk {
   }
 };
 
+// Tasks the walk's first steps are unrolled into: a fixed number, so that the pairs' order
+// (tasks in order, each walked depth first) does not depend on the thread count.
+constexpr std::size_t kWalkTasks = 256;
+
 // The walk in parallel: its first steps are unrolled into independent tasks (each an unordered
-// node pair, or a node with itself), which threads walk into their own pair lists. Which thread
-// finds a pair does not matter: the lists are gathered by target and sorted afterwards.
+// node pair, or a node with itself), which threads walk into their own pair lists, concatenated
+// in task order. Which thread walks a task does not matter.
 void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
                    std::vector<std::uint64_t>& m2l, std::vector<std::uint64_t>& p2p) {
   const DualWalk probe{skip, g, theta2, {}, {}};
   std::vector<std::uint64_t> tasks{0}, next;
-  const std::size_t wanted = std::size_t(64) * threads;
-  for (bool split = threads > 1 && nodes > 1; split && tasks.size() < wanted;) {
+  for (bool split = nodes > 1; split && tasks.size() < kWalkTasks;) {
     split = false;
     next.clear();
     for (std::uint64_t t : tasks) {
@@ -146,28 +149,58 @@ void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, 
   }
 }
 
-// Both directions of every unordered pair, gathered by target, sources ascending.
-void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, unsigned threads,
+// Pieces the pairs are cut into to gather them in parallel: a fixed number, and each target's
+// entries come out in the pairs' order whichever thread gathers a piece.
+constexpr std::size_t kGatherPieces = 8;
+
+// Both directions of every unordered pair, gathered by target in the pairs' order (a counting
+// sort: each piece counts its entries per target, then writes them from its own offsets), then
+// (when `sorted`) sources ascending.
+void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, bool sorted, unsigned threads,
                     std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
-  start.assign(nodes + 1, 0);
-  for (std::uint64_t p : pairs) {
-    ++start[(p >> 32) + 1];
-    ++start[(p & 0xffffffffu) + 1];
-  }
-  for (std::size_t i = 0; i < nodes; ++i) start[i + 1] += start[i];
-  source.resize(start[nodes]);
-  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
-  for (std::uint64_t p : pairs) {
-    const std::uint32_t a = std::uint32_t(p >> 32), b = std::uint32_t(p & 0xffffffffu);
-    source[fill[a]++] = b;
-    source[fill[b]++] = a;
-  }
-  ThreadPool::instance().parallel_for(nodes, 1024, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) std::sort(source.begin() + start[i], source.begin() + start[i + 1]);
+  auto& pool = ThreadPool::instance();
+  const std::size_t piece = (pairs.size() + kGatherPieces - 1) / kGatherPieces;
+  std::vector<std::uint32_t> offset(kGatherPieces * nodes, 0);  // piece-major: entries, then where they go
+  pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t c = begin; c < end; ++c) {
+      std::uint32_t* count = offset.data() + c * nodes;
+      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
+        ++count[pairs[k] >> 32];
+        ++count[pairs[k] & 0xffffffffu];
+      }
+    }
   });
+  start.assign(nodes + 1, 0);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    std::uint32_t at = start[i];
+    for (std::size_t c = 0; c < kGatherPieces; ++c) {
+      const std::uint32_t entries = offset[c * nodes + i];
+      offset[c * nodes + i] = at;
+      at += entries;
+    }
+    start[i + 1] = at;
+  }
+  source.resize(start[nodes]);
+  pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t c = begin; c < end; ++c) {
+      std::uint32_t* fill = offset.data() + c * nodes;
+      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
+        const std::uint32_t a = std::uint32_t(pairs[k] >> 32), b = std::uint32_t(pairs[k] & 0xffffffffu);
+        source[fill[a]++] = b;
+        source[fill[b]++] = a;
+      }
+    }
+  });
+  if (sorted) sort_sources(start, source, threads);
 }
 
 }  // namespace
+
+void sort_sources(const std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source, unsigned threads) {
+  ThreadPool::instance().parallel_for(start.size() - 1, 1024, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) std::sort(source.begin() + start[i], source.begin() + start[i + 1]);
+  });
+}
 
 void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t count, std::uint32_t box[6]) {
   for (int a = 0; a < 3; ++a) {
@@ -190,8 +223,8 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* l
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
   std::vector<std::uint64_t> m2l, p2p;
   parallel_walk(skip, g, theta * theta, nodes, threads, m2l, p2p);
-  directed_lists(m2l, nodes, threads, lists.m2l_start, lists.m2l_source);
-  directed_lists(p2p, nodes, threads, lists.p2p_start, lists.p2p_source);
+  directed_lists(m2l, nodes, false, threads, lists.m2l_start, lists.m2l_source);
+  directed_lists(p2p, nodes, true, threads, lists.p2p_start, lists.p2p_source);
 
   lists.parent.assign(nodes, 0);
   std::vector<std::uint32_t> depth(nodes, 0);

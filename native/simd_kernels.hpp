@@ -9,6 +9,7 @@
 
 #include "flock_rules.hpp"
 #include "fmm_m2l.hpp"
+#include "fmm_p2p.hpp"
 #include "splat_kernel.hpp"
 #include "tree_lists.hpp"
 
@@ -97,6 +98,8 @@ struct SimdKernels {
   FlockLoopFn flock_gathered;  // the boids' coherent-grid and naive loop (flock_kernel.hpp)
   FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
   FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
+  FmmP2PFn<float> fmm_p2p_f32;  // cpu-fmm's mutual leaf-leaf kernel (fmm_p2p_kernel.hpp)
+  FmmP2PFn<double> fmm_p2p_f64;
   NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
   SplatProjectFn splat_project;  // the viewer's host splat (splat_kernel.hpp)
   SplatBandFn splat_band;

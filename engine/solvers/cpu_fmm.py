@@ -3,9 +3,10 @@
 cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitting cell-cell
 (M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
 the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
-centres (docs/adr/0110). Cost about N; P2P runs on cpu-tree's SIMD kernels (``simd`` option), the
-expansions in double. Results do not depend on the thread count, bit for bit, and the lists are
-symmetric, so the total force sums to zero up to rounding. ``accuracy=`` instead of ``theta``
+centres (docs/adr/0110). Cost about N; P2P evaluates each leaf pair once for both leaves on the
+SIMD level's kernel (``simd`` option; docs/adr/0161), the expansions in double. Results do not
+depend on the thread count, bit for bit, and the lists are symmetric, so the total force sums to
+zero up to rounding. ``accuracy=`` instead of ``theta``
 picks theta (and, unless ``order`` is given, the order) for each particle count from the
 accuracy table (engine/accuracy_table.py, docs/accuracy.md).
 """
@@ -43,7 +44,7 @@ class CpuFmmSolver(Solver):
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512"} or None
-        Instruction set of the P2P kernel; None: ``ORRERY_SIMD``, else the widest.
+        Instruction set of the P2P and M2L kernels; None: ``ORRERY_SIMD``, else the widest.
 
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),

@@ -83,6 +83,33 @@ def test_total_force_vanishes(precision, bound):
             assert np.abs(weighted.sum(axis=0)).max() < bound * np.abs(weighted).sum(), (seed, order)
 
 
+# theta = 0: every pair is a P2P pair, evaluated once for both bodies (docs/adr/0161), so
+# m_i a_i + m_j a_j differs from 0 only by the rounding of m_i (m_j v^3 d) against
+# m_j (m_i v^3 d) and of the sums: measured 1e-9 to 3e-9 (f32) and 5e-18 to 3e-17 (f64) of
+# sum m |a| over these cases, the bounds 10x above.
+@pytest.mark.parametrize("precision, bound", [("f64", 1e-15), ("f32", 2e-8)])
+def test_mutual_pairs_conserve_momentum(precision, bound):
+    for particles in (ics.plummer(4000, seed=12), ics.hernquist(4000, seed=13)):
+        for leaf_capacity in (8, 64):
+            acc, _, stats = _fmm(particles.pos, particles.mass, precision=precision, theta=0.0, order=1,
+                                 leaf_capacity=leaf_capacity)
+            assert stats["m2l_interactions"] == 0
+            weighted = particles.mass[:, None] * acc.astype(np.float64)
+            assert np.abs(weighted.sum(axis=0)).max() < bound * np.abs(weighted).sum(), leaf_capacity
+
+
+# Small leaves give many groups of the mutual P2P's schedule (2048 bodies each) and many slots
+# between them: threads take the groups in any order, the sums come out the same.
+@pytest.mark.parametrize("precision", ["f32", "f64"])
+def test_mutual_pairs_do_not_depend_on_thread_count(precision):
+    particles = ics.hernquist(12000, seed=21)
+    results = [_fmm(particles.pos, particles.mass, precision=precision, threads=threads, order=3, theta=0.5,
+                    leaf_capacity=16) for threads in (1, 2, 4)]
+    for acc, pot, _ in results[1:]:
+        assert np.array_equal(acc, results[0][0])
+        assert np.array_equal(pot, results[0][1])
+
+
 @pytest.mark.parametrize("precision", ["f32", "f64"])
 @pytest.mark.parametrize("name", ["clustered_hernquist", "thin_disk", "coincident", "two_clumps"])
 def test_hard_inputs_match_the_reference(fmm_hard_cases, precision, name):
