@@ -6,6 +6,7 @@ jz-fmm, JAX or a CUDA device is missing the peer is skipped with the reason."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,6 +32,9 @@ class FmmPeer:
 
 def jzfmm_peer(softening: float) -> FmmPeer | str:
     """jz-fmm set up with our softening, or the reason it cannot run here."""
+    # JAX takes 75% of the GPU's memory when its backend starts unless told not to; our
+    # solver's CuPy arrays share the device in the same process.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     if why := missing("jax", "jztree", "jzfmm"):
         return f"peer jz-fmm skipped: {why}"
     import jax
