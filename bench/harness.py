@@ -27,12 +27,10 @@ def one_evaluation(solver, particles, *, resident: bool) -> Callable[[], None]:
     the host API (upload, evaluate, download)."""
     if resident:
         state = solver.bind(particles)
-        context = getattr(solver, "context", None)  # a device solver's; a host state is done
 
         def evaluate():
             state.compute_accelerations()
-            if context is not None:
-                context.synchronize()
+            state.synchronize()
         return evaluate
     return lambda: solver.accelerations(particles.pos, particles.mass)
 

@@ -486,7 +486,8 @@ class Recorder:
                         self._fsync()
                     break
                 if item is not None:
-                    needed = _item_bytes(item, self) + self._reserve_bytes
+                    size = _item_bytes(item, self)
+                    needed = size + self._reserve_bytes
                     if self._lock.free_bytes() < self._unflushed_bytes + needed:
                         # Short of room: commit early, so what HDF5 holds takes its place on
                         # disk, then look again.
@@ -501,7 +502,7 @@ class Recorder:
                         deadline = _time.monotonic() + self.flush_seconds
                     if not item[0]:
                         self._frames_since_fsync += 1
-                    self._bytes_since_writeback += _item_bytes(item, self)
+                    self._bytes_since_writeback += size
                     if self._bytes_since_writeback >= WRITEBACK_BYTES:
                         self._start_writeback()
                 if self.fsync_every and self._frames_since_fsync >= self.fsync_every:

@@ -115,6 +115,9 @@ class HostState:
     def compute_accelerations(self) -> None:
         self.acc = self.solver.accelerations(self.pos, self.mass)
 
+    def synchronize(self) -> None:
+        """Wait until the work queued so far has finished: host work is done when it returns."""
+
     def kick(self, dt: float) -> None:
         self.vel += self.acc * self.solver.dtype.type(dt)
 

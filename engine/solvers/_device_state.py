@@ -94,6 +94,10 @@ class DeviceState:
         if events:
             self._in_flight.add(events[-1])
 
+    def synchronize(self) -> None:
+        """Wait until the steps queued so far have finished (a device step does not wait)."""
+        self.solver.context.synchronize()
+
     def kick(self, dt: float) -> None:
         self._kick.launch(self._global, INTEGRATE_GROUP, self.vel, self.acc, np.int32(self._n),
                           self.solver.dtype.type(dt))

@@ -13,6 +13,8 @@ from orrery.engine.compute import DeviceArray
 from orrery.engine.solvers import _gpu
 from orrery.engine.solvers._device_state import DeviceState
 
+from .call_log import log_transfers
+
 
 def _reference(particles, softening, potential=False):
     return make_solver("reference", softening=softening).accelerations(
@@ -83,12 +85,9 @@ def test_simulation_state_stays_on_device_and_agrees_with_cpu(device, monkeypatc
                                             softening=0.02, tile_size=128), dt=2e-3)
     cpu = Simulation(particles, make_solver("cpu-direct", precision="f64", softening=0.02), dt=2e-3)
     assert isinstance(gpu._state, DeviceState)
-    transfers = []
     array_type = type(gpu._state.body)  # the backend's DeviceArray: every transfer goes through it
     assert issubclass(array_type, DeviceArray)
-    for method in ("upload", "download"):
-        monkeypatch.setattr(array_type, method,
-                            _counted(getattr(array_type, method), transfers, method))
+    transfers = log_transfers(monkeypatch, array_type)
     gpu.step(40)
     assert transfers == []  # forty steps, not one host transfer
     cpu.step(40)
@@ -107,12 +106,6 @@ def test_float32_simulation_conserves_energy(device):
     assert abs(sim.energy_error()) <= 1e-4
     assert isinstance(sim.particles, Particles) and sim.particles.pos.dtype == np.float32
 
-
-def _counted(function, log, name):
-    def wrapper(*args, **kwargs):
-        log.append(name)
-        return function(*args, **kwargs)
-    return wrapper
 
 
 def test_automatic_launch_shrinks_groups_for_small_n_and_keeps_explicit_ones(device):

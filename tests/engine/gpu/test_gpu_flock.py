@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 
 from orrery.engine.flock import SEARCHES, FlockParameters, FlockSimulation, initial_flock, reference
-from orrery.engine.errors import InvalidInputError
 from orrery.engine.compute import STEPS_IN_FLIGHT
+from orrery.engine.errors import InvalidInputError
 from orrery.engine.flock._device import DeviceFlock
 
 from ..flock_cases import SEAM_RULES, seam_flock
+from .call_log import log_waits
 
 RULES = FlockParameters(world=50.0)
 
@@ -105,10 +106,7 @@ def test_device_steps_keep_the_host_at_most_two_steps_ahead(device, monkeypatch)
     sim = FlockSimulation(initial_flock(1500, rules=RULES), RULES, dt=0.2, device=device)
     sim.step(1)
     queue = sim._backend._in_flight
-    waited = []
-    event_type = type(queue._queued[-1])
-    monkeypatch.setattr(event_type, "wait",
-                        lambda self, _wait=event_type.wait: (waited.append(self), _wait(self))[1])
+    waited = log_waits(monkeypatch, queue._queued[-1])
     sim.step(9)
     assert len(queue) == STEPS_IN_FLIGHT
     assert len(waited) == 9 - (STEPS_IN_FLIGHT - 1)

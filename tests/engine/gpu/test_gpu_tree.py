@@ -10,11 +10,13 @@ import pytest
 from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
-from orrery.engine.solvers import _gpu
 from orrery.engine.compute import STEPS_IN_FLIGHT
+from orrery.engine.solvers import _gpu
 from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
 from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
+
+from .call_log import counted, log_transfers, log_waits
 
 SOFTENING = 0.01
 
@@ -295,21 +297,11 @@ def test_steps_queue_without_waiting_for_the_device(device, walk, opening, monke
     simulation = Simulation(particles, make_solver("gpu-tree", device=device, theta=0.6,
                                                    walk=walk, opening=opening), dt=1e-3)
     state = simulation._state
-    moved = []
-    array_type = type(state.body)  # every transfer goes through the backend's DeviceArray
-    for method in ("upload", "download"):
-        original = getattr(array_type, method)
-        monkeypatch.setattr(array_type, method,
-                            lambda self, *args, _original=original, _method=method:
-                            (moved.append(_method), _original(self, *args))[1])
+    moved = log_transfers(monkeypatch, type(state.body))
     simulation.step(1)
-    waited, launched = [], []
-    event_type = type(state._in_flight._queued[-1])
-    monkeypatch.setattr(event_type, "wait",
-                        lambda self, _wait=event_type.wait: (waited.append(self), _wait(self))[1])
-    launch = simulation.solver.launch_accelerations
+    waited, launched = log_waits(monkeypatch, state._in_flight._queued[-1]), []
     monkeypatch.setattr(simulation.solver, "launch_accelerations",
-                        lambda *args, **kwargs: launched.append(1) or launch(*args, **kwargs))
+                        counted(simulation.solver.launch_accelerations, launched, "launch"))
     simulation.step(12)
     assert moved == []
     # The host waits only to keep STEPS_IN_FLIGHT evaluations queued, for the oldest one.
