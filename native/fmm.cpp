@@ -5,7 +5,8 @@
 // pair once for both leaves (fmm_p2p_kernel.hpp, docs/adr/0161), then each body's far field.
 // Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
 // on the keys; expansion arithmetic is in double at both precisions, the
-// particle sums in T.
+// particle sums in T, except M2L with float expansions (docs/adr/0165): the signed multipoles
+// rounded to float, the cell pairs in float lanes, each local widened back to double.
 // Determinism: every output is written in an order fixed by the tree and the lists, never by
 // the threads. A cell's expansion and a body's far field are written by one task that adds its
 // inputs in list order. A mutual P2P pair writes two leaves, so the leaves are cut into groups
@@ -72,7 +73,8 @@ template <typename T>
 class FmmEngine {
  public:
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
-                std::size_t leaf_capacity, unsigned threads, const SimdKernels& kernels, T* acc, T* pot) {
+                std::size_t leaf_capacity, bool float_expansions, unsigned threads, const SimdKernels& kernels,
+                T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
     if (tables_.order != order) {
       tables_ = fmm_tables(order);
@@ -86,7 +88,13 @@ class FmmEngine {
     upward(threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
-    m2l(softening * softening, kernels.fmm_m2l, threads);
+    if (float_expansions) {
+      narrow_multipoles(threads);
+      m2l(softening * softening, kernels.fmm_m2l_f32, multipole_f32_.data(), threads);
+    } else {
+      m2l(softening * softening, kernels.fmm_m2l_f64, multipole_.data(), threads);
+    }
+    expansion_bits_ = float_expansions ? 32 : 64;
     stages_.m2l = seconds_since(start);
     start = Clock::now();
     downward(threads);
@@ -113,6 +121,7 @@ class FmmEngine {
     d["leaves"] = tree_.leaves.size();
     d["depth"] = tree_.depth;
     d["terms"] = tables_.terms;
+    d["expansion_bits"] = expansion_bits_;
     return d;
   }
 
@@ -207,7 +216,16 @@ class FmmEngine {
     });
   }
 
-  void m2l(double eps2, FmmM2LFn kernel, unsigned threads) {
+  // The signed multipoles rounded to float, for M2L in float lanes.
+  void narrow_multipoles(unsigned threads) {
+    multipole_f32_.resize(multipole_.size());
+    ThreadPool::instance().parallel_for(multipole_.size(), 65536, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) multipole_f32_[i] = static_cast<float>(multipole_[i]);
+    });
+  }
+
+  template <typename E>
+  void m2l(double eps2, FmmM2LFn<E> kernel, const E* signed_multipole, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     local_.assign(nodes * terms, 0.0);
@@ -219,8 +237,8 @@ class FmmEngine {
       for (std::size_t i = begin; i < end; ++i) {
         const std::uint32_t first = lists_.m2l_start[i], count = lists_.m2l_start[i + 1] - first;
         if (count == 0) continue;
-        const FmmM2LTask task{lists_.centre.data(), multipole_.data(), lists_.m2l_source.data() + first, count,
-                              static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
+        const FmmM2LTask<E> task{lists_.centre.data(), signed_multipole, lists_.m2l_source.data() + first, count,
+                                 static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
         kernel(view, task);
       }
     });
@@ -437,6 +455,8 @@ class FmmEngine {
   Octree<T> tree_;
   FmmLists lists_;
   std::vector<double> multipole_, local_;
+  std::vector<float> multipole_f32_;  // float expansions: the signed multipoles M2L reads
+  int expansion_bits_ = 64;
   FmmStageSeconds stages_;
   std::uint64_t particle_pairs_ = 0;
   // The mutual P2P's schedule (p2p_schedule) and sums: n bodies' (key order), then the slots.
@@ -469,19 +489,24 @@ void register_engine(py::module_& m, const char* name) {
       .def(
           "evaluate",
           [](FmmEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
-             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd) {
+             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd,
+             const std::string& expansions) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_fmm_parameters(softening, theta, order, leaf_capacity);
+            if (expansions != "f64" && expansions != "f32")
+              throw std::invalid_argument("expansions must be f64 or f32, got '" + expansions + "'");
             if (n == 0) throw std::invalid_argument("no particles");
             const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             return forces<T>(n, want_potential, [&](T* a, T* phi) {
-              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity,
+              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity, expansions == "f32",
                             resolve_threads(threads), kernels, a, phi);
             });
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
           py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
-          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order.")
+          py::arg("expansions") = "f64",
+          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order; `expansions` f32 runs M2L "
+          "in float lanes (the other expansion stages stay in double).")
       .def_property_readonly("stats", &FmmEngine<T>::stats,
                              "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
       .def_property_readonly(

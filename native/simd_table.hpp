@@ -47,6 +47,7 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &tree_quadrupole_dispatch<Vec<double>>,
                     &flock_blocks<FlockLanes, false>,
                     &flock_blocks<FlockLanes, true>,
+                    &fmm_m2l_kernel<Vec<float>>,
                     &fmm_m2l_kernel<Vec<double>>,
                     &fmm_p2p_dispatch<Vec<float>>,
                     &fmm_p2p_dispatch<Vec<double>>,
