@@ -88,12 +88,7 @@ class FmmEngine {
     upward(threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
-    if (float_expansions) {
-      narrow_multipoles(threads);
-      m2l(softening * softening, kernels.fmm_m2l_f32, multipole_f32_.data(), threads);
-    } else {
-      m2l(softening * softening, kernels.fmm_m2l_f64, multipole_.data(), threads);
-    }
+    m2l(softening * softening, kernels, float_expansions, threads);
     expansion_bits_ = float_expansions ? 32 : 64;
     stages_.m2l = seconds_since(start);
     start = Clock::now();
@@ -122,6 +117,7 @@ class FmmEngine {
     d["depth"] = tree_.depth;
     d["terms"] = tables_.terms;
     d["expansion_bits"] = expansion_bits_;
+    d["m2l_redone_in_double"] = m2l_redone_;
     return d;
   }
 
@@ -224,25 +220,41 @@ class FmmEngine {
     });
   }
 
-  template <typename E>
-  void m2l(double eps2, FmmM2LFn<E> kernel, const E* signed_multipole, unsigned threads) {
+  // M2L per target cell, in double or (float_expansions) in float lanes. Float's range is
+  // narrower: a target whose float sum is not finite (a derivative tensor or multipole past
+  // 3.4e38, e.g. cells closer than about 1e-3 with little softening at order 7) is redone in
+  // double, so float expansions never return inf or NaN where double would not. Which targets
+  // are redone depends on the data alone, not on the threads.
+  void m2l(double eps2, const SimdKernels& kernels, bool float_expansions, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     local_.assign(nodes * terms, 0.0);
+    if (float_expansions) narrow_multipoles(threads);
     FmmM2LTables view{terms, tables_.pair_start.data(), tables_.pair_n.data(), tables_.pair_sum.data(),
                       {tables_.minus_one[0].data(), tables_.minus_one[1].data(), tables_.minus_one[2].data()},
                       {tables_.minus_two[0].data(), tables_.minus_two[1].data(), tables_.minus_two[2].data()},
                       tables_.recurrence_first.data(), tables_.recurrence_second.data(), tables_.factorial.data()};
+    std::vector<std::uint8_t> redone(nodes, 0);
     ThreadPool::instance().parallel_for(nodes, 16, threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const std::uint32_t first = lists_.m2l_start[i], count = lists_.m2l_start[i + 1] - first;
         if (count == 0) continue;
-        const FmmM2LTask<E> task{lists_.centre.data(), signed_multipole, lists_.m2l_source.data() + first, count,
-                                 static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
-        kernel(view, task);
+        double* local = local_.data() + i * terms;
+        const std::uint32_t* sources = lists_.m2l_source.data() + first;
+        const auto target = static_cast<std::uint32_t>(i);
+        if (float_expansions) {
+          kernels.fmm_m2l_f32(view, FmmM2LTask<float>{lists_.centre.data(), multipole_f32_.data(), sources, count,
+                                                      target, eps2, local});
+          if (std::all_of(local, local + terms, [](double v) { return std::isfinite(v); })) continue;
+          redone[i] = 1;
+        }
+        kernels.fmm_m2l_f64(view, FmmM2LTask<double>{lists_.centre.data(), multipole_.data(), sources, count, target,
+                                                     eps2, local});
       }
     });
+    m2l_redone_ = float_expansions ? std::size_t(std::count(redone.begin(), redone.end(), 1)) : 0;
   }
+
 
   void downward(unsigned threads) {
     const int terms = tables_.terms;
@@ -457,6 +469,7 @@ class FmmEngine {
   std::vector<double> multipole_, local_;
   std::vector<float> multipole_f32_;  // float expansions: the signed multipoles M2L reads
   int expansion_bits_ = 64;
+  std::size_t m2l_redone_ = 0;  // float expansions: targets whose float M2L was not finite
   FmmStageSeconds stages_;
   std::uint64_t particle_pairs_ = 0;
   // The mutual P2P's schedule (p2p_schedule) and sums: n bodies' (key order), then the slots.

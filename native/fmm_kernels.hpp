@@ -106,7 +106,7 @@ void fmm_m2l_generic(const FmmM2LTables& tb, const FmmM2LTask<typename S::Scalar
         }
         const V sum = S::fma(S::set1(E(tb.recurrence_first[q])), first,
                              S::mul(S::set1(E(tb.recurrence_second[q])), second));
-        S::store(D + q * W + o, S::sub(S::zero(), S::mul(sum, ir2)));
+        S::store(D + q * W + o, S::fnma(sum, ir2, S::zero()));
       }
     }
     for (int q = 1; q < terms; ++q)
@@ -163,7 +163,7 @@ struct FmmM2LFixed {
     axis<Q, 2>(D, rv, o, first, second);
     const V sum =
         S::fma(S::set1(E(tb.recurrence_first[Q])), first, S::mul(S::set1(E(tb.recurrence_second[Q])), second));
-    S::store(D + Q * W + o, S::sub(S::zero(), S::mul(sum, ir2)));
+    S::store(D + Q * W + o, S::fnma(sum, ir2, S::zero()));
   }
   template <int Q, int A>
   static void axis(const E* D, const V* rv, std::size_t o, V& first, V& second) {
