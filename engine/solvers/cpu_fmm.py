@@ -26,9 +26,14 @@ from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 # gpu-fmm's record (one option for both FMMs), with cpu-fmm's meaning of f32.
 from .gpu_fmm import EXPANSIONS as GPU_EXPANSIONS
 
-EXPANSIONS = replace(GPU_EXPANSIONS, doc="precision of M2L, the cell-cell stage: f64, or f32 (twice the "
-                                         "cell pairs per vector; the multipoles rounded to float, each "
-                                         "local widened back to double; docs/adr/0165)")
+# By default the precision's: float32 bodies get float lanes in M2L, 0.6-0.75x its f64 time at
+# N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of |a| (RMS 5e-8)
+# at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
+# accuracy= picks the same settings either way (docs/adr/0165).
+EXPANSIONS = replace(GPU_EXPANSIONS, default=None,
+                     doc="precision of M2L, the cell-cell stage: f32 (twice the cell pairs per vector; the "
+                         "multipoles rounded to float, each local widened back to double) or f64 (default: "
+                         "the precision's)")
 
 
 class CpuFmmSolver(Solver):
@@ -55,9 +60,10 @@ class CpuFmmSolver(Solver):
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512"} or None
         Instruction set of the P2P and M2L kernels; None: ``ORRERY_SIMD``, else the widest.
-    expansions : {"f64", "f32"}
-        Precision of M2L: f64, or f32 (the multipoles rounded to float, the cell pairs in float
-        lanes, each local widened back to double; P2M, M2M, L2L and L2P stay in double).
+    expansions : {"f32", "f64"} or None
+        Precision of M2L: f32 (the multipoles rounded to float, the cell pairs in float lanes,
+        each local widened back to double; P2M, M2M, L2L and L2P stay in double) or f64; None:
+        the precision's.
 
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
@@ -74,10 +80,10 @@ class CpuFmmSolver(Solver):
     def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
                  simd, expansions):
         self.simd = simd_level(simd)["level"]
+        self.expansions = expansions or precision
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         simd=self.simd, expansions=expansions)
-        self.expansions = expansions
+                         simd=self.simd, expansions=self.expansions)
         self.threads = threads or 0
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
         self.leaf_capacity = leaf_capacity
