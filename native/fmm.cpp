@@ -95,7 +95,7 @@ class FmmEngine {
     downward(threads);
     stages_.downward = seconds_since(start);
     start = Clock::now();
-    p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), threads, acc, pot);
+    p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), kernels.fmm_l2p, threads, acc, pot);
     stages_.p2p = seconds_since(start);
   }
 
@@ -358,7 +358,7 @@ class FmmEngine {
   // it. A task writes only its group's sums and slots. Phase two, per leaf: its imports' slots
   // in group order, then L2P, in the caller's order. So every sum takes its terms in an order
   // fixed by the tree and the lists, whatever the thread count.
-  void p2p(std::size_t n, T eps2, FmmP2PFn<T> mutual, unsigned threads, T* acc, T* pot) {
+  void p2p(std::size_t n, T eps2, FmmP2PFn<T> mutual, FmmL2PFn l2p, unsigned threads, T* acc, T* pot) {
     p2p_schedule(n, threads);
     for (auto* v : {&sums_.x, &sums_.y, &sums_.z, &sums_.m}) v->assign(sums_size_, T(0));
     const std::size_t groups = group_start_.size() - 1;
@@ -396,6 +396,8 @@ class FmmEngine {
     const int terms = tables_.terms;
     ThreadPool::instance().parallel_for(lists_.leaves.size(), 8, threads, [&](std::size_t begin, std::size_t end) {
       std::vector<double> t(terms);
+      // The leaf's offsets and far field (acceleration, potential) in lanes, padded to 8.
+      std::vector<double> lanes;
       for (std::size_t l = begin; l < end; ++l) {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& own = tree_.nodes[leaf];
@@ -403,21 +405,35 @@ class FmmEngine {
           add_sums(sums_, import_slot_[k], own.first, own.count, pot != nullptr);
         const double* z = centre(leaf);
         const double* L = local_.data() + leaf * terms;
-        for (std::size_t p = own.first; p < own.first + own.count; ++p) {
-          const double u[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          double far[4];
-          if (particle_.l2p) {
-            particle_.l2p(u, L, pot != nullptr, far);
+        const std::size_t count = (own.count + 7) / 8 * 8;
+        lanes.assign(7 * count, 0.0);
+        double* u = lanes.data();
+        for (std::size_t j = 0; j < own.count; ++j) {
+          const std::size_t p = own.first + j;
+          u[j] = sorted_.x[p] - z[0];
+          u[count + j] = sorted_.y[p] - z[1];
+          u[2 * count + j] = sorted_.z[p] - z[2];
+        }
+        double* far = u + 3 * count;
+        const bool in_lanes = l2p(tables_.order, L, FmmL2PBodies{u, u + count, u + 2 * count, count, far,
+                                                                  far + count, far + 2 * count,
+                                                                  pot ? far + 3 * count : nullptr});
+        for (std::size_t j = 0; j < own.count; ++j) {
+          const std::size_t p = own.first + j;
+          double body[4];
+          if (in_lanes) {
+            for (int c = 0; c < 4; ++c) body[c] = far[c * count + j];
           } else {
-            fmm_monomials(tables_, u, t.data());
-            fmm_l2p(tables_, t.data(), L, far);
+            const double v[3] = {u[j], u[count + j], u[2 * count + j]};
+            fmm_monomials(tables_, v, t.data());
+            fmm_l2p(tables_, t.data(), L, body);
           }
           // The sums are in the kernel's units (8 a, -2 u): exact scalings.
           const std::size_t i = order_[p];
-          acc[3 * i] = static_cast<T>(T(0.125) * sums_.x[p] + far[0]);
-          acc[3 * i + 1] = static_cast<T>(T(0.125) * sums_.y[p] + far[1]);
-          acc[3 * i + 2] = static_cast<T>(T(0.125) * sums_.z[p] + far[2]);
-          if (pot) pot[i] = static_cast<T>(T(-0.5) * sums_.m[p] + far[3]);
+          acc[3 * i] = static_cast<T>(T(0.125) * sums_.x[p] + body[0]);
+          acc[3 * i + 1] = static_cast<T>(T(0.125) * sums_.y[p] + body[1]);
+          acc[3 * i + 2] = static_cast<T>(T(0.125) * sums_.z[p] + body[2]);
+          if (pot) pot[i] = static_cast<T>(T(-0.5) * sums_.m[p] + body[3]);
         }
       }
     });
@@ -460,7 +476,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr, nullptr, nullptr};
+  FmmParticleFns particle_{nullptr, nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
