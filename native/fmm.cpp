@@ -82,7 +82,8 @@ class FmmEngine {
     }
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
-    lists_ = fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads);
+    fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads, walk_storage_,
+                          lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
     upward(threads);
@@ -482,6 +483,7 @@ class FmmEngine {
   SortedParticles<T> sorted_;
   Octree<T> tree_;
   FmmLists lists_;
+  FmmWalkStorage walk_storage_;
   std::vector<double> multipole_, local_;
   std::vector<float> multipole_f32_;  // float expansions: the signed multipoles M2L reads
   int expansion_bits_ = 64;
@@ -603,7 +605,8 @@ py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::ar
   FmmLists lists;
   {
     py::gil_scoped_release release;
-    lists = fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads));
+    FmmWalkStorage storage;
+    fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads), storage, lists);
   }
   return lists_as_dict(lists);
 }

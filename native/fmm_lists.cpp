@@ -57,7 +57,9 @@ struct DualWalk {
   const std::uint32_t* skip;
   const Geometry& g;
   double theta2;
-  std::vector<std::uint64_t> m2l, p2p;  // unordered pairs, (a << 32) | b
+  // Unordered pairs, (a << 32) | b, appended to the task's lists (FmmWalkStorage).
+  std::vector<std::uint64_t>& m2l;
+  std::vector<std::uint64_t>& p2p;
 
   bool leaf(std::uint32_t a) const { return skip[a] == a + 1; }
 
@@ -127,9 +129,10 @@ constexpr std::size_t kWalkTasks = 256;
 // node pair, or a node with itself), which threads walk into their own pair lists; the pairs'
 // order is the tasks' order, each task's pairs in its walk's order. Which thread walks a task
 // does not matter.
-std::vector<DualWalk> parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes,
-                                    unsigned threads) {
-  const DualWalk probe{skip, g, theta2, {}, {}};
+void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
+                   FmmWalkStorage& storage) {
+  std::vector<std::uint64_t> none;
+  const DualWalk probe{skip, g, theta2, none, none};
   std::vector<std::uint64_t> tasks{0}, next;
   for (bool split = nodes > 1; split && tasks.size() < kWalkTasks;) {
     split = false;
@@ -140,11 +143,16 @@ std::vector<DualWalk> parallel_walk(const std::uint32_t* skip, const Geometry& g
     }
     tasks.swap(next);
   }
-  std::vector<DualWalk> walks(tasks.size(), DualWalk{skip, g, theta2, {}, {}});
+  storage.m2l.resize(tasks.size());
+  storage.p2p.resize(tasks.size());
   ThreadPool::instance().parallel_for(tasks.size(), 1, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t k = begin; k < end; ++k) walks[k].run(std::uint32_t(tasks[k] >> 32), std::uint32_t(tasks[k]));
+    for (std::size_t k = begin; k < end; ++k) {
+      storage.m2l[k].clear();
+      storage.p2p[k].clear();
+      DualWalk{skip, g, theta2, storage.m2l[k], storage.p2p[k]}.run(std::uint32_t(tasks[k] >> 32),
+                                                                   std::uint32_t(tasks[k]));
+    }
   });
-  return walks;
 }
 
 // Pieces the pairs are cut into to gather them in parallel: a fixed number, and each target's
@@ -228,20 +236,21 @@ void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t coun
   }
 }
 
-FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
-                               const BoundingCube& cube, double theta, unsigned threads) {
-  FmmLists lists;
+void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                           const BoundingCube& cube, double theta, unsigned threads, FmmWalkStorage& storage,
+                           FmmLists& lists) {
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
-  const std::vector<DualWalk> walks = parallel_walk(skip, g, theta * theta, nodes, threads);
+  parallel_walk(skip, g, theta * theta, nodes, threads, storage);
   std::vector<const std::vector<std::uint64_t>*> m2l, p2p;
-  for (const DualWalk& w : walks) {
-    m2l.push_back(&w.m2l);
-    p2p.push_back(&w.p2p);
+  for (std::size_t k = 0; k < storage.m2l.size(); ++k) {
+    m2l.push_back(&storage.m2l[k]);
+    p2p.push_back(&storage.p2p[k]);
   }
   directed_lists(m2l, nodes, false, threads, lists.m2l_start, lists.m2l_source);
   directed_lists(p2p, nodes, true, threads, lists.p2p_start, lists.p2p_source);
 
   lists.parent.assign(nodes, 0);
+  lists.leaves.clear();
   std::vector<std::uint32_t> depth(nodes, 0);
   std::uint32_t deepest = 0;
   for (std::uint32_t i = 0; i < nodes; ++i) {
@@ -258,7 +267,6 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* l
   lists.by_depth.resize(nodes);
   std::vector<std::uint32_t> fill(lists.depth_start.begin(), lists.depth_start.end() - 1);
   for (std::uint32_t i = 0; i < nodes; ++i) lists.by_depth[fill[depth[i]]++] = i;
-  return lists;
 }
 
 }  // namespace orrery
