@@ -31,9 +31,9 @@ from .gpu_fmm import EXPANSIONS as GPU_EXPANSIONS
 # at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
 # accuracy= picks the same settings either way (docs/adr/0165).
 EXPANSIONS = replace(GPU_EXPANSIONS, default=None,
-                     doc="precision of M2L, the cell-cell stage: f32 (twice the cell pairs per vector; the "
-                         "multipoles rounded to float, each local widened back to double) or f64 (default: "
-                         "the precision's)")
+                     doc="precision of the expansions, f32 or f64; cpu-fmm: of M2L, the cell-cell stage (f32: "
+                         "twice the cell pairs per vector, the multipoles rounded to float, each local "
+                         "widened back to double; default: the precision's)")
 
 
 class CpuFmmSolver(Solver):
