@@ -58,12 +58,6 @@ WALK_GROUP_SIZE = 128
 # multiprocessor instead of four), though a group of more than 4 sub-groups of bodies is then
 # walked twice. The group walk keeps one batch per group.
 LIST_TARGETS = 4
-# Bodies one launch of a group walk covers at most (a larger walk is cut into slices, launched
-# one after another): a launch's work-groups hold the multiprocessors until its last group is
-# walked, so a kernel of higher priority (the viewer's splat) waits up to one slice. On the H200
-# a walk of 2^20 bodies takes about 4.6 ms; a whole 10M walk, 37 ms, cost the live viewer its
-# 60 frames a second.
-WALK_SLICE_BODIES = 1 << 20
 _WALK_CODES = {"independent": 0, "coherent": 1, "group": 2, "list": 3}
 # The walks with one sub-group per walk group, deciding for the group's box.
 _GROUP_WALKS = ("group", "list")
@@ -138,7 +132,7 @@ class GpuTreeSolver(GpuSolver):
         self._tally: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._tally_groups = 0
-        self._next_group: DeviceArray | None = None  # the group walks' counters, one a slice
+        self._next_group = self.context.empty(1, np.uint32)  # the group walks' counter
         self._tree = None
 
     def _walk_kernel(self, potential: bool):
@@ -180,34 +174,28 @@ class GpuTreeSolver(GpuSolver):
         tree = self._builder.build(body, count)
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        slices = 1
         if self.walk in _GROUP_WALKS:
             # As many work-groups as the device holds (its sub-groups take the walk groups
             # from a counter), and no more than one sub-group per body would need.
             per_work_group = WALK_GROUP_SIZE // self.context.info.subgroup_size
             work_groups = min(ceil_div(count, per_work_group),
                               resident_size(self.context.info) // WALK_GROUP_SIZE)
-            slices = ceil_div(count, WALK_SLICE_BODIES)
         else:
             work_groups = ceil_div(count, WALK_GROUP_SIZE)
         work_groups = max(1, work_groups)
-        if self._tally is None or self._tally.shape[0] < 2 * work_groups * slices:
-            self._tally = self.context.empty(2 * work_groups * slices, np.uint64)
-        if self._next_group is None or self._next_group.shape[0] < slices:
-            self._next_group = self.context.empty(slices, np.uint32)
-        self._tally_groups = work_groups * slices
+        if self._tally is None or self._tally.shape[0] < 2 * work_groups:
+            self._tally = self.context.empty(2 * work_groups, np.uint64)
+        self._tally_groups = work_groups
         walk_kernel, boxes_kernel, start_kernel = self._walk_kernel(potential)
         boxes = self._opening_boxes(tree, boxes_kernel)
-        boxes.append(start_kernel.launch(launch_size(slices, WALK_GROUP_SIZE), WALK_GROUP_SIZE,
-                                         self._next_group, np.uint32(slices)))
-        walk = [walk_kernel.launch(
+        boxes.append(start_kernel.launch(WALK_GROUP_SIZE, WALK_GROUP_SIZE, self._next_group))
+        walk = walk_kernel.launch(
             work_groups * WALK_GROUP_SIZE, WALK_GROUP_SIZE, tree.nodes, tree.quadrupoles, tree.body,
             np.int32(count), self.dtype.type(self.softening ** 2), tree.groups, tree.group_starts,
-            self._next_group, np.uint32(part), np.uint32(slices), self._boxes, self._body_group,
-            self._result, self._tally) for part in range(slices)]
+            self._next_group, self._boxes, self._body_group, self._result, self._tally)
         reorder = self._builder.scatter(tree, self._result, out)
         self._tree = tree
-        self._stage_events = {**tree.events, "walk": boxes + walk, "reorder": [reorder]}
+        self._stage_events = {**tree.events, "walk": boxes + [walk], "reorder": [reorder]}
         return [event for events in self._stage_events.values() for event in events]
 
     def _breakdown(self) -> dict:

@@ -16,7 +16,7 @@
  * (ADR-0071). Under OPENING_BODY a per-body walk uses the body itself (a box of zero size):
  * fewer interactions at the same theta, and a larger error.
  * A walk follows skip indices and keeps no stack. Results are written in key order: result[k] =
- * (ax, ay, az, potential); tally holds per slice and work-group (particle-particle, particle-cell)
+ * (ax, ay, az, potential); tally holds per work-group (particle-particle, particle-cell)
  * interaction counts.
  * Force law as in direct.cl, with traceless quadrupoles for accepted cells under QUADRUPOLE
  * (the formulas of native/tree_lists.hpp). A body never interacts with itself.
@@ -459,33 +459,26 @@ DEVICE uint take_group(GLOBAL uint* next_group) {
 }
 #endif
 
-/* Zeroes the group walks' counters (one a slice) before a walk. */
-KERNEL void start_walk(GLOBAL uint* RESTRICT next_group, const uint slices) {
-  if ((uint)GLOBAL_ID < slices) next_group[GLOBAL_ID] = 0;
+/* Zeroes the group walks' counter before a walk. */
+KERNEL void start_walk(GLOBAL uint* RESTRICT next_group) {
+  if (GLOBAL_ID == 0) next_group[0] = 0;
 }
 
 /* The group walks run a fixed number of work-groups whatever the group count (group_starts[count],
- * read here, so the host never waits for it), each sub-group taking groups until none is left.
- * A walk may be cut into launches, `slice` of `slices`, each walking its share of the groups:
- * work-groups that never end until the walk does would keep the multiprocessors from work of a
- * higher priority (the viewer's splat) for the whole walk; between slices that work starts. */
+ * read here, so the host never waits for it), each sub-group taking groups until none is left. */
 KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* RESTRICT quad,
                       GLOBAL const real4* RESTRICT body, const int count, const real eps2,
                       GLOBAL const uint* RESTRICT groups, GLOBAL const uint* RESTRICT group_starts,
-                      GLOBAL uint* RESTRICT next_group, const uint slice, const uint slices,
+                      GLOBAL uint* RESTRICT next_group,
                       GLOBAL const real4* RESTRICT boxes, GLOBAL const uint* RESTRICT body_group,
                       GLOBAL real4* RESTRICT result, GLOBAL ulong* RESTRICT tally) {
   ulong particle_particle = 0, particle_cell = 0;
-#if WALK == WALK_GROUP || WALK == WALK_LIST
-  const ulong group_total = group_starts[count];
-  const uint slice_begin = (uint)(group_total * slice / slices);
-  const uint slice_end = (uint)(group_total * (slice + 1) / slices);
-#endif
 #if WALK == WALK_GROUP
+  const uint group_count = group_starts[count];
   const int lane = SUBGROUP_LANE;
   for (;;) {
-    const uint g = slice_begin + take_group(next_group + slice);
-    if (g >= slice_end) break;
+    const uint g = take_group(next_group);
+    if (g >= group_count) break;
     const uint own = groups[g];
     const uint first = nodes[own].first, members = nodes[own].count;
     real4 lo, hi;
@@ -545,9 +538,10 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
   LOCAL real cell_quad[1];
 #endif
   const int s = SUBGROUP_ID;
+  const uint group_count = group_starts[count];
   for (;;) {
-    const uint g = slice_begin + take_group(next_group + slice);
-    if (g >= slice_end) break;
+    const uint g = take_group(next_group);
+    if (g >= group_count) break;
     walk_list(nodes, quad, body, groups[g], eps2, result, stack_begin + s * STACK_CAPACITY,
               stack_end + s * STACK_CAPACITY, sources + s * SOURCE_CAPACITY,
 #ifdef QUADRUPOLE
@@ -578,7 +572,7 @@ KERNEL void tree_walk(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const real* 
     SYNC_THREADS;
   }
   if (LOCAL_ID == 0) {
-    tally[2 * (slice * NUM_GROUPS + GROUP_ID)] = pp_sum[0];
-    tally[2 * (slice * NUM_GROUPS + GROUP_ID) + 1] = pc_sum[0];
+    tally[2 * GROUP_ID] = pp_sum[0];
+    tally[2 * GROUP_ID + 1] = pc_sum[0];
   }
 }

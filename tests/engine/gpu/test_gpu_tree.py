@@ -11,7 +11,7 @@ from orrery import _native
 from orrery.engine import InvalidInputError, Simulation, ics, make_solver
 from orrery.engine.accuracy import max_relative_error, rms_relative_error
 from orrery.engine.compute import STEPS_IN_FLIGHT
-from orrery.engine.solvers import _gpu, gpu_tree
+from orrery.engine.solvers import _gpu
 from orrery.engine.solvers._device_state import DeviceState
 from orrery.engine.solvers._device_tree import MAX_BODIES, DeviceTreeBuilder
 from orrery.engine.solvers.gpu_tree import GROUP_CAPACITY
@@ -312,22 +312,6 @@ def test_steps_queue_without_waiting_for_the_device(device, walk, opening, monke
     nodes = _native.build_tree_f32(pos, particles.mass.astype(np.float32))["nodes"]
     assert tree.node_count == len(nodes)
     assert np.array_equal(tree.groups.download()[:tree.group_count], _walk_groups(nodes))
-
-
-@pytest.mark.parametrize("walk", ["list", "group"])
-def test_a_walk_cut_into_slices_gives_the_same_bits(device, walk, monkeypatch):
-    """A group walk launched in slices (WALK_SLICE_BODIES) walks every group once: the same
-    accelerations to the bit and the same interaction counts as one launch."""
-    particles = ics.plummer(5000, seed=8)
-    whole = make_solver("gpu-tree", device=device, theta=0.6, walk=walk)
-    expected = whole.accelerations(particles.pos, particles.mass)
-    monkeypatch.setattr(gpu_tree, "WALK_SLICE_BODIES", 1200)  # five slices, uneven
-    sliced = make_solver("gpu-tree", device=device, theta=0.6, walk=walk)
-    result = sliced.accelerations(particles.pos, particles.mass)
-    assert len(sliced._stage_events["walk"]) == 1 + 5  # the counters' start, then the slices
-    assert np.array_equal(result, expected)
-    for key in ("particle_particle", "particle_cell"):
-        assert sliced.last_stats[key] == whole.last_stats[key] > 0
 
 
 def _walk_groups(nodes) -> list[int]:
