@@ -11,9 +11,10 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   the ``Renderer`` into an output of ``--size``, hands it to the GPU and waits (through calls
   that drop the GIL) until at most ``--frames-in-flight`` frames are queued, as a window's swap
   chain lets frames queue behind the display, then sleeps to the next tick of ``--fps`` (what
-  vsync does); as the window does, the particles are accumulated again only when a new frame
-  arrived (the camera is still), their light lands in the target once its kernels have run
-  (``Renderer.land``), and the target is tone-mapped every frame;
+  vsync does: a frame that misses a tick waits for the next); as the window does, the particles
+  are accumulated again only when a new frame arrived (the camera is still), their light lands
+  in the target once its kernels have run (``Renderer.land``), and the target is tone-mapped
+  every frame;
 - ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains;
 - ``paced``: uncapped, drawing as the window does (``DrawPacing``): a frame only when a new
   step arrived, else waiting for one (the camera is still and nobody touches the panel).
@@ -195,10 +196,10 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
     shown = 0
     queued = _gl_calls.FramesInFlight(ctx, args.frames_in_flight)
     pacing = DrawPacing()
+    origin = time.perf_counter()  # the cap's first tick
 
     def frame() -> bool:
         nonlocal shown
-        tick = time.perf_counter()
         latest = runner.latest()
         if paced and not pacing.due(latest.sequence != scene.sequence):
             runner.wait_for_newer(scene.sequence, _pacing.POLL_S)
@@ -213,7 +214,8 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
         queued.submitted()  # like a swap: the frame queues behind at most a few others
         pacing.drawn()
         if capped:
-            rest = period - (time.perf_counter() - tick)
+            now = time.perf_counter()
+            rest = _pacing.next_tick(origin, period, now) - now
             if rest > 0:
                 time.sleep(rest)
         return True

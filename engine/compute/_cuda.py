@@ -166,12 +166,12 @@ class CudaContext(Context):
 
         self._staging = None
 
-    def snapshot(self, shape, dtype, write):
+    def snapshot(self, shape, dtype, write, *, download=True):
         # Staged and downloaded on the copy engine: the compute stream never waits for a frame.
         if self._staging is None:
             from ._cuda_staging import StagingPool
             self._staging = StagingPool(self)
-        return self._staging.snapshot(shape, dtype, write)
+        return self._staging.snapshot(shape, dtype, write, download=download)
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)

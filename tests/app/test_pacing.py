@@ -1,4 +1,6 @@
-"""A render loop draws only what shows something new (DrawPacing)."""
+"""A render loop draws only what shows something new (DrawPacing), capped on a fixed grid."""
+
+import pytest
 
 from orrery.app.render import DrawPacing
 from orrery.app.render._pacing import AFTER_INPUT_S, REDRAW_S
@@ -30,3 +32,11 @@ def test_a_frame_is_due_when_it_changed_after_input_and_at_the_redraw_floor():
     clock.now += AFTER_INPUT_S * 0.6
     pacing.drawn()
     assert not pacing.due(False)
+
+
+def test_a_capped_frame_waits_for_the_next_tick_of_a_fixed_grid():
+    from orrery.app.render._pacing import next_tick
+
+    assert next_tick(10.0, 0.5, 10.2) == pytest.approx(10.5)
+    assert next_tick(10.0, 0.5, 10.5) == pytest.approx(10.5)  # on a tick: no wait
+    assert next_tick(10.0, 0.5, 11.7) == pytest.approx(12.0)  # a late frame skips ticks
