@@ -2,7 +2,7 @@
 source's next frame, the answer to an input), and a loop with nothing to show waits for the
 source instead (``FrameSource.wait_for_newer``, the GIL released). On a GPU every frame drawn
 takes the simulation's time whether or not its picture changed: a loop that redrew its last
-picture 1,600 times a second left a 1M-particle live run 57% of its steps (H200, ADR 0165)."""
+picture 1,600 times a second left a 1M-particle live run 57% of its steps (H200, ADR 0166)."""
 
 from __future__ import annotations
 
