@@ -11,10 +11,13 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   the ``Renderer`` into an output of ``--size``, hands it to the GPU and waits (through calls
   that drop the GIL) until at most ``--frames-in-flight`` frames are queued, as a window's swap
   chain lets frames queue behind the display, then sleeps to the next tick of ``--fps`` (what
-  vsync does); as the window does, the particles are accumulated again only when a new frame
-  arrived (the camera is still), their light lands in the target once its kernels have run
-  (``Renderer.land``), and the target is tone-mapped every frame;
-- ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains.
+  vsync does: a frame that misses a tick waits for the next); as the window does, the particles
+  are accumulated again only when a new frame arrived (the camera is still), their light lands
+  in the target once its kernels have run (``Renderer.land``), and the target is tone-mapped
+  every frame;
+- ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains;
+- ``paced``: uncapped, drawing as the window does (``DrawPacing``): a frame only when a new
+  step arrived, else waiting for one (the camera is still and nobody touches the panel).
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, and the particle pass
@@ -36,7 +39,7 @@ from .harness import format_table
 from .render import window_size
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
-MODES = ("headless", "runner", "capped", "uncapped")
+MODES = ("headless", "runner", "capped", "uncapped", "paced")
 _COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "ratio_min", "ratio_max",
             "render_fps", "published", "shown", "upload", "particles"]
 
@@ -118,7 +121,7 @@ def _measure(mode: str, scenario, settings, args) -> dict:
     try:
         if mode == "runner":
             return _reader_only(runner, args)
-        return _rendered(runner, args, capped=mode == "capped")
+        return _rendered(runner, args, capped=mode == "capped", paced=mode == "paced")
     finally:
         runner.close()
 
@@ -147,10 +150,11 @@ def _headless(scenario, settings, args) -> dict:
 
 
 def _run_for(seconds: float, body) -> int:
+    """Call ``body`` for ``seconds``; returns how many calls did something (did not return
+    False)."""
     end, count = time.perf_counter() + seconds, 0
     while time.perf_counter() < end:
-        body()
-        count += 1
+        count += body() is not False
     return count
 
 
@@ -172,10 +176,10 @@ def _reader_only(runner, args) -> dict:
             "shown": None, "upload": None, "particles": None}
 
 
-def _rendered(runner, args, *, capped: bool) -> dict:
-    from ..app.render import (Camera, ParticleScene, PointStyle, Renderer, ToneMap,
+def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
+    from ..app.render import (Camera, DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap,
                                headless_context)
-    from ..app.render import _gl_calls
+    from ..app.render import _gl_calls, _pacing
 
     width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
@@ -191,11 +195,16 @@ def _rendered(runner, args, *, capped: bool) -> dict:
     period = 1.0 / args.fps
     shown = 0
     queued = _gl_calls.FramesInFlight(ctx, args.frames_in_flight)
+    pacing = DrawPacing()
+    origin = time.perf_counter()  # the cap's first tick
 
-    def frame():
+    def frame() -> bool:
         nonlocal shown
-        tick = time.perf_counter()
-        changed = scene.show(runner.latest(), runner.population)
+        latest = runner.latest()
+        if paced and not pacing.due(latest.sequence != scene.sequence):
+            runner.wait_for_newer(scene.sequence, _pacing.POLL_S)
+            return False
+        changed = scene.show(latest, runner.population)
         shown += changed
         if changed or renderer.size != (width, height):
             renderer.resize(width, height)
@@ -203,10 +212,13 @@ def _rendered(runner, args, *, capped: bool) -> dict:
         renderer.land()
         renderer.present(output, tone)  # like the window: light reused while nothing changed
         queued.submitted()  # like a swap: the frame queues behind at most a few others
+        pacing.drawn()
         if capped:
-            rest = period - (time.perf_counter() - tick)
+            now = time.perf_counter()
+            rest = _pacing.next_tick(origin, period, now) - now
             if rest > 0:
                 time.sleep(rest)
+        return True
 
     try:
         _run_for(args.warmup, frame)

@@ -6,6 +6,7 @@ so the renderer never knows which one it is drawing.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -78,3 +79,10 @@ class FrameSource(ABC):
     @abstractmethod
     def close(self) -> None:
         """Stop any thread behind the source and release its resources."""
+
+    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
+        """Return once a frame other than the one numbered ``sequence`` may be there, at most
+        after ``timeout`` seconds, without holding the GIL: what a render loop calls instead of
+        drawing a frame that would show nothing new. A source that cannot tell sleeps
+        ``timeout``."""
+        time.sleep(timeout)

@@ -143,6 +143,14 @@ class SimulationRunner(FrameSource):
             self._wanted = True
             return self._front
 
+    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
+        """Wait (the GIL released) until the solver thread publishes a frame other than
+        ``sequence``, it stops, or ``timeout`` seconds pass; it publishes after its next step."""
+        with self._condition:
+            self._wanted = True
+            self._condition.wait_for(lambda: self._stop or (
+                self._front is not None and self._front.sequence != sequence), timeout)
+
     def close(self, timeout: float | None = None) -> bool:
         """Stop the solver thread and wait for it (it finishes the step in progress first, not
         the steps queued after it), at most ``timeout`` seconds if given. Returns whether the
@@ -493,6 +501,7 @@ class SimulationRunner(FrameSource):
                                     self._sequence, stats)
             self._published_step = sim.steps
             self._wanted = False
+            self._condition.notify_all()  # a render loop waiting for a newer frame
 
 
 def solver_options(name: str, scenario, settings: RunSettings) -> dict:

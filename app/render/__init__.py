@@ -8,6 +8,7 @@ from ._camera_path import CameraKey, CameraPath
 from ._colormaps import colour_map, colour_maps
 from ._density_pass import DensityPass, default_smoothing
 from ._host_splat_pass import HostSplatPass
+from ._pacing import DrawPacing
 from ._context import GLContextError, describe, headless_context
 from ._particle_pass import BarePointPass, ParticlePass
 from ._renderer import DEFAULT_TARGET_FORMAT, TARGET_FORMATS, Renderer
@@ -19,7 +20,8 @@ from ._tonemap_pass import ToneMapPass
 
 __all__ = [
     "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_TARGET_FORMAT",
-    "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "GLContextError",
+    "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "DrawPacing",
+    "GLContextError",
     "HostParticles", "HostSplatPass",
     "SplatPass", "PALETTE_SIZE", "colour_map",
     "colour_maps", "default_smoothing",

@@ -1,7 +1,7 @@
 """A float RGBA image that kernels write on the compute device and the renderer's accumulation
 texture then holds (the density pyramid splat's, ``_density_splat_pass``). Where a GL pixel
-buffer can be registered with CUDA, the finished image is copied into it on the device
-(``kernels/image.cl``) and from there into the texture on the GPU, no pixel visiting the host;
+buffer can be registered with CUDA, the finished image is copied into it on the device (a DMA,
+``CudaGLBuffer.copy``) and from there into the texture on the GPU, no pixel visiting the host;
 that copy may be deferred until the image's kernels have finished (``land``), so GL never
 queues work that waits on the device for a simulation step (the live path). Elsewhere (SYCL
 devices) the image is downloaded and uploaded."""
@@ -13,7 +13,6 @@ import numpy as np
 from ...engine.compute import InteropUnavailableError, gl_buffer_view
 
 CHANNELS = 4  # RGBA, the accumulation texture's layout
-GROUP = 256
 
 
 class DeviceImage:
@@ -67,11 +66,7 @@ class DeviceImage:
         once with ``wait``; returns whether it did. The pixel buffer is mapped only here."""
         if self._unlanded is None or not (wait or self._unlanded.finished()):
             return False
-        queue = self.target[0]
-        values = self.image.size
-        with self._pixels_view.mapped((values,), np.float32) as pixels:
-            self._copy_event = queue.build(["image.cl"]).kernel("image_copy").launch(
-                -(-values // GROUP) * GROUP, GROUP, self.image, np.int32(values), pixels)
+        self._copy_event = self._pixels_view.copy(self.image)
         with self._copy_timer:
             texture.write(self._pixels)  # a GPU copy from the pixel buffer
         self._unlanded = None
@@ -96,7 +91,7 @@ class DeviceImage:
         return f"{name} ({self.target[0].info.spec}, {where})"
 
     def copy_seconds(self) -> float:
-        """Device time of the last copy into the texture (waits for it): the copy kernel into
+        """Device time of the last copy into the texture (waits for it): the copy into
         the pixel buffer, and the GL copy (a time query)."""
         seconds = 0.0 if self._copy_event is None else self._copy_event.seconds()
         return seconds + (0.0 if self._copy_timer is None else self._copy_timer.elapsed * 1e-9)

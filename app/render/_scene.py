@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...engine.compute import InteropUnavailableError, gl_buffer_view
+from ...engine.compute import InteropUnavailableError, gl_buffer_view, sample_stride
 from ...engine.errors import InvalidInputError
 from ...engine.frame_encoding import widened_on_device
 from ...engine.frames import Frame
@@ -16,9 +16,6 @@ from . import _gl_calls
 # How a frame's positions reach the vertex buffer (shown in the viewer's panel).
 INTEROP = "device (CUDA-GL interop)"
 HOST = "host upload"
-
-# Particles sampled to estimate the typical speed the speed colour map is scaled to.
-_SPEED_SAMPLE = 4096
 
 # Position formats the vertex stage reads directly (moderngl attribute formats): float16
 # recordings go to the GPU as half floats, without a CPU conversion; anything else is float32.
@@ -90,7 +87,10 @@ class ParticleScene:
         self.speed_scale = 0.0
         self.interval = 0.0  # time between the previous and the current frame (0: none)
         self._host_current: np.ndarray | None = None  # the last frame's host copy, if any
-        self._host_time = None
+        # The last sample (every sample_stride-th particle) of a frame and its time: what the
+        # speed colour map is scaled by.
+        self._sample: np.ndarray | None = None
+        self._sample_time = None
         self._time = None
         self._sequence = None
         self._population_labels: np.ndarray | None = None
@@ -156,12 +156,12 @@ class ParticleScene:
             self._allocate(len(positions), positions.dtype)
         self._show_population(population, len(positions))
         interval = None if self._time is None else frame.time - self._time
+        sample = positions[::sample_stride(len(positions))]
         if interval is not None and interval > 0 and self._host_current is not None:
             self.parity = 1 - self.parity
             # the previous buffer holds, or still waits for, the last frame
             self._unfilled = {**self._unfilled, self.parity: (frame.sequence, positions)}
-            self.speed_scale = self._speed_scale(positions, self._host_current,
-                                                 frame.time - self._host_time)
+            self.speed_scale = self._speed_scale(sample, frame.time)
             self.interval = interval
             self.host = HostParticles(positions, self._host_current)
         else:
@@ -170,7 +170,8 @@ class ParticleScene:
             self.interval = 0.0
             self.host = HostParticles(positions, positions)
         self._keep_on_device(positions, moved=interval is not None and interval > 0)
-        self._host_current, self._host_time = positions, frame.time
+        self._host_current = positions
+        self._sample, self._sample_time = sample, frame.time
         self._time = frame.time
         self._sequence = frame.sequence
         return True
@@ -213,19 +214,19 @@ class ParticleScene:
             self.interval = interval
         else:
             self._unfilled = {index: (frame.sequence, snapshot) for index in (0, 1)}
-            self._host_current = None
+            self._sample = None
             self.interval = 0.0
         self.device = DeviceParticles(snapshot.context, snapshot.device, last.device,
                                       (snapshot, last) if last is not snapshot else (snapshot,))
         self.host = None
-        # The speed scale comes from a host sample; the host copy is taken only once it has
-        # arrived (it is downloaded beside the step), otherwise the last scale stays.
-        if snapshot.ready():
-            positions = frame.positions
-            if moving and self._host_current is not None:
-                self.speed_scale = self._speed_scale(positions, self._host_current,
-                                                     frame.time - self._host_time)
-            self._host_current, self._host_time = positions, frame.time
+        self._host_current = None
+        # The speed scale comes from the frame's sample (downloaded beside the step; the
+        # whole frame never goes to the host here) once it has arrived, else the last stays.
+        sample = snapshot.sample()
+        if sample is not None:
+            if moving and self._sample is not None:
+                self.speed_scale = self._speed_scale(sample, frame.time)
+            self._sample, self._sample_time = sample, frame.time
         self._time = frame.time
         self._sequence = frame.sequence
         self.upload_path = INTEROP
@@ -297,18 +298,18 @@ class ParticleScene:
         self._unfilled, self._holds = {}, [None, None]
         self._population_labels = None
         self._population_source = None
-        self._host_current = None
+        self._host_current = self._sample = None
         self.device = None
         self.host = None
         self._time = None
         self.count = count
         self.layout_version += 1
 
-    @staticmethod
-    def _speed_scale(now: np.ndarray, before: np.ndarray, interval: float) -> float:
-        # Speeds are shown relative to the median speed: robust to a few escapers.
-        stride = max(1, len(now) // _SPEED_SAMPLE)
-        step = now[::stride].astype(np.float32) - before[::stride]  # float16 would overflow
+    def _speed_scale(self, sample: np.ndarray, time: float) -> float:
+        """The speed colour map's scale from this frame's sample and the last one's. Speeds are
+        shown relative to the median speed: robust to a few escapers."""
+        interval = time - self._sample_time
+        step = sample.astype(np.float32) - self._sample  # float16 would overflow
         speeds = np.linalg.norm(step, axis=1) / interval
         reference = float(np.median(speeds))
         return 1.0 / (interval * reference) if reference > 0 else 0.0

@@ -8,6 +8,8 @@ from collections import deque
 
 import numpy as np
 
+from ..render._pacing import next_tick
+
 
 class FrameClock:
     """Frames per second from the median of the last ``window`` frame intervals."""
@@ -16,13 +18,16 @@ class FrameClock:
         self.max_fps = max_fps
         self._intervals: deque[float] = deque(maxlen=window)
         self._last = None
+        self._origin = None  # the cap's first tick
         self.frames = 0
 
     def tick(self) -> None:
-        """Mark the end of a frame; sleeps first when a cap is set and the frame was quick."""
+        """Mark the end of a frame; with a cap, sleeps first until the cap's next tick."""
         now = time.perf_counter()
-        if self.max_fps and self._last is not None:
-            wait = 1.0 / self.max_fps - (now - self._last)
+        if self.max_fps:
+            if self._origin is None:
+                self._origin = now
+            wait = next_tick(self._origin, 1.0 / self.max_fps, now) - now
             if wait > 0:
                 time.sleep(wait)
                 now = time.perf_counter()

@@ -18,7 +18,9 @@ from pyglet.window import key, mouse
 from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ...engine.runner import SimulationRunner
-from ..render import Camera, ParticleScene, PointStyle, Renderer, ToneMap, population_weights
+from ..render import (Camera, DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap,
+                      population_weights)
+from ..render import _pacing
 from ._branch import branch
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
@@ -34,10 +36,14 @@ SHUTDOWN_WAIT = 1.0
 class ViewerWindow(pyglet.window.Window):
     """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
     cap), ``vsync`` (wait for the display's refresh in ``flip``, outside the GIL: the default),
-    ``stats_path`` (append a JSON line of live statistics every half second)."""
+    ``stats_path`` (append a JSON line of live statistics every half second).
+
+    A frame is drawn only when it can show something new (``DrawPacing``: a step the source
+    has not shown, an input, a capture); otherwise the loop waits for the source."""
 
     def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
                  vsync: bool = True, stats_path: str | None = None, title: str = "Orrery"):
+        self.pacing = DrawPacing()  # before the window exists: creating it dispatches events
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
                                   double_buffer=True, depth_size=0)
         super().__init__(*size, caption=title, resizable=True, config=config, vsync=vsync)
@@ -183,17 +189,32 @@ class ViewerWindow(pyglet.window.Window):
         except OrreryError as error:
             self.capture_message = f"video: {error}"
 
+    def dispatch_event(self, *args):
+        self.pacing.input()  # any window event may change what the next frame shows
+        return super().dispatch_event(*args)
+
+    def _frame_due(self) -> bool:
+        frame = self._latest()
+        changed = frame is None or frame.sequence != self.scene.sequence or \
+            self.video.recording or self._screenshot_request is not None
+        return self.pacing.due(changed)
+
     def run(self, *, frames: int | None = None, screenshot: str | None = None) -> int:
-        """The event loop: until the window closes, or for ``frames`` frames. ``screenshot``
-        saves the last frame. Returns an exit code."""
+        """The event loop: until the window closes, or for ``frames`` frames drawn.
+        ``screenshot`` saves the last frame. Returns an exit code."""
         try:
             while not self.has_exit and (frames is None or self.clock.frames < frames):
                 self.dispatch_events()
+                if not self._frame_due():
+                    self.source.wait_for_newer(self.scene.sequence, _pacing.POLL_S)
+                    self._report_stats(final=False)
+                    continue
                 self.draw_frame()
                 last = frames is not None and self.clock.frames == frames - 1
                 if last and screenshot:
                     self.save_screenshot(screenshot)
                 self.flip()
+                self.pacing.drawn()
                 self.clock.tick()
                 self._report_stats(final=False)
             self._report_stats(final=True)

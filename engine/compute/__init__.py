@@ -28,7 +28,7 @@ from ._scan import DeviceScan
 from ._sort import KeySort
 from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, HostSnapshot,
                      InteropUnavailableError, Kernel, KernelBuildError, KernelEvent, Program,
-                     Snapshot, ceil_div, launch_size, resident_size)
+                     Snapshot, ceil_div, launch_size, resident_size, sample_stride)
 from .opencl_build_log import opencl_build_log
 
 __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan", "InFlight",
@@ -37,4 +37,4 @@ __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan"
            "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "UsmArray",
            "ceil_div", "gl_buffer_view", "host_array", "kernel_file", "launch_size",
            "list_devices", "open_device", "opencl_build_log", "registered_gl_buffers",
-           "resident_size", "unavailable_reason"]
+           "resident_size", "sample_stride", "unavailable_reason"]

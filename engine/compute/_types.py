@@ -146,12 +146,23 @@ class InteropUnavailableError(DeviceUnavailableError):
     or the GL driver refused the registration): frames go through the host instead."""
 
 
+# Rows a snapshot's sample holds at most: enough for a median over the whole array (the
+# viewer's speed colours), a few kilobytes where the whole array is many megabytes.
+SAMPLE_ROWS = 4096
+
+
+def sample_stride(rows: int) -> int:
+    """The step between the rows of a sample of an array of ``rows`` rows."""
+    return max(1, rows // SAMPLE_ROWS)
+
+
 class Snapshot(ABC):
     """A copy of a device array taken at one point of the device's queue, while the queue goes
     on. ``host()`` gives it as a read-only host array (waiting for the copy where it is still in
-    flight); ``device`` is the device copy where the backend keeps one (CUDA: a staging buffer
-    held until this snapshot is dropped), else None. Nothing ever writes into a snapshot after
-    it is taken, so any thread may read it for as long as it holds it."""
+    flight); ``sample()`` every ``sample_stride``-th row of it; ``device`` is the device copy
+    where the backend keeps one (CUDA: a staging buffer held until this snapshot is dropped),
+    else None. Nothing ever writes into a snapshot after it is taken, so any thread may read it
+    for as long as it holds it."""
 
     device: "DeviceArray | None" = None
     context: "Context | None" = None  # the context ``device`` belongs to
@@ -163,6 +174,14 @@ class Snapshot(ABC):
     @abstractmethod
     def host(self) -> np.ndarray:
         """The copy as a read-only host array."""
+
+    def sample(self) -> np.ndarray | None:
+        """Every ``sample_stride(rows)``-th row as a read-only host array, or None while it is
+        still on its way."""
+        if not self.ready():
+            return None
+        array = self.host()
+        return array[::sample_stride(array.shape[0])]
 
 
 class HostSnapshot(Snapshot):
@@ -294,10 +313,13 @@ class Context(ABC):
         from ._interchange import export
         return export(self, array, shape or array.shape, strides or array.strides, offset)
 
-    def snapshot(self, shape, dtype, write: Callable[[DeviceArray], object]) -> Snapshot:
+    def snapshot(self, shape, dtype, write: Callable[[DeviceArray], object], *,
+                 download: bool = True) -> Snapshot:
         """A :class:`Snapshot` of what ``write(array)`` queues into a device array of ``shape``
         and ``dtype`` (a kernel launch, say). Here the copy is made at once, waiting for the
-        queue; a backend with copy engines overrides this so the queue never waits."""
+        queue; a backend with copy engines overrides this so the queue never waits, and with
+        ``download=False`` moves the whole array to the host only when ``host()`` asks (its
+        sample comes at once)."""
         array = self.empty(shape, dtype)
         write(array)
         return HostSnapshot(array.download())

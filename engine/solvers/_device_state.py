@@ -118,10 +118,12 @@ class DeviceState:
         return (context.export(self.body, (n, 3), (4, 1)), context.export(self.vel, (n, 3), (4, 1)),
                 context.export(self.body, (n,), (4,), offset=3))
 
-    def stage_positions(self) -> Snapshot:
-        """The current positions as float32 (n, 3), taken in queue order without waiting: the
-        device copy is there for GL interop, the host copy arrives on its own (a frame)."""
-        return self.solver.context.snapshot((self._n, 3), np.float32, self._write_positions)
+    def stage_positions(self, *, download: bool = False) -> Snapshot:
+        """The current positions as float32 (n, 3), taken in queue order without waiting (a
+        frame): the device copy is there for GL interop, the sample arrives on its own, the
+        host copy when asked for (``download``: at once)."""
+        return self.solver.context.snapshot((self._n, 3), np.float32, self._write_positions,
+                                            download=download)
 
     def _write_positions(self, out) -> None:
         self._positions_xyz.launch(self._global, INTEGRATE_GROUP, self.body, np.int32(self._n),
@@ -133,7 +135,7 @@ class DeviceState:
         without waiting: the download carries only the stored bytes (6 per body for float16)."""
         encoding.check_encoding(kind)
         if kind == encoding.FLOAT32:
-            return self.stage_positions()
+            return self.stage_positions(download=True)  # the recorder writes all of it
         frames = self._frame_program()
         count = np.int32(self._n)
         events = []  # the narrowing's device time, read by whoever waits for the copy

@@ -376,3 +376,53 @@ def test_key_b_branches_a_live_run_off_the_replayed_frame(display, tmp_path):
     first, message = done.stdout.strip().splitlines()[-2:]
     assert first == "SimulationRunner True True"
     assert message.endswith("at step 12")  # frame 7 is step 14; keyframes at frames 0, 3, 6
+
+
+_WINDOW_SCRIPT = """
+import numpy as np
+from orrery.app.render import DrawPacing
+from orrery.app.viewer._window import ViewerWindow
+from orrery.engine.frames import Frame, FrameSource
+
+class Still(FrameSource):
+    population = np.zeros(100, np.uint8)
+    population_names = ("stars",)
+
+    def __init__(self):
+        self.frame = Frame(np.random.default_rng(0).normal(size=(100, 3)).astype(np.float32),
+                           0.0, 0, 1)
+
+    def latest(self):
+        return self.frame
+
+    def close(self):
+        pass
+
+class Clock:
+    now = 100.0
+    def __call__(self):
+        return self.now
+
+source, clock = Still(), Clock()
+window = ViewerWindow(source, size=(320, 240), max_fps=0)
+window.run(frames=1)
+window.pacing = DrawPacing(clock)
+window.pacing.drawn()
+clock.now += 0.01
+due = [window._frame_due()]                       # the shown frame again: not drawn
+source.frame = Frame(source.frame.positions, 0.1, 1, 2)
+due.append(window._frame_due())                   # the next step: drawn
+window.scene.show(source.frame, source.population)
+due.append(window._frame_due())                   # shown now
+window._screenshot_request = "shot.png"
+due.append(window._frame_due())                   # a capture waits for its frame
+print(due)
+"""
+
+
+def test_the_window_draws_a_frame_only_when_it_shows_something_new(display, tmp_path):
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _WINDOW_SCRIPT], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[False, True, False, True]"

@@ -9,11 +9,13 @@ from orrery.app.cli import main
 
 @pytest.mark.usefixtures("egl")
 def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(tmp_path):
+    from orrery.app.render._pacing import REDRAW_S
+
     out = tmp_path / "live.json"
     assert main(["bench", "live", "--n", "300", "--scenario", "plummer", "--seconds", "0.3",
                  "--warmup", "0.05", "--size", "64x48", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
-    assert [row["mode"] for row in rows] == ["headless", "runner", "capped", "uncapped"]
+    assert [row["mode"] for row in rows] == ["headless", "runner", "capped", "uncapped", "paced"]
     headless = rows[0]["steps_per_second"]
     for row in rows:
         assert row["steps_per_second"] > 0
@@ -22,6 +24,9 @@ def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(t
         assert 0 < row["published"] and row["render_fps"] > 0
     for row in rows[2:]:  # a CPU solver's frames come through the host
         assert row["upload"] == "host upload" and 0 < row["shown"] <= row["published"] + 1
+    # Paced, a frame is drawn only for a new step (or at the floor of one every REDRAW_S).
+    paced = rows[4]
+    assert paced["render_fps"] * 0.3 <= paced["shown"] + 0.3 / REDRAW_S + 2
 
 
 def test_live_ratio_is_the_share_of_the_solvers_own_rate():

@@ -254,6 +254,25 @@ def test_publishing_costs_nothing_when_nobody_reads():
         runner.close()
 
 
+def test_a_render_loop_waiting_for_a_newer_frame_wakes_when_it_is_published():
+    runner = SimulationRunner(SMALL, energy_every=1000, paused=True,
+                              solver_factory=lambda name, **options: _StepNumberSolver())
+    try:
+        assert _wait_until(lambda: runner.latest() is not None)
+        shown = runner.latest().sequence
+        start = time.perf_counter()
+        runner.wait_for_newer(shown, 0.2)  # paused: nothing new comes, the wait times out
+        assert time.perf_counter() - start >= 0.19
+        assert runner.latest().sequence == shown
+        runner.step()
+        start = time.perf_counter()
+        runner.wait_for_newer(shown, 5.0)
+        assert time.perf_counter() - start < 2.0
+        assert runner.latest().sequence != shown and runner.latest().step == 1
+    finally:
+        runner.close()
+
+
 def test_runner_keeps_the_solver_busy_with_a_reader_at_60_hz():
     runner, solver = _sleeping_runner(0.002)
     try:

@@ -43,6 +43,29 @@ def test_a_snapshot_holds_its_point_of_the_queue_while_the_state_moves_on(device
     assert np.array_equal(again.host(), state.positions().astype(np.float32))
 
 
+def test_a_frame_moves_its_sample_at_once_and_the_rest_only_when_asked(device):
+    """A live frame's snapshot brings every sample_stride-th row to the host beside the step;
+    its whole host copy starts only when ``host()`` asks (on CUDA), and is exact either way.
+    A recorder's snapshot (``download=True``) starts it at once."""
+    state, particles = _state(device, n=20000)  # stride 4: 5000 rows in the sample
+    snapshot = state.stage_positions()
+    expected = state.positions().astype(np.float32)
+    stride = compute.sample_stride(particles.n)
+    assert stride == 4
+    deadline = time.monotonic() + 10
+    while snapshot.sample() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    sample = snapshot.sample()
+    assert np.array_equal(sample, expected[::stride]) and not sample.flags.writeable
+    if device.startswith("cuda"):
+        assert not snapshot.ready()  # nothing asked for the whole frame yet
+    assert np.array_equal(snapshot.host(), expected) and snapshot.ready()
+    recorded = state.stage_positions(download=True)
+    if device.startswith("cuda"):
+        assert recorded._done is not None  # in flight already
+    assert np.array_equal(recorded.host(), expected)
+
+
 def _gl_context():
     from orrery.app.render import headless_context
 
@@ -90,6 +113,38 @@ def test_interop_and_host_paths_give_identical_pixels(device):
         on_host.release()
         ctx.release()
     assert compute.registered_gl_buffers() == 0
+
+
+@pytest.mark.usefixtures("egl")
+def test_speed_colours_are_scaled_alike_from_the_device_and_the_host(device):
+    """The interop path scales speed colours by the frames' samples, never downloading them
+    whole; the host path by the same rows of its host copies: the same scale."""
+    from orrery.app.render import ParticleScene
+    from orrery.engine.frames import Frame
+
+    ctx = _gl_context()
+    state, particles = _state(device, n=20000)
+    frames = []
+    for step in range(2):
+        frames.append(Frame(None, 0.1 * step, step, step + 1, snapshot=state.stage_positions()))
+        state.kick(0.5)
+        state.drift(0.1)
+    on_device, on_host = ParticleScene(ctx), ParticleScene(ctx, interop=False)
+    try:
+        for frame in frames:
+            while frame.snapshot.sample() is None:
+                time.sleep(0.001)
+            on_device.show(frame, particles.population)
+        if device.startswith("cuda"):
+            assert not any(frame.snapshot.ready() for frame in frames)  # never downloaded
+        for frame in frames:
+            on_host.show(frame, particles.population)
+        assert on_host.speed_scale > 0
+        assert on_device.speed_scale == on_host.speed_scale
+    finally:
+        on_device.release()
+        on_host.release()
+        ctx.release()
 
 
 @pytest.mark.usefixtures("egl")
