@@ -223,7 +223,7 @@ class FmmEngine {
 
   // M2L per target cell, in double or (float_expansions) in float lanes. Float's range is
   // narrower: a target whose float sum is not finite (a derivative tensor or multipole past
-  // 3.4e38, e.g. cells closer than about 1e-3 with little softening at order 7) is redone in
+  // 3.4e38, e.g. 5040 / r^8 at order 7 for cells closer than 4e-5 with little softening) is redone in
   // double, so float expansions never return inf or NaN where double would not. Which targets
   // are redone depends on the data alone, not on the threads.
   void m2l(double eps2, const SimdKernels& kernels, bool float_expansions, unsigned threads) {
@@ -255,7 +255,6 @@ class FmmEngine {
     });
     m2l_redone_ = float_expansions ? std::size_t(std::count(redone.begin(), redone.end(), 1)) : 0;
   }
-
 
   void downward(unsigned threads) {
     const int terms = tables_.terms;
