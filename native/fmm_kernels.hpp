@@ -4,8 +4,9 @@
 // sources of a batch sit in the lanes: their derivative tensors come from the recurrence of
 // fmm_expansions.hpp, one vector per term, and the contraction L_k += D_{k+n} S_n runs on
 // whole vectors, so one FMA serves S::lanes cell pairs. A short last batch is padded with
-// massless sources at distance 1 (finite tensors times zero moments add exact zeros). The per-lane sums are folded in one fixed order at the end, so a
-// target's result depends only on its list, never on the thread.
+// massless sources at distance 1 (finite tensors times zero moments add exact zeros). The
+// per-lane sums are folded in one fixed order at the end, so a target's result depends only on
+// its list, never on the thread.
 #pragma once
 
 #include <cmath>
