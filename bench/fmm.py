@@ -40,7 +40,8 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     PRECISION,
     replace(LEAF_CAPACITY, default=None, doc="leaf capacity (default: the solver's)"),
     *SOLVER_RUN,
-    Option("expansions", str, None, "gpu-fmm's expansion precision, f64 or f32 (default: the solver's)",
+    Option("expansions", str, None, "the FMM's expansion precision (cpu-fmm: of M2L), f64 or f32 "
+                                    "(default: the solver's)",
            choices=("f64", "f32")),
     Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations and "
                                     "a synchronisation) instead of host arrays in and out"),

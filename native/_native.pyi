@@ -143,8 +143,9 @@ class FmmF32:
 
     def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
                  order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
-                 simd: str = "") -> tuple[F32, F32 | None]:
-        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
+                 simd: str = "", expansions: str = "f64") -> tuple[F32, F32 | None]:
+        """Accelerations (n, 3) and potentials (n,) or None, in the caller's order; ``expansions``
+        "f32" runs M2L in float lanes (the other expansion stages stay in double)."""
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -162,7 +163,7 @@ class FmmF64:
 
     def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
                  order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
-                 simd: str = "") -> tuple[F64, F64 | None]:
+                 simd: str = "", expansions: str = "f64") -> tuple[F64, F64 | None]:
         """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
 
     @property

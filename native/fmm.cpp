@@ -5,7 +5,8 @@
 // pair once for both leaves (fmm_p2p_kernel.hpp, docs/adr/0161), then each body's far field.
 // Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
 // on the keys; expansion arithmetic is in double at both precisions, the
-// particle sums in T.
+// particle sums in T, except M2L with float expansions (docs/adr/0165): the signed multipoles
+// rounded to float, the cell pairs in float lanes, each local widened back to double.
 // Determinism: every output is written in an order fixed by the tree and the lists, never by
 // the threads. A cell's expansion and a body's far field are written by one task that adds its
 // inputs in list order. A mutual P2P pair writes two leaves, so the leaves are cut into groups
@@ -72,7 +73,8 @@ template <typename T>
 class FmmEngine {
  public:
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
-                std::size_t leaf_capacity, unsigned threads, const SimdKernels& kernels, T* acc, T* pot) {
+                std::size_t leaf_capacity, bool float_expansions, unsigned threads, const SimdKernels& kernels,
+                T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
     if (tables_.order != order) {
       tables_ = fmm_tables(order);
@@ -80,19 +82,21 @@ class FmmEngine {
     }
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
-    lists_ = fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads);
+    fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads, walk_storage_,
+                          lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
     upward(threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
-    m2l(softening * softening, kernels.fmm_m2l, threads);
+    m2l(softening * softening, kernels, float_expansions, threads);
+    expansion_bits_ = float_expansions ? 32 : 64;
     stages_.m2l = seconds_since(start);
     start = Clock::now();
     downward(threads);
     stages_.downward = seconds_since(start);
     start = Clock::now();
-    p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), threads, acc, pot);
+    p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), kernels.fmm_l2p, threads, acc, pot);
     stages_.p2p = seconds_since(start);
   }
 
@@ -113,6 +117,8 @@ class FmmEngine {
     d["leaves"] = tree_.leaves.size();
     d["depth"] = tree_.depth;
     d["terms"] = tables_.terms;
+    d["expansion_bits"] = expansion_bits_;
+    d["m2l_redone_in_double"] = m2l_redone_;
     return d;
   }
 
@@ -207,23 +213,47 @@ class FmmEngine {
     });
   }
 
-  void m2l(double eps2, FmmM2LFn kernel, unsigned threads) {
+  // The signed multipoles rounded to float, for M2L in float lanes.
+  void narrow_multipoles(unsigned threads) {
+    multipole_f32_.resize(multipole_.size());
+    ThreadPool::instance().parallel_for(multipole_.size(), 65536, threads, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) multipole_f32_[i] = static_cast<float>(multipole_[i]);
+    });
+  }
+
+  // M2L per target cell, in double or (float_expansions) in float lanes. Float's range is
+  // narrower: a target whose float sum is not finite (a derivative tensor or multipole past
+  // 3.4e38, e.g. 5040 / r^8 at order 7 for cells closer than 4e-5 with little softening) is redone in
+  // double, so float expansions never return inf or NaN where double would not. Which targets
+  // are redone depends on the data alone, not on the threads.
+  void m2l(double eps2, const SimdKernels& kernels, bool float_expansions, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     local_.assign(nodes * terms, 0.0);
+    if (float_expansions) narrow_multipoles(threads);
     FmmM2LTables view{terms, tables_.pair_start.data(), tables_.pair_n.data(), tables_.pair_sum.data(),
                       {tables_.minus_one[0].data(), tables_.minus_one[1].data(), tables_.minus_one[2].data()},
                       {tables_.minus_two[0].data(), tables_.minus_two[1].data(), tables_.minus_two[2].data()},
                       tables_.recurrence_first.data(), tables_.recurrence_second.data(), tables_.factorial.data()};
+    std::vector<std::uint8_t> redone(nodes, 0);
     ThreadPool::instance().parallel_for(nodes, 16, threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const std::uint32_t first = lists_.m2l_start[i], count = lists_.m2l_start[i + 1] - first;
         if (count == 0) continue;
-        const FmmM2LTask task{lists_.centre.data(), multipole_.data(), lists_.m2l_source.data() + first, count,
-                              static_cast<std::uint32_t>(i), eps2, local_.data() + i * terms};
-        kernel(view, task);
+        double* local = local_.data() + i * terms;
+        const std::uint32_t* sources = lists_.m2l_source.data() + first;
+        const auto target = static_cast<std::uint32_t>(i);
+        if (float_expansions) {
+          kernels.fmm_m2l_f32(view, FmmM2LTask<float>{lists_.centre.data(), multipole_f32_.data(), sources, count,
+                                                      target, eps2, local});
+          if (std::all_of(local, local + terms, [](double v) { return std::isfinite(v); })) continue;
+          redone[i] = 1;
+        }
+        kernels.fmm_m2l_f64(view, FmmM2LTask<double>{lists_.centre.data(), multipole_.data(), sources, count, target,
+                                                     eps2, local});
       }
     });
+    m2l_redone_ = float_expansions ? std::size_t(std::count(redone.begin(), redone.end(), 1)) : 0;
   }
 
   void downward(unsigned threads) {
@@ -328,7 +358,7 @@ class FmmEngine {
   // it. A task writes only its group's sums and slots. Phase two, per leaf: its imports' slots
   // in group order, then L2P, in the caller's order. So every sum takes its terms in an order
   // fixed by the tree and the lists, whatever the thread count.
-  void p2p(std::size_t n, T eps2, FmmP2PFn<T> mutual, unsigned threads, T* acc, T* pot) {
+  void p2p(std::size_t n, T eps2, FmmP2PFn<T> mutual, FmmL2PFn l2p, unsigned threads, T* acc, T* pot) {
     p2p_schedule(n, threads);
     for (auto* v : {&sums_.x, &sums_.y, &sums_.z, &sums_.m}) v->assign(sums_size_, T(0));
     const std::size_t groups = group_start_.size() - 1;
@@ -366,6 +396,8 @@ class FmmEngine {
     const int terms = tables_.terms;
     ThreadPool::instance().parallel_for(lists_.leaves.size(), 8, threads, [&](std::size_t begin, std::size_t end) {
       std::vector<double> t(terms);
+      // The leaf's offsets and far field (acceleration, potential) in lanes, padded to 8.
+      std::vector<double> lanes;
       for (std::size_t l = begin; l < end; ++l) {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& own = tree_.nodes[leaf];
@@ -373,21 +405,35 @@ class FmmEngine {
           add_sums(sums_, import_slot_[k], own.first, own.count, pot != nullptr);
         const double* z = centre(leaf);
         const double* L = local_.data() + leaf * terms;
-        for (std::size_t p = own.first; p < own.first + own.count; ++p) {
-          const double u[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          double far[4];
-          if (particle_.l2p) {
-            particle_.l2p(u, L, pot != nullptr, far);
+        const std::size_t count = (own.count + 7) / 8 * 8;
+        lanes.assign(7 * count, 0.0);
+        double* u = lanes.data();
+        for (std::size_t j = 0; j < own.count; ++j) {
+          const std::size_t p = own.first + j;
+          u[j] = sorted_.x[p] - z[0];
+          u[count + j] = sorted_.y[p] - z[1];
+          u[2 * count + j] = sorted_.z[p] - z[2];
+        }
+        double* far = u + 3 * count;
+        const bool in_lanes = l2p(tables_.order, L, FmmL2PBodies{u, u + count, u + 2 * count, count, far,
+                                                                  far + count, far + 2 * count,
+                                                                  pot ? far + 3 * count : nullptr});
+        for (std::size_t j = 0; j < own.count; ++j) {
+          const std::size_t p = own.first + j;
+          double body[4];
+          if (in_lanes) {
+            for (int c = 0; c < 4; ++c) body[c] = far[c * count + j];
           } else {
-            fmm_monomials(tables_, u, t.data());
-            fmm_l2p(tables_, t.data(), L, far);
+            const double v[3] = {u[j], u[count + j], u[2 * count + j]};
+            fmm_monomials(tables_, v, t.data());
+            fmm_l2p(tables_, t.data(), L, body);
           }
           // The sums are in the kernel's units (8 a, -2 u): exact scalings.
           const std::size_t i = order_[p];
-          acc[3 * i] = static_cast<T>(T(0.125) * sums_.x[p] + far[0]);
-          acc[3 * i + 1] = static_cast<T>(T(0.125) * sums_.y[p] + far[1]);
-          acc[3 * i + 2] = static_cast<T>(T(0.125) * sums_.z[p] + far[2]);
-          if (pot) pot[i] = static_cast<T>(T(-0.5) * sums_.m[p] + far[3]);
+          acc[3 * i] = static_cast<T>(T(0.125) * sums_.x[p] + body[0]);
+          acc[3 * i + 1] = static_cast<T>(T(0.125) * sums_.y[p] + body[1]);
+          acc[3 * i + 2] = static_cast<T>(T(0.125) * sums_.z[p] + body[2]);
+          if (pot) pot[i] = static_cast<T>(T(-0.5) * sums_.m[p] + body[3]);
         }
       }
     });
@@ -430,13 +476,17 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr, nullptr, nullptr};
+  FmmParticleFns particle_{nullptr, nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
   Octree<T> tree_;
   FmmLists lists_;
+  FmmWalkStorage walk_storage_;
   std::vector<double> multipole_, local_;
+  std::vector<float> multipole_f32_;  // float expansions: the signed multipoles M2L reads
+  int expansion_bits_ = 64;
+  std::size_t m2l_redone_ = 0;  // float expansions: targets whose float M2L was not finite
   FmmStageSeconds stages_;
   std::uint64_t particle_pairs_ = 0;
   // The mutual P2P's schedule (p2p_schedule) and sums: n bodies' (key order), then the slots.
@@ -469,19 +519,24 @@ void register_engine(py::module_& m, const char* name) {
       .def(
           "evaluate",
           [](FmmEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
-             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd) {
+             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd,
+             const std::string& expansions) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_fmm_parameters(softening, theta, order, leaf_capacity);
+            if (expansions != "f64" && expansions != "f32")
+              throw std::invalid_argument("expansions must be f64 or f32, got '" + expansions + "'");
             if (n == 0) throw std::invalid_argument("no particles");
             const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             return forces<T>(n, want_potential, [&](T* a, T* phi) {
-              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity,
+              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity, expansions == "f32",
                             resolve_threads(threads), kernels, a, phi);
             });
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
           py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
-          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order.")
+          py::arg("expansions") = "f64",
+          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order; `expansions` f32 runs M2L "
+          "in float lanes (the other expansion stages stay in double).")
       .def_property_readonly("stats", &FmmEngine<T>::stats,
                              "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
       .def_property_readonly(
@@ -549,7 +604,8 @@ py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::ar
   FmmLists lists;
   {
     py::gil_scoped_release release;
-    lists = fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads));
+    FmmWalkStorage storage;
+    fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads), storage, lists);
   }
   return lists_as_dict(lists);
 }

@@ -57,7 +57,9 @@ struct DualWalk {
   const std::uint32_t* skip;
   const Geometry& g;
   double theta2;
-  std::vector<std::uint64_t> m2l, p2p;  // unordered pairs, (a << 32) | b
+  // Unordered pairs, (a << 32) | b, appended to the task's lists (FmmWalkStorage).
+  std::vector<std::uint64_t>& m2l;
+  std::vector<std::uint64_t>& p2p;
 
   bool leaf(std::uint32_t a) const { return skip[a] == a + 1; }
 
@@ -124,11 +126,13 @@ struct DualWalk {
 constexpr std::size_t kWalkTasks = 256;
 
 // The walk in parallel: its first steps are unrolled into independent tasks (each an unordered
-// node pair, or a node with itself), which threads walk into their own pair lists, concatenated
-// in task order. Which thread walks a task does not matter.
+// node pair, or a node with itself), which threads walk into their own pair lists; the pairs'
+// order is the tasks' order, each task's pairs in its walk's order. Which thread walks a task
+// does not matter.
 void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
-                   std::vector<std::uint64_t>& m2l, std::vector<std::uint64_t>& p2p) {
-  const DualWalk probe{skip, g, theta2, {}, {}};
+                   FmmWalkStorage& storage) {
+  std::vector<std::uint64_t> none;
+  const DualWalk probe{skip, g, theta2, none, none};
   std::vector<std::uint64_t> tasks{0}, next;
   for (bool split = nodes > 1; split && tasks.size() < kWalkTasks;) {
     split = false;
@@ -139,14 +143,16 @@ void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, 
     }
     tasks.swap(next);
   }
-  std::vector<DualWalk> walks(tasks.size(), DualWalk{skip, g, theta2, {}, {}});
+  storage.m2l.resize(tasks.size());
+  storage.p2p.resize(tasks.size());
   ThreadPool::instance().parallel_for(tasks.size(), 1, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t k = begin; k < end; ++k) walks[k].run(std::uint32_t(tasks[k] >> 32), std::uint32_t(tasks[k]));
+    for (std::size_t k = begin; k < end; ++k) {
+      storage.m2l[k].clear();
+      storage.p2p[k].clear();
+      DualWalk{skip, g, theta2, storage.m2l[k], storage.p2p[k]}.run(std::uint32_t(tasks[k] >> 32),
+                                                                   std::uint32_t(tasks[k]));
+    }
   });
-  for (const DualWalk& w : walks) {
-    m2l.insert(m2l.end(), w.m2l.begin(), w.m2l.end());
-    p2p.insert(p2p.end(), w.p2p.begin(), w.p2p.end());
-  }
 }
 
 // Pieces the pairs are cut into to gather them in parallel: a fixed number, and each target's
@@ -155,19 +161,33 @@ constexpr std::size_t kGatherPieces = 8;
 
 // Both directions of every unordered pair, gathered by target in the pairs' order (a counting
 // sort: each piece counts its entries per target, then writes them from its own offsets), then
-// (when `sorted`) sources ascending.
-void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, bool sorted, unsigned threads,
-                    std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
+// (when `sorted`) sources ascending. The pairs are the walk tasks' lists in task order, read in
+// place (copying them into one list took a tenth of the walk); a piece is a run of whole tasks,
+// cut where the pairs before it first reach its share of all of them, so the cuts depend on
+// the lists alone.
+void directed_lists(const std::vector<const std::vector<std::uint64_t>*>& parts, std::size_t nodes, bool sorted,
+                    unsigned threads, std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source) {
   auto& pool = ThreadPool::instance();
-  const std::size_t piece = (pairs.size() + kGatherPieces - 1) / kGatherPieces;
+  std::size_t total = 0;
+  for (const auto* part : parts) total += part->size();
+  std::vector<std::size_t> cut(kGatherPieces + 1, parts.size());  // piece c: parts [cut[c], cut[c + 1])
+  cut[0] = 0;
+  for (std::size_t c = 1, k = 0, before = 0; c < kGatherPieces; ++c) {
+    while (k < parts.size() && before < total / kGatherPieces * c) before += parts[k++]->size();
+    cut[c] = k;
+  }
+  auto each_pair = [&](std::size_t c, auto&& visit) {
+    for (std::size_t k = cut[c]; k < cut[c + 1]; ++k)
+      for (std::uint64_t pair : *parts[k]) visit(std::uint32_t(pair >> 32), std::uint32_t(pair & 0xffffffffu));
+  };
   std::vector<std::uint32_t> offset(kGatherPieces * nodes, 0);  // piece-major: entries, then where they go
   pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t c = begin; c < end; ++c) {
       std::uint32_t* count = offset.data() + c * nodes;
-      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
-        ++count[pairs[k] >> 32];
-        ++count[pairs[k] & 0xffffffffu];
-      }
+      each_pair(c, [count](std::uint32_t a, std::uint32_t b) {
+        ++count[a];
+        ++count[b];
+      });
     }
   });
   start.assign(nodes + 1, 0);
@@ -184,11 +204,10 @@ void directed_lists(const std::vector<std::uint64_t>& pairs, std::size_t nodes, 
   pool.parallel_for(kGatherPieces, 1, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t c = begin; c < end; ++c) {
       std::uint32_t* fill = offset.data() + c * nodes;
-      for (std::size_t k = c * piece; k < std::min(pairs.size(), (c + 1) * piece); ++k) {
-        const std::uint32_t a = std::uint32_t(pairs[k] >> 32), b = std::uint32_t(pairs[k] & 0xffffffffu);
+      each_pair(c, [&](std::uint32_t a, std::uint32_t b) {
         source[fill[a]++] = b;
         source[fill[b]++] = a;
-      }
+      });
     }
   });
   if (sorted) sort_sources(start, source, threads);
@@ -217,16 +236,21 @@ void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t coun
   }
 }
 
-FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
-                               const BoundingCube& cube, double theta, unsigned threads) {
-  FmmLists lists;
+void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                           const BoundingCube& cube, double theta, unsigned threads, FmmWalkStorage& storage,
+                           FmmLists& lists) {
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
-  std::vector<std::uint64_t> m2l, p2p;
-  parallel_walk(skip, g, theta * theta, nodes, threads, m2l, p2p);
+  parallel_walk(skip, g, theta * theta, nodes, threads, storage);
+  std::vector<const std::vector<std::uint64_t>*> m2l, p2p;
+  for (std::size_t k = 0; k < storage.m2l.size(); ++k) {
+    m2l.push_back(&storage.m2l[k]);
+    p2p.push_back(&storage.p2p[k]);
+  }
   directed_lists(m2l, nodes, false, threads, lists.m2l_start, lists.m2l_source);
   directed_lists(p2p, nodes, true, threads, lists.p2p_start, lists.p2p_source);
 
   lists.parent.assign(nodes, 0);
+  lists.leaves.clear();
   std::vector<std::uint32_t> depth(nodes, 0);
   std::uint32_t deepest = 0;
   for (std::uint32_t i = 0; i < nodes; ++i) {
@@ -243,7 +267,6 @@ FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* l
   lists.by_depth.resize(nodes);
   std::vector<std::uint32_t> fill(lists.depth_start.begin(), lists.depth_start.end() - 1);
   for (std::uint32_t i = 0; i < nodes; ++i) lists.by_depth[fill[depth[i]]++] = i;
-  return lists;
 }
 
 }  // namespace orrery

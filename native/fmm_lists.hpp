@@ -41,11 +41,18 @@ struct FmmLists {
   std::vector<double> centre;  // expansion centre of each node (3 per node): its box centre
 };
 
+// The walk tasks' pair lists, kept from one call to the next by a caller that walks again
+// (cpu-fmm, every evaluation), so that they are neither regrown nor faulted in afresh.
+struct FmmWalkStorage {
+  std::vector<std::vector<std::uint64_t>> m2l, p2p;  // per task: unordered pairs, (a << 32) | b
+};
+
 // skip: one past each node's subtree (depth-first layout); leaf_box: 6 per node, read for leaves
 // only: the smallest and largest quantised coordinates of its bodies' keys (x, y, z, then x, y,
-// z; morton.hpp); cube: the cube the keys quantise.
-FmmLists fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
-                               const BoundingCube& cube, double theta, unsigned threads);
+// z; morton.hpp); cube: the cube the keys quantise. Fills `lists` (its buffers reused).
+void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
+                           const BoundingCube& cube, double theta, unsigned threads, FmmWalkStorage& storage,
+                           FmmLists& lists);
 
 // Sorts each target's sources: [start[i], start[i+1]) of `source`, ascending.
 void sort_sources(const std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source, unsigned threads);

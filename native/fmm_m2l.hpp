@@ -22,10 +22,13 @@ struct FmmM2LTables {
 };
 
 // One target cell and its sources: local[k] = sum over sources j (in list order, in batches of
-// the SIMD width, lanes folded in one fixed order) of sum_n D_{k+n}(z_target - z_j) S_n(j).
+// kFmmBatch<E> sources, lanes folded in one fixed order) of sum_n D_{k+n}(z_target - z_j) S_n(j),
+// computed in E (the `expansions` option: double, or float for twice the lanes per vector;
+// docs/adr/0165) and widened to double.
+template <typename E>
 struct FmmM2LTask {
   const double* centre;             // 3 per node
-  const double* signed_multipole;   // terms per node
+  const E* signed_multipole;        // terms per node
   const std::uint32_t* sources;
   std::size_t count;
   std::uint32_t target;
@@ -33,6 +36,7 @@ struct FmmM2LTask {
   double* local;                    // terms; overwritten
 };
 
-using FmmM2LFn = void (*)(const FmmM2LTables& tables, const FmmM2LTask& task);
+template <typename E>
+using FmmM2LFn = void (*)(const FmmM2LTables& tables, const FmmM2LTask<E>& task);
 
 }  // namespace orrery

@@ -1,8 +1,8 @@
-// P2M, M2M, L2L and L2P of one expansion order with the index tables as compile-time constants
+// P2M, M2M and L2L of one expansion order with the index tables as compile-time constants
 // (fmm_static_tables.hpp), as straight-line code: the same arithmetic in the same order as
-// fmm_monomials, fmm_m2m, fmm_l2l, fmm_l2p and the P2M loop of fmm.cpp, without the index
-// loads. P2M and L2P run once per body per evaluation: at N = 262144, p 5 the table-driven
-// loops took about a third of the P2P stage (L2P) and most of the upward pass (P2M).
+// fmm_monomials, fmm_m2m, fmm_l2l and the P2M loop of fmm.cpp, without the index loads. P2M
+// runs once per body per evaluation: at N = 262144, p 5 the table-driven loop took most of the
+// upward pass. (L2P, also once per body, runs in lanes: fmm_l2p_kernel.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -17,13 +17,10 @@ template <int P>
 struct FmmParticleTerms {
   using Tables = FmmStaticTables<P>;
   static constexpr const Tables& tb = kFmmStaticTables<P>;
-  static constexpr int terms = Tables::terms, gradient_terms = fmm_static_terms(P - 1);
+  static constexpr int terms = Tables::terms;
 
   // As fmm_tables(): t_q = t_{q - e_axis} v_axis / n_axis, axis the first with n_axis > 0.
   static constexpr int axis(int q) { return tb.n[0][q] > 0 ? 0 : tb.n[1][q] > 0 ? 1 : 2; }
-  static constexpr int plus_one(int k, int i) {
-    return fmm_static_index(tb.n[0][k] + (i == 0), tb.n[1][k] + (i == 1), tb.n[2][k] + (i == 2));
-  }
   template <int Q>
   static void monomial(const double* v, double* t) {
     constexpr int a = axis(Q);
@@ -33,16 +30,6 @@ struct FmmParticleTerms {
   static void monomials(const double* v, double* t, std::index_sequence<Q...>) {
     t[0] = 1.0;
     (monomial<int(Q) + 1>(v, t), ...);
-  }
-  template <std::size_t... K>
-  static void gradient(const double* t, const double* L, double* a, std::index_sequence<K...>) {
-    ((a[0] += L[plus_one(int(K), 0)] * t[K], a[1] += L[plus_one(int(K), 1)] * t[K],
-      a[2] += L[plus_one(int(K), 2)] * t[K]),
-     ...);
-  }
-  template <std::size_t... K>
-  static void potential(const double* t, const double* L, double& phi, std::index_sequence<K...>) {
-    ((phi -= L[K] * t[K]), ...);
   }
   template <std::size_t... K>
   static void moments(const double* t, double m, double* M, std::index_sequence<K...>) {
@@ -94,25 +81,12 @@ struct FmmParticleTerms {
     monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
     moments(t, m, M, std::make_index_sequence<std::size_t(terms)>());
   }
-  // out = acceleration and (with_potential) potential of the local expansion L at offset v.
-  static void l2p(const double v[3], const double* L, bool with_potential, double out[4]) {
-    double t[terms];
-    monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
-    double a[3] = {0.0, 0.0, 0.0}, phi = 0.0;
-    gradient(t, L, a, std::make_index_sequence<std::size_t(gradient_terms)>());
-    if (with_potential) potential(t, L, phi, std::make_index_sequence<std::size_t(terms)>());
-    out[0] = a[0];
-    out[1] = a[1];
-    out[2] = a[2];
-    out[3] = phi;
-  }
 };
 
 // One order's straight-line versions; null above kFmmStaticMaxOrder (then the callers use the
 // table-driven ones of fmm_expansions.hpp).
 struct FmmParticleFns {
   void (*p2m)(const double v[3], double m, double* M);
-  void (*l2p)(const double v[3], const double* L, bool with_potential, double out[4]);
   void (*m2m)(const double d[3], const double* child, double* parent);
   void (*l2l)(const double d[3], const double* parent, double* child);
 };
@@ -126,14 +100,14 @@ inline FmmParticleFns fmm_particle_fns(int order) {
   using T6 = FmmParticleTerms<6>;
   using T7 = FmmParticleTerms<7>;
   switch (order) {
-    case 1: return {&T1::p2m, &T1::l2p, &T1::m2m, &T1::l2l};
-    case 2: return {&T2::p2m, &T2::l2p, &T2::m2m, &T2::l2l};
-    case 3: return {&T3::p2m, &T3::l2p, &T3::m2m, &T3::l2l};
-    case 4: return {&T4::p2m, &T4::l2p, &T4::m2m, &T4::l2l};
-    case 5: return {&T5::p2m, &T5::l2p, &T5::m2m, &T5::l2l};
-    case 6: return {&T6::p2m, &T6::l2p, &T6::m2m, &T6::l2l};
-    case 7: return {&T7::p2m, &T7::l2p, &T7::m2m, &T7::l2l};
-    default: return {nullptr, nullptr, nullptr, nullptr};
+    case 1: return {&T1::p2m, &T1::m2m, &T1::l2l};
+    case 2: return {&T2::p2m, &T2::m2m, &T2::l2l};
+    case 3: return {&T3::p2m, &T3::m2m, &T3::l2l};
+    case 4: return {&T4::p2m, &T4::m2m, &T4::l2l};
+    case 5: return {&T5::p2m, &T5::m2m, &T5::l2l};
+    case 6: return {&T6::p2m, &T6::m2m, &T6::l2l};
+    case 7: return {&T7::p2m, &T7::m2m, &T7::l2l};
+    default: return {nullptr, nullptr, nullptr};
   }
 }
 static_assert(kFmmStaticMaxOrder == 7, "fmm_particle_fns dispatches every order that has static tables");

@@ -47,6 +47,28 @@ struct Vec<float> {
   }
   static V rsqrt_estimate(V x) { return _mm256_rsqrt_ps(x); }
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 2>(r2, rsqrt_estimate(r2)); }
+  // 8 x 8: pairs of rows exchange single elements (unpack), then pairs (shuffle), then halves
+  // (permute2f128).
+  static void transpose(const float* const* rows, std::size_t offset, float* out, std::size_t stride) {
+    V r[8], a[8], b[8];
+    for (int i = 0; i < 8; ++i) r[i] = load(rows[i] + offset);
+    for (int i = 0; i < 8; i += 2) {
+      a[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      a[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+      for (int j = 0; j < 2; ++j) {
+        b[i + j] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        b[i + j + 2] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+    // b[0]: column 0 of rows 0-3 | column 4; b[2]: column 1 | 5; b[1]: 2 | 6; b[3]: 3 | 7;
+    // b[4..7] the same for rows 4-7.
+    const int column_of[4] = {0, 2, 1, 3};
+    for (int i = 0; i < 4; ++i) {
+      store(out + column_of[i] * stride, _mm256_permute2f128_ps(b[i], b[i + 4], 0x20));
+      store(out + (column_of[i] + 4) * stride, _mm256_permute2f128_ps(b[i], b[i + 4], 0x31));
+    }
+  }
 };
 
 template <>

@@ -47,6 +47,37 @@ struct Vec<float> {
   }
   static V rsqrt_estimate(V x) { return _mm512_rsqrt14_ps(x); }
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 1>(r2, rsqrt_estimate(r2)); }
+  // 16 x 16 in four butterfly stages (distance d = 1, 2, 4, 8), as Vec<double>'s 8 x 8: element c
+  // of the new row i (bit d of i clear) is (c & d) ? b[c - d] : a[c], of the new row i + d
+  // (c & d) ? b[c] : a[c + d], where a and b are rows i and i + d (an index of 16 or more picks
+  // from b).
+  static void transpose(const float* const* rows, std::size_t offset, float* out, std::size_t stride) {
+    V r[16];
+    for (std::size_t i = 0; i < 16; ++i) r[i] = load(rows[i] + offset);
+    const __m512i low[4] = {
+        _mm512_set_epi32(30, 14, 28, 12, 26, 10, 24, 8, 22, 6, 20, 4, 18, 2, 16, 0),
+        _mm512_set_epi32(29, 28, 13, 12, 25, 24, 9, 8, 21, 20, 5, 4, 17, 16, 1, 0),
+        _mm512_set_epi32(27, 26, 25, 24, 11, 10, 9, 8, 19, 18, 17, 16, 3, 2, 1, 0),
+        _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 7, 6, 5, 4, 3, 2, 1, 0)};
+    const __m512i high[4] = {
+        _mm512_set_epi32(31, 15, 29, 13, 27, 11, 25, 9, 23, 7, 21, 5, 19, 3, 17, 1),
+        _mm512_set_epi32(31, 30, 15, 14, 27, 26, 11, 10, 23, 22, 7, 6, 19, 18, 3, 2),
+        _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 23, 22, 21, 20, 7, 6, 5, 4),
+        _mm512_set_epi32(31, 30, 29, 28, 27, 26, 25, 24, 15, 14, 13, 12, 11, 10, 9, 8)};
+    // Unrolled, so that the rows stay in registers (the loops as written went through memory).
+#pragma GCC unroll 4
+    for (std::size_t s = 0; s < 4; ++s) {
+      const std::size_t d = std::size_t(1) << s;
+#pragma GCC unroll 16
+      for (std::size_t i = 0; i < 16; ++i)
+        if (!(i & d)) {
+          const V a = r[i], b = r[i + d];
+          r[i] = _mm512_permutex2var_ps(a, low[s], b);
+          r[i + d] = _mm512_permutex2var_ps(a, high[s], b);
+        }
+    }
+    for (std::size_t i = 0; i < 16; ++i) store(out + i * stride, r[i]);
+  }
 };
 
 template <>

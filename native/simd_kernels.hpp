@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "flock_rules.hpp"
+#include "fmm_l2p.hpp"
 #include "fmm_m2l.hpp"
 #include "fmm_p2p.hpp"
 #include "splat_kernel.hpp"
@@ -97,9 +98,11 @@ struct SimdKernels {
   TreeQuadrupoleFn<double> tree_quadrupole_f64;
   FlockLoopFn flock_gathered;  // the boids' coherent-grid and naive loop (flock_kernel.hpp)
   FlockLoopFn flock_scattered;  // the boids' scattered-grid loop
-  FmmM2LFn fmm_m2l;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp)
+  FmmM2LFn<float> fmm_m2l_f32;  // cpu-fmm's cell-cell kernel (fmm_kernels.hpp), per expansion type
+  FmmM2LFn<double> fmm_m2l_f64;
   FmmP2PFn<float> fmm_p2p_f32;  // cpu-fmm's mutual leaf-leaf kernel (fmm_p2p_kernel.hpp)
   FmmP2PFn<double> fmm_p2p_f64;
+  FmmL2PFn fmm_l2p;  // cpu-fmm's far field at a leaf's bodies, in double lanes (fmm_l2p_kernel.hpp)
   NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
   SplatProjectFn splat_project;  // the viewer's host splat (splat_kernel.hpp)
   SplatBandFn splat_band;

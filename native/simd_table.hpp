@@ -8,6 +8,7 @@
 #include "flock_kernel.hpp"
 #include "flock_lanes.hpp"
 #include "fmm_kernels.hpp"
+#include "fmm_l2p_kernel.hpp"
 #include "fmm_p2p_kernel.hpp"
 #include "simd_kernels.hpp"
 #include "tree_kernels.hpp"
@@ -47,9 +48,11 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &tree_quadrupole_dispatch<Vec<double>>,
                     &flock_blocks<FlockLanes, false>,
                     &flock_blocks<FlockLanes, true>,
+                    &fmm_m2l_kernel<Vec<float>>,
                     &fmm_m2l_kernel<Vec<double>>,
                     &fmm_p2p_dispatch<Vec<float>>,
                     &fmm_p2p_dispatch<Vec<double>>,
+                    &fmm_l2p_lanes<Vec<double>>,
                     narrow_to_half,
                     &splat_project<Vec<float>>,
                     &splat_band<Vec<float>>};

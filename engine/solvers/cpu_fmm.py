@@ -4,7 +4,9 @@ cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitt
 (M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
 the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
 centres (docs/adr/0110). Cost about N; P2P evaluates each leaf pair once for both leaves on the
-SIMD level's kernel (``simd`` option; docs/adr/0161), the expansions in double. Results do not
+SIMD level's kernel (``simd`` option; docs/adr/0161), the expansions in double except M2L with
+``expansions="f32"``: there the cell pairs run in float lanes, twice as many per vector
+(docs/adr/0165). Results do not
 depend on the thread count, bit for bit, and the lists are symmetric, so the total force sums to
 zero up to rounding. ``accuracy=`` instead of ``theta``
 picks theta (and, unless ``order`` is given, the order) for each particle count from the
@@ -13,12 +15,25 @@ accuracy table (engine/accuracy_table.py, docs/accuracy.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
                    cost_per_particle, fmm_setting)
 from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+# gpu-fmm's record (one option for both FMMs), with cpu-fmm's meaning of f32.
+from .gpu_fmm import EXPANSIONS as GPU_EXPANSIONS
+
+# By default the precision's: float32 bodies get float lanes in M2L, 0.6-0.75x its f64 time at
+# N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of |a| (RMS 5e-8)
+# at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
+# accuracy= picks the same settings either way (docs/adr/0165).
+EXPANSIONS = replace(GPU_EXPANSIONS, default=None,
+                     doc="precision of the expansions, f32 or f64; cpu-fmm: of M2L, the cell-cell stage (f32: "
+                         "twice the cell pairs per vector, the multipoles rounded to float, each local "
+                         "widened back to double; default: the precision's)")
 
 
 class CpuFmmSolver(Solver):
@@ -27,7 +42,7 @@ class CpuFmmSolver(Solver):
     Parameters
     ----------
     precision : {"f32", "f64"}
-        Precision of positions and particle sums (expansions are always in double).
+        Precision of positions and particle sums.
     softening : float
         Plummer softening length (N-body units), in P2P and in the expansions' kernel.
     threads : int or None
@@ -45,11 +60,15 @@ class CpuFmmSolver(Solver):
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512"} or None
         Instruction set of the P2P and M2L kernels; None: ``ORRERY_SIMD``, else the widest.
+    expansions : {"f32", "f64"} or None
+        Precision of M2L: f32 (the multipoles rounded to float, the cell pairs in float lanes,
+        each local widened back to double; P2M, M2M, L2L and L2P stay in double) or f64; None:
+        the precision's.
 
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
     ``downward_s`` (L2L); ``m2l_interactions``, ``particle_particle``, ``nodes``, ``leaves``,
-    ``depth``, ``terms``, ``simd``, ``theta`` and ``order`` (with ``accuracy`` when given) and
+    ``depth``, ``terms``, ``expansion_bits``, ``simd``, ``theta`` and ``order`` (with ``accuracy`` when given) and
     ``cost_per_particle`` (the accuracy table's work measure).
     """
 
@@ -59,11 +78,12 @@ class CpuFmmSolver(Solver):
     accuracy_thetas = ACCURACY_THETAS
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
-                 simd):
+                 simd, expansions):
         self.simd = simd_level(simd)["level"]
+        self.expansions = expansions or precision
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         simd=self.simd)
+                         simd=self.simd, expansions=self.expansions)
         self.threads = threads or 0
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
         self.leaf_capacity = leaf_capacity
@@ -90,7 +110,7 @@ class CpuFmmSolver(Solver):
         self._n = pos.shape[0]
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
                                      self.leaf_capacity, threads=self.threads, potential=potential,
-                                     simd=self.simd)
+                                     simd=self.simd, expansions=self.expansions)
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, depth order and centres (for tests)."""
@@ -106,6 +126,6 @@ SPEC = SolverSpec(
     name="cpu-fmm",
     doc="fast multipole method on the CPU: O(N), error set by the opening angle theta and order p",
     options=(PRECISION, SOFTENING, THREADS, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
-             SIMD),
+             SIMD, EXPANSIONS),
     factory=CpuFmmSolver,
 )
