@@ -40,6 +40,9 @@ ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0
 # about the same error (docs/performance.md); 64 keeps P2P in check on clustered inputs. The
 # accuracy table's FMM rows were measured at 64.
 FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=64)
+# The precision of the expansions, one record for both FMMs (each solver sets its default and
+# says what it rounds: docs/adr/0165).
+FMM_EXPANSIONS = Option("expansions", str, None, "precision of the expansions", choices=("f64", "f32"))
 
 
 def order_variants(order: int | None, accuracy: float | None) -> list[dict]:

@@ -20,17 +20,15 @@ from dataclasses import replace
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
-                   cost_per_particle, fmm_setting)
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
+                   FMM_ORDER, FMM_THETA, cost_per_particle, fmm_setting)
 from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
-# gpu-fmm's record (one option for both FMMs), with cpu-fmm's meaning of f32.
-from .gpu_fmm import EXPANSIONS as GPU_EXPANSIONS
 
 # By default the precision's: float32 bodies get float lanes in M2L, 0.6-0.75x its f64 time at
 # N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of |a| (RMS 5e-8)
 # at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
 # accuracy= picks the same settings either way (docs/adr/0165).
-EXPANSIONS = replace(GPU_EXPANSIONS, default=None,
+EXPANSIONS = replace(FMM_EXPANSIONS, default=None,
                      doc="precision of the expansions, f32 or f64; cpu-fmm: of M2L, the cell-cell stage (f32: "
                          "twice the cell pairs per vector, the multipoles rounded to float, each local "
                          "widened back to double; default: the precision's)")

@@ -14,19 +14,22 @@ L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..compute import DeviceArray, KernelEvent, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA,
-                   cost_per_particle, expansion_tables, fmm_setting)
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
+                   FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, Option, SolverSpec
+from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 
-EXPANSIONS = Option("expansions", str, "f64", "precision of the multipole and local expansions: f64 "
-                    "(cpu-fmm's) or f32 (half the bytes, twice a GPU's FMA rate)", choices=("f64", "f32"))
+EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
+                     doc="precision of the multipole and local expansions: f64 or f32 (half the "
+                         "bytes, twice a GPU's FMA rate)")
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
