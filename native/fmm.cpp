@@ -86,7 +86,7 @@ class FmmEngine {
                           lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
-    upward(threads);
+    upward(kernels.fmm_p2m, threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
     m2l(softening * softening, kernels, float_expansions, threads);
@@ -159,27 +159,35 @@ class FmmEngine {
 
   const double* centre(std::size_t node) const { return lists_.centre.data() + 3 * node; }
 
-  void upward(unsigned threads) {
+  // P2M in double lanes (fmm_p2m_kernel.hpp: each leaf's bodies as offsets from its centre,
+  // padded to 8 with zero mass), then M2M by depth.
+  void upward(FmmP2MFn p2m, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     multipole_.assign(nodes * terms, 0.0);
     auto& pool = ThreadPool::instance();
     pool.parallel_for(lists_.leaves.size(), 64, threads, [&](std::size_t begin, std::size_t end) {
-      std::vector<double> t(terms);
+      std::vector<double> t(terms), lanes;
       for (std::size_t l = begin; l < end; ++l) {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& node = tree_.nodes[leaf];
         double* M = multipole_.data() + leaf * terms;
         const double* z = centre(leaf);
-        for (std::size_t p = node.first; p < node.first + node.count; ++p) {
-          const double v[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          const double m = sorted_.m[p];
-          if (particle_.p2m) {
-            particle_.p2m(v, m, M);
-            continue;
-          }
+        const std::size_t count = (node.count + 7) / 8 * 8;
+        lanes.assign(4 * count, 0.0);
+        double* u = lanes.data();
+        for (std::size_t j = 0; j < node.count; ++j) {
+          const std::size_t p = node.first + j;
+          u[j] = sorted_.x[p] - z[0];
+          u[count + j] = sorted_.y[p] - z[1];
+          u[2 * count + j] = sorted_.z[p] - z[2];
+          u[3 * count + j] = sorted_.m[p];
+        }
+        if (p2m(tables_.order, FmmP2MBodies{u, u + count, u + 2 * count, u + 3 * count, count}, M)) continue;
+        for (std::size_t j = 0; j < node.count; ++j) {
+          const double v[3] = {u[j], u[count + j], u[2 * count + j]};
           fmm_monomials(tables_, v, t.data());
-          for (int q = 0; q < terms; ++q) M[q] += m * t[q];
+          for (int q = 0; q < terms; ++q) M[q] += u[3 * count + j] * t[q];
         }
       }
     });
@@ -476,7 +484,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr, nullptr};
+  FmmParticleFns particle_{nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;

@@ -1,8 +1,7 @@
-// P2M, M2M and L2L of one expansion order with the index tables as compile-time constants
+// M2M and L2L of one expansion order with the index tables as compile-time constants
 // (fmm_static_tables.hpp), as straight-line code: the same arithmetic in the same order as
-// fmm_monomials, fmm_m2m, fmm_l2l and the P2M loop of fmm.cpp, without the index loads. P2M
-// runs once per body per evaluation: at N = 262144, p 5 the table-driven loop took most of the
-// upward pass. (L2P, also once per body, runs in lanes: fmm_l2p_kernel.hpp.)
+// fmm_monomials, fmm_m2m and fmm_l2l, without the index loads. (P2M and L2P, once per body, run
+// in lanes: fmm_p2m_kernel.hpp, fmm_l2p_kernel.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -30,10 +29,6 @@ struct FmmParticleTerms {
   static void monomials(const double* v, double* t, std::index_sequence<Q...>) {
     t[0] = 1.0;
     (monomial<int(Q) + 1>(v, t), ...);
-  }
-  template <std::size_t... K>
-  static void moments(const double* t, double m, double* M, std::index_sequence<K...>) {
-    ((M[K] += m * t[K]), ...);
   }
 
   // parent M_{k+n} += child M_k t_n(d), pairs in table order (as fmm_m2m).
@@ -74,19 +69,11 @@ struct FmmParticleTerms {
     monomials(d, t, std::make_index_sequence<std::size_t(terms - 1)>());
     shift_down(t, parent, child, std::make_index_sequence<std::size_t(terms)>());
   }
-
-  // M += m t(v): one body at offset v from the centre.
-  static void p2m(const double v[3], double m, double* M) {
-    double t[terms];
-    monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
-    moments(t, m, M, std::make_index_sequence<std::size_t(terms)>());
-  }
 };
 
 // One order's straight-line versions; null above kFmmStaticMaxOrder (then the callers use the
 // table-driven ones of fmm_expansions.hpp).
 struct FmmParticleFns {
-  void (*p2m)(const double v[3], double m, double* M);
   void (*m2m)(const double d[3], const double* child, double* parent);
   void (*l2l)(const double d[3], const double* parent, double* child);
 };
@@ -100,14 +87,14 @@ inline FmmParticleFns fmm_particle_fns(int order) {
   using T6 = FmmParticleTerms<6>;
   using T7 = FmmParticleTerms<7>;
   switch (order) {
-    case 1: return {&T1::p2m, &T1::m2m, &T1::l2l};
-    case 2: return {&T2::p2m, &T2::m2m, &T2::l2l};
-    case 3: return {&T3::p2m, &T3::m2m, &T3::l2l};
-    case 4: return {&T4::p2m, &T4::m2m, &T4::l2l};
-    case 5: return {&T5::p2m, &T5::m2m, &T5::l2l};
-    case 6: return {&T6::p2m, &T6::m2m, &T6::l2l};
-    case 7: return {&T7::p2m, &T7::m2m, &T7::l2l};
-    default: return {nullptr, nullptr, nullptr};
+    case 1: return {&T1::m2m, &T1::l2l};
+    case 2: return {&T2::m2m, &T2::l2l};
+    case 3: return {&T3::m2m, &T3::l2l};
+    case 4: return {&T4::m2m, &T4::l2l};
+    case 5: return {&T5::m2m, &T5::l2l};
+    case 6: return {&T6::m2m, &T6::l2l};
+    case 7: return {&T7::m2m, &T7::l2l};
+    default: return {nullptr, nullptr};
   }
 }
 static_assert(kFmmStaticMaxOrder == 7, "fmm_particle_fns dispatches every order that has static tables");

@@ -9,6 +9,7 @@
 #include "flock_lanes.hpp"
 #include "fmm_kernels.hpp"
 #include "fmm_l2p_kernel.hpp"
+#include "fmm_p2m_kernel.hpp"
 #include "fmm_p2p_kernel.hpp"
 #include "simd_kernels.hpp"
 #include "tree_kernels.hpp"
@@ -52,6 +53,7 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &fmm_m2l_kernel<Vec<double>>,
                     &fmm_p2p_dispatch<Vec<float>>,
                     &fmm_p2p_dispatch<Vec<double>>,
+                    &fmm_p2m_lanes<Vec<double>>,
                     &fmm_l2p_lanes<Vec<double>>,
                     narrow_to_half,
                     &splat_project<Vec<float>>,
