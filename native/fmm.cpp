@@ -86,7 +86,7 @@ class FmmEngine {
                           lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
-    upward(kernels.fmm_p2m, threads);
+    upward(kernels, threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
     m2l(softening * softening, kernels, float_expansions, threads);
@@ -159,9 +159,10 @@ class FmmEngine {
 
   const double* centre(std::size_t node) const { return lists_.centre.data() + 3 * node; }
 
-  // P2M in double lanes (fmm_p2m_kernel.hpp: each leaf's bodies as offsets from its centre,
-  // padded to 8 with zero mass), then M2M by depth.
-  void upward(FmmP2MFn p2m, unsigned threads) {
+  // P2M and M2M in double lanes (fmm_upward_kernel.hpp): each leaf's bodies as offsets from its
+  // centre, padded to 8 with zero mass; then, deepest internal nodes first (a node's children
+  // are one level deeper), each node's children, padded to 8 with zero multipoles.
+  void upward(const SimdKernels& kernels, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     multipole_.assign(nodes * terms, 0.0);
@@ -183,7 +184,8 @@ class FmmEngine {
           u[2 * count + j] = sorted_.z[p] - z[2];
           u[3 * count + j] = sorted_.m[p];
         }
-        if (p2m(tables_.order, FmmP2MBodies{u, u + count, u + 2 * count, u + 3 * count, count}, M)) continue;
+        if (kernels.fmm_p2m(tables_.order, FmmUpwardLanes{u, u + count, u + 2 * count, u + 3 * count, count}, M))
+          continue;
         for (std::size_t j = 0; j < node.count; ++j) {
           const double v[3] = {u[j], u[count + j], u[2 * count + j]};
           fmm_monomials(tables_, v, t.data());
@@ -191,24 +193,33 @@ class FmmEngine {
         }
       }
     });
-    // M2M, deepest internal nodes first: a node's children are one level deeper.
     const std::size_t depths = lists_.depth_start.size() - 1;
     for (std::size_t d = depths; d-- > 0;) {
       const std::uint32_t first = lists_.depth_start[d], last = lists_.depth_start[d + 1];
-      pool.parallel_for(last - first, 64, threads, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> t(terms);
+      pool.parallel_for(last - first, 16, threads, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> t(terms), lanes;
+        std::vector<std::uint32_t> children;
         for (std::size_t k = first + begin; k < first + end; ++k) {
           const std::uint32_t i = lists_.by_depth[k];
           if (skip_[i] == i + 1) continue;
-          for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) {
+          double* M = multipole_.data() + i * terms;
+          children.clear();
+          for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) children.push_back(c);
+          const std::size_t count = (children.size() + 7) / 8 * 8;
+          lanes.assign((3 + terms) * count, 0.0);
+          double* u = lanes.data();
+          for (std::size_t j = 0; j < children.size(); ++j) {
+            const std::uint32_t c = children[j];
+            for (int a = 0; a < 3; ++a) u[a * count + j] = centre(c)[a] - centre(i)[a];
+            for (int q = 0; q < terms; ++q) u[(3 + q) * count + j] = multipole_[c * terms + q];
+          }
+          if (kernels.fmm_m2m(tables_.order, FmmUpwardLanes{u, u + count, u + 2 * count, u + 3 * count, count}, M))
+            continue;
+          for (std::uint32_t c : children) {
             const double dz[3] = {centre(c)[0] - centre(i)[0], centre(c)[1] - centre(i)[1],
                                   centre(c)[2] - centre(i)[2]};
-            if (particle_.m2m) {
-              particle_.m2m(dz, multipole_.data() + c * terms, multipole_.data() + i * terms);
-              continue;
-            }
             fmm_monomials(tables_, dz, t.data());
-            fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, multipole_.data() + i * terms);
+            fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, M);
           }
         }
       });
@@ -484,7 +495,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr};
+  FmmParticleFns particle_{nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;

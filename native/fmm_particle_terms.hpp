@@ -1,7 +1,7 @@
-// M2M and L2L of one expansion order with the index tables as compile-time constants
+// L2L of one expansion order with the index tables as compile-time constants
 // (fmm_static_tables.hpp), as straight-line code: the same arithmetic in the same order as
-// fmm_monomials, fmm_m2m and fmm_l2l, without the index loads. (P2M and L2P, once per body, run
-// in lanes: fmm_p2m_kernel.hpp, fmm_l2p_kernel.hpp.)
+// fmm_monomials and fmm_l2l, without the index loads. (P2M and M2M run in lanes,
+// fmm_upward_kernel.hpp; L2P too, fmm_l2p_kernel.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -31,11 +31,6 @@ struct FmmParticleTerms {
     (monomial<int(Q) + 1>(v, t), ...);
   }
 
-  // parent M_{k+n} += child M_k t_n(d), pairs in table order (as fmm_m2m).
-  template <std::size_t... Q>
-  static void shift_up(const double* t, const double* child, double* parent, std::index_sequence<Q...>) {
-    ((parent[tb.pair_sum[Q]] += child[pair_k(int(Q))] * t[tb.pair_n[Q]]), ...);
-  }
   // child L_k += sum_n parent L_{k+n} t_n(d), each k's pairs in table order (as fmm_l2l).
   template <int K, std::size_t... I>
   static void shift_down_row(const double* t, const double* parent, double* child, std::index_sequence<I...>) {
@@ -50,19 +45,6 @@ struct FmmParticleTerms {
                             std::make_index_sequence<std::size_t(tb.pair_start[K + 1] - tb.pair_start[K])>()),
      ...);
   }
-  // The k of pair q: the row whose range holds q.
-  static constexpr int pair_k(int q) {
-    int k = 0;
-    while (tb.pair_start[k + 1] <= q) ++k;
-    return k;
-  }
-
-  // M2M: parent M += child M shifted by d = z_child - z_parent.
-  static void m2m(const double d[3], const double* child, double* parent) {
-    double t[terms];
-    monomials(d, t, std::make_index_sequence<std::size_t(terms - 1)>());
-    shift_up(t, child, parent, std::make_index_sequence<std::size_t(Tables::pairs)>());
-  }
   // L2L: child L += parent L re-expanded about z_child, d = z_child - z_parent.
   static void l2l(const double d[3], const double* parent, double* child) {
     double t[terms];
@@ -71,10 +53,9 @@ struct FmmParticleTerms {
   }
 };
 
-// One order's straight-line versions; null above kFmmStaticMaxOrder (then the callers use the
+// One order's straight-line L2L; null above kFmmStaticMaxOrder (then the callers use the
 // table-driven ones of fmm_expansions.hpp).
 struct FmmParticleFns {
-  void (*m2m)(const double d[3], const double* child, double* parent);
   void (*l2l)(const double d[3], const double* parent, double* child);
 };
 
@@ -87,14 +68,14 @@ inline FmmParticleFns fmm_particle_fns(int order) {
   using T6 = FmmParticleTerms<6>;
   using T7 = FmmParticleTerms<7>;
   switch (order) {
-    case 1: return {&T1::m2m, &T1::l2l};
-    case 2: return {&T2::m2m, &T2::l2l};
-    case 3: return {&T3::m2m, &T3::l2l};
-    case 4: return {&T4::m2m, &T4::l2l};
-    case 5: return {&T5::m2m, &T5::l2l};
-    case 6: return {&T6::m2m, &T6::l2l};
-    case 7: return {&T7::m2m, &T7::l2l};
-    default: return {nullptr, nullptr};
+    case 1: return {&T1::l2l};
+    case 2: return {&T2::l2l};
+    case 3: return {&T3::l2l};
+    case 4: return {&T4::l2l};
+    case 5: return {&T5::l2l};
+    case 6: return {&T6::l2l};
+    case 7: return {&T7::l2l};
+    default: return {nullptr};
   }
 }
 static_assert(kFmmStaticMaxOrder == 7, "fmm_particle_fns dispatches every order that has static tables");

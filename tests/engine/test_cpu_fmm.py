@@ -275,16 +275,18 @@ def test_float_expansions_fall_back_to_double_past_floats_range():
 
 
 # The mutual P2P runs two targets per block of the other leaves' bodies at AVX-512 (one at the
-# other levels) and P2M sums each leaf's bodies in double lanes, folded per term (docs/adr/0169).
-# Every level against the scalar one, which takes one target and one body at a time: leaf
+# other levels) and P2M and M2M sum a leaf's bodies or a node's children in double lanes, folded per
+# term (docs/adr/0169). Every level against the scalar one, which takes one target, one body and
+# one child at a time, at orders 1, 5 and 7: leaf
 # capacities 1 to 7 give leaves with fewer targets than a pair and every remainder of one, 64
 # leaves of several blocks. Measured: at most 3.3e-16 (f64) and 3.5e-7 (f32) of the largest
 # acceleration or potential (the levels' 1/sqrt refinements differ in rounding); the bounds 30x above.
 @pytest.mark.parametrize("precision, bound", [("f64", 1e-14), ("f32", 1e-5)])
 @pytest.mark.parametrize("leaf_capacity", [1, 2, 3, 7, 64])
-def test_every_simd_level_agrees_with_one_body_at_a_time(precision, bound, leaf_capacity):
+@pytest.mark.parametrize("order", [1, 5, 7])
+def test_every_simd_level_agrees_with_one_body_at_a_time(precision, bound, leaf_capacity, order):
     particles = ics.hernquist(1500, seed=31)
-    results = {simd: _fmm(particles.pos, particles.mass, precision=precision, simd=simd, order=5, theta=0.6,
+    results = {simd: _fmm(particles.pos, particles.mass, precision=precision, simd=simd, order=order, theta=0.6,
                           leaf_capacity=leaf_capacity) for simd in available_simd_levels()}
     acc, pot, _ = results["scalar"]
     scale = np.abs(acc.astype(np.float64)).max()
