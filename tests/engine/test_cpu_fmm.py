@@ -275,9 +275,9 @@ def test_float_expansions_fall_back_to_double_past_floats_range():
 
 
 # The mutual P2P runs two targets per block of the other leaves' bodies at AVX-512 (one at the
-# other levels) and P2M and M2M sum a leaf's bodies or a node's children in double lanes, folded per
-# term (docs/adr/0169). Every level against the scalar one, which takes one target, one body and
-# one child at a time, at orders 1, 5 and 7: leaf
+# other levels), P2M and M2M sum a leaf's bodies or a node's children in double lanes, folded per
+# term, and L2L shifts to a node's children in lanes (docs/adr/0169). Every level against the
+# scalar one, which takes one target, one body and one child at a time, at orders 1, 5 and 7: leaf
 # capacities 1 to 7 give leaves with fewer targets than a pair and every remainder of one, 64
 # leaves of several blocks. Measured: at most 3.3e-16 (f64) and 3.5e-7 (f32) of the largest
 # acceleration or potential (the levels' 1/sqrt refinements differ in rounding); the bounds 30x above.

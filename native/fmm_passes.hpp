@@ -1,6 +1,6 @@
-// What cpu-fmm's upward kernels in lanes read and write (fmm_upward_kernel.hpp computes them,
-// fmm.cpp calls them through the SimdKernels table). Plain data and pointer types only, like
-// fmm_l2p.hpp.
+// What cpu-fmm's upward and downward passes in lanes read and write (fmm_passes_kernel.hpp
+// computes them, fmm.cpp calls them through the SimdKernels table). Plain data and pointer types
+// only, like fmm_l2p.hpp.
 #pragma once
 
 #include <cstddef>
@@ -22,5 +22,19 @@ struct FmmUpwardLanes {
 // of M_k t_n(u)), terms of `order`; false (nothing written) for an order without straight-line
 // tables (the caller then takes fmm_expansions.hpp's loops).
 using FmmUpwardFn = bool (*)(int order, const FmmUpwardLanes& lanes, double* multipole);
+
+// L2L: one node's children as offsets u of their centres from the node's (`count` a multiple of
+// 8, the padding any finite offset), the node's local expansion, and where each child's share
+// goes: term k of child j at children[k * count + j] (written, for the caller to add).
+struct FmmDownwardLanes {
+  const double *ux, *uy, *uz;
+  const double* local;
+  std::size_t count;
+  double* children;
+};
+
+// L2L of a node's local expansion to its children, terms of `order`; false (nothing written)
+// for an order without straight-line tables.
+using FmmDownwardFn = bool (*)(int order, const FmmDownwardLanes& lanes);
 
 }  // namespace orrery
