@@ -32,7 +32,6 @@
 #include "fmm_kernels.hpp"
 #include "fmm_lists.hpp"
 #include "fmm_p2p.hpp"
-#include "fmm_particle_terms.hpp"
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
@@ -76,24 +75,21 @@ class FmmEngine {
                 std::size_t leaf_capacity, bool float_expansions, unsigned threads, const SimdKernels& kernels,
                 T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
-    if (tables_.order != order) {
-      tables_ = fmm_tables(order);
-      particle_ = fmm_particle_fns(order);
-    }
+    if (tables_.order != order) tables_ = fmm_tables(order);
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
     fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads, walk_storage_,
                           lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
-    upward(threads);
+    upward(kernels, threads);
     stages_.upward = seconds_since(start);
     start = Clock::now();
     m2l(softening * softening, kernels, float_expansions, threads);
     expansion_bits_ = float_expansions ? 32 : 64;
     stages_.m2l = seconds_since(start);
     start = Clock::now();
-    downward(threads);
+    downward(kernels, threads);
     stages_.downward = seconds_since(start);
     start = Clock::now();
     p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), kernels.fmm_l2p, threads, acc, pot);
@@ -159,48 +155,67 @@ class FmmEngine {
 
   const double* centre(std::size_t node) const { return lists_.centre.data() + 3 * node; }
 
-  void upward(unsigned threads) {
+  // P2M and M2M in double lanes (fmm_passes_kernel.hpp): each leaf's bodies as offsets from its
+  // centre, padded to 8 with zero mass; then, deepest internal nodes first (a node's children
+  // are one level deeper), each node's children, padded to 8 with zero multipoles.
+  void upward(const SimdKernels& kernels, unsigned threads) {
     const int terms = tables_.terms;
     const std::size_t nodes = skip_.size();
     multipole_.assign(nodes * terms, 0.0);
     auto& pool = ThreadPool::instance();
     pool.parallel_for(lists_.leaves.size(), 64, threads, [&](std::size_t begin, std::size_t end) {
-      std::vector<double> t(terms);
+      std::vector<double> t(terms), lanes;
       for (std::size_t l = begin; l < end; ++l) {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& node = tree_.nodes[leaf];
         double* M = multipole_.data() + leaf * terms;
         const double* z = centre(leaf);
-        for (std::size_t p = node.first; p < node.first + node.count; ++p) {
-          const double v[3] = {sorted_.x[p] - z[0], sorted_.y[p] - z[1], sorted_.z[p] - z[2]};
-          const double m = sorted_.m[p];
-          if (particle_.p2m) {
-            particle_.p2m(v, m, M);
-            continue;
-          }
+        const std::size_t count = (node.count + 7) / 8 * 8;
+        lanes.assign(4 * count, 0.0);
+        double* u = lanes.data();
+        for (std::size_t j = 0; j < node.count; ++j) {
+          const std::size_t p = node.first + j;
+          u[j] = sorted_.x[p] - z[0];
+          u[count + j] = sorted_.y[p] - z[1];
+          u[2 * count + j] = sorted_.z[p] - z[2];
+          u[3 * count + j] = sorted_.m[p];
+        }
+        if (kernels.fmm_p2m(tables_.order, FmmUpwardLanes{u, u + count, u + 2 * count, u + 3 * count, count}, M))
+          continue;
+        for (std::size_t j = 0; j < node.count; ++j) {
+          const double v[3] = {u[j], u[count + j], u[2 * count + j]};
           fmm_monomials(tables_, v, t.data());
-          for (int q = 0; q < terms; ++q) M[q] += m * t[q];
+          for (int q = 0; q < terms; ++q) M[q] += u[3 * count + j] * t[q];
         }
       }
     });
-    // M2M, deepest internal nodes first: a node's children are one level deeper.
     const std::size_t depths = lists_.depth_start.size() - 1;
     for (std::size_t d = depths; d-- > 0;) {
       const std::uint32_t first = lists_.depth_start[d], last = lists_.depth_start[d + 1];
-      pool.parallel_for(last - first, 64, threads, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> t(terms);
+      pool.parallel_for(last - first, 16, threads, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> t(terms), lanes;
+        std::vector<std::uint32_t> children;
         for (std::size_t k = first + begin; k < first + end; ++k) {
           const std::uint32_t i = lists_.by_depth[k];
           if (skip_[i] == i + 1) continue;
-          for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) {
+          double* M = multipole_.data() + i * terms;
+          children.clear();
+          for (std::uint32_t c = i + 1; c < skip_[i]; c = skip_[c]) children.push_back(c);
+          const std::size_t count = (children.size() + 7) / 8 * 8;
+          lanes.assign((3 + terms) * count, 0.0);
+          double* u = lanes.data();
+          for (std::size_t j = 0; j < children.size(); ++j) {
+            const std::uint32_t c = children[j];
+            for (int a = 0; a < 3; ++a) u[a * count + j] = centre(c)[a] - centre(i)[a];
+            for (int q = 0; q < terms; ++q) u[(3 + q) * count + j] = multipole_[c * terms + q];
+          }
+          if (kernels.fmm_m2m(tables_.order, FmmUpwardLanes{u, u + count, u + 2 * count, u + 3 * count, count}, M))
+            continue;
+          for (std::uint32_t c : children) {
             const double dz[3] = {centre(c)[0] - centre(i)[0], centre(c)[1] - centre(i)[1],
                                   centre(c)[2] - centre(i)[2]};
-            if (particle_.m2m) {
-              particle_.m2m(dz, multipole_.data() + c * terms, multipole_.data() + i * terms);
-              continue;
-            }
             fmm_monomials(tables_, dz, t.data());
-            fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, multipole_.data() + i * terms);
+            fmm_m2m(tables_, t.data(), multipole_.data() + c * terms, M);
           }
         }
       });
@@ -256,23 +271,43 @@ class FmmEngine {
     m2l_redone_ = float_expansions ? std::size_t(std::count(redone.begin(), redone.end(), 1)) : 0;
   }
 
-  void downward(unsigned threads) {
+  // L2L in double lanes (fmm_passes_kernel.hpp), by depth from the root: each internal node's
+  // children, padded to 8, take their shares of its local expansion (complete: its own parent's
+  // share came the depth before); one task per parent writes its children, in child order.
+  void downward(const SimdKernels& kernels, unsigned threads) {
     const int terms = tables_.terms;
     auto& pool = ThreadPool::instance();
     const std::size_t depths = lists_.depth_start.size() - 1;
-    for (std::size_t d = 1; d < depths; ++d) {
+    for (std::size_t d = 0; d + 1 < depths; ++d) {
       const std::uint32_t first = lists_.depth_start[d], last = lists_.depth_start[d + 1];
-      pool.parallel_for(last - first, 64, threads, [&](std::size_t begin, std::size_t end) {
-        std::vector<double> t(terms);
+      pool.parallel_for(last - first, 16, threads, [&](std::size_t begin, std::size_t end) {
+        std::vector<double> t(terms), lanes;
+        std::vector<std::uint32_t> children;
         for (std::size_t k = first + begin; k < first + end; ++k) {
-          const std::uint32_t c = lists_.by_depth[k], p = lists_.parent[c];
-          const double dz[3] = {centre(c)[0] - centre(p)[0], centre(c)[1] - centre(p)[1], centre(c)[2] - centre(p)[2]};
-          if (particle_.l2l) {
-            particle_.l2l(dz, local_.data() + p * terms, local_.data() + c * terms);
+          const std::uint32_t p = lists_.by_depth[k];
+          if (skip_[p] == p + 1) continue;
+          const double* L = local_.data() + p * terms;
+          children.clear();
+          for (std::uint32_t c = p + 1; c < skip_[p]; c = skip_[c]) children.push_back(c);
+          const std::size_t count = (children.size() + 7) / 8 * 8;
+          lanes.assign((3 + terms) * count, 0.0);
+          double* u = lanes.data();
+          for (std::size_t j = 0; j < children.size(); ++j)
+            for (int a = 0; a < 3; ++a) u[a * count + j] = centre(children[j])[a] - centre(p)[a];
+          double* shares = u + 3 * count;
+          if (kernels.fmm_l2l(tables_.order, FmmDownwardLanes{u, u + count, u + 2 * count, L, count, shares})) {
+            for (std::size_t j = 0; j < children.size(); ++j) {
+              double* child = local_.data() + children[j] * terms;
+              for (int q = 0; q < terms; ++q) child[q] += shares[q * count + j];
+            }
             continue;
           }
-          fmm_monomials(tables_, dz, t.data());
-          fmm_l2l(tables_, t.data(), local_.data() + p * terms, local_.data() + c * terms);
+          for (std::uint32_t c : children) {
+            const double dz[3] = {centre(c)[0] - centre(p)[0], centre(c)[1] - centre(p)[1],
+                                  centre(c)[2] - centre(p)[2]};
+            fmm_monomials(tables_, dz, t.data());
+            fmm_l2l(tables_, t.data(), L, local_.data() + c * terms);
+          }
         }
       });
     }
@@ -476,7 +511,6 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  FmmParticleFns particle_{nullptr, nullptr, nullptr};
   std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;

@@ -32,6 +32,13 @@ struct MutualRamp<double> {
 // to i itself get zero masses and 1 added to r^2 (so no 0 * inf at i itself without
 // softening): exact zeros too. Every 2/r is of a real distance, so no subnormal arises (each
 // costs a microcode assist: padding at the largest coordinate made the kernel 3x slower).
+// Targets whose other leaves' blocks run together, each block's bodies and reaction sums loaded
+// once for them: two where a block is one register (AVX-512), one otherwise (the registers do not
+// hold two targets' partial sums). At N = 262144, p 5 (avx512, f32) two took P2P from 67-72 to
+// 62-64 ms a thread; three and four were slower than two.
+template <class S>
+constexpr std::size_t kMutualTargets = kTreeRegisters<S> == 1 ? 2 : 1;
+
 template <class S, bool Potential>
 void fmm_p2p_mutual(const MutualBodies<typename S::Scalar>& b, typename S::Scalar eps2) {
   using T = typename S::Scalar;
@@ -42,59 +49,97 @@ void fmm_p2p_mutual(const MutualBodies<typename S::Scalar>& b, typename S::Scala
   T* const sum_y = b.sum_y;
   T* const sum_z = b.sum_z;
   T* const sum_u = b.sum_u;
-  auto target = [&](std::size_t i, auto first) {
+  // K consecutive targets from i: each one's own leaf alone, then the other leaves' blocks for
+  // all K at once. Every sum still takes its terms target by target in index order (an own
+  // body's only from own targets, another leaf's only from the other leaves' blocks), so the
+  // results are those of one target at a time, bit for bit.
+  auto targets = [&](std::size_t i, auto k, auto first) {
+    constexpr std::size_t K = decltype(k)::value;
     constexpr bool First = decltype(first)::value;
-    const V px = S::set1(b.x[i]), py = S::set1(b.y[i]), pz = S::set1(b.z[i]), mi = S::set1(b.m[i]);
-    V ax[R], ay[R], az[R], u[R];
-    for (std::size_t r = 0; r < R; ++r) ax[r] = ay[r] = az[r] = u[r] = S::zero();
-    // One block of W bodies from j; `keep` (when masked): 1 on the lanes kept.
-    auto block = [&](std::size_t j, auto masked, const T* keep, auto write) {
+    V px[K], py[K], pz[K], mi[K];
+    V ax[K][R], ay[K][R], az[K][R], u[K][R];
+    for (std::size_t t = 0; t < K; ++t) {
+      px[t] = S::set1(b.x[i + t]);
+      py[t] = S::set1(b.y[i + t]);
+      pz[t] = S::set1(b.z[i + t]);
+      mi[t] = S::set1(b.m[i + t]);
+      for (std::size_t r = 0; r < R; ++r) ax[t][r] = ay[t][r] = az[t][r] = u[t][r] = S::zero();
+    }
+    // Target t's pair with register r of a block (keep: 1 on the lanes kept, when masked) into its
+    // partial sums and the block's reactions.
+    auto pair = [&](std::size_t t, std::size_t r, V xj, V yj, V zj, V mj, const T* keep, V& rx, V& ry, V& rz,
+                    V& ru) {
+      const V dx = S::sub(xj, px[t]), dy = S::sub(yj, py[t]), dz = S::sub(zj, pz[t]);
+      V r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, eps2v)));
+      V mt = mi[t];
+      if (keep) {
+        const V kept = S::load(keep + r * L);
+        mj = S::mul(mj, kept);
+        mt = S::mul(mt, kept);
+        r2 = S::add(r2, S::sub(one, kept));
+      }
+      const V v = S::two_over_sqrt(r2);
+      const V v3 = S::mul(v, S::mul(v, v));
+      const V pull = S::mul(mj, v3), react = S::mul(mt, v3);
+      ax[t][r] = S::fma(pull, dx, ax[t][r]);
+      ay[t][r] = S::fma(pull, dy, ay[t][r]);
+      az[t][r] = S::fma(pull, dz, az[t][r]);
+      rx = S::fnma(react, dx, rx);
+      ry = S::fnma(react, dy, ry);
+      rz = S::fnma(react, dz, rz);
+      if constexpr (Potential) {
+        u[t][r] = S::fma(mj, v, u[t][r]);
+        ru = S::fma(mt, v, ru);
+      }
+    };
+    // One block of W bodies from j for targets [t0, t1); Write: its sums start at zero (the
+    // first target reaches every block past the own leaf: it writes their sums).
+    auto block = [&](std::size_t j, std::size_t t0, std::size_t t1, const T* keep, auto write) {
       constexpr bool Write = decltype(write)::value;
       for (std::size_t r = 0; r < R; ++r) {
         const std::size_t c = j + r * L;
-        const V dx = S::sub(S::load(b.x + c), px), dy = S::sub(S::load(b.y + c), py);
-        const V dz = S::sub(S::load(b.z + c), pz);
-        V r2 = S::fma(dz, dz, S::fma(dy, dy, S::fma(dx, dx, eps2v)));
-        V mj = S::load(b.m + c), mt = mi;
-        if constexpr (decltype(masked)::value) {
-          const V k = S::load(keep + r * L);
-          mj = S::mul(mj, k);
-          mt = S::mul(mt, k);
-          r2 = S::add(r2, S::sub(one, k));
-        }
-        const V v = S::two_over_sqrt(r2);
-        const V v3 = S::mul(v, S::mul(v, v));
-        const V pull = S::mul(mj, v3), react = S::mul(mt, v3);
-        ax[r] = S::fma(pull, dx, ax[r]);
-        ay[r] = S::fma(pull, dy, ay[r]);
-        az[r] = S::fma(pull, dz, az[r]);
-        // The first target reaches every block past the own leaf: it writes their sums.
+        const V xj = S::load(b.x + c), yj = S::load(b.y + c), zj = S::load(b.z + c), mj = S::load(b.m + c);
         const V zero = S::zero();
-        S::store(sum_x + c, S::fnma(react, dx, Write ? zero : S::load(sum_x + c)));
-        S::store(sum_y + c, S::fnma(react, dy, Write ? zero : S::load(sum_y + c)));
-        S::store(sum_z + c, S::fnma(react, dz, Write ? zero : S::load(sum_z + c)));
-        if constexpr (Potential) {
-          u[r] = S::fma(mj, v, u[r]);
-          S::store(sum_u + c, S::fma(mt, v, Write ? zero : S::load(sum_u + c)));
-        }
+        V rx = Write ? zero : S::load(sum_x + c), ry = Write ? zero : S::load(sum_y + c);
+        V rz = Write ? zero : S::load(sum_z + c), ru = zero;
+        if constexpr (Potential) ru = Write ? zero : S::load(sum_u + c);
+        for (std::size_t t = t0; t < t1; ++t) pair(t, r, xj, yj, zj, mj, keep, rx, ry, rz, ru);
+        S::store(sum_x + c, rx);
+        S::store(sum_y + c, ry);
+        S::store(sum_z + c, rz);
+        if constexpr (Potential) S::store(sum_u + c, ru);
       }
     };
-    // Its own leaf: the block holding i + 1 with the lanes up to i masked, then whole blocks;
-    // then the other leaves' bodies, whole blocks.
-    const std::size_t next = i + 1, start = next / W * W;
-    if (next < b.targets) {
-      block(start, std::true_type(), MutualRamp<T>::values + W - (next - start), std::false_type());
-      for (std::size_t j = start + W; j < b.own; j += W) block(j, std::false_type(), nullptr, std::false_type());
+    // Each target's own leaf: the block holding its successor with the lanes up to it masked,
+    // then whole blocks.
+    for (std::size_t t = 0; t < K; ++t) {
+      const std::size_t next = i + t + 1, start = next / W * W;
+      if (next >= b.targets) continue;
+      block(start, t, t + 1, MutualRamp<T>::values + W - (next - start), std::false_type());
+      for (std::size_t j = start + W; j < b.own; j += W) block(j, t, t + 1, nullptr, std::false_type());
     }
+    // The other leaves' bodies, whole blocks, all K targets.
     for (std::size_t j = b.own; j < b.count; j += W)
-      block(j, std::false_type(), nullptr, std::integral_constant<bool, First>());
-    sum_x[i] += fold_partial_sums<S>(ax);
-    sum_y[i] += fold_partial_sums<S>(ay);
-    sum_z[i] += fold_partial_sums<S>(az);
-    if constexpr (Potential) sum_u[i] += fold_partial_sums<S>(u);
+      block(j, 0, K, nullptr, std::integral_constant<bool, First>());
+    for (std::size_t t = 0; t < K; ++t) {
+      sum_x[i + t] += fold_partial_sums<S>(ax[t]);
+      sum_y[i + t] += fold_partial_sums<S>(ay[t]);
+      sum_z[i + t] += fold_partial_sums<S>(az[t]);
+      if constexpr (Potential) sum_u[i + t] += fold_partial_sums<S>(u[t]);
+    }
   };
-  target(0, std::true_type());
-  for (std::size_t i = 1; i < b.targets; ++i) target(i, std::false_type());
+  constexpr std::size_t K = kMutualTargets<S>;
+  using Many = std::integral_constant<std::size_t, K>;
+  using One = std::integral_constant<std::size_t, 1>;
+  std::size_t i = 0;
+  if (b.targets >= K) {
+    targets(0, Many(), std::true_type());
+    for (i = K; i + K <= b.targets; i += K) targets(i, Many(), std::false_type());
+  } else {
+    targets(0, One(), std::true_type());
+    i = 1;
+  }
+  for (; i < b.targets; ++i) targets(i, One(), std::false_type());
 }
 
 template <class S>

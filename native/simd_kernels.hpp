@@ -9,6 +9,7 @@
 
 #include "flock_rules.hpp"
 #include "fmm_l2p.hpp"
+#include "fmm_passes.hpp"
 #include "fmm_m2l.hpp"
 #include "fmm_p2p.hpp"
 #include "splat_kernel.hpp"
@@ -102,6 +103,9 @@ struct SimdKernels {
   FmmM2LFn<double> fmm_m2l_f64;
   FmmP2PFn<float> fmm_p2p_f32;  // cpu-fmm's mutual leaf-leaf kernel (fmm_p2p_kernel.hpp)
   FmmP2PFn<double> fmm_p2p_f64;
+  FmmUpwardFn fmm_p2m;  // cpu-fmm's multipoles of a leaf's bodies, in double lanes (fmm_passes_kernel.hpp)
+  FmmUpwardFn fmm_m2m;  // and of a node's children
+  FmmDownwardFn fmm_l2l;  // a node's local expansion shifted to its children
   FmmL2PFn fmm_l2p;  // cpu-fmm's far field at a leaf's bodies, in double lanes (fmm_l2p_kernel.hpp)
   NarrowToHalfFn narrow_to_half;  // float16 recordings (half_kernel.hpp)
   SplatProjectFn splat_project;  // the viewer's host splat (splat_kernel.hpp)

@@ -10,6 +10,7 @@
 #include "fmm_kernels.hpp"
 #include "fmm_l2p_kernel.hpp"
 #include "fmm_p2p_kernel.hpp"
+#include "fmm_passes_kernel.hpp"
 #include "simd_kernels.hpp"
 #include "tree_kernels.hpp"
 
@@ -52,6 +53,9 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &fmm_m2l_kernel<Vec<double>>,
                     &fmm_p2p_dispatch<Vec<float>>,
                     &fmm_p2p_dispatch<Vec<double>>,
+                    &fmm_upward_lanes<Vec<double>, true>,
+                    &fmm_upward_lanes<Vec<double>, false>,
+                    &fmm_downward_lanes<Vec<double>>,
                     &fmm_l2p_lanes<Vec<double>>,
                     narrow_to_half,
                     &splat_project<Vec<float>>,
