@@ -11,30 +11,22 @@
 #include <utility>
 
 #include "fmm_l2p.hpp"
+#include "fmm_monomial_lanes.hpp"
 #include "fmm_static_tables.hpp"
 
 namespace orrery {
 
 template <class S, int P>
-struct FmmL2PLanes {
-  using V = typename S::V;
-  using Tables = FmmStaticTables<P>;
-  static constexpr const Tables& tb = kFmmStaticTables<P>;
-  static constexpr int terms = Tables::terms, gradient_terms = fmm_static_terms(P - 1);
+struct FmmL2PLanes : FmmMonomialLanes<S, P> {
+  using Monomials = FmmMonomialLanes<S, P>;
+  using typename Monomials::V;
+  using Monomials::monomials;
+  using Monomials::tb;
+  using Monomials::terms;
+  static constexpr int gradient_terms = fmm_static_terms(P - 1);
 
-  static constexpr int axis(int q) { return tb.n[0][q] > 0 ? 0 : tb.n[1][q] > 0 ? 1 : 2; }
   static constexpr int plus_one(int k, int i) {
     return fmm_static_index(tb.n[0][k] + (i == 0), tb.n[1][k] + (i == 1), tb.n[2][k] + (i == 2));
-  }
-  template <int Q>
-  static void monomial(const V* v, V* t) {
-    constexpr int a = axis(Q);
-    t[Q] = S::mul(S::mul(t[tb.minus_one[a][Q]], v[a]), S::set1(1.0 / tb.n[a][Q]));
-  }
-  template <std::size_t... Q>
-  static void monomials(const V* v, V* t, std::index_sequence<Q...>) {
-    t[0] = S::set1(1.0);
-    (monomial<int(Q) + 1>(v, t), ...);
   }
   template <std::size_t... K>
   static void gradient(const V* t, const double* L, V* a, std::index_sequence<K...>) {
@@ -52,7 +44,7 @@ struct FmmL2PLanes {
     for (std::size_t i = 0; i < b.count; i += S::lanes) {
       const V v[3] = {S::load(b.ux + i), S::load(b.uy + i), S::load(b.uz + i)};
       V t[terms];
-      monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
+      monomials(v, t);
       V a[3] = {S::zero(), S::zero(), S::zero()};
       gradient(t, L, a, std::make_index_sequence<std::size_t(gradient_terms)>());
       S::store(b.ax + i, a[0]);

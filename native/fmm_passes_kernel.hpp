@@ -1,7 +1,7 @@
 // cpu-fmm's upward and downward passes in lanes, written once over a SIMD traits type S of
 // double (simd_*.hpp) and compiled in each simd_*.cpp file. P2M: S::lanes bodies of a leaf at a
-// time; M2M and L2L: S::lanes children of a node at a time. The monomials t_k(u) one vector per term as in L2P
-// (fmm_l2p_kernel.hpp), each lane's terms summed in its own vector, then each term's lanes folded
+// time; M2M and L2L: S::lanes children of a node at a time. The monomials t_k(u) one vector per
+// term (fmm_monomial_lanes.hpp, as in L2P), each lane's terms summed in its own vector, then each term's lanes folded
 // pairwise (lane k with lane k + half) in one fixed order and added to the multipole. So a
 // multipole's terms are summed in an order fixed by the tree alone (not body after body or child
 // after child as in fmm_expansions.hpp's loops: the same sums up to rounding). One body or child
@@ -13,34 +13,26 @@
 #include <cstddef>
 #include <utility>
 
+#include "fmm_monomial_lanes.hpp"
 #include "fmm_static_tables.hpp"
 #include "fmm_passes.hpp"
 
 namespace orrery {
 
 template <class S, int P>
-struct FmmPassLanes {
-  using V = typename S::V;
-  using Tables = FmmStaticTables<P>;
-  static constexpr const Tables& tb = kFmmStaticTables<P>;
-  static constexpr int terms = Tables::terms;
+struct FmmPassLanes : FmmMonomialLanes<S, P> {
+  using Monomials = FmmMonomialLanes<S, P>;
+  using typename Monomials::V;
+  using Monomials::monomials;
+  using Monomials::tb;
+  using Monomials::terms;
+  using Tables = typename Monomials::Tables;
 
-  static constexpr int axis(int q) { return tb.n[0][q] > 0 ? 0 : tb.n[1][q] > 0 ? 1 : 2; }
   // The k of pair q: the row whose range holds q.
   static constexpr int pair_k(int q) {
     int k = 0;
     while (tb.pair_start[k + 1] <= q) ++k;
     return k;
-  }
-  template <int Q>
-  static void monomial(const V* v, V* t) {
-    constexpr int a = axis(Q);
-    t[Q] = S::mul(S::mul(t[tb.minus_one[a][Q]], v[a]), S::set1(1.0 / tb.n[a][Q]));
-  }
-  template <std::size_t... Q>
-  static void monomials(const V* v, V* t, std::index_sequence<Q...>) {
-    t[0] = S::set1(1.0);
-    (monomial<int(Q) + 1>(v, t), ...);
   }
   template <std::size_t... K>
   static void moments(const V* t, V m, V* sums, std::index_sequence<K...>) {
@@ -71,7 +63,7 @@ struct FmmPassLanes {
     for (std::size_t i = 0; i < b.count; i += S::lanes) {
       const V v[3] = {S::load(b.ux + i), S::load(b.uy + i), S::load(b.uz + i)};
       V t[terms];
-      monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
+      monomials(v, t);
       shift_down(t, b, i, std::make_index_sequence<std::size_t(terms)>());
     }
   }
@@ -83,7 +75,7 @@ struct FmmPassLanes {
     for (std::size_t i = 0; i < b.count; i += S::lanes) {
       const V v[3] = {S::load(b.ux + i), S::load(b.uy + i), S::load(b.uz + i)};
       V t[terms];
-      monomials(v, t, std::make_index_sequence<std::size_t(terms - 1)>());
+      monomials(v, t);
       if constexpr (Bodies) {
         moments(t, S::load(b.weights + i), sums, std::make_index_sequence<std::size_t(terms)>());
       } else {
