@@ -155,6 +155,24 @@ class FmmEngine {
 
   const double* centre(std::size_t node) const { return lists_.centre.data() + 3 * node; }
 
+  // A leaf's bodies as offsets from its centre, in lanes: `rows` rows of `count` doubles (its
+  // body count padded to 8, zeros after it), the offsets' x, y, z in the first three; returns
+  // the row length. P2M fills a fourth row with masses, L2P leaves four for its results.
+  std::size_t leaf_lanes(const TreeNode<T>& node, std::size_t leaf, std::size_t rows,
+                         std::vector<double>& lanes) const {
+    const double* z = centre(leaf);
+    const std::size_t count = (node.count + 7) / 8 * 8;
+    lanes.assign(rows * count, 0.0);
+    double* u = lanes.data();
+    for (std::size_t j = 0; j < node.count; ++j) {
+      const std::size_t p = node.first + j;
+      u[j] = sorted_.x[p] - z[0];
+      u[count + j] = sorted_.y[p] - z[1];
+      u[2 * count + j] = sorted_.z[p] - z[2];
+    }
+    return count;
+  }
+
   // P2M and M2M in double lanes (fmm_passes_kernel.hpp): each leaf's bodies as offsets from its
   // centre, padded to 8 with zero mass; then, deepest internal nodes first (a node's children
   // are one level deeper), each node's children, padded to 8 with zero multipoles.
@@ -169,17 +187,9 @@ class FmmEngine {
         const std::uint32_t leaf = lists_.leaves[l];
         const TreeNode<T>& node = tree_.nodes[leaf];
         double* M = multipole_.data() + leaf * terms;
-        const double* z = centre(leaf);
-        const std::size_t count = (node.count + 7) / 8 * 8;
-        lanes.assign(4 * count, 0.0);
+        const std::size_t count = leaf_lanes(node, leaf, 4, lanes);
         double* u = lanes.data();
-        for (std::size_t j = 0; j < node.count; ++j) {
-          const std::size_t p = node.first + j;
-          u[j] = sorted_.x[p] - z[0];
-          u[count + j] = sorted_.y[p] - z[1];
-          u[2 * count + j] = sorted_.z[p] - z[2];
-          u[3 * count + j] = sorted_.m[p];
-        }
+        for (std::size_t j = 0; j < node.count; ++j) u[3 * count + j] = sorted_.m[node.first + j];
         if (kernels.fmm_p2m(tables_.order, FmmUpwardLanes{u, u + count, u + 2 * count, u + 3 * count, count}, M))
           continue;
         for (std::size_t j = 0; j < node.count; ++j) {
@@ -438,17 +448,9 @@ class FmmEngine {
         const TreeNode<T>& own = tree_.nodes[leaf];
         for (std::uint32_t k = import_start_[leaf]; k < import_start_[leaf + 1]; ++k)
           add_sums(sums_, import_slot_[k], own.first, own.count, pot != nullptr);
-        const double* z = centre(leaf);
         const double* L = local_.data() + leaf * terms;
-        const std::size_t count = (own.count + 7) / 8 * 8;
-        lanes.assign(7 * count, 0.0);
+        const std::size_t count = leaf_lanes(own, leaf, 7, lanes);
         double* u = lanes.data();
-        for (std::size_t j = 0; j < own.count; ++j) {
-          const std::size_t p = own.first + j;
-          u[j] = sorted_.x[p] - z[0];
-          u[count + j] = sorted_.y[p] - z[1];
-          u[2 * count + j] = sorted_.z[p] - z[2];
-        }
         double* far = u + 3 * count;
         const bool in_lanes = l2p(tables_.order, L, FmmL2PBodies{u, u + count, u + 2 * count, count, far,
                                                                   far + count, far + 2 * count,

@@ -91,8 +91,8 @@ class ViewerWindow(pyglet.window.Window):
             self.source_error = str(error)
         return self._frame
 
-    def draw_frame(self) -> None:
-        frame = self._latest()
+    def draw_frame(self, frame) -> None:
+        """Draw ``frame`` (the source's latest, None before its first) and the panels."""
         if self.source.population_names != self._population_names:  # a new scenario was loaded
             self._population_names = self.source.population_names
             self.point_style.weights = population_weights(self._population_names)
@@ -193,8 +193,7 @@ class ViewerWindow(pyglet.window.Window):
         self.pacing.input()  # any window event may change what the next frame shows
         return super().dispatch_event(*args)
 
-    def _frame_due(self) -> bool:
-        frame = self._latest()
+    def _frame_due(self, frame) -> bool:
         changed = frame is None or frame.sequence != self.scene.sequence or \
             self.video.recording or self._screenshot_request is not None
         return self.pacing.due(changed)
@@ -205,11 +204,12 @@ class ViewerWindow(pyglet.window.Window):
         try:
             while not self.has_exit and (frames is None or self.clock.frames < frames):
                 self.dispatch_events()
-                if not self._frame_due():
+                frame = self._latest()
+                if not self._frame_due(frame):
                     self.source.wait_for_newer(self.scene.sequence, _pacing.POLL_S)
                     self._report_stats(final=False)
                     continue
-                self.draw_frame()
+                self.draw_frame(frame)
                 last = frames is not None and self.clock.frames == frames - 1
                 if last and screenshot:
                     self.save_screenshot(screenshot)

@@ -409,13 +409,13 @@ window.run(frames=1)
 window.pacing = DrawPacing(clock)
 window.pacing.drawn()
 clock.now += 0.01
-due = [window._frame_due()]                       # the shown frame again: not drawn
+due = [window._frame_due(window._latest())]                       # the shown frame again: not drawn
 source.frame = Frame(source.frame.positions, 0.1, 1, 2)
-due.append(window._frame_due())                   # the next step: drawn
+due.append(window._frame_due(window._latest()))                   # the next step: drawn
 window.scene.show(source.frame, source.population)
-due.append(window._frame_due())                   # shown now
+due.append(window._frame_due(window._latest()))                   # shown now
 window._screenshot_request = "shot.png"
-due.append(window._frame_due())                   # a capture waits for its frame
+due.append(window._frame_due(window._latest()))                   # a capture waits for its frame
 print(due)
 """
 
