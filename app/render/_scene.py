@@ -36,12 +36,16 @@ class HostParticles:
 class DeviceParticles:
     """The shown frame's positions where a compute device holds them (for the compute splat):
     this frame's and the previous one's (n, 3) float32 arrays on ``context``, and the snapshots
-    they belong to (empty where the scene uploaded them itself)."""
+    they belong to (empty where the scene uploaded them itself). ``order``: the frame's
+    locality order where its solver gave one (uint32 (n,) on ``context``, a permutation:
+    neighbours in space next to each other, so the splat's work-groups cover few pixels), else
+    None."""
 
     context: object
     current: object
     previous: object
     snapshots: tuple = ()
+    order: object = None
 
 
 class ParticleScene:
@@ -169,14 +173,15 @@ class ParticleScene:
             self._unfilled = {index: (frame.sequence, positions) for index in (0, 1)}
             self.interval = 0.0
             self.host = HostParticles(positions, positions)
-        self._keep_on_device(positions, moved=interval is not None and interval > 0)
+        self._keep_on_device(positions, moved=interval is not None and interval > 0,
+                             ordered=locality_order(frame, self._compute))
         self._host_current = positions
         self._sample, self._sample_time = sample, frame.time
         self._time = frame.time
         self._sequence = frame.sequence
         return True
 
-    def _keep_on_device(self, positions: np.ndarray, *, moved: bool) -> None:
+    def _keep_on_device(self, positions: np.ndarray, *, moved: bool, ordered) -> None:
         if self._compute is None:
             self.device = None
             return
@@ -185,7 +190,9 @@ class ParticleScene:
         else:
             current = self._compute.upload(np.ascontiguousarray(positions, dtype=np.float32))
         previous = self.device.current if moved and self.device is not None else current
-        self.device = DeviceParticles(self._compute, current, previous)
+        self.device = DeviceParticles(self._compute, current, previous,
+                                      () if ordered is None else (ordered,),
+                                      None if ordered is None else ordered.device)
 
     def _show_on_device(self, frame: Frame, population: np.ndarray) -> bool:
         snapshot = frame.snapshot
@@ -216,8 +223,12 @@ class ParticleScene:
             self._unfilled = {index: (frame.sequence, snapshot) for index in (0, 1)}
             self._sample = None
             self.interval = 0.0
-        self.device = DeviceParticles(snapshot.context, snapshot.device, last.device,
-                                      (snapshot, last) if last is not snapshot else (snapshot,))
+        ordered = locality_order(frame, snapshot.context)
+        self.device = DeviceParticles(
+            snapshot.context, snapshot.device, last.device,
+            ((snapshot, last) if last is not snapshot else (snapshot,))
+            + (() if ordered is None else (ordered,)),
+            None if ordered is None else ordered.device)
         self.host = None
         self._host_current = None
         # The speed scale comes from the frame's sample (downloaded beside the step; the
@@ -325,3 +336,15 @@ class ParticleScene:
         self.host = None
         self._extras = {}
         self.mass_buffer = self.value_buffer = self.support_buffer = None
+
+
+def locality_order(frame: Frame, context):
+    """The snapshot of ``frame``'s locality order (``Snapshot.locality_order``) where its device
+    copy lives on ``context`` (the splat reads it there) and orders the frame's particles; else
+    None."""
+    snapshot = frame.snapshot
+    ordered = None if snapshot is None else snapshot.locality_order
+    if ordered is None or context is None or ordered.context is not context or \
+            ordered.device is None or ordered.device.shape != (frame.count,):
+        return None
+    return ordered

@@ -9,6 +9,11 @@ The kernels run on a queue of their own beside the simulation's (``Context.anoth
 frame does not wait behind queued steps; they start after the snapshot copies they read. A
 deferred draw leaves the light on the device until ``land`` finds its kernels finished: GL then
 never queues work that waits on the GPU for a simulation step (the live path).
+
+Particles are drawn in the scene's locality order where it has one (``DeviceParticles.order``:
+the tree solvers' Morton order), so that a work-group's sprites cover few pixels and add into a
+tile in local memory before the image (``TILE_PIXELS``; ADR 0170). Any order and either path
+give the same bits.
 """
 
 from __future__ import annotations
@@ -24,16 +29,24 @@ from ._style import COLOUR_MODES, PointStyle
 FIXED_ONE = 2.0 ** 20
 FIXED_CAP = 2.0 ** 32 - 256
 GROUP = 256
-_DEFINES = {"FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f"}
+# Pixels of a work-group's tile: 16 KB of 32-bit counters for the four channels, which leaves a
+# multiprocessor room for every work-group it can hold (0: no tile).
+TILE_PIXELS = 1024
 
 
 class SplatPass:
     """Splat a scene's :class:`DeviceParticles` into an RGBA32F accumulation texture."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, *, tile_pixels: int = TILE_PIXELS):
         self.ctx = ctx
+        self.tile_pixels = tile_pixels  # a work-group's tile (0: none), for comparisons
         self._queues: dict = {}    # source context -> the context the splat runs on
         self._accumulation = None  # integer counts, zero between frames
+        # The work-groups that took the tile, counted on the device over every frame drawn
+        # since the image was allocated, and the work-groups launched meanwhile.
+        self._tiled_groups = None
+        self._groups = 0
+        self._unordered = None  # the locality order argument where the scene has none
         self._image = DeviceImage(ctx)  # the resolved light, and how it reaches the texture
         self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
@@ -54,21 +67,29 @@ class SplatPass:
         width, height = accumulation.size
         if self._image.allocate(queue, (width, height)):
             self._accumulation = queue.zeros((width * height * CHANNELS,), np.uint64)
+            self._tiled_groups = queue.zeros(1, np.uint64)
+            self._unordered = queue.zeros(1, np.uint32)
+            self._groups = 0
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
-        program = queue.build(["view.cl", "splat.cl"], defines=_DEFINES)
+        program = queue.build(["view.cl", "splat.cl"], defines={
+            "FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f",
+            "TILE_PIXELS": int(self.tile_pixels)})
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
+        order = particles.order
         with queue.reading(particles.snapshots):
             events = {"splat": [], "resolve": []}
             if count:
                 events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
+                    self._unordered if order is None else order, np.int32(order is not None),
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation))
+                    self._accumulation, self._tiled_groups))
+                self._groups += _padded(count) // GROUP
             resolved = program.kernel("splat_resolve").launch(
                 _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image)
             events["resolve"].append(resolved)
@@ -88,6 +109,12 @@ class SplatPass:
         """Device seconds of the last frame's kernels (waits for them): splat, resolve, and the
         copy into the texture."""
         return self._image.stage_seconds(self._events)
+
+    def tile_stats(self) -> dict[str, int]:
+        """Work-groups launched and those that took the tile, over the frames drawn since the
+        image was (re)allocated (waits for them)."""
+        tiled = 0 if self._tiled_groups is None else int(self._tiled_groups.download()[0])
+        return {"groups": self._groups, "tiled": tiled}
 
     @property
     def path(self) -> str:
@@ -121,7 +148,8 @@ class SplatPass:
 
     def release(self) -> None:
         self._image.release()
-        self._accumulation = None
+        self._accumulation = self._tiled_groups = self._unordered = None
+        self._groups = 0
         self._population = self._palette = (None, None, None)
         self._queues = {}
 

@@ -176,6 +176,13 @@ class CudaContext(Context):
             self._staging = StagingPool(self)
         return self._staging.snapshot(shape, dtype, write, download=download)
 
+    def device_snapshot(self, shape, dtype, write):
+        # A staging copy like a frame's, without its sample: read on the device only.
+        if self._staging is None:
+            from ._cuda_staging import StagingPool
+            self._staging = StagingPool(self)
+        return self._staging.snapshot(shape, dtype, write, download=False, sample=False)
+
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)
 

@@ -27,8 +27,8 @@ import numpy as np
 from ._types import DeviceArray, Snapshot, sample_stride
 
 # Staging buffers kept for reuse per context (a reader holding more frames than this gets
-# buffers that are freed with their snapshots).
-POOLED_BUFFERS = 4
+# buffers that are freed with their snapshots): four frames of positions and locality order.
+POOLED_BUFFERS = 8
 
 
 class _Staging:
@@ -66,7 +66,7 @@ class CudaSnapshot(Snapshot):
         return self._host
 
     def sample(self) -> np.ndarray | None:
-        if not self._sample_done.done:
+        if self._sample_done is None or not self._sample_done.done:
             return None
         self._sample.flags.writeable = False
         return self._sample
@@ -103,7 +103,7 @@ class StagingPool:
                 self.context.stream.wait_event(event)
         return staging
 
-    def snapshot(self, shape, dtype, write, *, download=True) -> CudaSnapshot:
+    def snapshot(self, shape, dtype, write, *, download=True, sample=True) -> CudaSnapshot:
         cupy, context = self._cupy, self.context
         staging = self._take(shape, dtype)
         write(staging.array)
@@ -111,7 +111,8 @@ class StagingPool:
             written = cupy.cuda.Event(disable_timing=True)
             written.record(context.stream)
             self.copy_stream.wait_event(written)  # every later copy of it follows the write
-        snapshot = CudaSnapshot(self, staging, written, self._sample(staging))
+        snapshot = CudaSnapshot(self, staging, written,
+                                self._sample(staging) if sample else (None, None))
         if download:
             snapshot.download()
         return snapshot

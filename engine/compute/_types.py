@@ -162,10 +162,16 @@ class Snapshot(ABC):
     flight); ``sample()`` every ``sample_stride``-th row of it; ``device`` is the device copy
     where the backend keeps one (CUDA: a staging buffer held until this snapshot is dropped),
     else None. Nothing ever writes into a snapshot after it is taken, so any thread may read it
-    for as long as it holds it."""
+    for as long as it holds it.
+
+    ``locality_order``: where the solver has one, a device snapshot (``Context.device_snapshot``)
+    taken in queue order with this one of the bodies in an order that keeps neighbours in space
+    together (uint32 (n,), a permutation: entry k is the caller's index of the k-th body; the
+    tree solvers' Morton order), which the compute splat draws in; else None."""
 
     device: "DeviceArray | None" = None
     context: "Context | None" = None  # the context ``device`` belongs to
+    locality_order: "Snapshot | None" = None
 
     @abstractmethod
     def ready(self) -> bool:
@@ -196,6 +202,29 @@ class HostSnapshot(Snapshot):
 
     def host(self) -> np.ndarray:
         return self._array
+
+
+class DeviceSnapshot(Snapshot):
+    """A snapshot in a device array of its own on an in-order queue (nothing queued later
+    writes it), moved to the host only when ``host()`` asks (waiting for the queue)."""
+
+    def __init__(self, context: "Context", array: "DeviceArray"):
+        self.context = context
+        self.device = array
+        self._host: np.ndarray | None = None
+
+    def ready(self) -> bool:
+        return self._host is not None
+
+    def host(self) -> np.ndarray:
+        if self._host is None:
+            host = self.device.download()
+            host.flags.writeable = False
+            self._host = host
+        return self._host
+
+    def sample(self) -> np.ndarray | None:
+        return None  # read on the device only
 
 
 class KernelEvent(ABC):
@@ -323,6 +352,14 @@ class Context(ABC):
         array = self.empty(shape, dtype)
         write(array)
         return HostSnapshot(array.download())
+
+    def device_snapshot(self, shape, dtype, write: Callable[[DeviceArray], object]) -> Snapshot:
+        """A :class:`Snapshot` of what ``write(array)`` queues, kept on the device for kernels
+        to read (``device`` is set; no sample, no host copy unless ``host()`` asks). Here the
+        array itself, the queue being in order; a backend with copy engines overrides this."""
+        array = self.empty(shape, dtype)
+        write(array)
+        return DeviceSnapshot(self, array)
 
     def another_queue(self) -> "Context":
         """A context on the same device whose queue runs beside this one's (a renderer's work

@@ -66,6 +66,7 @@ class DeviceState:
         self._kick = program.kernel("kick")
         self._drift = program.kernel("drift")
         self._positions_xyz = program.kernel("positions_xyz")
+        self._locality_order_copy = program.kernel("locality_order_copy")
         self._global = padded_count(self._n, INTEGRATE_GROUP)
         accum = np.dtype(np.float64 if context.info.fp64 else np.float32)
         self._energy_partials = context.build(["energy.cl"], defines={
@@ -121,9 +122,17 @@ class DeviceState:
     def stage_positions(self, *, download: bool = False) -> Snapshot:
         """The current positions as float32 (n, 3), taken in queue order without waiting (a
         frame): the device copy is there for GL interop, the sample arrives on its own, the
-        host copy when asked for (``download``: at once)."""
-        return self.solver.context.snapshot((self._n, 3), np.float32, self._write_positions,
-                                            download=download)
+        host copy when asked for (``download``: at once). A frame (not ``download``) of a solver
+        with a locality order carries a device copy of it (``Snapshot.locality_order``)."""
+        context = self.solver.context
+        snapshot = context.snapshot((self._n, 3), np.float32, self._write_positions,
+                                    download=download)
+        order = None if download else self.solver.locality_order(self._n)
+        if order is not None:
+            snapshot.locality_order = context.device_snapshot(
+                (self._n,), np.uint32, lambda out: self._locality_order_copy.launch(
+                    self._global, INTEGRATE_GROUP, order, np.int32(self._n), out))
+        return snapshot
 
     def _write_positions(self, out) -> None:
         self._positions_xyz.launch(self._global, INTEGRATE_GROUP, self.body, np.int32(self._n),

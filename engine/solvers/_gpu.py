@@ -65,6 +65,13 @@ class GpuSolver(Solver):
         ``body`` (padded ``real4`` rows: x, y, z, mass) into ``out`` (same shape). What it
         chose (tile sizes, ...) goes into ``self.last_launch``, which joins ``last_stats``."""
 
+    def locality_order(self, count: int) -> DeviceArray | None:
+        """The last evaluation's bodies in an order that keeps neighbours in space together
+        (uint32 (count,) on the device: entry k is the caller's index of the k-th body), where
+        the solver has one for ``count`` bodies, else None. The next evaluation rewrites it:
+        copy it in queue order to keep it (a frame's ``Snapshot.locality_order``)."""
+        return None
+
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
         """Wall and device seconds of ``events`` (queued from ``start``) become ``last_stats``
         when it is read; reading waits for the events, and ``wall_s`` is wall time from

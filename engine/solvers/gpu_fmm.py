@@ -101,6 +101,7 @@ class GpuFmmSolver(GpuSolver):
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
+        self._last = None  # the last evaluation's tree and interaction lists
 
     @property
     def chosen(self) -> dict | None:
@@ -186,6 +187,11 @@ class GpuFmmSolver(GpuSolver):
         (CUDA), per kernel name: for benchmarks, to tell a kernel that spills."""
         return {name: kernel.resources() for name, kernel in self._kernels(False).items()
                 if name in ("upward", "m2l", "l2l", "p2p", "l2p_bodies")}
+
+    def locality_order(self, count: int):
+        # The tree's Morton order (the builder gpu-tree uses).
+        tree = None if self._last is None else self._last[0]
+        return tree.order if tree is not None and tree.count == count else None
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, parents and centres, copied to the host (for

@@ -215,6 +215,11 @@ class GpuTreeSolver(GpuSolver):
         # waited for only when last_stats is read: see GpuSolver.record_stats).
         return self._breakdown()
 
+    def locality_order(self, count: int):
+        # The tree's Morton order: bodies of one leaf are next to each other.
+        tree = self._tree
+        return tree.order if tree is not None and tree.count == count else None
+
     def last_tree(self):
         """The last evaluation's :class:`DeviceTree` (for tests and diagnostics)."""
         return self._tree

@@ -4,7 +4,8 @@
  * (ax, ay, az, potential). Arrays are padded; `count` real bodies are updated and the padding
  * (zero mass) is left where it is. Launched with a global size that is a multiple of the
  * work-group size, so work-items past `count` return at once. `positions_xyz` writes the
- * float32 (x, y, z) rows a frame is made of (what the renderer reads). */
+ * float32 (x, y, z) rows a frame is made of (what the renderer reads), `locality_order_copy`
+ * the frame's copy of the order the compute splat draws its particles in. */
 
 KERNEL void kick(GLOBAL real4* RESTRICT velocity, GLOBAL const real4* RESTRICT acceleration,
                  const int count, const real dt) {
@@ -38,4 +39,12 @@ KERNEL void positions_xyz(GLOBAL const real4* RESTRICT body, const int count,
   out[3 * i] = (float)p.x;
   out[3 * i + 1] = (float)p.y;
   out[3 * i + 2] = (float)p.z;
+}
+
+/* A frame's copy of the solver's locality order (the next step's sort rewrites the solver's). */
+KERNEL void locality_order_copy(GLOBAL const uint* RESTRICT order, const int count,
+                                GLOBAL uint* RESTRICT out) {
+  const int i = GLOBAL_ID;
+  if (i >= count) return;
+  out[i] = order[i];
 }

@@ -16,89 +16,157 @@
  *      heading (0.5 + 0.5 * the unit direction of travel; the palette's where it did not move)
  *      * brightness.
  *
+ * The sums go through a work-group tile where that is cheaper (the only reason for it: a 64-bit
+ * global atomic costs the GPU about 0.02 ms per million, and in a galaxy's core thousands of
+ * sprites land on the same pixels). Work-item k of the launch draws particle
+ * locality_order[k] (an order that keeps neighbours in space together, the tree solvers'
+ * Morton order; the caller's order k where there is none), so a work-group's particles tend to
+ * cover few pixels. Each group reduces the pixel box its sprites cover (clipped to the image)
+ * and whether every contribution is small enough for 32-bit sums (below); when the box has at
+ * most TILE_PIXELS pixels and they are, the group adds its contributions into zeroed 32-bit
+ * counters in local memory, one per channel of each pixel of the box, and then adds each
+ * non-zero counter into the image with one 64-bit global atomic. Otherwise its work-items add
+ * straight into the image. `tiled_groups` counts the groups that took the tile (a statistic).
+ *
  * Fixed point: a contribution v becomes round(v * FIXED_ONE) counts (FIXED_ONE = 2^20, so one
  * unit of light resolves to 9.5e-7), capped at FIXED_CAP = 2^32 - 256 counts (the largest float
  * below 2^32: 4096 units, light that is white after any exposure the viewer offers), and is
- * added with a 64-bit integer atomic. The sum of
- * fewer than 2^31 capped contributions stays below 2^63, so a pixel never wraps for any particle
- * count this index type can address.
+ * added with a 64-bit integer atomic. The sum of fewer than 2^31 capped contributions stays below
+ * 2^63, so a pixel never wraps for any particle count this index type can address. A tile
+ * counter never wraps either: a sprite covers a pixel once, so a counter sums at most one
+ * contribution per work-item, and the tile is taken only where each particle's brightest
+ * channel at weight 1, max(r, g, b) * intensity * FIXED_ONE, is at most 2^31 / LOCAL_SIZE counts
+ * (8 units of light for 256 work-items; alpha adds at most FIXED_ONE): the group's sum stays
+ * below 2^31 plus rounding, half of what 32 bits hold.
  *
- * Determinism: integer addition is associative and exact, so each pixel's sum does not depend on
- * the order the atomics land in, and the image is the same bits on every run; the rounding is
- * per contribution, before the sum.
+ * Determinism: every contribution is the same float expression of its particle alone on either
+ * path, rounded to integer counts before any sum. Integer addition is associative and exact, so
+ * each pixel's sum does not depend on the order the atomics land in, on which work-item draws
+ * which particle (any locality order), nor on whether a group's counts meet in a tile first:
+ * the image is the same bits on every run, for any order and either path.
  *
  * Needs view.cl first (the projection).
  *
  * Host defines: FIXED_ONE (counts per unit of light, a float literal), FIXED_CAP (the largest
- * contribution in counts, a float literal), both single precision (`f` suffix). Colours come from `palette` (16 float4: rgb and the
- * population's brightness), labels from `population` (int per particle, used modulo 16). */
+ * contribution in counts, a float literal), both single precision (`f` suffix); TILE_PIXELS
+ * (pixels of a work-group's tile, 0: no tile). Colours come from `palette` (16 float4: rgb and
+ * the population's brightness), labels from `population` (int per particle, used modulo 16). */
 
 #define SPLAT_CHANNELS 4
+/* A tile's counters; one where there is no tile (a local array needs a size). */
+#define TILE_VALUES (SPLAT_CHANNELS * (TILE_PIXELS > 0 ? TILE_PIXELS : 1))
+#define NO_PIXEL 0x7fffffff
 
 DEVICE float splat_mix(float a, float b, float t) { return a + (b - a) * t; }
 
-DEVICE void splat_add(GLOBAL ulong* RESTRICT pixel, float value) {
+/* A contribution's counts (zero below half a count). */
+DEVICE uint splat_counts(float value) {
   const float counts = MIN(value * FIXED_ONE + 0.5f, FIXED_CAP);
-  if (counts >= 1.0f) ATOMIC_ADD_ULONG(pixel, (ulong)counts);
+  return counts >= 1.0f ? (uint)counts : 0u;
 }
 
-/* One work-item per particle; m0..m15 are the view-projection matrix row by row (view.cl). */
+/* One channel's counts into the group's tile or straight into the image. */
+DEVICE void splat_add(GLOBAL ulong* RESTRICT pixel, LOCAL_ARG uint* counter, const int tiled,
+                      const uint counts) {
+  if (counts == 0u) return;
+  if (tiled) ATOMIC_ADD(counter, counts);
+  else ATOMIC_ADD_ULONG(pixel, counts);
+}
+
+/* One work-item per particle (locality_order[k] when `ordered`, else k), a work-group per tile;
+ * m0..m15 are the view-projection matrix row by row (view.cl). Every work-item reaches every
+ * barrier: those without a visible particle draw nothing. */
 KERNEL void splat_points(GLOBAL const float* RESTRICT position,
                          GLOBAL const float* RESTRICT previous,
-                         GLOBAL const int* RESTRICT population, const int count,
-                         GLOBAL const float* RESTRICT palette, const int colour_mode,
-                         const float speed_scale, const float point_size, const float intensity,
-                         VIEW_MATRIX_ARGUMENTS,
-                         const int width, const int height, GLOBAL ulong* RESTRICT accumulation) {
-  const int i = GLOBAL_ID;
-  if (i >= count) return;
+                         GLOBAL const int* RESTRICT population,
+                         GLOBAL const uint* RESTRICT locality_order, const int ordered,
+                         const int count, GLOBAL const float* RESTRICT palette,
+                         const int colour_mode, const float speed_scale, const float point_size,
+                         const float intensity, VIEW_MATRIX_ARGUMENTS,
+                         const int width, const int height, GLOBAL ulong* RESTRICT accumulation,
+                         GLOBAL ulong* RESTRICT tiled_groups) {
+  LOCAL uint tile[TILE_VALUES];
+  LOCAL int box[4];       /* the group's pixels: least x, least y, greatest x, greatest y */
+  LOCAL int too_bright;   /* some contribution could overflow a tile counter */
+  if (LOCAL_ID == 0) {
+    box[0] = box[1] = NO_PIXEL;
+    box[2] = box[3] = -1;
+    too_bright = 0;
+  }
+  SYNC_THREADS;
+
+  const int k = GLOBAL_ID;
+  const int i = k < count ? (ordered ? (int)locality_order[k] : k) : 0;
   const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
   CLIP_COORDINATES(x, y, z);
-  if (!(cw > 0.0f) || fabs(cz) > cw) return;
   const float xw = (cx / cw + 1.0f) * 0.5f * (float)width;
   const float yw = (cy / cw + 1.0f) * 0.5f * (float)height;
   const float half_size = 0.5f * point_size, to_offset = 2.0f / point_size;
-  /* no pixel of the sprite in the image (tested in float: far centres overflow an int) */
-  if (!(xw + half_size > 0.0f && xw - half_size < (float)width &&
-        yw + half_size > 0.0f && yw - half_size < (float)height)) return;
+  /* dropped: past the count, behind the camera (w <= 0), outside the depth range (|z| > w), or
+   * no pixel of the sprite in the image (tested in float: far centres overflow an int) */
+  const int visible = k < count && cw > 0.0f && !(fabs(cz) > cw) &&
+                      xw + half_size > 0.0f && xw - half_size < (float)width &&
+                      yw + half_size > 0.0f && yw - half_size < (float)height;
 
-  GLOBAL const float* entry = palette + 4 * (population[i] & 15);
-  float r, g, b;
-  if (colour_mode == 1) {
-    const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
-                dz = z - previous[3 * i + 2];
-    const float ratio = MAX(SQRT(dx * dx + dy * dy + dz * dz) * speed_scale, 1e-6f);
-    const float s = MIN(MAX(0.5f + 0.25f * log2(ratio), 0.0f), 1.0f);
-    if (s < 0.5f) {  /* slow deep blue to median pink */
-      r = splat_mix(0.25f, 0.95f, s * 2.0f);
-      g = splat_mix(0.35f, 0.35f, s * 2.0f);
-      b = splat_mix(1.0f, 0.6f, s * 2.0f);
-    } else {         /* median pink to fast amber */
-      r = splat_mix(0.95f, 1.0f, s * 2.0f - 1.0f);
-      g = splat_mix(0.35f, 0.8f, s * 2.0f - 1.0f);
-      b = splat_mix(0.6f, 0.3f, s * 2.0f - 1.0f);
-    }
-    r *= entry[3]; g *= entry[3]; b *= entry[3];
-  } else if (colour_mode == 2) {
-    const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
-                dz = z - previous[3 * i + 2];
-    const float distance = SQRT(dx * dx + dy * dy + dz * dz);
-    if (distance > 0.0f) {
-      r = 0.5f + 0.5f * (dx / distance);
-      g = 0.5f + 0.5f * (dy / distance);
-      b = 0.5f + 0.5f * (dz / distance);
+  float r = 0.0f, g = 0.0f, b = 0.0f;
+  int x0 = 0, x1 = -1, y0 = 0, y1 = -1;
+  if (visible) {
+    GLOBAL const float* entry = palette + 4 * (population[i] & 15);
+    if (colour_mode == 1) {
+      const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
+                  dz = z - previous[3 * i + 2];
+      const float ratio = MAX(SQRT(dx * dx + dy * dy + dz * dz) * speed_scale, 1e-6f);
+      const float s = MIN(MAX(0.5f + 0.25f * log2(ratio), 0.0f), 1.0f);
+      if (s < 0.5f) {  /* slow deep blue to median pink */
+        r = splat_mix(0.25f, 0.95f, s * 2.0f);
+        g = splat_mix(0.35f, 0.35f, s * 2.0f);
+        b = splat_mix(1.0f, 0.6f, s * 2.0f);
+      } else {         /* median pink to fast amber */
+        r = splat_mix(0.95f, 1.0f, s * 2.0f - 1.0f);
+        g = splat_mix(0.35f, 0.8f, s * 2.0f - 1.0f);
+        b = splat_mix(0.6f, 0.3f, s * 2.0f - 1.0f);
+      }
+      r *= entry[3]; g *= entry[3]; b *= entry[3];
+    } else if (colour_mode == 2) {
+      const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
+                  dz = z - previous[3 * i + 2];
+      const float distance = SQRT(dx * dx + dy * dy + dz * dz);
+      if (distance > 0.0f) {
+        r = 0.5f + 0.5f * (dx / distance);
+        g = 0.5f + 0.5f * (dy / distance);
+        b = 0.5f + 0.5f * (dz / distance);
+      } else {
+        r = entry[0]; g = entry[1]; b = entry[2];
+      }
+      r *= entry[3]; g *= entry[3]; b *= entry[3];
     } else {
-      r = entry[0]; g = entry[1]; b = entry[2];
+      r = entry[0] * entry[3]; g = entry[1] * entry[3]; b = entry[2] * entry[3];
     }
-    r *= entry[3]; g *= entry[3]; b *= entry[3];
-  } else {
-    r = entry[0] * entry[3]; g = entry[1] * entry[3]; b = entry[2] * entry[3];
+    x0 = MAX((int)floor(xw - half_size), 0);
+    x1 = MIN((int)floor(xw + half_size), width - 1);
+    y0 = MAX((int)floor(yw - half_size), 0);
+    y1 = MIN((int)floor(yw + half_size), height - 1);
+    ATOMIC_MIN(&box[0], x0);
+    ATOMIC_MIN(&box[1], y0);
+    ATOMIC_MAX(&box[2], x1);
+    ATOMIC_MAX(&box[3], y1);
+    /* NaN compares false: such a group takes the path without a tile, as before it */
+    if (!(MAX(MAX(r, g), b) * intensity * FIXED_ONE <= 2147483648.0f / (float)LOCAL_SIZE))
+      ATOMIC_MAX(&too_bright, 1);
+  }
+  SYNC_THREADS;
+
+  const int bx = box[0], by = box[1];
+  const int box_width = box[2] - bx + 1, box_height = box[3] - by + 1;
+  if (box_width <= 0) return;  /* nothing of the group in the image (the same for all) */
+  const int tiled = !too_bright && box_width <= TILE_PIXELS && box_height <= TILE_PIXELS &&
+                    box_width * box_height <= TILE_PIXELS;
+  const int values = SPLAT_CHANNELS * box_width * box_height;
+  if (tiled) {
+    for (int v = LOCAL_ID; v < values; v += LOCAL_SIZE) tile[v] = 0u;
+    SYNC_THREADS;
   }
 
-  const int x0 = MAX((int)floor(xw - half_size), 0);
-  const int x1 = MIN((int)floor(xw + half_size), width - 1);
-  const int y0 = MAX((int)floor(yw - half_size), 0);
-  const int y1 = MIN((int)floor(yw + half_size), height - 1);
   for (int py = y0; py <= y1; ++py) {
     const float oy = ((float)py + 0.5f - yw) * to_offset;
     for (int px = x0; px <= x1; ++px) {
@@ -108,12 +176,26 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
       const float weight = exp(-4.0f * r2);
       const float light = intensity * weight;
       GLOBAL ulong* pixel = accumulation + (size_t)SPLAT_CHANNELS * ((size_t)py * width + px);
-      splat_add(pixel, r * light);
-      splat_add(pixel + 1, g * light);
-      splat_add(pixel + 2, b * light);
-      splat_add(pixel + 3, weight);
+      LOCAL_ARG uint* counter =
+          tile + (tiled ? SPLAT_CHANNELS * ((py - by) * box_width + (px - bx)) : 0);
+      splat_add(pixel, counter, tiled, splat_counts(r * light));
+      splat_add(pixel + 1, counter + 1, tiled, splat_counts(g * light));
+      splat_add(pixel + 2, counter + 2, tiled, splat_counts(b * light));
+      splat_add(pixel + 3, counter + 3, tiled, splat_counts(weight));
     }
   }
+  if (!tiled) return;
+
+  SYNC_THREADS;
+  for (int v = LOCAL_ID; v < values; v += LOCAL_SIZE) {
+    const uint counts = tile[v];
+    if (counts == 0u) continue;
+    const int cell = v / SPLAT_CHANNELS, channel = v - SPLAT_CHANNELS * cell;
+    const int px = bx + cell % box_width, py = by + cell / box_width;
+    ATOMIC_ADD_ULONG(accumulation + (size_t)SPLAT_CHANNELS * ((size_t)py * width + px) + channel,
+                     counts);
+  }
+  if (LOCAL_ID == 0) ATOMIC_ADD_ULONG(tiled_groups, 1u);
 }
 
 /* One work-item per value (pixel channel): counts back to light, and the counts cleared so the

@@ -150,3 +150,138 @@ def test_the_host_splat_and_the_compute_splat_give_the_same_image_to_float_round
     sprites = device[..., 3:] / np.exp(-4.0) + 1.0
     bound = sprites / FIXED_ONE + 1e-3 * np.abs(device)
     assert np.all((np.abs(host - device) <= bound)[same_discs])
+
+
+# -- the locality order and the work-group tile (ADR 0170) ---------------------------------------
+
+def _light(ctx, context, positions, style, view_projection, *, order=None, tile_pixels=None,
+           population=None):
+    """The light the compute splat draws of ``positions`` (caller order) with ``order`` as the
+    scene's locality order, and its tile statistics."""
+    import dataclasses
+
+    from orrery.app.render import ParticleScene
+    from orrery.app.render._splat_pass import TILE_PIXELS, SplatPass
+
+    count = len(positions)
+    scene = ParticleScene(ctx, compute=context)
+    splat = SplatPass(ctx, tile_pixels=TILE_PIXELS if tile_pixels is None else tile_pixels)
+    texture = ctx.texture(SIZE, 4, dtype="f4")
+    try:
+        scene.show(Frame(np.asarray(positions, np.float32), 0.0, 0, 1),
+                   np.zeros(count, np.uint8) if population is None else population)
+        if order is not None:
+            scene.device = dataclasses.replace(
+                scene.device, order=context.upload(np.asarray(order, np.uint32)))
+        splat.draw(scene, view_projection, style, texture)
+        light = np.frombuffer(texture.read(), np.float32).reshape(SIZE[1], SIZE[0], 4).copy()
+        return light, splat.tile_stats()
+    finally:
+        texture.release()
+        splat.release()
+        scene.release()
+
+
+# World units are pixels: window position = world (x, y) + half the image.
+_PIXELS = np.diag([2.0 / SIZE[0], 2.0 / SIZE[1], -1.0, 1.0])
+
+
+def _at_window(points):
+    points = np.asarray(points, np.float64)
+    return np.c_[points - np.array(SIZE) / 2, np.zeros(len(points))].astype(np.float32)
+
+
+def _grid_order(positions, cells=64):
+    """A Morton-like order: sorted by the coarse 3-D grid cell (row-major cell index) of a grid
+    over the central 98% (a Plummer sphere's outliers would make the core one cell)."""
+    low, high = np.percentile(positions, [1, 99], axis=0)
+    cell = np.clip(((positions - low) / (high - low) * cells).astype(np.int64), 0, cells - 1)
+    return np.argsort((cell[:, 0] * cells + cell[:, 1]) * cells + cell[:, 2], kind="stable")
+
+
+def test_any_locality_order_gives_the_same_bits_and_the_splat_reads_it(ctx, context):
+    from orrery.app.render import PointStyle
+
+    positions, population = galaxy()
+    view_projection = camera_for(positions)
+    style = PointStyle(point_size=3.0)
+    n = len(positions)
+
+    def light(order, **options):
+        return _light(ctx, context, positions, style, view_projection, order=order,
+                      population=population, **options)
+
+    caller, caller_stats = light(None)
+    identity, _ = light(np.arange(n))
+    shuffled, shuffled_stats = light(np.random.default_rng(4).permutation(n))
+    grid, grid_stats = light(_grid_order(positions))
+    untiled, untiled_stats = light(_grid_order(positions), tile_pixels=0)
+    assert caller[..., 3].sum() > 0
+    assert caller.tobytes() == identity.tobytes() == shuffled.tobytes() == grid.tobytes() \
+        == untiled.tobytes()
+    # the grid order puts neighbours in one work-group: many groups take the tile, where
+    # random groups span the image
+    assert untiled_stats["tiled"] == 0 and shuffled_stats["tiled"] == 0
+    assert grid_stats["tiled"] >= grid_stats["groups"] // 4, grid_stats
+    assert caller_stats["groups"] == grid_stats["groups"] == -(-n // 256)
+    # an order that is no permutation draws other particles: the kernel reads it
+    first_only, _ = light(np.zeros(n))
+    assert np.count_nonzero(first_only[..., 3]) < np.count_nonzero(caller[..., 3]) / 100
+
+
+def _clusters(count, centres, spread, seed=7):
+    """``count`` particles around the window ``centres`` in turn (256 a work-group: each group
+    in one cluster), within ``spread`` pixels."""
+    rng = np.random.default_rng(seed)
+    chosen = np.asarray(centres, np.float64)[(np.arange(count) // 256) % len(centres)]
+    return _at_window(chosen + rng.uniform(-spread, spread, (count, 2)))
+
+
+def test_a_clustered_scene_takes_the_tile_with_the_bits_of_direct_atomics(ctx, context):
+    from orrery.app.render import PointStyle
+
+    # clusters inside, across the left and the top edge, in a corner and beyond the right edge
+    # (only the sprites' rims in the image); a last, partial work-group
+    centres = [(40.3, 50.7), (0.4, 30.2), (80.6, SIZE[1] - 0.7), (0.8, 0.3),
+               (SIZE[0] + 1.4, 60.5), (120.5, 20.5)]
+    positions = _clusters(256 * 11 + 77, centres, spread=2.0)
+    style = PointStyle(point_size=5.0)
+    tiled, stats = _light(ctx, context, positions, style, _PIXELS)
+    direct, direct_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
+    assert stats == {"groups": 12, "tiled": 12} and direct_stats["tiled"] == 0
+    assert tiled[..., 3].sum() > 0 and tiled.tobytes() == direct.tobytes()
+    # every edge of the image is drawn on (left column, top row, right column, corner)
+    assert tiled[:, 0, 3].any() and tiled[-1, :, 3].any() and tiled[:, -1, 3].any() \
+        and tiled[0, 0, 3] > 0
+
+
+def test_the_tile_is_taken_up_to_its_size_and_gives_the_same_bits(ctx, context):
+    from orrery.app.render import PointStyle
+
+    # one work-group, two sprites of 3 pixels: the box is x 18..25, y 28..35, 64 pixels
+    positions = _at_window([(20.25, 30.25), (23.75, 33.75)] * 128)
+    style = PointStyle(point_size=3.0)
+    fits, fits_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=64)
+    over, over_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=63)
+    assert fits_stats["tiled"] == 1 and over_stats["tiled"] == 0
+    assert np.count_nonzero(fits[..., 3]) == 2 * 8  # two discs of 8 pixel centres
+    drawn = np.argwhere(fits[..., 3] > 0)  # (row, column): 29..34, 19..24
+    assert drawn.min(axis=0).tolist() == [29, 19] and drawn.max(axis=0).tolist() == [34, 24]
+    assert fits.tobytes() == over.tobytes()
+
+
+def test_contributions_too_large_for_32_bit_tile_sums_take_direct_atomics(ctx, context):
+    from orrery.app.render import PointStyle
+    from orrery.app.render._splat_pass import FIXED_ONE
+
+    # 256 sprites on one pixel: a tile counter holds their sum while each particle's brightest
+    # channel is at most 2^31 / 256 counts (8 units of light for palette entry 0, rgb peak 1)
+    positions = _at_window([(40.5, 50.5)] * 256)
+    limit = 2.0 ** 31 / 256 / FIXED_ONE
+    for intensity, tiled in ((0.99 * limit, 1), (1.01 * limit, 0), (1e6, 0)):
+        style = PointStyle(point_size=1.0, intensity=intensity)
+        light, stats = _light(ctx, context, positions, style, _PIXELS)
+        direct, _ = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
+        assert stats["tiled"] == tiled, intensity
+        assert light.tobytes() == direct.tobytes()
+        assert light[50, 40, 3] == 256 and light[50, 40, 2] >= 256 * min(intensity, 4095)
