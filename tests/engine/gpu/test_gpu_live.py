@@ -219,3 +219,33 @@ def test_energy_summed_on_the_device_matches_the_host_sum(device):
     assert kinetic == pytest.approx(expected.kinetic, rel=1e-9)
     assert potential == pytest.approx(expected.potential, rel=1e-9)
     assert state.energies() == (kinetic, potential)  # same state, same sums
+
+
+@pytest.mark.parametrize("solver", ["gpu-tree", "gpu-fmm", "gpu-direct"])
+def test_a_frame_carries_its_solvers_locality_order_a_permutation_of_the_bodies(device, solver):
+    """The tree solvers' frames carry a device copy of the tree's Morton order, taken in queue
+    order: the next step's sort does not change it. gpu-direct has none; a recorder's
+    snapshot needs none."""
+    particles = ics.plummer(3000, seed=3)
+    state = make_solver(solver, device=device, softening=0.05).bind(particles)
+    state.compute_accelerations()
+    snapshot = state.stage_positions()
+    if solver == "gpu-direct":
+        assert snapshot.locality_order is None
+        return
+    ordered = snapshot.locality_order
+    assert ordered is not None and ordered.context is state.solver.context
+    assert ordered.device.shape == (particles.n,) and ordered.device.dtype == np.uint32
+    assert ordered.sample() is None  # nothing of it moves to the host beside the step
+    tree = state.solver.last_tree() if solver == "gpu-tree" else state.solver._last[0]
+    expected = tree.order.download()[:particles.n].copy()
+    order = ordered.host()
+    assert np.array_equal(np.sort(order), np.arange(particles.n))
+    assert np.array_equal(order, expected) and not np.array_equal(order, np.arange(particles.n))
+    for _ in range(3):  # the bodies move, the tree is rebuilt, the frame's copy stays
+        state.kick(0.5)
+        state.drift(0.5)
+        state.compute_accelerations()
+    assert not np.array_equal(tree.order.download()[:particles.n], expected)  # rewritten
+    assert np.array_equal(snapshot.locality_order.host(), expected)
+    assert state.stage_positions(download=True).locality_order is None

@@ -285,3 +285,47 @@ def test_contributions_too_large_for_32_bit_tile_sums_take_direct_atomics(ctx, c
         assert stats["tiled"] == tiled, intensity
         assert light.tobytes() == direct.tobytes()
         assert light[50, 40, 3] == 256 and light[50, 40, 2] >= 256 * min(intensity, 4095)
+
+
+def test_a_live_tree_frame_is_splatted_in_its_locality_order(ctx, device):
+    """A gpu-tree frame's locality order reaches the splat (CUDA: with the frame's device copy;
+    SYCL: beside the positions the scene uploads to the same device): the same bits as without
+    it, more work-groups in the tile, and a wrong order would show."""
+    from orrery.app.render import ParticleScene, PointStyle, Renderer
+    from orrery.engine.solvers import make_solver
+
+    particles = ics.plummer(20000, seed=3)
+    state = make_solver("gpu-tree", device=device, softening=0.05).bind(particles)
+    state.compute_accelerations()
+    snapshot = state.stage_positions()
+    ordered = snapshot.locality_order
+    context = compute.open_device(device)
+    view_projection = camera_for(snapshot.host(), fraction=1.0)
+
+    def draw():
+        scene = ParticleScene(ctx, compute=None if device.startswith("cuda") else context)
+        renderer = Renderer(ctx)
+        try:
+            renderer.resize(*SIZE)
+            scene.show(Frame(None, 0.0, 0, 1, snapshot=snapshot), particles.population)
+            renderer.accumulate(scene, view_projection, PointStyle())
+            assert renderer.particle_path.startswith("compute splat"), renderer.particle_path
+            order = scene.device.order
+            return (renderer.read_accumulation().copy(), renderer.splat.tile_stats(), order,
+                    scene.device.snapshots)
+        finally:
+            renderer.release()
+            scene.release()
+
+    in_order, stats, order, held = draw()
+    assert order is ordered.device and ordered in held
+    snapshot.locality_order = None
+    caller, caller_stats, order, _ = draw()
+    assert order is None
+    assert caller[..., 3].sum() > 0 and in_order.tobytes() == caller.tobytes()
+    assert stats["tiled"] > caller_stats["tiled"], (stats, caller_stats)
+    n = particles.n
+    snapshot.locality_order = context.device_snapshot(
+        (n,), np.uint32, lambda out: out.upload(np.zeros(n, np.uint32)))
+    first_only, _, _, _ = draw()
+    assert np.count_nonzero(first_only[..., 3]) < np.count_nonzero(caller[..., 3]) / 100
