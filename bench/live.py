@@ -20,9 +20,11 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   step arrived, else waiting for one (the camera is still and nobody touches the panel).
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
-the solver thread published and the renderer showed, the upload path, and the particle pass
+the solver thread published and the renderer showed, the upload path, the particle pass
 (the compute splat where the frames are on a CUDA device, the host splat where GL is software
-and they came through the host, else GL points). With ``--rounds`` R
+and they came through the host, else GL points) and, where the compute splat drew, ``tiled``:
+the share of its work-groups that summed in a local tile (ADR 0170; ``--tile-pixels 0`` turns
+the tile off to compare). With ``--rounds`` R
 above 1 the modes run R times in turn and each row gives the medians over the rounds, the ratio
 as the median of each round's ratio to that round's headless run (neighbouring runs share the
 machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
@@ -41,7 +43,7 @@ from .render import window_size
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
 MODES = ("headless", "runner", "capped", "uncapped", "paced")
 _COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "ratio_min", "ratio_max",
-            "render_fps", "published", "shown", "upload", "particles"]
+            "render_fps", "published", "shown", "upload", "particles", "tiled"]
 
 
 SPEC = BenchmarkSpec("live", HELP, options=(
@@ -66,6 +68,8 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     Option("splat", bool, True, "draw particles with the compute splat where the frames are on "
                                 "a CUDA device, on the host where GL is software (off: GL "
                                 "points)"),
+    Option("tile_pixels", int, None, "pixels of the compute splat's work-group tile (0: no "
+                                     "tile; default: the splat's)", minimum=0),
     Option("host_threads", int, None, "threads of the host splat (0: every core; default: the "
                                       "renderer's)", minimum=0),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),
@@ -146,7 +150,8 @@ def _headless(scenario, settings, args) -> dict:
     sim.positions()  # the device has finished every step
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (sim.steps - steps) / elapsed, "render_fps": None,
-            "published": None, "shown": None, "upload": None, "particles": None}
+            "published": None, "shown": None, "upload": None, "particles": None,
+            "tiled": None}
 
 
 def _run_for(seconds: float, body) -> int:
@@ -173,7 +178,8 @@ def _reader_only(runner, args) -> dict:
     elapsed = time.perf_counter() - start
     return {"steps_per_second": (last.step - first.step) / elapsed,
             "render_fps": frames / elapsed, "published": runner.frames_published - published,
-            "shown": None, "upload": None, "particles": None}
+            "shown": None, "upload": None, "particles": None,
+            "tiled": None}
 
 
 def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
@@ -188,6 +194,8 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
     renderer = Renderer(ctx, target_format=args.target, splat=args.splat,
                         **({} if args.host_threads is None else
                            {"host_threads": args.host_threads}))
+    if args.tile_pixels is not None:
+        renderer.splat.tile_pixels = args.tile_pixels
     style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
     tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)
@@ -223,18 +231,22 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
     try:
         _run_for(args.warmup, frame)
         first, published, shown = runner.latest(), runner.frames_published, 0
+        tile_before = renderer.splat.tile_stats()
         start = time.perf_counter()
         frames = _run_for(args.seconds, frame)
         queued.drain()
         last = runner.latest()
         elapsed = time.perf_counter() - start
+        tile = renderer.splat.tile_stats()
+        groups = tile["groups"] - tile_before["groups"]
         return {"steps_per_second": (last.step - first.step) / elapsed,
                 "render_fps": frames / elapsed,
                 "published": runner.frames_published - published, "shown": shown,
                 "upload": scene.upload_path if scene.interop_unavailable is None else
                 f"{scene.upload_path} ({scene.interop_unavailable})",
                 "particles": renderer.particle_path if renderer.splat_unavailable is None else
-                f"{renderer.particle_path} ({renderer.splat_unavailable})"}
+                f"{renderer.particle_path} ({renderer.splat_unavailable})",
+                "tiled": (tile["tiled"] - tile_before["tiled"]) / groups if groups > 0 else None}
     finally:
         scene.release()
         renderer.release()

@@ -14,7 +14,8 @@ A snapshot taken with ``download=False`` (a live frame, which the viewer shows f
 moves only its sample (``sample_stride``: one strided 2-D copy of a few kilobytes) at once, and
 the whole array when ``host()`` first asks. Downloading every frame whole cost a 10M-particle
 run 3.2 GB/s of copies into fresh pinned buffers, and each ``cudaHostAlloc`` of 160 MB stopped
-every thread's CUDA calls for up to 60 ms: the viewer's frames with them (H200).
+every thread's CUDA calls for up to 60 ms: the viewer's frames with them (H200). A device
+snapshot (``sample=False``: a frame's locality order, read only by the splat) moves nothing.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(t
         assert 0 < row["published"] and row["render_fps"] > 0
     for row in rows[2:]:  # a CPU solver's frames come through the host
         assert row["upload"] == "host upload" and 0 < row["shown"] <= row["published"] + 1
+        assert row["tiled"] is None  # the compute splat did not draw (no tile to count)
     # Paced, a frame is drawn only for a new step (or at the floor of one every REDRAW_S).
     paced = rows[4]
     assert paced["render_fps"] * 0.3 <= paced["shown"] + 0.3 / REDRAW_S + 2
