@@ -80,20 +80,30 @@ class Simulation:
     def step(self, count: int = 1) -> None:
         """Advance ``count`` steps of size ``dt``."""
         state, dt = self._state, self.dt
-        for _ in range(int(count)):
-            if self.integrator == "kdk":
-                if not self._accelerations_current:
-                    state.compute_accelerations()
+        kdk = self.integrator == "kdk"
+
+        def step():
+            if kdk:
                 state.kick(0.5 * dt)
                 state.drift(dt)
                 state.compute_accelerations()
                 state.kick(0.5 * dt)
-                self._accelerations_current = True
             else:
                 state.drift(0.5 * dt)
                 state.compute_accelerations()
                 state.kick(dt)
                 state.drift(0.5 * dt)
+
+        # A device state may replay the step from a graph (DeviceState.advance).
+        advance = getattr(self._state, "advance", None)
+        for _ in range(int(count)):
+            if kdk and not self._accelerations_current:
+                state.compute_accelerations()
+                self._accelerations_current = True
+            if advance is None:
+                step()
+            else:
+                advance((self.integrator, dt), step)
             self.steps += 1
             self.time += dt
 

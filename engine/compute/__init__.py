@@ -3,7 +3,8 @@ header ``portable.h``), two backends: SYCL devices through dpctl and CUDA device
 
 Host types, after OpenMM's common platform: :class:`Context` (a device and its in-order queue:
 arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
-:class:`Kernel` (launch with global and local sizes) and :class:`KernelEvent` (device-side time).
+:class:`Kernel` (launch with global and local sizes), :class:`KernelEvent` (device-side time)
+and :class:`Graph` (a queue's work captured once and queued again whole: CUDA graphs).
 Primitives built on them: :class:`DeviceScan` (prefix sums) and the key sort each context
 gives through ``Context.key_sort()`` (a portable radix sort; CuPy's sort on CUDA).
 
@@ -26,14 +27,14 @@ from ._discovery import DeviceListing, list_devices, open_device, unavailable_re
 from ._source import kernel_file
 from ._scan import DeviceScan
 from ._sort import KeySort
-from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, HostSnapshot,
-                     InteropUnavailableError, Kernel, KernelBuildError, KernelEvent, Program,
-                     Snapshot, ceil_div, launch_size, resident_size, sample_stride)
+from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, Graph,
+                     HostSnapshot, InteropUnavailableError, Kernel, KernelBuildError, KernelEvent,
+                     Program, Snapshot, ceil_div, launch_size, resident_size, sample_stride)
 from .opencl_build_log import opencl_build_log
 
 __all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan", "InFlight",
            "STEPS_IN_FLIGHT",
-           "DeviceUnavailableError", "HostSnapshot", "InteropUnavailableError", "Kernel",
+           "DeviceUnavailableError", "Graph", "HostSnapshot", "InteropUnavailableError", "Kernel",
            "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "UsmArray",
            "ceil_div", "gl_buffer_view", "host_array", "kernel_file", "launch_size",
            "list_devices", "open_device", "opencl_build_log", "registered_gl_buffers",

@@ -11,8 +11,8 @@ from .._optional import MissingPackageError, require
 from ..errors import InvalidInputError
 from ._cuda_pinned import PinnedStaging
 from ._sort import KeySort, key_bits_of
-from ._types import (Context, DeviceArray, DeviceInfo, Kernel, KernelBuildError, KernelEvent,
-                     Program, check_scalar)
+from ._types import (Context, DeviceArray, DeviceInfo, Graph, Kernel, KernelBuildError,
+                     KernelEvent, Program, check_scalar)
 
 WARP = 32
 COMPILE_OPTIONS = ("-std=c++17",)
@@ -109,6 +109,24 @@ class CudaEvent(KernelEvent):
         self._end.synchronize()  # CuPy drops the GIL for cudaEventSynchronize
 
 
+class CudaGraph(Graph):
+    """A CUDA graph instantiated from a capture of the context's stream. ``pool`` is the
+    memory pool the capture allocated its temporaries from: the graph replays into those
+    addresses, so the pool serves nothing else and lives as long as the graph."""
+
+    def __init__(self, context: "CudaContext", graph, pool):
+        self._context, self._graph, self._pool = context, graph, pool
+
+    def launch(self) -> KernelEvent:
+        cupy, context = _cupy(), self._context
+        with context.device:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(context.stream)
+            self._graph.launch(context.stream)
+            end.record(context.stream)
+        return CudaEvent(start, end)
+
+
 class CudaKernel(Kernel):
     def __init__(self, context: "CudaContext", name: str, function):
         super().__init__(name)
@@ -185,6 +203,25 @@ class CudaContext(Context):
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)
+
+    def capture(self, body):
+        # Relaxed mode: other threads (a viewer's GL interop, a recorder's downloads) go on
+        # with their own CUDA calls while this thread captures.
+        cupy = _cupy()
+        pool = cupy.cuda.MemoryPool()
+        with self.device, self.stream, cupy.cuda.using_allocator(pool.malloc):
+            self.stream.begin_capture(mode=cupy.cuda.runtime.streamCaptureModeRelaxed)
+            try:
+                body()
+            except BaseException:
+                try:
+                    self.stream.end_capture()
+                except cupy.cuda.runtime.CUDARuntimeError:
+                    pass  # the capture was invalidated by what failed: that error is the one
+                raise
+            graph = self.stream.end_capture()
+            graph.upload(self.stream)
+        return CudaGraph(self, graph, pool)
 
     def another_queue(self) -> "CudaContext":
         # The highest stream priority: the block scheduler starts its kernels' blocks before

@@ -77,27 +77,8 @@ class CudaGLBuffer:
         """Copy ``snapshot``'s device copy into the start of the buffer (queued; GL work issued
         after this call sees it)."""
         source = snapshot.device
-        if source.nbytes > self.nbytes:
-            raise InteropUnavailableError(f"a {source.nbytes}-byte frame does not fit a "
-                                          f"{self.nbytes}-byte GL buffer")
-        cupy, runtime, stream = self._cupy, self._runtime, self._stream
-        with self._lock, self._context.device:
-            if self._resource is None:
-                raise InteropUnavailableError("the GL buffer view was released")
-            stream.wait_event(snapshot.written)
-            _check(runtime, runtime.cudaGraphicsMapResources(1, self._resource, stream.ptr),
-                   "mapping the GL buffer")
-            try:
-                pointer, _size = _check(runtime, runtime.cudaGraphicsResourceGetMappedPointer(
-                    self._resource), "looking up the mapped GL buffer")
-                cupy.cuda.runtime.memcpyAsync(int(pointer), source.memory.data.ptr,
-                                              source.nbytes,
-                                              cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
-                done = cupy.cuda.Event(disable_timing=True)
-                done.record(stream)
-            finally:
-                _check(runtime, runtime.cudaGraphicsUnmapResources(1, self._resource, stream.ptr),
-                       "unmapping the GL buffer")
+        _start, done = self._copy_in(self._stream, source.memory.data.ptr, source.nbytes,
+                                     after=snapshot.written)
         snapshot.add_reader(done)
 
     def copy(self, array) -> KernelEvent:
@@ -106,31 +87,39 @@ class CudaGLBuffer:
         event. A DMA: where a long simulation kernel holds every multiprocessor a copy kernel
         waited behind it, and the GL work waiting on the copy (the viewer's frame) with it:
         up to 70 ms at 10M particles (H200)."""
-        if array.nbytes > self.nbytes:
-            raise InteropUnavailableError(f"{array.nbytes} bytes do not fit a "
-                                          f"{self.nbytes}-byte GL buffer")
         from ._cuda import CudaEvent
 
+        self._copied = True
+        return CudaEvent(*self._copy_in(self._context.stream, array.memory.data.ptr,
+                                        array.nbytes))
+
+    def _copy_in(self, stream, source: int, nbytes: int, *, after=None):
+        """Queue on ``stream`` (after the event ``after``) a device-to-device copy of
+        ``nbytes`` from the pointer ``source`` into the start of the buffer, mapped for just
+        that copy; returns the copy's (start, end) events."""
+        if nbytes > self.nbytes:
+            raise InteropUnavailableError(f"{nbytes} bytes do not fit a {self.nbytes}-byte GL "
+                                          "buffer")
         cupy, runtime = self._cupy, self._runtime
-        stream = self._context.stream
         with self._lock, self._context.device:
             if self._resource is None:
                 raise InteropUnavailableError("the GL buffer view was released")
+            if after is not None:
+                stream.wait_event(after)
             _check(runtime, runtime.cudaGraphicsMapResources(1, self._resource, stream.ptr),
                    "mapping the GL buffer")
-            self._copied = True
             try:
                 pointer, _size = _check(runtime, runtime.cudaGraphicsResourceGetMappedPointer(
                     self._resource), "looking up the mapped GL buffer")
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()
                 start.record(stream)
-                cupy.cuda.runtime.memcpyAsync(int(pointer), array.memory.data.ptr, array.nbytes,
+                cupy.cuda.runtime.memcpyAsync(int(pointer), source, nbytes,
                                               cupy.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
                 end.record(stream)
             finally:
                 _check(runtime, runtime.cudaGraphicsUnmapResources(1, self._resource, stream.ptr),
                        "unmapping the GL buffer")
-        return CudaEvent(start, end)
+        return start, end
 
     def release(self) -> None:
         """Unregister the buffer (before GL deletes it); later calls do nothing."""

@@ -243,6 +243,15 @@ class KernelEvent(ABC):
         """Wait until the kernel has finished (on CUDA without holding the GIL)."""
 
 
+class Graph(ABC):
+    """Work captured from a queue (:meth:`Context.capture`) that is queued again as a whole."""
+
+    @abstractmethod
+    def launch(self) -> KernelEvent:
+        """Queue the captured work once more, in order after what is queued; returns without
+        waiting, with an event spanning all of it."""
+
+
 class Kernel(ABC):
     """A kernel entry point of a built :class:`Program`."""
 
@@ -360,6 +369,12 @@ class Context(ABC):
         array = self.empty(shape, dtype)
         write(array)
         return DeviceSnapshot(self, array)
+
+    def capture(self, body: Callable[[], object]) -> Graph | None:
+        """What ``body()`` queues on this context as a :class:`Graph`, or None where the
+        backend has no graphs (SYCL here). Under capture the work is recorded, not done, so
+        ``body`` must not wait for the device or read anything back; it raises if it does."""
+        return None
 
     def another_queue(self) -> "Context":
         """A context on the same device whose queue runs beside this one's (a renderer's work

@@ -5,6 +5,11 @@ accelerations as (ax, ay, az, potential), padded to the solver's ``padding_for(n
 zero-mass bodies at the origin. Kick and drift are kernels (``integrate.cl``); the host sees
 positions only when it asks for them. Any :class:`GpuSolver` drives it: the solver supplies
 only ``launch_accelerations``.
+
+Where the context has graphs (CUDA) and the solver's evaluation never waits for the host
+(``GpuSolver.step_graphs``), a Simulation's step is captured once and replayed (``advance``):
+one launch from the host per step instead of one per kernel (about 60 for gpu-tree), so a step
+needs the GIL once and the host's time per step does not grow with the number of stages.
 """
 
 from __future__ import annotations
@@ -78,6 +83,13 @@ class DeviceState:
         self._frames = None  # frames.cl, built when a frame is first recorded
         self._box = None
         self._in_flight = InFlight()  # one entry per queued force evaluation (a step)
+        # Steps replayed from a graph: off where the context or the solver cannot (and once a
+        # capture failed: ``graph_unavailable`` says why).
+        self.graphs = solver.step_graphs
+        self.graph_unavailable: str | None = None
+        self._graph = None        # (key, Graph) of the step being replayed
+        self._uncaptured = None   # key of the last step run launch by launch
+        self._capturing = False
 
     @property
     def n(self) -> int:
@@ -85,15 +97,63 @@ class DeviceState:
 
     def compute_accelerations(self) -> None:
         self._launch_accelerations(self.acc, potential=False)
+        if not self._capturing:
+            self._evaluated()
 
     def _launch_accelerations(self, out, *, potential: bool) -> None:
-        """Queue one evaluation into ``out`` once fewer than ``STEPS_IN_FLIGHT`` are queued."""
+        """Queue one evaluation into ``out`` once fewer than ``STEPS_IN_FLIGHT`` are queued
+        (under capture only its kernels: ``advance`` waits and times the whole step)."""
+        if self._capturing:
+            self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
+            return
         self._in_flight.admit()
         start = time.perf_counter()
         events = self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
         self.solver.record_stats(start, events)
         if events:
             self._in_flight.add(events[-1])
+
+    def advance(self, key, step) -> None:
+        """Run ``step()``, one step's kicks, drifts and evaluations of this state. The second
+        step in a row with the same ``key`` (what the step depends on besides the state: the
+        integrator and dt) is captured into a graph (the first builds programs and allocates
+        buffers outside the capture), and steps with that key are then replayed from it."""
+        if not self.graphs:
+            step()
+            return
+        graph = self._graph[1] if self._graph is not None and self._graph[0] == key else None
+        if graph is None:
+            if self._uncaptured != key:
+                self._uncaptured = key
+                step()
+                return
+            graph = self._capture(step)
+            if graph is None:
+                step()
+                return
+            self._graph = (key, graph)
+        self._in_flight.admit()
+        start = time.perf_counter()
+        event = graph.launch()
+        self._in_flight.add(event)
+        self.solver.record_step_stats(start, event)
+        self._evaluated()
+
+    def _capture(self, step):
+        self._capturing = True
+        try:
+            graph = self.solver.context.capture(step)
+        except Exception as error:  # noqa: BLE001 - the step runs as it is; its own errors recur
+            graph, self.graph_unavailable = None, f"{type(error).__name__}: {error}"
+        finally:
+            self._capturing = False
+        if graph is None:
+            self.graphs = False
+            self.graph_unavailable = self.graph_unavailable or "the device has no graphs"
+        return graph
+
+    def _evaluated(self) -> None:
+        """After an evaluation was queued outside a capture (a check may follow)."""
 
     def synchronize(self) -> None:
         """Wait until the steps queued so far have finished (a device step does not wait)."""

@@ -36,6 +36,10 @@ FINITE_CHECK_INTERVAL_S = 1.0
 class GpuSolver(Solver):
     """``device`` is a device string (``"cuda:0"``, ``"sycl:cpu"``, ...; None = first found)."""
 
+    # Whether an evaluation queues its kernels without waiting for the host, so a step that
+    # makes one can be captured into a graph and replayed (DeviceState.advance).
+    step_graphs = False
+
     def __init__(self, *, precision, softening, device, **params):
         super().__init__(precision=precision, softening=softening, **params)
         try:
@@ -71,6 +75,13 @@ class GpuSolver(Solver):
         the solver has one for ``count`` bodies, else None. The next evaluation rewrites it:
         copy it in queue order to keep it (a frame's ``Snapshot.locality_order``)."""
         return None
+
+    def record_step_stats(self, start: float, event: KernelEvent) -> None:
+        """A step replayed from a graph (``DeviceState.advance``): its device seconds with the
+        kicks and drifts (``step_s``) and wall seconds become ``last_stats``; a graph's kernels
+        are not timed one by one, so stage times come only from steps launched kernel by kernel."""
+        self._defer_stats(lambda: self.timed_stats(start, lambda: {
+            "step_s": event.seconds(), "graph": True, "device": self.context.info.spec}))
 
     def record_stats(self, start: float, events: list[KernelEvent]) -> None:
         """Wall and device seconds of ``events`` (queued from ``start``) become ``last_stats``
@@ -197,8 +208,7 @@ class _CheckedDeviceState(DeviceState):
         super().__init__(solver, particles, arrays)
         self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
 
-    def compute_accelerations(self) -> None:
-        super().compute_accelerations()
+    def _evaluated(self) -> None:
         if time.perf_counter() >= self._next_check:
             self.solver.packer.check(self.body, self.n)  # on the device: no particle data moves
             self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S

@@ -32,6 +32,7 @@ SMALLEST_AUTOMATIC_TILE = 64
 
 class GpuDirectSolver(GpuSolver):
     name = "gpu-direct"
+    step_graphs = True  # one kernel launch: nothing comes back to the host
 
     def __init__(self, *, precision, softening, device, tile_size, targets):
         super().__init__(precision=precision, softening=softening, device=device,

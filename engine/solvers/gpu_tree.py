@@ -102,6 +102,7 @@ class GpuTreeSolver(GpuSolver):
     """
 
     name = "gpu-tree"
+    step_graphs = True  # no count comes back to the host during an evaluation (ADR 0162)
     # The options besides theta that the accuracy table measures apart (``orrery calibrate
     # --accuracy``), in the order of the table's variant keys; the walks differ in speed only.
     accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
