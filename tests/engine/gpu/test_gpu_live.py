@@ -249,3 +249,22 @@ def test_a_frame_carries_its_solvers_locality_order_a_permutation_of_the_bodies(
     assert not np.array_equal(tree.order.download()[:particles.n], expected)  # rewritten
     assert np.array_equal(snapshot.locality_order.host(), expected)
     assert state.stage_positions(download=True).locality_order is None
+
+
+def test_frames_between_replayed_steps_carry_the_last_steps_locality_order(device):
+    """Steps replayed from a graph (CUDA, ADR 0171) rewrite the tree's order in place: a frame
+    taken after them copies the last step's, and keeps it while later steps run."""
+    from orrery.engine.simulation import Simulation
+
+    sim = Simulation(ics.plummer(3000, seed=3),
+                     make_solver("gpu-tree", device=device, softening=0.05), dt=0.05)
+    sim.step(6)  # launched, captured, then replayed where the device has graphs
+    snapshot = sim.stage_positions()
+    order = snapshot.locality_order.host().copy()
+    tree_order = sim.solver.last_tree().order
+    assert np.array_equal(np.sort(order), np.arange(3000))
+    assert np.array_equal(order, tree_order.download()[:3000])
+    sim.step(3)
+    assert np.array_equal(snapshot.locality_order.host(), order)
+    assert np.array_equal(sim.stage_positions().locality_order.host(),
+                          tree_order.download()[:3000])
