@@ -23,8 +23,8 @@ Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps
 the solver thread published and the renderer showed, the upload path, the particle pass
 (the compute splat where the frames are on a CUDA device, the host splat where GL is software
 and they came through the host, else GL points) and, where the compute splat drew, ``tiled``:
-the share of its work-groups that summed in a local tile (ADR 0170; ``--tile-pixels 0`` turns
-the tile off to compare). With ``--rounds`` R
+the share of its sprites summed in a work-group's tile in local memory (ADR 0170;
+``--tile-pixels 0`` turns the tile off to compare). With ``--rounds`` R
 above 1 the modes run R times in turn and each row gives the medians over the rounds, the ratio
 as the median of each round's ratio to that round's headless run (neighbouring runs share the
 machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
@@ -238,7 +238,7 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
         last = runner.latest()
         elapsed = time.perf_counter() - start
         tile = renderer.splat.tile_stats()
-        groups = tile["groups"] - tile_before["groups"]
+        sprites = tile["sprites"] - tile_before["sprites"]
         return {"steps_per_second": (last.step - first.step) / elapsed,
                 "render_fps": frames / elapsed,
                 "published": runner.frames_published - published, "shown": shown,
@@ -246,7 +246,7 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
                 f"{scene.upload_path} ({scene.interop_unavailable})",
                 "particles": renderer.particle_path if renderer.splat_unavailable is None else
                 f"{renderer.particle_path} ({renderer.splat_unavailable})",
-                "tiled": (tile["tiled"] - tile_before["tiled"]) / groups if groups > 0 else None}
+                "tiled": (tile["tiled"] - tile_before["tiled"]) / sprites if sprites else None}
     finally:
         scene.release()
         renderer.release()

@@ -12,8 +12,8 @@ never queues work that waits on the GPU for a simulation step (the live path).
 
 Particles are drawn in the scene's locality order where it has one (``DeviceParticles.order``:
 the tree solvers' Morton order), so that a work-group's sprites cover few pixels and add into a
-tile in local memory before the image (``TILE_PIXELS``; ADR 0170). Any order and either path
-give the same bits.
+tile in local memory before the image (a window of at most ``TILE_PIXELS`` pixels a
+work-group; ADR 0170). Any order and either path give the same bits.
 """
 
 from __future__ import annotations
@@ -42,10 +42,9 @@ class SplatPass:
         self.tile_pixels = tile_pixels  # a work-group's tile (0: none), for comparisons
         self._queues: dict = {}    # source context -> the context the splat runs on
         self._accumulation = None  # integer counts, zero between frames
-        # The work-groups that took the tile, counted on the device over every frame drawn
-        # since the image was allocated, and the work-groups launched meanwhile.
-        self._tiled_groups = None
-        self._groups = 0
+        # The sprites drawn and those summed in a work-group's tile, counted on the device over
+        # every frame since the image was allocated.
+        self._sprites = None
         self._unordered = None  # the locality order argument where the scene has none
         self._image = DeviceImage(ctx)  # the resolved light, and how it reaches the texture
         self._events: dict = {}    # stage -> the last frame's kernel events
@@ -67,9 +66,8 @@ class SplatPass:
         width, height = accumulation.size
         if self._image.allocate(queue, (width, height)):
             self._accumulation = queue.zeros((width * height * CHANNELS,), np.uint64)
-            self._tiled_groups = queue.zeros(1, np.uint64)
+            self._sprites = queue.zeros(2, np.uint64)
             self._unordered = queue.zeros(1, np.uint32)
-            self._groups = 0
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
         program = queue.build(["view.cl", "splat.cl"], defines={
@@ -88,8 +86,7 @@ class SplatPass:
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation, self._tiled_groups))
-                self._groups += _padded(count) // GROUP
+                    self._accumulation, self._sprites))
             resolved = program.kernel("splat_resolve").launch(
                 _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image)
             events["resolve"].append(resolved)
@@ -111,10 +108,10 @@ class SplatPass:
         return self._image.stage_seconds(self._events)
 
     def tile_stats(self) -> dict[str, int]:
-        """Work-groups launched and those that took the tile, over the frames drawn since the
-        image was (re)allocated (waits for them)."""
-        tiled = 0 if self._tiled_groups is None else int(self._tiled_groups.download()[0])
-        return {"groups": self._groups, "tiled": tiled}
+        """Sprites drawn (some pixel in the image) and those summed in a work-group's tile,
+        over the frames drawn since the image was (re)allocated (waits for them)."""
+        sprites = np.zeros(2, np.uint64) if self._sprites is None else self._sprites.download()
+        return {"sprites": int(sprites[0]), "tiled": int(sprites[1])}
 
     @property
     def path(self) -> str:
@@ -148,8 +145,7 @@ class SplatPass:
 
     def release(self) -> None:
         self._image.release()
-        self._accumulation = self._tiled_groups = self._unordered = None
-        self._groups = 0
+        self._accumulation = self._sprites = self._unordered = None
         self._population = self._palette = (None, None, None)
         self._queues = {}
 

@@ -21,12 +21,16 @@
  * sprites land on the same pixels). Work-item k of the launch draws particle
  * locality_order[k] (an order that keeps neighbours in space together, the tree solvers'
  * Morton order; the caller's order k where there is none), so a work-group's particles tend to
- * cover few pixels. Each group reduces the pixel box its sprites cover (clipped to the image)
- * and whether every contribution is small enough for 32-bit sums (below); when the box has at
- * most TILE_PIXELS pixels and they are, the group adds its contributions into zeroed 32-bit
- * counters in local memory, one per channel of each pixel of the box, and then adds each
- * non-zero counter into the image with one 64-bit global atomic. Otherwise its work-items add
- * straight into the image. `tiled_groups` counts the groups that took the tile (a statistic).
+ * cover few pixels. Each group reduces the pixel box its sprites cover (clipped to the image),
+ * their mean centre, and whether every contribution is small enough for 32-bit sums (below).
+ * If they are, the group's tile is a window of at most TILE_PIXELS pixels: the whole box where
+ * it fits, else as much of it as fits (TILE_PIXELS^(1/2) wide, or the box's width if narrower,
+ * and as high as the rest allows) centred on the mean and moved inside the box. A sprite that
+ * lies in the window adds into zeroed 32-bit counters in local memory, one per channel of each
+ * pixel of the window, which are then added into the image with one 64-bit global atomic each
+ * (the non-zero ones); the other sprites, and every sprite of a group too bright for the tile,
+ * add straight into the image. `sprites` counts the sprites drawn and those summed in a tile
+ * (a statistic: sprites[0], sprites[1]).
  *
  * Fixed point: a contribution v becomes round(v * FIXED_ONE) counts (FIXED_ONE = 2^20, so one
  * unit of light resolves to 9.5e-7), capped at FIXED_CAP = 2^32 - 256 counts (the largest float
@@ -73,7 +77,7 @@ DEVICE void splat_add(GLOBAL ulong* RESTRICT pixel, LOCAL_ARG uint* counter, con
   else ATOMIC_ADD_ULONG(pixel, counts);
 }
 
-/* One work-item per particle (locality_order[k] when `ordered`, else k), a work-group per tile;
+/* One work-item per particle (locality_order[k] when `ordered`, else k), a tile per work-group;
  * m0..m15 are the view-projection matrix row by row (view.cl). Every work-item reaches every
  * barrier: those without a visible particle draw nothing. */
 KERNEL void splat_points(GLOBAL const float* RESTRICT position,
@@ -84,13 +88,17 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
                          const int colour_mode, const float speed_scale, const float point_size,
                          const float intensity, VIEW_MATRIX_ARGUMENTS,
                          const int width, const int height, GLOBAL ulong* RESTRICT accumulation,
-                         GLOBAL ulong* RESTRICT tiled_groups) {
+                         GLOBAL ulong* RESTRICT sprites) {
   LOCAL uint tile[TILE_VALUES];
   LOCAL int box[4];       /* the group's pixels: least x, least y, greatest x, greatest y */
+  LOCAL int centres[2];   /* sums of x0 + x1 and y0 + y1: twice the sprites' mean centre */
+  LOCAL int drawn[2];     /* the group's visible sprites, and those summed in its tile */
   LOCAL int too_bright;   /* some contribution could overflow a tile counter */
   if (LOCAL_ID == 0) {
     box[0] = box[1] = NO_PIXEL;
     box[2] = box[3] = -1;
+    centres[0] = centres[1] = 0;
+    drawn[0] = drawn[1] = 0;
     too_bright = 0;
   }
   SYNC_THREADS;
@@ -150,6 +158,9 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
     ATOMIC_MIN(&box[1], y0);
     ATOMIC_MAX(&box[2], x1);
     ATOMIC_MAX(&box[3], y1);
+    ATOMIC_ADD(&centres[0], x0 + x1);
+    ATOMIC_ADD(&centres[1], y0 + y1);
+    ATOMIC_ADD(&drawn[0], 1);
     /* NaN compares false: such a group takes the path without a tile, as before it */
     if (!(MAX(MAX(r, g), b) * intensity * FIXED_ONE <= 2147483648.0f / (float)LOCAL_SIZE))
       ATOMIC_MAX(&too_bright, 1);
@@ -159,11 +170,22 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   const int bx = box[0], by = box[1];
   const int box_width = box[2] - bx + 1, box_height = box[3] - by + 1;
   if (box_width <= 0) return;  /* nothing of the group in the image (the same for all) */
-  const int tiled = !too_bright && box_width <= TILE_PIXELS && box_height <= TILE_PIXELS &&
-                    box_width * box_height <= TILE_PIXELS;
-  const int values = SPLAT_CHANNELS * box_width * box_height;
+  const int tiled = TILE_PIXELS > 0 && !too_bright;
+  int tile_x = bx, tile_y = by, tile_width = box_width, tile_height = box_height;
+  if (tiled && !(box_width <= TILE_PIXELS && box_height <= TILE_PIXELS &&
+                 box_width * box_height <= TILE_PIXELS)) {
+    tile_width = MIN(box_width, MAX((int)SQRT((float)TILE_PIXELS), 1));
+    tile_height = MIN(box_height, TILE_PIXELS / tile_width);
+    const int twice = 2 * drawn[0];
+    tile_x = MIN(MAX(centres[0] / twice - tile_width / 2, bx), bx + box_width - tile_width);
+    tile_y = MIN(MAX(centres[1] / twice - tile_height / 2, by), by + box_height - tile_height);
+  }
+  const int values = SPLAT_CHANNELS * tile_width * tile_height;
+  const int in_tile = tiled && visible && x0 >= tile_x && x1 < tile_x + tile_width &&
+                      y0 >= tile_y && y1 < tile_y + tile_height;
   if (tiled) {
     for (int v = LOCAL_ID; v < values; v += LOCAL_SIZE) tile[v] = 0u;
+    if (in_tile) ATOMIC_ADD(&drawn[1], 1);
     SYNC_THREADS;
   }
 
@@ -177,25 +199,29 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
       const float light = intensity * weight;
       GLOBAL ulong* pixel = accumulation + (size_t)SPLAT_CHANNELS * ((size_t)py * width + px);
       LOCAL_ARG uint* counter =
-          tile + (tiled ? SPLAT_CHANNELS * ((py - by) * box_width + (px - bx)) : 0);
-      splat_add(pixel, counter, tiled, splat_counts(r * light));
-      splat_add(pixel + 1, counter + 1, tiled, splat_counts(g * light));
-      splat_add(pixel + 2, counter + 2, tiled, splat_counts(b * light));
-      splat_add(pixel + 3, counter + 3, tiled, splat_counts(weight));
+          tile + (in_tile ? SPLAT_CHANNELS * ((py - tile_y) * tile_width + (px - tile_x)) : 0);
+      splat_add(pixel, counter, in_tile, splat_counts(r * light));
+      splat_add(pixel + 1, counter + 1, in_tile, splat_counts(g * light));
+      splat_add(pixel + 2, counter + 2, in_tile, splat_counts(b * light));
+      splat_add(pixel + 3, counter + 3, in_tile, splat_counts(weight));
     }
   }
-  if (!tiled) return;
 
-  SYNC_THREADS;
-  for (int v = LOCAL_ID; v < values; v += LOCAL_SIZE) {
-    const uint counts = tile[v];
-    if (counts == 0u) continue;
-    const int cell = v / SPLAT_CHANNELS, channel = v - SPLAT_CHANNELS * cell;
-    const int px = bx + cell % box_width, py = by + cell / box_width;
-    ATOMIC_ADD_ULONG(accumulation + (size_t)SPLAT_CHANNELS * ((size_t)py * width + px) + channel,
-                     counts);
+  if (tiled) {
+    SYNC_THREADS;
+    for (int v = LOCAL_ID; v < values; v += LOCAL_SIZE) {
+      const uint counts = tile[v];
+      if (counts == 0u) continue;
+      const int cell = v / SPLAT_CHANNELS, channel = v - SPLAT_CHANNELS * cell;
+      const int px = tile_x + cell % tile_width, py = tile_y + cell / tile_width;
+      ATOMIC_ADD_ULONG(
+          accumulation + (size_t)SPLAT_CHANNELS * ((size_t)py * width + px) + channel, counts);
+    }
   }
-  if (LOCAL_ID == 0) ATOMIC_ADD_ULONG(tiled_groups, 1u);
+  if (LOCAL_ID == 0) {
+    ATOMIC_ADD_ULONG(sprites, (uint)drawn[0]);
+    if (drawn[1] > 0) ATOMIC_ADD_ULONG(sprites + 1, (uint)drawn[1]);
+  }
 }
 
 /* One work-item per value (pixel channel): counts back to light, and the counts cleared so the

@@ -216,14 +216,18 @@ def test_any_locality_order_gives_the_same_bits_and_the_splat_reads_it(ctx, cont
     shuffled, shuffled_stats = light(np.random.default_rng(4).permutation(n))
     grid, grid_stats = light(_grid_order(positions))
     untiled, untiled_stats = light(_grid_order(positions), tile_pixels=0)
+    # with a tile of 8x8 pixels (this image is small: the default holds much of the core)
+    _, small_grid = light(_grid_order(positions), tile_pixels=64)
+    _, small_shuffled = light(np.random.default_rng(4).permutation(n), tile_pixels=64)
     assert caller[..., 3].sum() > 0
     assert caller.tobytes() == identity.tobytes() == shuffled.tobytes() == grid.tobytes() \
         == untiled.tobytes()
-    # the grid order puts neighbours in one work-group: many groups take the tile, where
-    # random groups span the image
-    assert untiled_stats["tiled"] == 0 and shuffled_stats["tiled"] == 0
-    assert grid_stats["tiled"] >= grid_stats["groups"] // 4, grid_stats
-    assert caller_stats["groups"] == grid_stats["groups"] == -(-n // 256)
+    # the grid order puts neighbours in one work-group: more sprites lie in its tile than in a
+    # random group's, spread over the image
+    assert untiled_stats == {"sprites": grid_stats["sprites"], "tiled": 0}
+    assert caller_stats["sprites"] == grid_stats["sprites"] == shuffled_stats["sprites"] > n / 2
+    assert grid_stats["tiled"] >= shuffled_stats["tiled"] > 0
+    assert small_shuffled["tiled"] < small_grid["tiled"] / 2, (small_shuffled, small_grid)
     # an order that is no permutation draws other particles: the kernel reads it
     first_only, _ = light(np.zeros(n))
     assert np.count_nonzero(first_only[..., 3]) < np.count_nonzero(caller[..., 3]) / 100
@@ -248,26 +252,45 @@ def test_a_clustered_scene_takes_the_tile_with_the_bits_of_direct_atomics(ctx, c
     style = PointStyle(point_size=5.0)
     tiled, stats = _light(ctx, context, positions, style, _PIXELS)
     direct, direct_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
-    assert stats == {"groups": 12, "tiled": 12} and direct_stats["tiled"] == 0
+    assert stats["tiled"] == stats["sprites"] == direct_stats["sprites"] > 256 * 10
+    assert direct_stats["tiled"] == 0
     assert tiled[..., 3].sum() > 0 and tiled.tobytes() == direct.tobytes()
     # every edge of the image is drawn on (left column, top row, right column, corner)
     assert tiled[:, 0, 3].any() and tiled[-1, :, 3].any() and tiled[:, -1, 3].any() \
         and tiled[0, 0, 3] > 0
 
 
-def test_the_tile_is_taken_up_to_its_size_and_gives_the_same_bits(ctx, context):
+def test_a_box_larger_than_the_tile_sums_the_sprites_in_its_window_there(ctx, context):
     from orrery.app.render import PointStyle
 
-    # one work-group, two sprites of 3 pixels: the box is x 18..25, y 28..35, 64 pixels
+    # one work-group, two sprites of 3 pixels: the box is x 18..25, y 28..35, 64 pixels; their
+    # pixels x 18..21 and 22..25. A tile of 63 pixels is a window 7 wide and 8 high, from x 18
+    # (the mean centre 21, less half the width, inside the box): the first sprite lies in it,
+    # the second adds straight into the image
     positions = _at_window([(20.25, 30.25), (23.75, 33.75)] * 128)
     style = PointStyle(point_size=3.0)
     fits, fits_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=64)
     over, over_stats = _light(ctx, context, positions, style, _PIXELS, tile_pixels=63)
-    assert fits_stats["tiled"] == 1 and over_stats["tiled"] == 0
+    direct, _ = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
+    assert fits_stats == {"sprites": 256, "tiled": 256}
+    assert over_stats == {"sprites": 256, "tiled": 128}
     assert np.count_nonzero(fits[..., 3]) == 2 * 8  # two discs of 8 pixel centres
     drawn = np.argwhere(fits[..., 3] > 0)  # (row, column): 29..34, 19..24
     assert drawn.min(axis=0).tolist() == [29, 19] and drawn.max(axis=0).tolist() == [34, 24]
-    assert fits.tobytes() == over.tobytes()
+    assert fits.tobytes() == over.tobytes() == direct.tobytes()
+
+
+def test_a_spread_scene_mixes_window_and_direct_sums_to_the_same_bits(ctx, context):
+    from orrery.app.render import PointStyle
+
+    # each work-group's sprites spread over the whole image: a few lie in its window
+    rng = np.random.default_rng(9)
+    positions = _at_window(rng.uniform(-3, np.array(SIZE) + 3, (256 * 8, 2)))
+    style = PointStyle(point_size=6.0)
+    mixed, stats = _light(ctx, context, positions, style, _PIXELS)
+    direct, _ = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
+    assert 0 < stats["tiled"] < stats["sprites"] / 4, stats
+    assert mixed[..., 3].sum() > 0 and mixed.tobytes() == direct.tobytes()
 
 
 def test_contributions_too_large_for_32_bit_tile_sums_take_direct_atomics(ctx, context):
@@ -278,7 +301,7 @@ def test_contributions_too_large_for_32_bit_tile_sums_take_direct_atomics(ctx, c
     # channel is at most 2^31 / 256 counts (8 units of light for palette entry 0, rgb peak 1)
     positions = _at_window([(40.5, 50.5)] * 256)
     limit = 2.0 ** 31 / 256 / FIXED_ONE
-    for intensity, tiled in ((0.99 * limit, 1), (1.01 * limit, 0), (1e6, 0)):
+    for intensity, tiled in ((0.99 * limit, 256), (1.01 * limit, 0), (1e6, 0)):
         style = PointStyle(point_size=1.0, intensity=intensity)
         light, stats = _light(ctx, context, positions, style, _PIXELS)
         direct, _ = _light(ctx, context, positions, style, _PIXELS, tile_pixels=0)
@@ -305,6 +328,7 @@ def test_a_live_tree_frame_is_splatted_in_its_locality_order(ctx, device):
     def draw():
         scene = ParticleScene(ctx, compute=None if device.startswith("cuda") else context)
         renderer = Renderer(ctx)
+        renderer.splat.tile_pixels = 64  # 8x8: the default holds much of this small image
         try:
             renderer.resize(*SIZE)
             scene.show(Frame(None, 0.0, 0, 1, snapshot=snapshot), particles.population)
