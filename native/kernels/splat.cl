@@ -38,7 +38,7 @@
  * added with a 64-bit integer atomic. The sum of fewer than 2^31 capped contributions stays below
  * 2^63, so a pixel never wraps for any particle count this index type can address. A tile
  * counter never wraps either: a sprite covers a pixel once, so a counter sums at most one
- * contribution per work-item, and the tile is taken only where each particle's brightest
+ * contribution per work-item, and a group has a tile only where each of its particles' brightest
  * channel at weight 1, max(r, g, b) * intensity * FIXED_ONE, is at most 2^31 / LOCAL_SIZE counts
  * (8 units of light for 256 work-items; alpha adds at most FIXED_ONE): the group's sum stays
  * below 2^31 plus rounding, half of what 32 bits hold.
@@ -46,8 +46,8 @@
  * Determinism: every contribution is the same float expression of its particle alone on either
  * path, rounded to integer counts before any sum. Integer addition is associative and exact, so
  * each pixel's sum does not depend on the order the atomics land in, on which work-item draws
- * which particle (any locality order), nor on whether a group's counts meet in a tile first:
- * the image is the same bits on every run, for any order and either path.
+ * which particle (any locality order), nor on whether a sprite's counts meet others' in a tile
+ * first: the image is the same bits on every run, for any order, tile size and path.
  *
  * Needs view.cl first (the projection).
  *
