@@ -69,7 +69,7 @@ SPEC = BenchmarkSpec("live", HELP, options=(
                                 "a CUDA device, on the host where GL is software (off: GL "
                                 "points)"),
     Option("tile_pixels", int, None, "pixels of the compute splat's work-group tile (0: no "
-                                     "tile; default: the splat's)", minimum=0),
+                                     "tile; default and most: the splat's 1024)", minimum=0),
     Option("host_threads", int, None, "threads of the host splat (0: every core; default: the "
                                       "renderer's)", minimum=0),
     Option("libgl", str, None, "path of libGL.so.1 where the loader cannot find it"),

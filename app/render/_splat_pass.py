@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...engine.errors import InvalidInputError
+
 from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
@@ -30,7 +32,9 @@ FIXED_ONE = 2.0 ** 20
 FIXED_CAP = 2.0 ** 32 - 256
 GROUP = 256
 # Pixels of a work-group's tile: 16 KB of 32-bit counters for the four channels, which leaves a
-# multiprocessor room for every work-group it can hold (0: no tile).
+# multiprocessor room for every work-group it can hold. It sizes the kernel's local array; a
+# smaller tile (0: none) is a launch argument, so every tile size runs the same compiled code
+# (one program: the same float contraction, so the same bits on every path).
 TILE_PIXELS = 1024
 
 
@@ -39,7 +43,7 @@ class SplatPass:
 
     def __init__(self, ctx, *, tile_pixels: int = TILE_PIXELS):
         self.ctx = ctx
-        self.tile_pixels = tile_pixels  # a work-group's tile (0: none), for comparisons
+        self.tile_pixels = tile_pixels
         self._queues: dict = {}    # source context -> the context the splat runs on
         self._accumulation = None  # integer counts, zero between frames
         # The sprites drawn and those summed in a work-group's tile, counted on the device over
@@ -50,6 +54,17 @@ class SplatPass:
         self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
+
+    @property
+    def tile_pixels(self) -> int:
+        """Pixels of a work-group's tile, 0 to ``TILE_PIXELS`` (0: none; for comparisons)."""
+        return self._tile_pixels
+
+    @tile_pixels.setter
+    def tile_pixels(self, pixels: int) -> None:
+        if not 0 <= pixels <= TILE_PIXELS:
+            raise InvalidInputError(f"tile_pixels must be 0 to {TILE_PIXELS}, got {pixels}")
+        self._tile_pixels = int(pixels)
 
     @property
     def interop_unavailable(self) -> str | None:
@@ -72,7 +87,7 @@ class SplatPass:
         palette = self._palette_array(queue, style)
         program = queue.build(["view.cl", "splat.cl"], defines={
             "FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f",
-            "TILE_PIXELS": int(self.tile_pixels)})
+            "TILE_CAPACITY": TILE_PIXELS})
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
@@ -86,7 +101,7 @@ class SplatPass:
                     np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
-                    self._accumulation, self._sprites))
+                    np.int32(self.tile_pixels), self._accumulation, self._sprites))
             resolved = program.kernel("splat_resolve").launch(
                 _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image)
             events["resolve"].append(resolved)

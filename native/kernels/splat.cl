@@ -23,8 +23,8 @@
  * Morton order; the caller's order k where there is none), so a work-group's particles tend to
  * cover few pixels. Each group reduces the pixel box its sprites cover (clipped to the image),
  * their mean centre, and whether every contribution is small enough for 32-bit sums (below).
- * If they are, the group's tile is a window of at most TILE_PIXELS pixels: the whole box where
- * it fits, else as much of it as fits (TILE_PIXELS^(1/2) wide, or the box's width if narrower,
+ * If they are, the group's tile is a window of at most tile_pixels pixels: the whole box where
+ * it fits, else as much of it as fits (tile_pixels^(1/2) wide, or the box's width if narrower,
  * and as high as the rest allows) centred on the mean and moved inside the box. A sprite that
  * lies in the window adds into zeroed 32-bit counters in local memory, one per channel of each
  * pixel of the window, which are then added into the image with one 64-bit global atomic each
@@ -52,13 +52,17 @@
  * Needs view.cl first (the projection).
  *
  * Host defines: FIXED_ONE (counts per unit of light, a float literal), FIXED_CAP (the largest
- * contribution in counts, a float literal), both single precision (`f` suffix); TILE_PIXELS
- * (pixels of a work-group's tile, 0: no tile). Colours come from `palette` (16 float4: rgb and
- * the population's brightness), labels from `population` (int per particle, used modulo 16). */
+ * contribution in counts, a float literal), both single precision (`f` suffix); TILE_CAPACITY
+ * (the most pixels a work-group's tile may have: its local array). The tile's pixels are the
+ * argument tile_pixels (0 to TILE_CAPACITY, 0: no tile), not a define: every tile size runs the
+ * same compiled code, whose float contractions (a*b+c fused or not) are then the same on both
+ * paths; two programs may fuse differently and round a contribution one count apart. Colours
+ * come from `palette` (16 float4: rgb and the population's brightness), labels from
+ * `population` (int per particle, used modulo 16). */
 
 #define SPLAT_CHANNELS 4
-/* A tile's counters; one where there is no tile (a local array needs a size). */
-#define TILE_VALUES (SPLAT_CHANNELS * (TILE_PIXELS > 0 ? TILE_PIXELS : 1))
+/* A tile's counters, as many as the largest tile needs (a local array needs a size). */
+#define TILE_VALUES (SPLAT_CHANNELS * TILE_CAPACITY)
 #define NO_PIXEL 0x7fffffff
 
 DEVICE float splat_mix(float a, float b, float t) { return a + (b - a) * t; }
@@ -87,8 +91,8 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
                          const int count, GLOBAL const float* RESTRICT palette,
                          const int colour_mode, const float speed_scale, const float point_size,
                          const float intensity, VIEW_MATRIX_ARGUMENTS,
-                         const int width, const int height, GLOBAL ulong* RESTRICT accumulation,
-                         GLOBAL ulong* RESTRICT sprites) {
+                         const int width, const int height, const int tile_pixels,
+                         GLOBAL ulong* RESTRICT accumulation, GLOBAL ulong* RESTRICT sprites) {
   LOCAL uint tile[TILE_VALUES];
   LOCAL int box[4];       /* the group's pixels: least x, least y, greatest x, greatest y */
   LOCAL int centres[2];   /* sums of x0 + x1 and y0 + y1: twice the sprites' mean centre */
@@ -170,12 +174,12 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   const int bx = box[0], by = box[1];
   const int box_width = box[2] - bx + 1, box_height = box[3] - by + 1;
   if (box_width <= 0) return;  /* nothing of the group in the image (the same for all) */
-  const int tiled = TILE_PIXELS > 0 && !too_bright;
+  const int tiled = tile_pixels > 0 && !too_bright;
   int tile_x = bx, tile_y = by, tile_width = box_width, tile_height = box_height;
-  if (tiled && !(box_width <= TILE_PIXELS && box_height <= TILE_PIXELS &&
-                 box_width * box_height <= TILE_PIXELS)) {
-    tile_width = MIN(box_width, MAX((int)SQRT((float)TILE_PIXELS), 1));
-    tile_height = MIN(box_height, TILE_PIXELS / tile_width);
+  if (tiled && !(box_width <= tile_pixels && box_height <= tile_pixels &&
+                 box_width * box_height <= tile_pixels)) {
+    tile_width = MIN(box_width, MAX((int)SQRT((float)tile_pixels), 1));
+    tile_height = MIN(box_height, tile_pixels / tile_width);
     const int twice = 2 * drawn[0];
     tile_x = MIN(MAX(centres[0] / twice - tile_width / 2, bx), bx + box_width - tile_width);
     tile_y = MIN(MAX(centres[1] / twice - tile_height / 2, by), by + box_height - tile_height);

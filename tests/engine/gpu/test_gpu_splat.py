@@ -353,3 +353,15 @@ def test_a_live_tree_frame_is_splatted_in_its_locality_order(ctx, device):
         (n,), np.uint32, lambda out: out.upload(np.zeros(n, np.uint32)))
     first_only, _, _, _ = draw()
     assert np.count_nonzero(first_only[..., 3]) < np.count_nonzero(caller[..., 3]) / 100
+
+
+def test_a_tile_larger_than_the_kernel_holds_is_refused(ctx):
+    from orrery.app.render._splat_pass import TILE_PIXELS, SplatPass
+    from orrery.engine import InvalidInputError
+
+    splat = SplatPass(ctx, tile_pixels=0)
+    for pixels in (-1, TILE_PIXELS + 1):
+        with pytest.raises(InvalidInputError, match="tile_pixels"):
+            splat.tile_pixels = pixels
+    with pytest.raises(InvalidInputError, match="tile_pixels"):
+        SplatPass(ctx, tile_pixels=TILE_PIXELS + 1)
