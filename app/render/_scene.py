@@ -190,9 +190,7 @@ class ParticleScene:
         else:
             current = self._compute.upload(np.ascontiguousarray(positions, dtype=np.float32))
         previous = self.device.current if moved and self.device is not None else current
-        self.device = DeviceParticles(self._compute, current, previous,
-                                      () if ordered is None else (ordered,),
-                                      None if ordered is None else ordered.device)
+        self.device = _device_particles(self._compute, current, previous, (), ordered)
 
     def _show_on_device(self, frame: Frame, population: np.ndarray) -> bool:
         snapshot = frame.snapshot
@@ -223,12 +221,10 @@ class ParticleScene:
             self._unfilled = {index: (frame.sequence, snapshot) for index in (0, 1)}
             self._sample = None
             self.interval = 0.0
-        ordered = locality_order(frame, snapshot.context)
-        self.device = DeviceParticles(
+        self.device = _device_particles(
             snapshot.context, snapshot.device, last.device,
-            ((snapshot, last) if last is not snapshot else (snapshot,))
-            + (() if ordered is None else (ordered,)),
-            None if ordered is None else ordered.device)
+            (snapshot, last) if last is not snapshot else (snapshot,),
+            locality_order(frame, snapshot.context))
         self.host = None
         self._host_current = None
         # The speed scale comes from the frame's sample (downloaded beside the step; the
@@ -348,3 +344,11 @@ def locality_order(frame: Frame, context):
             ordered.device is None or ordered.device.shape != (frame.count,):
         return None
     return ordered
+
+
+def _device_particles(context, current, previous, snapshots: tuple, ordered) -> DeviceParticles:
+    """:class:`DeviceParticles` with the frame's locality order where it has one (``ordered``,
+    from :func:`locality_order`: its snapshot is kept with the others)."""
+    if ordered is None:
+        return DeviceParticles(context, current, previous, snapshots)
+    return DeviceParticles(context, current, previous, snapshots + (ordered,), ordered.device)
