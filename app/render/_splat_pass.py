@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.errors import InvalidInputError
-
 from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
@@ -36,6 +35,8 @@ GROUP = 256
 # smaller tile (0: none) is a launch argument, so every tile size runs the same compiled code
 # (one program: the same float contraction, so the same bits on every path).
 TILE_PIXELS = 1024
+_DEFINES = {"FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f",
+            "TILE_CAPACITY": TILE_PIXELS}
 
 
 class SplatPass:
@@ -85,9 +86,7 @@ class SplatPass:
             self._unordered = queue.zeros(1, np.uint32)
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
-        program = queue.build(["view.cl", "splat.cl"], defines={
-            "FIXED_ONE": f"{FIXED_ONE!r}f", "FIXED_CAP": f"{FIXED_CAP!r}f",
-            "TILE_CAPACITY": TILE_PIXELS})
+        program = queue.build(["view.cl", "splat.cl"], defines=_DEFINES)
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS

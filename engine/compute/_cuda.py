@@ -189,17 +189,17 @@ class CudaContext(Context):
 
     def snapshot(self, shape, dtype, write, *, download=True):
         # Staged and downloaded on the copy engine: the compute stream never waits for a frame.
-        if self._staging is None:
-            from ._cuda_staging import StagingPool
-            self._staging = StagingPool(self)
-        return self._staging.snapshot(shape, dtype, write, download=download)
+        return self._staging_pool().snapshot(shape, dtype, write, download=download)
 
     def device_snapshot(self, shape, dtype, write):
         # A staging copy like a frame's, without its sample: read on the device only.
+        return self._staging_pool().snapshot(shape, dtype, write, download=False, sample=False)
+
+    def _staging_pool(self):
         if self._staging is None:
             from ._cuda_staging import StagingPool
             self._staging = StagingPool(self)
-        return self._staging.snapshot(shape, dtype, write, download=False, sample=False)
+        return self._staging
 
     def empty(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)

@@ -103,12 +103,12 @@ class DeviceState:
     def _launch_accelerations(self, out, *, potential: bool) -> None:
         """Queue one evaluation into ``out`` once fewer than ``STEPS_IN_FLIGHT`` are queued
         (under capture only its kernels: ``advance`` waits and times the whole step)."""
-        if self._capturing:
-            self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
-            return
-        self._in_flight.admit()
+        if not self._capturing:
+            self._in_flight.admit()
         start = time.perf_counter()
         events = self.solver.launch_accelerations(self.body, out, self._n, potential=potential)
+        if self._capturing:
+            return
         self.solver.record_stats(start, events)
         if events:
             self._in_flight.add(events[-1])
@@ -118,26 +118,29 @@ class DeviceState:
         step in a row with the same ``key`` (what the step depends on besides the state: the
         integrator and dt) is captured into a graph (the first builds programs and allocates
         buffers outside the capture), and steps with that key are then replayed from it."""
-        if not self.graphs:
+        graph = self._graph_for(key, step) if self.graphs else None
+        if graph is None:
             step()
             return
-        graph = self._graph[1] if self._graph is not None and self._graph[0] == key else None
-        if graph is None:
-            if self._uncaptured != key:
-                self._uncaptured = key
-                step()
-                return
-            graph = self._capture(step)
-            if graph is None:
-                step()
-                return
-            self._graph = (key, graph)
         self._in_flight.admit()
         start = time.perf_counter()
         event = graph.launch()
         self._in_flight.add(event)
         self.solver.record_step_stats(start, event)
         self._evaluated()
+
+    def _graph_for(self, key, step):
+        """The graph of steps with ``key``: None for the first such step (it runs as it is),
+        captured from the second (None if that fails)."""
+        if self._graph is not None and self._graph[0] == key:
+            return self._graph[1]
+        if self._uncaptured != key:
+            self._uncaptured = key
+            return None
+        graph = self._capture(step)
+        if graph is not None:
+            self._graph = (key, graph)
+        return graph
 
     def _capture(self, step):
         self._capturing = True
