@@ -35,6 +35,8 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 P2P_GROUP = 32
 # Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
 P2P_TILE = 4 * P2P_GROUP
+# The bits of a list length in M2L's schedule keys (fmm.cl's LIST_LIMIT).
+SCHEDULE_LENGTH_BITS = 16
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
@@ -89,6 +91,7 @@ class GpuFmmSolver(GpuSolver):
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
+        self._sort = self.context.key_sort()
         self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
@@ -125,7 +128,8 @@ class GpuFmmSolver(GpuSolver):
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in
-                                   ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
+                                   ("upward", "node_parents", "m2l_schedule", "m2l", "l2l", "p2p",
+                                    "l2p_bodies")}
         return self._programs[key]
 
     def _node_arrays(self, node_count: int) -> None:
@@ -137,6 +141,8 @@ class GpuFmmSolver(GpuSolver):
         self._shape = empty(4 * capacity, self.accum)
         self._centre = empty(3 * capacity, self.accum)
         self._parent = empty(capacity, np.uint32)
+        self._schedule = empty(capacity, np.uint64)
+        self._spare_schedule = empty(capacity, np.uint64)
         self._multipole = empty(capacity * terms, self.expansion)
         self._local = empty(capacity * terms, self.expansion)
         self._node_capacity = capacity
@@ -157,9 +163,16 @@ class GpuFmmSolver(GpuSolver):
                                                        tree.levels, tree.keys, tree.body, tree.cube, self._box,
                                                        self._shape, self._centre, self._multipole))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
-        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
-                                             self._centre, self.expansion.type(self.softening ** 2),
-                                             self._multipole, self._local))
+        shift = np.int32(max(1, (nodes_n - 1).bit_length()))  # bits of a node index
+        events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, n_nodes, shift, lists.m2l_start,
+                                                      self._schedule))
+        sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, nodes_n,
+                                                     SCHEDULE_LENGTH_BITS + int(shift))
+        events["m2l"] += sort_events
+        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, shift, schedule, lists.m2l_start,
+                                             lists.m2l_source, self._centre,
+                                             self.expansion.type(self.softening ** 2), self._multipole,
+                                             self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
         for level in range(1, MORTON_LEVELS + 1):
             events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
