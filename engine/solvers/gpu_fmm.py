@@ -122,7 +122,8 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
+                       "WALK_GROUP": ITEM_GROUP, "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE,
+                       "TERMS": self._terms}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:

@@ -6,8 +6,8 @@
  *   upward       once per cell level, deepest first: each node's key box, centre and walk
  *                geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
  *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
- *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch pair per
- *                step (walk_count, scan.cl, walk_emit), then both directions of each pair sorted
+ *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch a step
+ *                (walk_step), then both directions of each pair sorted
  *                (the compute layer's key sort) into per-target lists with sources ascending
  *                (directed_keys, list_starts): exactly the host's lists;
  *   m2l          per target node, the derivative tensor D_{k+n} of 1/sqrt(r^2 + eps^2) at
@@ -20,11 +20,12 @@
  *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
- * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP, P2P_TILE,
+ * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP, P2P_GROUP, P2P_TILE,
  * WITH_POTENTIAL.
- * Determinism: one work-item per output (a node's box and expansion, a walk pair's outputs at
- * offsets from a prefix sum, a list start, a body's sum), adding its inputs in the lists' fixed
- * order (sources ascending); no atomics, so every run gives the same bits.
+ * Determinism: one work-item per output (a node's box and expansion, a list start, a body's
+ * sum), adding its inputs in the lists' fixed order (sources ascending), so every run gives the
+ * same bits. The walk alone uses atomics (integer adds reserving room in its pair arrays): the
+ * set of pairs it writes is fixed, their order is not, and the lists sort it away.
  * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
  * with the direct kernel's inner loop (FMA'd r^2 + eps^2, RSQRT).
  * Needs tree_common.cl first. */
@@ -128,17 +129,27 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
 }
 
 /* ---- The dual tree walk, breadth first (native fmm_lists.cpp's DualWalk, one step per launch).
- * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_count gives each
- * pair its outputs two levels down: M2L pairs, P2P pairs and the pairs still to split (a node
- * with itself splits into each child with itself and each later sibling; else the larger cell's
- * children pair with the other, the host's split rule), stored as three runs counts[0, w), [w, 2w), [2w, 3w) (w, the launch's
- * width, is at least the frontier's size; entries past it count nothing) so that one exclusive
- * scan (scan.cl) over 3w entries places every output: M2L pairs first, P2P pairs next, then the
- * next frontier, each in the frontier's order. walk_emit writes them there and walk_advance
- * moves the totals on; nothing is contended and the order is fixed, so every run gives the same
- * arrays. The walk's state stays on the device (`state`: frontier size, M2L and P2P pairs so far,
- * overflow), so the host may queue steps at widths it expects and read the state once: an
- * output past an array's capacity is not written but flagged, and the host walks again. */
+ * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_step takes each
+ * frontier pair two levels down: its outputs are M2L pairs, P2P pairs and the pairs still to
+ * split (a node with itself splits into each child with itself and each later sibling; else the
+ * larger cell's children pair with the other, the host's split rule), which form the next
+ * frontier. A work-group counts its work-items' outputs, places them with one scan in local
+ * memory and reserves room for the group with one atomic add per array, so the arrays hold
+ * every output once, in an order that varies run to run; the lists stage sorts each target's
+ * sources, so the lists do not depend on it. The walk's state stays on the device (`state`:
+ * M2L and P2P pairs so far, overflow, and three rotating frontier sizes: step s reads size
+ * s % 3, adds the next frontier's into (s + 1) % 3 and clears (s + 2) % 3, which the step
+ * after adds into), so the host may queue steps at widths it expects and read the state once:
+ * an output past an array's capacity is counted but not written and flags an overflow, after
+ * which every later step does nothing (the step's own groups go on counting), and the host walks again with arrays of the counted
+ * sizes. */
+
+/* The three output counts of a work-item in one word, so that one scan places all three: a
+ * work-item has at most 36 child pairs with 36 pairs each, so a group's sums stay below 2^21
+ * for groups of up to 1024 work-items. */
+#define WALK_FIELD_BITS 21
+#define WALK_PACK(m2l, p2p, next) ((ulong)(m2l) | ((ulong)(p2p) << WALK_FIELD_BITS) | ((ulong)(next) << (2 * WALK_FIELD_BITS)))
+#define WALK_FIELD(word, field) ((uint)(((word) >> ((field) * WALK_FIELD_BITS)) & ((1UL << WALK_FIELD_BITS) - 1)))
 
 DEVICE bool walk_leaf(GLOBAL const TreeNode* RESTRICT nodes, const uint a) { return nodes[a].skip == a + 1; }
 
@@ -168,12 +179,14 @@ DEVICE int walk_kind(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* 
   return 2;
 }
 
-KERNEL void walk_start(GLOBAL uint* RESTRICT state) {
+/* The state before step `step`: `m2l` and `p2p` pairs so far, no overflow, a frontier of `size`
+ * (the walk's start: none so far and the root with itself). */
+KERNEL void walk_reset(GLOBAL uint* RESTRICT state, const uint m2l, const uint p2p, const int step, const uint size) {
   if (GLOBAL_ID != 0) return;
-  state[0] = 1; /* the frontier: the root with itself */
-  state[1] = 0;
+  state[0] = m2l;
+  state[1] = p2p;
   state[2] = 0;
-  state[3] = 0;
+  for (int k = 0; k < 3; ++k) state[3 + k] = k == step % 3 ? size : 0;
 }
 
 /* The pairs a split pair (kind 2 or 3) turns into, in the host's order, into out (at most 36:
@@ -199,37 +212,30 @@ DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int ki
   return kind == 2 ? children : children * (children + 1) / 2;
 }
 
-/* One step takes each frontier pair two levels down: the pair itself, and when it splits, each
- * of its child pairs (which emit, or go to the next frontier as their own child pairs): half the
+/* A frontier pair's outputs, two levels down: the pair itself, and when it splits, each of its
+ * child pairs (which emit, or go to the next frontier as their own child pairs): half the
  * steps (launches and, walking step by step, host reads) of one level a step. */
-KERNEL void walk_count(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL const uint* RESTRICT state,
-                       GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
-                       GLOBAL uint* RESTRICT counts) {
-  const int i = GLOBAL_ID;
-  if (i >= width) return;
+DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
+                         const accum theta2, const ulong pair) {
   uint m2l = 0, p2p = 0, next = 0;
-  if ((uint)i < state[0]) {
-    const uint a = (uint)(pairs[i] >> 32);
-    uint split = 0, other = 0;
-    const int kind = walk_kind(nodes, shape, theta2, a, (uint)pairs[i], &split, &other);
-    m2l = kind == 0;
-    p2p = kind == 1;
-    if (kind == 2 || kind == 3) {
-      ulong kids[36];
-      const uint n = child_pairs(nodes, kind, a, split, other, kids);
-      for (uint k = 0; k < n; ++k) {
-        const uint ka = (uint)(kids[k] >> 32);
-        uint ks = 0, ko = 0;
-        const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
-        m2l += kk == 0;
-        p2p += kk == 1;
-        if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
-      }
+  const uint a = (uint)(pair >> 32);
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  m2l = kind == 0;
+  p2p = kind == 1;
+  if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    for (uint k = 0; k < n; ++k) {
+      const uint ka = (uint)(kids[k] >> 32);
+      uint ks = 0, ko = 0;
+      const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
+      m2l += kk == 0;
+      p2p += kk == 1;
+      if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
     }
   }
-  counts[i] = m2l;
-  counts[width + i] = p2p;
-  counts[2 * width + i] = next;
+  return WALK_PACK(m2l, p2p, next);
 }
 
 /* Writes one output pair at m2l_at / p2p_at or its child pairs at next_at (cursors advance);
@@ -259,19 +265,51 @@ DEVICE void walk_write(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum
   }
 }
 
-/* offsets: the exclusive scan of walk_count's 3w counts (3w + 1 entries). */
-KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBAL uint* RESTRICT state,
-                      GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
-                      GLOBAL const uint* RESTRICT offsets, GLOBAL ulong* RESTRICT m2l, const uint m2l_capacity,
-                      GLOBAL ulong* RESTRICT p2p, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
-                      const uint next_capacity) {
+/* One step over the frontier pairs [0, size), size = state[3 + step % 3] <= width (else an
+ * overflow). Work-item i writes pair i's outputs at its group's reserved bases plus the counts
+ * of the group's earlier work-items. */
+KERNEL LAUNCH_BOUNDS(WALK_GROUP, 1)
+void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int step, GLOBAL uint* RESTRICT state,
+               GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+               GLOBAL ulong* RESTRICT m2l, const uint m2l_capacity, GLOBAL ulong* RESTRICT p2p,
+               const uint p2p_capacity, GLOBAL ulong* RESTRICT next, const uint next_capacity) {
+  LOCAL ulong before[WALK_GROUP];
+  LOCAL uint bases[3];
   const int i = GLOBAL_ID;
-  if (i >= width || (uint)i >= state[0]) return;
-  const ulong pair = pairs[i];
-  const uint a = (uint)(pair >> 32);
-  uint m2l_at = state[1] + offsets[i], p2p_at = state[2] + offsets[width + i] - offsets[width];
-  uint next_at = offsets[2 * width + i] - offsets[2 * width];
+  const uint size = state[3 + step % 3];
+  if (i == 0) state[3 + (step + 2) % 3] = 0;
+  /* overflow holds 1 + the step that overflowed, so that this step's own overflows (which must
+   * not stop its counting) are told from an earlier step's, whose frontier was not all written */
+  const uint flag = state[2];
+  if (flag != 0 && flag <= (uint)step) return;
+  if (size > (uint)width) {
+    if (i == 0) state[2] = (uint)step + 1;
+    return;
+  }
+  if ((uint)(GROUP_ID * WALK_GROUP) >= size) return; /* the whole group */
+  const ulong pair = (uint)i < size ? pairs[i] : 0;
+  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair) : 0;
+  before[LOCAL_ID] = own;
+  SYNC_THREADS;
+  for (int offset = 1; offset < WALK_GROUP; offset <<= 1) { /* inclusive Hillis-Steele scan */
+    const ulong add = LOCAL_ID >= offset ? before[LOCAL_ID - offset] : 0;
+    SYNC_THREADS;
+    before[LOCAL_ID] += add;
+    SYNC_THREADS;
+  }
+  if (LOCAL_ID == WALK_GROUP - 1) {
+    const ulong total = before[LOCAL_ID];
+    bases[0] = ATOMIC_ADD(&state[0], WALK_FIELD(total, 0));
+    bases[1] = ATOMIC_ADD(&state[1], WALK_FIELD(total, 1));
+    bases[2] = ATOMIC_ADD(&state[3 + (step + 1) % 3], WALK_FIELD(total, 2));
+  }
+  SYNC_THREADS;
+  if ((uint)i >= size) return;
+  const ulong earlier = before[LOCAL_ID] - own;
+  uint m2l_at = bases[0] + WALK_FIELD(earlier, 0), p2p_at = bases[1] + WALK_FIELD(earlier, 1);
+  uint next_at = bases[2] + WALK_FIELD(earlier, 2);
   bool overflow = false;
+  const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
   const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
   if (kind == 2 || kind == 3) {
@@ -285,29 +323,7 @@ KERNEL void walk_emit(GLOBAL const ulong* RESTRICT pairs, const int width, GLOBA
     walk_write(nodes, shape, theta2, pair, m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next, &next_at,
                0, &overflow);
   }
-  if (overflow) state[3] = 1; /* every writer stores the same value */
-}
-
-/* The step's new outputs (M2L pairs, P2P pairs, next frontier), for a host that sizes the arrays
- * before walk_emit. */
-KERNEL void walk_totals(GLOBAL const uint* RESTRICT offsets, const int width, GLOBAL uint* RESTRICT totals) {
-  if (GLOBAL_ID != 0) return;
-  totals[0] = offsets[width];
-  totals[1] = offsets[2 * width] - offsets[width];
-  totals[2] = offsets[3 * width] - offsets[2 * width];
-}
-
-/* The step's totals into the state (one work-item, after walk_emit has read the old ones). A
- * next frontier wider than the next step's launch (next_width) is an overflow too; after an
- * overflow the frontier is emptied, so that no later step reads pairs that were never written. */
-KERNEL void walk_advance(GLOBAL const uint* RESTRICT offsets, const int width, const uint next_width,
-                         GLOBAL uint* RESTRICT state) {
-  if (GLOBAL_ID != 0) return;
-  state[1] += offsets[width];
-  state[2] += offsets[2 * width] - offsets[width];
-  state[0] = offsets[3 * width] - offsets[2 * width];
-  if (state[0] > next_width) state[3] = 1;
-  if (state[3]) state[0] = 0;
+  if (overflow) state[2] = (uint)step + 1; /* every writer stores the same value */
 }
 
 KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBAL ulong* RESTRICT to) {
