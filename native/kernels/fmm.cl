@@ -361,13 +361,13 @@ KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, cons
  * and the work-items of a sub-group run as long as the longest of them: in node order a
  * sub-group kept 44% of its lanes busy on a 1M-body Plummer sphere, in this order 99.9%. The keys
  * are distinct, so the order is the same every run. */
-#define LIST_LIMIT 0xffffUL
+#define LIST_LIMIT 0xffffu
 KERNEL void m2l_schedule(const int node_count, const int shift, GLOBAL const uint* RESTRICT m2l_start,
                          GLOBAL ulong* RESTRICT keys) {
   const int i = GLOBAL_ID;
   if (i >= node_count) return;
-  const ulong length = MIN((ulong)(m2l_start[i + 1] - m2l_start[i]), LIST_LIMIT);
-  keys[i] = ((LIST_LIMIT - length) << shift) | (ulong)i;
+  const uint length = MIN(m2l_start[i + 1] - m2l_start[i], LIST_LIMIT);
+  keys[i] = ((ulong)(LIST_LIMIT - length) << shift) | (ulong)i;
 }
 
 /* One work-item per target node, in the schedule's order (sorted m2l_schedule keys), adding its
