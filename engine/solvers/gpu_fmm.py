@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..compute import DeviceArray, KernelEvent, unavailable_reason
+from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
@@ -30,6 +30,11 @@ from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "
                          "bytes, twice a GPU's FMA rate)")
+# Work-items of M2L's work-group, and how many of them share a target's list (each taking
+# every M2L_LANES-th source): several a target keep the device busy where a tree has too few
+# nodes for one work-item each to fill it.
+M2L_GROUP = ITEM_GROUP
+M2L_LANES = 4
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
@@ -38,6 +43,11 @@ P2P_TILE = 4 * P2P_GROUP
 # The bits of a list length in M2L's schedule keys (fmm.cl's LIST_LIMIT).
 SCHEDULE_LENGTH_BITS = 16
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
+
+
+def multipole_stride(terms: int) -> int:
+    """Expansions a node's multipole takes (fmm.cl's MULTIPOLE_STRIDE: 16-byte loads)."""
+    return -(-terms // 4) * 4
 
 
 def _launch(count: int) -> int:
@@ -122,7 +132,8 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "WALK_GROUP": ITEM_GROUP, "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE,
+                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP,
+                       "M2L_LANES": M2L_LANES, "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE,
                        "TERMS": self._terms}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
@@ -144,7 +155,7 @@ class GpuFmmSolver(GpuSolver):
         self._parent = empty(capacity, np.uint32)
         self._schedule = empty(capacity, np.uint64)
         self._spare_schedule = empty(capacity, np.uint64)
-        self._multipole = empty(capacity * terms, self.expansion)
+        self._multipole = empty(capacity * multipole_stride(terms), self.expansion)
         self._local = empty(capacity * terms, self.expansion)
         self._node_capacity = capacity
 
@@ -170,7 +181,8 @@ class GpuFmmSolver(GpuSolver):
         sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, nodes_n,
                                                      SCHEDULE_LENGTH_BITS + int(shift))
         events["m2l"] += sort_events
-        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, shift, schedule, lists.m2l_start,
+        events["m2l"].append(k["m2l"].launch(launch_size(nodes_n * M2L_LANES, M2L_GROUP), M2L_GROUP, n_nodes,
+                                             shift, schedule, lists.m2l_start,
                                              lists.m2l_source, self._centre,
                                              self.expansion.type(self.softening ** 2), self._multipole,
                                              self._local))
