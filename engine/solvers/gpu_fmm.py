@@ -34,7 +34,7 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 # every M2L_LANES-th source): several a target keep the device busy where a tree has too few
 # nodes for one work-item each to fill it.
 M2L_GROUP = ITEM_GROUP
-M2L_LANES = 4
+M2L_LANES = 2
 # Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
 # the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
 P2P_GROUP = 32
