@@ -302,18 +302,3 @@ class CudaKeySort(KeySort):
                          spare_order.memory[:count])
             end.record(context.stream)
         return [CudaEvent(start, end)], (spare_keys, spare_order)
-
-    def sort_keys(self, keys, spare_keys, count, key_bits=None):
-        # Keys alone: CuPy's sort of unsigned integers is a radix sort that moves only the keys,
-        # half the bytes of a sort that carries an order (and no gather after it); keys below
-        # 2**32 sort as uint32, half the passes of half the bytes.
-        bits = key_bits_of(keys, key_bits)
-        cupy = _cupy()
-        context = self.context
-        with context.device, context.stream:
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(context.stream)
-            view = keys.memory[:count]
-            spare_keys.memory[:count] = cupy.sort(view.astype(cupy.uint32) if bits <= 32 else view)
-            end.record(context.stream)
-        return [CudaEvent(start, end)], spare_keys

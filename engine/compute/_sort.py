@@ -49,24 +49,12 @@ class KeySort(ABC):
 
     def __init__(self, context: Context):
         self.context = context
-        self._orders: tuple[DeviceArray, DeviceArray] | None = None
 
     @abstractmethod
     def sort(self, keys: DeviceArray, order: DeviceArray, spare_keys: DeviceArray,
              spare_order: DeviceArray, count: int, key_bits: int | None = None
              ) -> tuple[list[KernelEvent], tuple[DeviceArray, DeviceArray]]:
         """Sort, on the context's queue."""
-
-    def sort_keys(self, keys: DeviceArray, spare_keys: DeviceArray, count: int,
-                  key_bits: int | None = None) -> tuple[list[KernelEvent], DeviceArray]:
-        """Sort the first ``count`` keys alone (no order values to carry); returns the events
-        and the array that holds them sorted. This default carries scratch order values."""
-        if self._orders is None or self._orders[0].size < count:
-            self._orders = (self.context.empty(max(1, count), np.uint32),
-                            self.context.empty(max(1, count), np.uint32))
-        events, (result, _) = self.sort(keys, self._orders[0], spare_keys, self._orders[1],
-                                        count, key_bits)
-        return events, result
 
     @abstractmethod
     def traffic(self, count: int, key_type, key_bits: int | None = None) -> int:

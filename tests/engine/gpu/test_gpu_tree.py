@@ -82,15 +82,6 @@ def test_device_key_sort_equals_numpy_stable_sort(context, kind):
     assert np.array_equal(sorted_keys.download(), keys[expected])
 
 
-@pytest.mark.parametrize("bits", [64, 26])
-def test_device_key_sort_of_keys_alone(context, bits):
-    keys = np.random.default_rng(4).integers(0, 2**bits - 1, 30001, dtype=np.uint64)
-    n = 30000  # the last key stays out of the sort
-    _, result = context.key_sort().sort_keys(context.upload(keys), context.empty(len(keys), np.uint64), n,
-                                             bits)
-    assert np.array_equal(result.download()[:n], np.sort(keys[:n]))
-
-
 @pytest.mark.parametrize("key_bits", [18, 16, None])  # 3 radix passes, 2, all 4
 def test_device_key_sort_of_32_bit_keys_over_their_significant_bits(context, key_bits):
     rng = np.random.default_rng(4)
