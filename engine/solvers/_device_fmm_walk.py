@@ -209,11 +209,12 @@ class DeviceLists:
         def array(part: str, size: int) -> DeviceArray:
             return _scratch(self.context, self._arrays, part, size, np.uint32)
 
+        # The counts go into start, which the scan turns into the segments' starts in place.
         start, source = array(f"{name}_start", node_count + 1), array(f"{name}_source", entries)
         cursor, unsorted = array("cursor", node_count), array("unsorted", entries)
-        nodes, count = launch_size(node_count, ITEM_GROUP), np.int32(pair_count)
+        node_width, count = launch_size(node_count, ITEM_GROUP), np.int32(pair_count)
         pair_width = launch_size(pair_count, ITEM_GROUP)
-        events.append(k["list_clear"].launch(nodes, ITEM_GROUP, np.int32(node_count), start, cursor))
+        events.append(k["list_clear"].launch(node_width, ITEM_GROUP, np.int32(node_count), start, cursor))
         events.append(k["list_count"].launch(pair_width, ITEM_GROUP, pairs, count, start))
         events += self._scan.scan(start, node_count, start)
         events.append(k["list_scatter"].launch(pair_width, ITEM_GROUP, pairs, count, start, cursor, unsorted))
