@@ -6,8 +6,9 @@ there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_de
 the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
 signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
 ``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
-planned its steps), ``lists`` (the pairs sorted
-into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
+planned its steps), ``lists`` (the pairs gathered
+into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
+``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
 L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work-group per leaf),
 ``l2p`` and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
 """

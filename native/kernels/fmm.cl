@@ -7,9 +7,9 @@
  *                geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
  *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
  *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch a step
- *                (walk_step), then both directions of each pair sorted
- *                (the compute layer's key sort) into per-target lists with sources ascending
- *                (directed_keys, list_starts): exactly the host's lists;
+ *                (walk_step), then both directions of each pair gathered into per-target lists
+ *                with sources ascending (fmm_lists.cl: counted, scattered by atomic tickets and
+ *                ordered by rank within each list): exactly the host's lists;
  *   m2l          per target node, the derivative tensor D_{k+n} of 1/sqrt(r^2 + eps^2) at
  *                R = z_target - z_source times the source's signed multipole, over its M2L list,
  *                the nodes taken longest list first (m2l_schedule, the key sort);
@@ -20,12 +20,13 @@
  *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
- * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, M2L_GROUP, M2L_LANES, WALK_GROUP, P2P_GROUP, P2P_TILE,
- * WITH_POTENTIAL.
- * Determinism: one work-item per output (a node's box and expansion, a list start, a body's
- * sum), adding its inputs in the lists' fixed order (sources ascending), so every run gives the
- * same bits. The walk alone uses atomics (integer adds reserving room in its pair arrays): the
- * set of pairs it writes is fixed, their order is not, and the lists sort it away.
+ * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
+ * M2L_GROUP, M2L_LANES, P2P_GROUP, P2P_TILE, WITH_POTENTIAL.
+ * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
+ * inputs in the lists' fixed order (sources ascending), so every run gives the same bits. The
+ * walk alone uses atomics (integer adds reserving room in its pair arrays): the set of pairs it
+ * writes is fixed, their order is not, and the lists leave no trace of it (fmm_lists.cl's
+ * integer atomics neither: its header says why).
  * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
  * with the direct kernel's inner loop (FMA'd r^2 + eps^2, RSQRT).
  * Needs tree_common.cl first. */
@@ -339,30 +340,6 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
 KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBAL ulong* RESTRICT to) {
   const int i = GLOBAL_ID;
   if (i < count) to[i] = from[i];
-}
-
-/* Both directions of each unordered pair, as target << shift | source (shift: the bits of a node
- * index, so that small trees sort narrow keys): sorted, they are the lists gathered by target
- * with sources ascending (the host's directed_lists). */
-KERNEL void directed_keys(GLOBAL const ulong* RESTRICT pairs, const int count, const int shift,
-                          GLOBAL ulong* RESTRICT keys) {
-  const int i = GLOBAL_ID;
-  if (i >= count) return;
-  const ulong a = pairs[i] >> 32, b = pairs[i] & 0xffffffffUL;
-  keys[2 * i] = (a << shift) | b;
-  keys[2 * i + 1] = (b << shift) | a;
-}
-
-/* From the sorted directed keys: source[k] and start[t] = the first k whose target is >= t
- * (start has node_count + 1 entries), each entry written by exactly one work-item. */
-KERNEL void list_starts(GLOBAL const ulong* RESTRICT keys, const int count, const int node_count, const int shift,
-                        GLOBAL uint* RESTRICT start, GLOBAL uint* RESTRICT source) {
-  const int k = GLOBAL_ID;
-  if (k > count) return;
-  const long target = k < count ? (long)(keys[k] >> shift) : (long)node_count;
-  const long before = k > 0 ? (long)(keys[k - 1] >> shift) : -1;
-  for (long t = before + 1; t <= target; ++t) start[t] = (uint)k;
-  if (k < count) source[k] = (uint)(keys[k] & ((1UL << shift) - 1));
 }
 
 /* M2L's schedule: the nodes longest list first, as sort keys (LIST_LIMIT - length) << shift | node
