@@ -171,7 +171,9 @@ class GpuFmmSolver(GpuSolver):
         self._node_arrays(nodes_n)
         width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        for level in range(MORTON_LEVELS, -1, -1):
+        # Every leaf at once (level -1), then the internal nodes level by level (a node of the
+        # deepest level is a leaf).
+        for level in (-1, *range(MORTON_LEVELS - 1, -1, -1)):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
                                                        tree.levels, tree.keys, tree.body, tree.cube, self._box,
                                                        self._shape, self._centre, self._multipole))

@@ -3,8 +3,8 @@
  *
  * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
  * about the centre of each node's key box, every stage on the device (docs/adr/0157):
- *   upward       once per cell level, deepest first: each node's key box, centre and walk
- *                geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
+ *   upward       the leaves, then the cells once per level, deepest first: each node's key
+ *                box, centre and walk geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
  *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
  *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch a step
  *                (walk_step), then both directions of each pair gathered into per-target lists
@@ -66,8 +66,9 @@ DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansi
 /* L2P: f = (gradient x, y, z, potential) of the local expansion L at monomials t */
 DEVICE void l2p(const expansion* t, GLOBAL const expansion* RESTRICT L, expansion* f);
 
-/* Expansion centres, the walk's geometry and the signed multipoles of one cell level, deepest
- * first (a child's cell is always deeper than its parent's, so its box and multipole are final).
+/* Expansion centres, the walk's geometry and the signed multipoles: every leaf in one launch
+ * (level -1), then the internal nodes of one cell level a launch, deepest first (a child's cell
+ * is always deeper than its parent's, so its box and multipole are final).
  * A leaf's box is the smallest and largest quantised coordinates of its bodies' keys (native
  * fmm_leaf_box), an internal node's the union of its children's; from it `centre` (3 per node,
  * the box centre in coordinates) and `shape` (4 per node: twice the centre and the diagonal, in
@@ -81,9 +82,10 @@ KERNEL void upward(const int level, const int node_count, GLOBAL const TreeNode*
                    GLOBAL uint* RESTRICT box, GLOBAL accum* RESTRICT shape, GLOBAL accum* RESTRICT centre,
                    GLOBAL expansion* RESTRICT multipole) {
   const int i = GLOBAL_ID;
-  if (i >= node_count || (int)levels[i] != level) return;
+  if (i >= node_count) return;
   const uint skip = nodes[i].skip, first = nodes[i].first, end = first + nodes[i].count;
   const bool leaf = skip == (uint)i + 1;
+  if (level < 0 ? !leaf : leaf || (int)levels[i] != level) return;
   uint low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0, 0, 0};
   if (leaf) {
     for (uint p = first; p < end; ++p) {
