@@ -4,8 +4,9 @@
  * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
  * about the centre of each node's key box, every stage on the device (docs/adr/0157):
  *   upward       the leaves, then the cells once per level, deepest first: each node's key
- *                box, centre and walk geometry, and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
- *                t_n(v) = v^n / n! (P2M at leaves, M2M from the children elsewhere);
+ *                box, centre and walk geometry, and its signed multipole S_n = (-1)^|n| M_n,
+ *                M_n = sum m t_n(x - z), t_n(v) = v^n / n! (P2M at leaves, M2M from the
+ *                children elsewhere);
  *   walk         the dual tree walk of native fmm_lists.cpp breadth first, one launch a step
  *                (walk_step), then both directions of each pair gathered into per-target lists
  *                with sources ascending (fmm_lists.cl: counted, scattered by atomic tickets and
