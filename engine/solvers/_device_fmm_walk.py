@@ -1,9 +1,9 @@
 """gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0157): the
 interaction lists of native ``fmm_lists`` (cpu-fmm's), computed breadth first over node pairs.
 
-Each step (``walk_step``, one launch, WALK_FAN work-items a pair) takes the frontier's pairs two
-levels down and appends their M2L pairs, P2P pairs and next frontier to arrays, each work-group
-reserving its room with one atomic add per array; the walk's state (pairs so far, an overflow flag, the frontier sizes)
+Each step (``walk_step``, one launch) takes the frontier's pairs two levels down and appends
+their M2L pairs, P2P pairs and next frontier to arrays, each work-group reserving its room with
+one atomic add per array; the walk's state (pairs so far, an overflow flag, the frontier sizes)
 stays on the device. The arrays hold the same pairs every run in an order that varies. The
 unordered pairs then become per-target lists without a global sort (``fmm_lists.cl``,
 docs/adr/0172: :class:`DeviceLists`): integer atomics count each node's entries, one exclusive
@@ -32,8 +32,6 @@ from ._device_tree import ITEM_GROUP
 
 # Kernels index list entries and walk counts with 32-bit signed integers.
 MAX_ENTRIES = 2**31 - 1
-# Work-items a frontier pair (fmm.cl's WALK_FAN): one per child of the cell it splits.
-WALK_FAN = 8
 FRONTIERS = ("frontier_a", "frontier_b")
 # list_sort (fmm_lists.cl): a work-group per target; each work-item ranks LIST_RANKS entries a
 # pass against the segment in local tiles of LIST_TILE (4 KiB: every device's local memory
@@ -129,7 +127,7 @@ class DeviceDualWalk:
                                                    np.uint32(p2p), np.int32(step), np.uint32(size)))
 
     def _step(self, pairs, width: int, step: int, geometry, m2l, p2p, next_pairs, events: list[KernelEvent]) -> None:
-        events.append(self._k["walk_step"].launch(launch_size(width * WALK_FAN, ITEM_GROUP), ITEM_GROUP, pairs,
+        events.append(self._k["walk_step"].launch(launch_size(width, ITEM_GROUP), ITEM_GROUP, pairs,
                                                   np.int32(width), np.int32(step), self._state, *geometry,
                                                   m2l, np.uint32(m2l.size), p2p, np.uint32(p2p.size),
                                                   next_pairs, np.uint32(next_pairs.size)))
@@ -167,7 +165,7 @@ class DeviceDualWalk:
                 state = [int(v) for v in self._state.download()]
                 reads += 1
                 totals, following = {"m2l": state[0], "p2p": state[1]}, state[3 + (step + 1) % 3]
-                if max(2 * totals["m2l"], 2 * totals["p2p"], following * WALK_FAN) > MAX_ENTRIES:
+                if 2 * totals["m2l"] > MAX_ENTRIES or 2 * totals["p2p"] > MAX_ENTRIES or following > MAX_ENTRIES:
                     raise InvalidInputError(f"gpu-fmm's interaction lists outgrow 32-bit indices at this N "
                                             f"and theta ({totals['m2l']} M2L pairs so far)")
                 if not state[2]:

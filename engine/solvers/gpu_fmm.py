@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
-from ._device_fmm_walk import WALK_FAN, DeviceDualWalk
+from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
                    FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
@@ -133,7 +133,7 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "WALK_GROUP": ITEM_GROUP, "WALK_FAN": WALK_FAN, "M2L_GROUP": M2L_GROUP,
+                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP,
                        "M2L_LANES": M2L_LANES, "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE,
                        "TERMS": self._terms}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,

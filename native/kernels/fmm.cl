@@ -22,7 +22,7 @@
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
- * WALK_FAN, M2L_GROUP, M2L_LANES, P2P_GROUP, P2P_TILE, WITH_POTENTIAL.
+ * M2L_GROUP, M2L_LANES, P2P_GROUP, P2P_TILE, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
  * inputs in the lists' fixed order (sources ascending), so every run gives the same bits. The
  * walk alone uses atomics (integer adds reserving room in its pair arrays): the set of pairs it
@@ -144,8 +144,8 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
 
 /* ---- The dual tree walk, breadth first (native fmm_lists.cpp's DualWalk, one step per launch).
  * A frontier of node pairs (a << 32 | b; a == b is a node with itself). walk_step takes each
- * frontier pair two levels down (WALK_FAN work-items a pair): its outputs are M2L pairs, P2P
- * pairs and the pairs still to split (a node with itself splits into each child with itself and each later sibling; else the
+ * frontier pair two levels down: its outputs are M2L pairs, P2P pairs and the pairs still to
+ * split (a node with itself splits into each child with itself and each later sibling; else the
  * larger cell's children pair with the other, the host's split rule), which form the next
  * frontier. A work-group counts its work-items' outputs, places them with one scan in local
  * memory and reserves room for the group with one atomic add per array, so the arrays hold
@@ -159,8 +159,8 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
  * sizes. */
 
 /* The three output counts of a work-item in one word, so that one scan places all three: a
- * work-item has at most 8 pairs with 36 child pairs each, so a group's sums stay below 2^21 for
- * groups of up to 4096 work-items. */
+ * work-item has at most 36 child pairs with 36 pairs each, so a group's sums stay below 2^21
+ * for groups of up to 1024 work-items. */
 #define WALK_FIELD_BITS 21
 #define WALK_PACK(m2l, p2p, next) ((ulong)(m2l) | ((ulong)(p2p) << WALK_FIELD_BITS) | ((ulong)(next) << (2 * WALK_FIELD_BITS)))
 #define WALK_FIELD(word, field) ((uint)(((word) >> ((field) * WALK_FIELD_BITS)) & ((1UL << WALK_FIELD_BITS) - 1)))
@@ -226,37 +226,30 @@ DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int ki
   return kind == 2 ? children : children * (children + 1) / 2;
 }
 
-/* A step takes each frontier pair two levels down: the pair itself when it emits, and when it
- * splits, each of its child pairs (which emit, or go to the next frontier as their own child
- * pairs): half the steps (launches and, walking step by step, host reads) of one level a step.
- * WALK_FAN work-items share a frontier pair, cut by child: work-item `slot` takes the pair
- * itself when it emits (slot 0), else the child pairs of the split cell's slot-th child: that
- * child with the other cell (kind 2), or with itself and each later sibling (kind 3). At most
- * 8 pairs a work-item, where one work-item a frontier pair classified up to 36 and their 1296
- * children in a row (the shallow steps, a few wide, ran that long). WALK_FAN (a host define) is
- * 8, the most children a cell has. Returns how many. */
-DEVICE uint fan_pairs(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
-                      const ulong pair, const uint slot, ulong* out) {
+/* A frontier pair's outputs, two levels down: the pair itself, and when it splits, each of its
+ * child pairs (which emit, or go to the next frontier as their own child pairs): half the
+ * steps (launches and, walking step by step, host reads) of one level a step. */
+DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
+                         const accum theta2, const ulong pair) {
+  uint m2l = 0, p2p = 0, next = 0;
   const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
   const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
-  if (kind <= 1) {
-    out[0] = pair;
-    return slot == 0 ? 1 : 0;
+  m2l = kind == 0;
+  p2p = kind == 1;
+  if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    for (uint k = 0; k < n; ++k) {
+      const uint ka = (uint)(kids[k] >> 32);
+      uint ks = 0, ko = 0;
+      const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
+      m2l += kk == 0;
+      p2p += kk == 1;
+      if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
+    }
   }
-  if (kind == 4) return 0;
-  const uint parent = kind == 2 ? split : a, end = nodes[parent].skip;
-  uint child = parent + 1;
-  for (uint k = 0; k < slot && child < end; ++k) child = nodes[child].skip;
-  if (child >= end) return 0;
-  if (kind == 2) {
-    out[0] = ((ulong)child << 32) | other;
-    return 1;
-  }
-  uint n = 0;
-  out[n++] = ((ulong)child << 32) | child;
-  for (uint d = nodes[child].skip; d < end; d = nodes[d].skip) out[n++] = ((ulong)child << 32) | d;
-  return n;
+  return WALK_PACK(m2l, p2p, next);
 }
 
 /* Writes one output pair at m2l_at / p2p_at or its child pairs at next_at (cursors advance);
@@ -287,8 +280,8 @@ DEVICE void walk_write(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum
 }
 
 /* One step over the frontier pairs [0, size), size = state[3 + step % 3] <= width (else an
- * overflow), WALK_FAN work-items a pair. Each writes its pairs' outputs at its group's reserved
- * bases plus the counts of the group's earlier work-items. */
+ * overflow). Work-item i writes pair i's outputs at its group's reserved bases plus the counts
+ * of the group's earlier work-items. */
 KERNEL LAUNCH_BOUNDS(WALK_GROUP, 1)
 void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int step, GLOBAL uint* RESTRICT state,
                GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
@@ -296,30 +289,20 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
                const uint p2p_capacity, GLOBAL ulong* RESTRICT next, const uint next_capacity) {
   LOCAL ulong before[WALK_GROUP];
   LOCAL uint bases[3];
-  const uint i = (uint)GLOBAL_ID / WALK_FAN, slot = (uint)GLOBAL_ID % WALK_FAN;
+  const int i = GLOBAL_ID;
   const uint size = state[3 + step % 3];
-  if (GLOBAL_ID == 0) state[3 + (step + 2) % 3] = 0;
+  if (i == 0) state[3 + (step + 2) % 3] = 0;
   /* overflow holds 1 + the step that overflowed, so that this step's own overflows (which must
    * not stop its counting) are told from an earlier step's, whose frontier was not all written */
   const uint flag = state[2];
   if (flag != 0 && flag <= (uint)step) return;
   if (size > (uint)width) {
-    if (GLOBAL_ID == 0) state[2] = (uint)step + 1;
+    if (i == 0) state[2] = (uint)step + 1;
     return;
   }
-  if ((uint)(GROUP_ID * WALK_GROUP) / WALK_FAN >= size) return; /* the whole group */
-  ulong mine[8];
-  const uint n = i < size ? fan_pairs(nodes, shape, theta2, pairs[i], slot, mine) : 0;
-  uint m2l_n = 0, p2p_n = 0, next_n = 0;
-  for (uint k = 0; k < n; ++k) {
-    const uint ka = (uint)(mine[k] >> 32);
-    uint ks = 0, ko = 0;
-    const int kind = walk_kind(nodes, shape, theta2, ka, (uint)mine[k], &ks, &ko);
-    m2l_n += kind == 0;
-    p2p_n += kind == 1;
-    if (kind == 2 || kind == 3) next_n += child_pair_count(nodes, kind, ka, ks);
-  }
-  const ulong own = WALK_PACK(m2l_n, p2p_n, next_n);
+  if ((uint)(GROUP_ID * WALK_GROUP) >= size) return; /* the whole group */
+  const ulong pair = (uint)i < size ? pairs[i] : 0;
+  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair) : 0;
   before[LOCAL_ID] = own;
   SYNC_THREADS;
   for (int offset = 1; offset < WALK_GROUP; offset <<= 1) { /* inclusive Hillis-Steele scan */
@@ -335,13 +318,25 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
     bases[2] = ATOMIC_ADD(&state[3 + (step + 1) % 3], WALK_FIELD(total, 2));
   }
   SYNC_THREADS;
+  if ((uint)i >= size) return;
   const ulong earlier = before[LOCAL_ID] - own;
   uint m2l_at = bases[0] + WALK_FIELD(earlier, 0), p2p_at = bases[1] + WALK_FIELD(earlier, 1);
   uint next_at = bases[2] + WALK_FIELD(earlier, 2);
   bool overflow = false;
-  for (uint k = 0; k < n; ++k)
-    walk_write(nodes, shape, theta2, mine[k], m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next,
-               &next_at, next_capacity, &overflow);
+  const uint a = (uint)(pair >> 32);
+  uint split = 0, other = 0;
+  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  if (kind == 2 || kind == 3) {
+    ulong kids[36];
+    const uint n = child_pairs(nodes, kind, a, split, other, kids);
+    for (uint k = 0; k < n; ++k)
+      walk_write(nodes, shape, theta2, kids[k], m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next,
+                 &next_at, next_capacity, &overflow);
+  } else if (kind <= 1) {
+    /* the pair itself emits: walk_write's first two cases, without splitting it again */
+    walk_write(nodes, shape, theta2, pair, m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next, &next_at,
+               0, &overflow);
+  }
   if (overflow) state[2] = (uint)step + 1; /* every writer stores the same value */
 }
 
