@@ -30,11 +30,17 @@ from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "
                          "bytes, twice a GPU's FMA rate)")
-# Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
-# the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
+# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
+# that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
+# share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
+# capacity of 64), source bodies staged per barrier pair (four per work-item: 2 KiB of local
+# memory in float32 at 32), and whether a leaf's last targets go in two batches of lanes that
+# divide the group better (P2P_SPLIT).
 P2P_GROUP = 32
-# Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
-P2P_TILE = 4 * P2P_GROUP
+P2P_TILE_PER_ITEM = 4
+P2P_SPLIT = True
+# l2p_bodies' work-group: one warp a leaf (its loop takes any size).
+L2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
@@ -96,6 +102,7 @@ class GpuFmmSolver(GpuSolver):
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
+        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP, "P2P_SPLIT": P2P_SPLIT}
         self._walk: DeviceDualWalk | None = None
         self._use_order(self.order)
         self._result: DeviceArray | None = None
@@ -119,7 +126,7 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
+                       "TERMS": self._terms, **self._p2p}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
@@ -166,10 +173,11 @@ class GpuFmmSolver(GpuSolver):
                                                       self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        events["p2p"].append(k["p2p"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+        group = self._p2p["P2P_GROUP"]
+        events["p2p"].append(k["p2p"].launch(nodes_n * group, group, tree.body, n_nodes, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
                                              self.dtype.type(self.softening ** 2), self._result))
-        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * P2P_GROUP, P2P_GROUP, n_nodes, tree.nodes, tree.body,
+        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * L2P_GROUP, L2P_GROUP, n_nodes, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}
