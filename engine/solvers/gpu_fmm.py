@@ -33,12 +33,13 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 # The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
 # that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
 # share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
-# capacity of 64), source bodies staged per barrier pair (four per work-item: 2 KiB of local
-# memory in float32 at 32), and whether a leaf's last targets go in two batches of lanes that
-# divide the group better (P2P_SPLIT).
+# capacity of 64), source bodies staged per barrier pair (eight per work-item: 4 KiB of local
+# memory in float32 at 32; fewer leave the barriers and the window scans less work to share),
+# and a tile pass's cost in lane-sums per group of sources, above which a leaf's last targets
+# go in two batches that divide the group better (None: never).
 P2P_GROUP = 32
-P2P_TILE_PER_ITEM = 4
-P2P_SPLIT = True
+P2P_TILE_PER_ITEM = 8
+P2P_SPLIT_COST = 2
 # l2p_bodies' work-group: one warp a leaf (its loop takes any size).
 L2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
@@ -102,7 +103,8 @@ class GpuFmmSolver(GpuSolver):
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
-        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP, "P2P_SPLIT": P2P_SPLIT}
+        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
+                     "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST}
         self._walk: DeviceDualWalk | None = None
         self._use_order(self.order)
         self._result: DeviceArray | None = None

@@ -21,7 +21,7 @@
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP, P2P_TILE,
- * P2P_SPLIT, WITH_POTENTIAL.
+ * P2P_SPLIT_COST, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a walk pair's outputs at
  * offsets from a prefix sum, a list start, a body's sum), adding its inputs in the lists' fixed
  * order (sources ascending); p2p splits a body's sources among a fixed set of lanes and adds
@@ -397,18 +397,24 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
  * take registers from this loop. */
 /* The targets of the next batch when `left` of the leaf's `count` bodies are still to sum:
- * P2P_GROUP while that many are left; the rest (fewer) in one batch, or with P2P_SPLIT in two:
- * the largest power of two in it, which divides the group (every lane busy), then what remains
- * (fewer still, so more lanes per target). Two passes over the sources cost two tile streams but
- * fewer sums a lane: 19 bodies in groups of 32 take 16 x 2 + 3 x 10 lanes, S/2 + S/10 steps for
- * S sources instead of S. */
+ * P2P_GROUP while that many are left; the rest (fewer) in one batch or, where P2P_SPLIT_COST is
+ * defined and that saves more than it costs, in two: the largest power of two in it, which
+ * divides the group (every lane busy), then what remains (fewer still, so more lanes a target).
+ * Each batch streams all the sources S: a lane takes S / parts sums, and a pass costs about
+ * P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (19 bodies in a group of
+ * 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps instead of S). */
 DEVICE uint p2p_batch(const uint count, const uint left) {
   if (left >= (uint)P2P_GROUP) return P2P_GROUP;
-#ifdef P2P_SPLIT
+#ifdef P2P_SPLIT_COST
   if (left == count % (uint)P2P_GROUP) {
     uint power = 1;
     while (2 * power <= left) power *= 2;
-    return power;
+    if (power < left) {
+      /* 1/first + 1/rest + cost/G < 1/whole in lanes a target, times G first rest whole */
+      const uint whole = P2P_GROUP / left, first = P2P_GROUP / power, rest = P2P_GROUP / (left - power);
+      if (P2P_GROUP * whole * (rest + first) + (uint)P2P_SPLIT_COST * first * rest * whole < P2P_GROUP * first * rest)
+        return power;
+    }
   }
 #endif
   return left;
