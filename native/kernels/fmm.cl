@@ -436,6 +436,10 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
   const uint first = nodes[leaf].first, count = nodes[leaf].count;
   const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
+  /* The window: its first run and its runs, their bodies (scanned into run_end[scanned]); a
+   * batch after the first reuses it when it is still the first window (lists of at most
+   * P2P_GROUP leaves, the usual case). */
+  uint window = 0, window_runs = 0, window_bodies = 0, scanned = 0;
   for (uint base = 0, batch = 0; base < count; base += batch) {
     batch = p2p_batch(count, count - base);
     const uint parts = (uint)P2P_GROUP / batch;
@@ -443,9 +447,10 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
     const bool active = part < parts;
     const real4 target = body[first + self];
     real ax = 0, ay = 0, az = 0, phi = 0;
-    /* The stream's cursor: the window's first run and its runs, its bodies (scanned into
-     * run_end[scanned]), the position in them; `streamed` counts the bodies before this tile. */
-    uint window = 0, window_runs = 0, window_bodies = 0, at = 0, streamed = 0, scanned = 0;
+    if (window != 0) window = window_runs = window_bodies = 0;
+    /* The stream's cursor: the position in the window's bodies; `streamed` counts the bodies
+     * before this tile. */
+    uint at = 0, streamed = 0;
     for (;;) {
       uint filled = 0;
       while (filled < P2P_TILE) {
@@ -475,10 +480,15 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
           continue;
         }
         const uint take = MIN((uint)P2P_TILE - filled, window_bodies - at);
-        for (uint slot = lane; slot < take; slot += P2P_GROUP) {
+        /* a fixed count of slots a lane (P2P_TILE is a multiple of P2P_GROUP), so that the
+         * compiler may issue their loads together, four at a time (eight spill on CUDA) */
+#pragma unroll 4
+        for (uint i = 0; i < (uint)(P2P_TILE / P2P_GROUP); ++i) {
+          const uint slot = lane + i * P2P_GROUP;
+          if (slot >= take) break;
           /* the run holding stream position `at + slot`: the first whose end is past it */
           const uint position = at + slot;
-          uint low = 0, high = P2P_GROUP - 1;
+          uint low = 0, high = window_runs - 1;
           while (low < high) {
             const uint middle = (low + high) / 2;
             if (run_end[scanned][middle] > position) high = middle;
@@ -494,7 +504,11 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
       SYNC_THREADS;
       if (active) {
         const uint own = self - streamed; /* the target's own place in this tile, if any */
-        for (uint k = part; k < filled; k += parts) {
+        /* the part's slot count up front, so that the unrolled loop tests its end once in four */
+        const uint slots = filled > part ? (filled - part + parts - 1) / parts : 0;
+#pragma unroll 4
+        for (uint i = 0; i < slots; ++i) {
+          const uint k = part + i * parts;
           const real4 source = tile[k];
           const real dx = source.x - target.x;
           const real dy = source.y - target.y;
@@ -512,6 +526,9 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
       streamed += filled;
       SYNC_THREADS;
     }
+#ifndef WITH_POTENTIAL
+    phi = 0; /* before the parts' sums meet, so that the compiler drops its terms */
+#endif
     /* the parts' sums, in part order, by the lane of part 0 */
     partial[lane] = MAKE_REAL4(ax, ay, az, phi);
     SYNC_THREADS;
@@ -523,9 +540,6 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
         az += more.z;
         phi += more.w;
       }
-#ifndef WITH_POTENTIAL
-      phi = 0;
-#endif
       result[first + self] = MAKE_REAL4(ax, ay, az, phi);
     }
     SYNC_THREADS; /* partial is free for the next batch */

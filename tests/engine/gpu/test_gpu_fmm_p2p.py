@@ -16,12 +16,13 @@ SOFTENING = 0.01
 PAIR_ROUNDING = 1e-5
 
 
-def _clusters(group: int, rng) -> tuple[np.ndarray, list[int]]:
-    """A uniform ball of 1500 bodies (leaves of every size, lists longer than a window of
-    `group` runs) and, at the corners of the root cube, clusters of the sizes to test, each one
-    leaf: tiny ones, and one of coincident bodies far above the leaf capacity (group + 1)."""
+def _clusters(group: int, ball: int, rng) -> tuple[np.ndarray, list[int]]:
+    """A uniform ball of `ball` bodies (1500: leaves of every size, lists longer than a window of
+    `group` runs; 0: lists shorter than one) and, at the corners of the root cube, clusters of
+    the sizes to test, each one leaf: tiny ones, and one of coincident bodies far above the leaf
+    capacity (group + 1)."""
     sizes = [1, 2, 5, 19, group - 1, group, group + 1, 3 * group + 7]
-    ball = rng.uniform(-1, 1, (1500, 3))
+    ball = rng.uniform(-1, 1, (ball, 3))
     corners = [np.array([x, y, z]) for x in (-4, 4) for y in (-4, 4) for z in (-4, 4)]
     parts = [ball]
     for size, corner in zip(sizes, corners):
@@ -46,10 +47,11 @@ def _pair_sums(pos: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 # split cost None: one batch for the rest of a leaf; 0: two wherever that takes fewer sums
 @pytest.mark.parametrize("group, split_cost", [(32, None), (32, 0), (64, None), (64, 0)])
-def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, split_cost):
+@pytest.mark.parametrize("ball", [1500, 0])
+def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, split_cost, ball):
     monkeypatch.setattr(gpu_fmm, "P2P_GROUP", group)
     monkeypatch.setattr(gpu_fmm, "P2P_SPLIT_COST", split_cost)
-    pos, sizes = _clusters(group, np.random.default_rng(31))
+    pos, sizes = _clusters(group, ball, np.random.default_rng(31))
     mass = np.random.default_rng(32).uniform(0.5, 1.5, len(pos)) / len(pos)
     # theta 0 opens every pair of cells: the whole sum is P2P, and the far field adds zeros.
     gpu = make_solver("gpu-fmm", device=device, theta=0.0, order=1, softening=SOFTENING,
