@@ -375,12 +375,13 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * leaves in list order - are one sequence of runs (run 0 the own leaf, run r the leaf of list
  * entry r - 1) that streams through local memory in tiles of P2P_TILE bodies filled across run
  * boundaries; a source is read from global memory once per group instead of once per target.
- *   Targets: the leaf's bodies are taken in batches of b = min(P2P_GROUP, bodies left) targets
- * (p2p_batch: one or two batches, more when coincident bodies overfill the leaf; each batch
- * streams all the sources), and the group's lanes split each
- * batch's sources: parts = P2P_GROUP / b lanes per target, lane l takes target l % b and part
- * l / b, i.e. the tile's slots part, part + parts, ... (the lanes past parts * b wait). A leaf of
- * ~19 bodies thus keeps 3 of every 64 lanes busy per target instead of one lane in 32.
+ *   Targets: the leaf's bodies are taken in batches of b <= P2P_GROUP targets (p2p_batch: one
+ * or two for a leaf within the capacity, more when coincident bodies overfill it; each batch
+ * streams all the sources), and the group's lanes split each batch's sources: parts =
+ * P2P_GROUP / b lanes per target, lane l takes target l % b and part l / b, i.e. the tile's
+ * slots part, part + parts, ... (the lanes past parts * b wait). A leaf of ~19 bodies thus
+ * keeps 57 of 64 lanes busy (3 a target), or in a group of 32 takes 16 targets x 2 lanes, then
+ * 3 x 10, where one lane a target left 13 of 32 idle.
  *   Filling: the group reads a window of P2P_GROUP runs at once (lane l: run w + l's first body
  * and count, two independent loads per lane rather than a dependent pair per run in turn), an
  * inclusive scan of the counts in local memory (log2 P2P_GROUP barrier steps) places each run's
@@ -391,7 +392,8 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * Determinism: each part sums its slots in stream order (the tile boundaries follow from the
  * lists and P2P_TILE alone); the lane of part 0 then adds the other parts' sums in part order
  * through local memory and stores the body's result. Nothing is contended, no atomics, so the
- * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE): the same run to run.
+ * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE, P2P_SPLIT_COST): the
+ * same run to run.
  * The pairs are exactly the lists' (the own leaf but the body itself, skipped by its place in
  * the stream, then each listed leaf); the order differs from cpu-fmm's by rounding only.
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
