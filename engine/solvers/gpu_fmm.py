@@ -35,11 +35,13 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 # share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
 # capacity of 64), source bodies staged per barrier pair (eight per work-item: 4 KiB of local
 # memory in float32 at 32; fewer leave the barriers and the window scans less work to share),
-# and a tile pass's cost in lane-sums per group of sources, above which a leaf's last targets
-# go in two batches that divide the group better (None: never).
+# a tile pass's cost in lane-sums per group of sources, above which a leaf's last targets go in
+# two batches that divide the group better (None: never), and the most lanes a target (None:
+# as many as the group has; 1: one lane a target, the scheme before ADR 0173).
 P2P_GROUP = 32
 P2P_TILE_PER_ITEM = 8
 P2P_SPLIT_COST = 2
+P2P_MOST_PARTS = None
 # l2p_bodies' work-group: one warp a leaf (its loop takes any size).
 L2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
@@ -104,7 +106,8 @@ class GpuFmmSolver(GpuSolver):
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
         self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
-                     "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST}
+                     "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
+                     "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
         self._walk: DeviceDualWalk | None = None
         self._use_order(self.order)
         self._result: DeviceArray | None = None

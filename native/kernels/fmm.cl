@@ -21,7 +21,7 @@
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, P2P_GROUP, P2P_TILE,
- * P2P_SPLIT_COST, WITH_POTENTIAL.
+ * P2P_SPLIT_COST, P2P_MOST_PARTS, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a walk pair's outputs at
  * offsets from a prefix sum, a list start, a body's sum), adding its inputs in the lists' fixed
  * order (sources ascending); p2p splits a body's sources among a fixed set of lanes and adds
@@ -392,8 +392,8 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * Determinism: each part sums its slots in stream order (the tile boundaries follow from the
  * lists and P2P_TILE alone); the lane of part 0 then adds the other parts' sums in part order
  * through local memory and stores the body's result. Nothing is contended, no atomics, so the
- * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE, P2P_SPLIT_COST): the
- * same run to run.
+ * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE, P2P_SPLIT_COST,
+ * P2P_MOST_PARTS): the same run to run.
  * The pairs are exactly the lists' (the own leaf but the body itself, skipped by its place in
  * the stream, then each listed leaf); the order differs from cpu-fmm's by rounding only.
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
@@ -405,6 +405,16 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * Each batch streams all the sources S: a lane takes S / parts sums, and a pass costs about
  * P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (19 bodies in a group of
  * 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps instead of S). */
+/* Lanes a target in a batch of b targets: all the group's (P2P_GROUP / b), or at most
+ * P2P_MOST_PARTS where the host limits them (fewer slots read at once from the tile). */
+DEVICE uint p2p_parts(const uint batch) {
+#ifdef P2P_MOST_PARTS
+  return MIN((uint)P2P_GROUP / batch, (uint)P2P_MOST_PARTS);
+#else
+  return (uint)P2P_GROUP / batch;
+#endif
+}
+
 DEVICE uint p2p_batch(const uint count, const uint left) {
   if (left >= (uint)P2P_GROUP) return P2P_GROUP;
 #ifdef P2P_SPLIT_COST
@@ -413,7 +423,7 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
     while (2 * power <= left) power *= 2;
     if (power < left) {
       /* 1/first + 1/rest + cost/G < 1/whole in lanes a target, times G first rest whole */
-      const uint whole = P2P_GROUP / left, first = P2P_GROUP / power, rest = P2P_GROUP / (left - power);
+      const uint whole = p2p_parts(left), first = p2p_parts(power), rest = p2p_parts(left - power);
       if (P2P_GROUP * whole * (rest + first) + (uint)P2P_SPLIT_COST * first * rest * whole < P2P_GROUP * first * rest)
         return power;
     }
@@ -444,7 +454,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   uint window = 0, window_runs = 0, window_bodies = 0, scanned = 0;
   for (uint base = 0, batch = 0; base < count; base += batch) {
     batch = p2p_batch(count, count - base);
-    const uint parts = (uint)P2P_GROUP / batch;
+    const uint parts = p2p_parts(batch);
     const uint part = lane / batch, self = base + lane % batch; /* self: the target's place in the leaf */
     const bool active = part < parts;
     const real4 target = body[first + self];

@@ -45,12 +45,16 @@ def _pair_sums(pos: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return acc, phi, acc_scale, -phi
 
 
-# split cost None: one batch for the rest of a leaf; 0: two wherever that takes fewer sums
-@pytest.mark.parametrize("group, split_cost", [(32, None), (32, 0), (64, None), (64, 0)])
+# split cost None: one batch for the rest of a leaf; 0: two wherever that takes fewer sums;
+# most parts: lanes a target at most (None: the group's)
+@pytest.mark.parametrize("group, split_cost, most_parts", [(32, None, None), (32, 0, None), (64, None, None),
+                                                           (64, 0, None), (32, 0, 3), (32, None, 1)])
 @pytest.mark.parametrize("ball", [1500, 0])
-def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, split_cost, ball):
+def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, split_cost,
+                                                              most_parts, ball):
     monkeypatch.setattr(gpu_fmm, "P2P_GROUP", group)
     monkeypatch.setattr(gpu_fmm, "P2P_SPLIT_COST", split_cost)
+    monkeypatch.setattr(gpu_fmm, "P2P_MOST_PARTS", most_parts)
     pos, sizes = _clusters(group, ball, np.random.default_rng(31))
     mass = np.random.default_rng(32).uniform(0.5, 1.5, len(pos)) / len(pos)
     # theta 0 opens every pair of cells: the whole sum is P2P, and the far field adds zeros.
