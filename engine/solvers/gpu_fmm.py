@@ -36,13 +36,22 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 # nodes for one work-item each to fill it.
 M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
-# Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
-# the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
-P2P_GROUP = 32
-# Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
-P2P_TILE = 4 * P2P_GROUP
 # The bits of a list length in M2L's schedule keys (fmm.cl's LIST_LIMIT).
 SCHEDULE_LENGTH_BITS = 16
+# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
+# that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
+# share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
+# capacity of 64), source bodies staged per barrier pair (eight per work-item: 4 KiB of local
+# memory in float32 at 32; fewer leave the barriers and the window scans less work to share),
+# a tile pass's cost in lane-sums per group of sources, above which a leaf's last targets go in
+# two batches that divide the group better (None: never), and the most lanes a target (None:
+# as many as the group has; 1: one lane a target, the scheme before ADR 0173).
+P2P_GROUP = 32
+P2P_TILE_PER_ITEM = 8
+P2P_SPLIT_COST = 2
+P2P_MOST_PARTS = None
+# l2p_bodies' work-group: one warp a leaf (its loop takes any size).
+L2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
@@ -110,6 +119,9 @@ class GpuFmmSolver(GpuSolver):
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
+        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
+                     "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
+                     "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
         self._walk: DeviceDualWalk | None = None
         self._use_order(self.order)
         self._result: DeviceArray | None = None
@@ -133,9 +145,8 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP,
-                       "M2L_LANES": M2L_LANES, "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE,
-                       "TERMS": self._terms}
+                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP, "M2L_LANES": M2L_LANES,
+                       "TERMS": self._terms, **self._p2p}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
@@ -195,10 +206,11 @@ class GpuFmmSolver(GpuSolver):
                                                       self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        events["p2p"].append(k["p2p"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+        group = self._p2p["P2P_GROUP"]
+        events["p2p"].append(k["p2p"].launch(nodes_n * group, group, tree.body, n_nodes, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
                                              self.dtype.type(self.softening ** 2), self._result))
-        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * P2P_GROUP, P2P_GROUP, n_nodes, tree.nodes, tree.body,
+        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * L2P_GROUP, L2P_GROUP, n_nodes, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}

@@ -17,17 +17,19 @@
  *   l2l          once per cell level, shallowest first, each node adding its parent's local
  *                expansion re-expanded about its own centre;
  *   p2p          every body: the pairwise pull of its own leaf (itself excluded) and its P2P
- *                leaves;
+ *                leaves, a work-group per leaf whose lanes split the sources among a few
+ *                lanes per target (docs/adr/0173);
  *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
- * M2L_GROUP, M2L_LANES, P2P_GROUP, P2P_TILE, WITH_POTENTIAL.
+ * M2L_GROUP, M2L_LANES, P2P_GROUP, P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
- * inputs in the lists' fixed order (sources ascending), so every run gives the same bits. The
- * walk alone uses atomics (integer adds reserving room in its pair arrays): the set of pairs it
- * writes is fixed, their order is not, and the lists leave no trace of it (fmm_lists.cl's
- * integer atomics neither: its header says why).
+ * inputs in the lists' fixed order (sources ascending); M2L and p2p split a sum among a fixed
+ * set of work-items and add their partial sums in a fixed order (see there); so every run gives
+ * the same bits. The walk alone uses atomics (integer adds reserving room in its pair arrays):
+ * the set of pairs it writes is fixed, their order is not, and the lists leave no trace of it
+ * (fmm_lists.cl's integer atomics neither: its header says why).
  * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
  * with the direct kernel's inner loop (FMA'd r^2 + eps^2, RSQRT).
  * Needs tree_common.cl first. */
@@ -431,76 +433,190 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
   l2l_accumulate(t, field + (ulong)p * TERMS, field + (ulong)c * TERMS);
 }
 
-/* P2P, one work-group of P2P_GROUP work-items per leaf (the direct kernel's scheme):
- * the group's work-items take the leaf's bodies P2P_GROUP at a time, and the sources - the own
- * leaf, then its P2P leaves in list order - stream through local memory as one concatenated
- * sequence, tiles of P2P_TILE bodies (a few per work-item, so that a barrier pair serves more
- * interactions) filled across leaf boundaries, so every work-item runs the
- * same loop over the same sources (no divergence; a source is read from global memory once per
- * group instead of once per target body). A body's sum is in the per-body order of the lists
- * (own leaf ascending, itself skipped by its place in the sequence, then each listed leaf).
+/* P2P, one work-group of P2P_GROUP work-items per leaf. The sources - the own leaf, then its P2P
+ * leaves in list order - are one sequence of runs (run 0 the own leaf, run r the leaf of list
+ * entry r - 1) that streams through local memory in tiles of P2P_TILE bodies filled across run
+ * boundaries; a source is read from global memory once per group instead of once per target.
+ *   Targets: the leaf's bodies are taken in batches of b <= P2P_GROUP targets (p2p_batch: one
+ * or two for a leaf within the capacity, more when coincident bodies overfill it; each batch
+ * streams all the sources), and the group's lanes split each batch's sources: parts =
+ * P2P_GROUP / b lanes per target, lane l takes target l % b and part l / b, i.e. the tile's
+ * slots part, part + parts, ... (the lanes past parts * b wait). A leaf of ~19 bodies thus
+ * keeps 57 of 64 lanes busy (3 a target), or in a group of 32 takes 16 targets x 2 lanes, then
+ * 3 x 10, where one lane a target left 13 of 32 idle.
+ *   Filling: the group reads a window of P2P_GROUP runs at once (lane l: run w + l's first body
+ * and count, two independent loads per lane rather than a dependent pair per run in turn), an
+ * inclusive scan of the counts in local memory (log2 P2P_GROUP barrier steps) places each run's
+ * bodies in the stream, and each tile slot finds its run by a binary search of the scan; a new
+ * window is read when the stream has passed the last one's bodies. Every lane keeps the same
+ * cursors (window, position, bodies streamed), read from the same local memory, so all barriers
+ * are reached uniformly.
+ * Determinism: each part sums its slots in stream order (the tile boundaries follow from the
+ * lists and P2P_TILE alone); the lane of part 0 then adds the other parts' sums in part order
+ * through local memory and stores the body's result. Nothing is contended, no atomics, so the
+ * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE, P2P_SPLIT_COST,
+ * P2P_MOST_PARTS): the same run to run.
+ * The pairs are exactly the lists' (the own leaf but the body itself, skipped by its place in
+ * the stream, then each listed leaf); the order differs from cpu-fmm's by rounding only.
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
  * take registers from this loop. */
-/* Residency (CUDA): a multiprocessor holds at most 32 work-groups, so groups of 32 reach half
- * its threads at best; asking for 32 of them caps a thread at 64 registers, which the float32
- * loop fits (float64 asks for 16). */
-#define P2P_RESIDENT_GROUPS (REAL_BITS == 32 ? 32 : 16)
+/* The targets of the next batch when `left` of the leaf's `count` bodies are still to sum:
+ * P2P_GROUP while that many are left; the rest (fewer) in one batch or, where P2P_SPLIT_COST is
+ * defined and that saves more than it costs, in two: the largest power of two in it, which
+ * divides the group (every lane busy), then what remains (fewer still, so more lanes a target).
+ * Each batch streams all the sources S: a lane takes S / parts sums, and a pass costs about
+ * P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (19 bodies in a group of
+ * 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps instead of S). */
+/* Lanes a target in a batch of b targets: all the group's (P2P_GROUP / b), or at most
+ * P2P_MOST_PARTS where the host limits them (fewer slots read at once from the tile). */
+DEVICE uint p2p_parts(const uint batch) {
+#ifdef P2P_MOST_PARTS
+  return MIN((uint)P2P_GROUP / batch, (uint)P2P_MOST_PARTS);
+#else
+  return (uint)P2P_GROUP / batch;
+#endif
+}
+
+DEVICE uint p2p_batch(const uint count, const uint left) {
+  if (left >= (uint)P2P_GROUP) return P2P_GROUP;
+#ifdef P2P_SPLIT_COST
+  if (left == count % (uint)P2P_GROUP) {
+    uint power = 1;
+    while (2 * power <= left) power *= 2;
+    if (power < left) {
+      /* 1/first + 1/rest + cost/G < 1/whole in lanes a target, times G first rest whole */
+      const uint whole = p2p_parts(left), first = p2p_parts(power), rest = p2p_parts(left - power);
+      if (P2P_GROUP * whole * (rest + first) + (uint)P2P_SPLIT_COST * first * rest * whole < P2P_GROUP * first * rest)
+        return power;
+    }
+  }
+#endif
+  return left;
+}
+
+/* Residency (CUDA): half a multiprocessor's threads (32 groups of 32, 16 of 64) caps a thread at
+ * 64 registers, which the float32 loop fits (float64 asks for half as many threads). */
+#define P2P_RESIDENT_GROUPS ((REAL_BITS == 32 ? 1024 : 512) / P2P_GROUP)
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
          GLOBAL real4* RESTRICT result) {
   LOCAL real4 tile[P2P_TILE];
+  LOCAL uint run_first[P2P_GROUP];   /* the window's runs: first body */
+  LOCAL uint run_end[2][P2P_GROUP];  /* the scan's two buffers: bodies up to each run's end */
+  LOCAL real4 partial[P2P_GROUP];    /* each lane's part of its target's sum */
+  const uint lane = (uint)LOCAL_ID;
   const int leaf = GROUP_ID;
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
-  const uint first = nodes[leaf].first, end = first + nodes[leaf].count;
-  const uint list_end = p2p_start[leaf + 1];
-  for (uint base = first; base < end; base += P2P_GROUP) {
-    const uint p = base + (uint)LOCAL_ID;
-    const bool active = p < end;
-    const real4 target = body[active ? p : first];
+  const uint first = nodes[leaf].first, count = nodes[leaf].count;
+  const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
+  /* The window: its first run and its runs, their bodies (scanned into run_end[scanned]); a
+   * batch after the first reuses it when it is still the first window (lists of at most
+   * P2P_GROUP leaves, the usual case). */
+  uint window = 0, window_runs = 0, window_bodies = 0, scanned = 0;
+  for (uint base = 0, batch = 0; base < count; base += batch) {
+    batch = p2p_batch(count, count - base);
+    const uint parts = p2p_parts(batch);
+    const uint part = lane / batch, self = base + lane % batch; /* self: the target's place in the leaf */
+    const bool active = part < parts;
+    const real4 target = body[first + self];
     real ax = 0, ay = 0, az = 0, phi = 0;
-    /* The sequence's cursor: the next source body `at` of the current leaf [.., stop), the next
-     * list entry `entry`; `streamed` counts the bodies before the current tile. */
-    uint at = first, stop = end, entry = p2p_start[leaf], streamed = 0;
+    if (window != 0) window = window_runs = window_bodies = 0;
+    /* The stream's cursor: the position in the window's bodies; `streamed` counts the bodies
+     * before this tile. */
+    uint at = 0, streamed = 0;
     for (;;) {
       uint filled = 0;
       while (filled < P2P_TILE) {
-        if (at == stop) {
-          if (entry == list_end) break;
-          const uint source = p2p_source[entry++];
-          at = nodes[source].first;
-          stop = at + nodes[source].count;
+        if (at == window_bodies) {
+          if (window + window_runs >= runs) break;
+          window += window_runs;
+          window_runs = MIN((uint)P2P_GROUP, runs - window);
+          SYNC_THREADS; /* every lane has done with the last window */
+          uint from = 0, bodies = 0;
+          if (lane < window_runs) {
+            const uint run = window + lane, source = run == 0 ? (uint)leaf : p2p_source[list_first + run - 1];
+            from = nodes[source].first;
+            bodies = nodes[source].count;
+          }
+          run_first[lane] = from;
+          run_end[0][lane] = bodies;
+          scanned = 0;
+          SYNC_THREADS;
+          for (uint step = 1; step < (uint)P2P_GROUP; step <<= 1) {
+            const uint sum = run_end[scanned][lane] + (lane >= step ? run_end[scanned][lane - step] : 0);
+            run_end[scanned ^ 1][lane] = sum;
+            scanned ^= 1;
+            SYNC_THREADS;
+          }
+          window_bodies = run_end[scanned][P2P_GROUP - 1];
+          at = 0;
           continue;
         }
-        const uint take = MIN((uint)P2P_TILE - filled, stop - at);
-        for (uint slot = (uint)LOCAL_ID; slot < take; slot += P2P_GROUP) tile[filled + slot] = body[at + slot];
+        const uint take = MIN((uint)P2P_TILE - filled, window_bodies - at);
+        /* a fixed count of slots a lane (P2P_TILE is a multiple of P2P_GROUP), so that the
+         * compiler may issue their loads together, four at a time (eight spill on CUDA) */
+#pragma unroll 4
+        for (uint i = 0; i < (uint)(P2P_TILE / P2P_GROUP); ++i) {
+          const uint slot = lane + i * P2P_GROUP;
+          if (slot >= take) break;
+          /* the run holding stream position `at + slot`: the first whose end is past it */
+          const uint position = at + slot;
+          uint low = 0, high = window_runs - 1;
+          while (low < high) {
+            const uint middle = (low + high) / 2;
+            if (run_end[scanned][middle] > position) high = middle;
+            else low = middle + 1;
+          }
+          const uint before = low > 0 ? run_end[scanned][low - 1] : 0;
+          tile[filled + slot] = body[run_first[low] + position - before];
+        }
         filled += take;
         at += take;
       }
       if (filled == 0) break;
       SYNC_THREADS;
-      const uint self = p - first - streamed; /* the target's own place in this tile, if any */
-      for (uint k = 0; k < filled; ++k) {
-        const real4 source = tile[k];
-        const real dx = source.x - target.x;
-        const real dy = source.y - target.y;
-        const real dz = source.z - target.z;
-        const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-        const real inv_r = k == self ? (real)0 : RSQRT(r2);
-        const real m_inv_r = source.w * inv_r;
-        const real w = m_inv_r * inv_r * inv_r;
-        ax = FMA(w, dx, ax);
-        ay = FMA(w, dy, ay);
-        az = FMA(w, dz, az);
-        phi -= m_inv_r;
+      if (active) {
+        const uint own = self - streamed; /* the target's own place in this tile, if any */
+        /* the part's slot count up front, so that the unrolled loop tests its end once in four */
+        const uint slots = filled > part ? (filled - part + parts - 1) / parts : 0;
+#pragma unroll 4
+        for (uint i = 0; i < slots; ++i) {
+          const uint k = part + i * parts;
+          const real4 source = tile[k];
+          const real dx = source.x - target.x;
+          const real dy = source.y - target.y;
+          const real dz = source.z - target.z;
+          const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
+          const real inv_r = k == own ? (real)0 : RSQRT(r2);
+          const real m_inv_r = source.w * inv_r;
+          const real w = m_inv_r * inv_r * inv_r;
+          ax = FMA(w, dx, ax);
+          ay = FMA(w, dy, ay);
+          az = FMA(w, dz, az);
+          phi -= m_inv_r;
+        }
       }
       streamed += filled;
       SYNC_THREADS;
     }
 #ifndef WITH_POTENTIAL
-    phi = 0;
+    phi = 0; /* before the parts' sums meet, so that the compiler drops its terms */
 #endif
-    if (active) result[p] = MAKE_REAL4(ax, ay, az, phi);
+    /* the parts' sums, in part order, by the lane of part 0 */
+    partial[lane] = MAKE_REAL4(ax, ay, az, phi);
+    SYNC_THREADS;
+    if (part == 0) {
+      for (uint other = 1; other < parts; ++other) {
+        const real4 more = partial[lane + other * batch];
+        ax += more.x;
+        ay += more.y;
+        az += more.z;
+        phi += more.w;
+      }
+      result[first + self] = MAKE_REAL4(ax, ay, az, phi);
+    }
+    SYNC_THREADS; /* partial is free for the next batch */
   }
 }
 
