@@ -41,13 +41,14 @@ SCHEDULE_LENGTH_BITS = 16
 # The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
 # that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
 # share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
-# capacity of 64), source bodies staged per barrier pair (eight per work-item: 4 KiB of local
-# memory in float32 at 32; fewer leave the barriers and the window scans less work to share),
-# a tile pass's cost in lane-sums per group of sources, above which a leaf's last targets go in
-# two batches that divide the group better (None: never), and the most lanes a target (None:
-# as many as the group has; 1: one lane a target, the scheme before ADR 0173).
-P2P_GROUP = 32
-P2P_TILE_PER_ITEM = 8
+# capacity of 64), source bodies staged per barrier pair (four per work-item: 4 KiB of local
+# memory in float32 at 64), a tile pass's cost in lane-sums per group of sources, above which a
+# leaf's last targets go in two batches that divide the group better (None: never), and the
+# most lanes a target (None: as many as the group has; 1: one lane a target, the scheme before
+# ADR 0173). On the H200 (p 6, theta 0.75) 64 and 4 took P2P 1.13 ms at 1M and 10.1 ms at 10M,
+# against 1.34 and 10.7 at 32 and 8, and 1.62 and 13.4 with one lane a target.
+P2P_GROUP = 64
+P2P_TILE_PER_ITEM = 4
 P2P_SPLIT_COST = 2
 P2P_MOST_PARTS = None
 # l2p_bodies' work-group: one warp a leaf (its loop takes any size).
