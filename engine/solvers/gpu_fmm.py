@@ -4,13 +4,14 @@ through dpctl), the passes in ``native/kernels/fmm.cl``.
 Stages (``last_stats`` reports each one's device seconds), all on the device with the state
 there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
 the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
-signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
-``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
-planned its steps), ``lists`` (the pairs gathered
-into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
-``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
-L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work-group per leaf),
-``l2p`` and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
+signed multipoles: the leaves in one launch, then one launch per cell level), ``walk`` (the dual
+tree walk breadth first, one launch a step, ``_device_fmm_walk.py``: queued whole with one
+24-byte read at its end once the first walk has planned its steps), ``lists`` (the pairs
+gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
+``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
+node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
+leaves, a work-group per leaf), ``l2p`` and ``reorder``. Expansions in double where the device
+has it (docs/adr/0157).
 """
 
 from __future__ import annotations
