@@ -62,10 +62,6 @@ def multipole_stride(terms: int) -> int:
     return -(-terms // 4) * 4
 
 
-def _launch(count: int) -> int:
-    return max(1, -(-count // ITEM_GROUP)) * ITEM_GROUP
-
-
 class GpuFmmSolver(GpuSolver):
     """Fast multipole gravity on a compute device.
 
@@ -121,6 +117,7 @@ class GpuFmmSolver(GpuSolver):
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
+        self._m2l_lanes = M2L_LANES  # read per solver, as the P2P defines below
         self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
                      "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
                      "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
@@ -147,7 +144,7 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP, "M2L_LANES": M2L_LANES,
+                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                        "TERMS": self._terms, **self._p2p}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
@@ -182,7 +179,7 @@ class GpuFmmSolver(GpuSolver):
         tree = self._builder.build(body, count, moments=False)
         nodes_n = tree.node_count
         self._node_arrays(nodes_n)
-        width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
+        width, n_nodes = launch_size(nodes_n, ITEM_GROUP), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
         # Every leaf at once (level -1), then the internal nodes level by level (a node of the
         # deepest level is a leaf).
@@ -197,7 +194,7 @@ class GpuFmmSolver(GpuSolver):
         sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, nodes_n,
                                                      SCHEDULE_LENGTH_BITS + int(shift))
         events["m2l"] += sort_events
-        events["m2l"].append(k["m2l"].launch(launch_size(nodes_n * M2L_LANES, M2L_GROUP), M2L_GROUP, n_nodes,
+        events["m2l"].append(k["m2l"].launch(launch_size(nodes_n * self._m2l_lanes, M2L_GROUP), M2L_GROUP, n_nodes,
                                              shift, schedule, lists.m2l_start,
                                              lists.m2l_source, self._centre,
                                              self.expansion.type(self.softening ** 2), self._multipole,
