@@ -1,21 +1,23 @@
 """gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0157): the
 interaction lists of native ``fmm_lists`` (cpu-fmm's), computed breadth first over node pairs.
 
-Each step classifies the frontier's pairs (``walk_count``), places every output with one
-exclusive scan over three runs of counts (M2L pairs, P2P pairs, next frontier: the compute
-layer's :class:`DeviceScan`), writes them (``walk_emit``) and moves the totals on
-(``walk_advance``); the walk's state (frontier size, pairs so far, an overflow flag) stays on the
-device. The unordered pairs then become per-target lists: both directions as
-``target << b | source`` keys (b the bits of a node index: below 65536 nodes the keys fit 32 bits,
-which halves the sort's passes), sorted by the compute layer's key sort, and ``list_starts`` cuts
-them by target. Sorted by (target, source), the lists are exactly the host's, entry for entry.
+Each step (``walk_step``, one launch) takes the frontier's pairs two levels down and appends
+their M2L pairs, P2P pairs and next frontier to arrays, each work-group reserving its room with
+one atomic add per array; the walk's state (pairs so far, an overflow flag, the frontier sizes)
+stays on the device. The arrays hold the same pairs every run in an order that varies. The
+unordered pairs then become per-target lists without a global sort (``fmm_lists.cl``,
+docs/adr/0172: :class:`DeviceLists`): integer atomics count each node's entries, one exclusive
+scan places the segments, a second atomic pass scatters both directions of every pair into
+them, and each segment is ordered by rank within it (sources ascending). The lists are exactly
+the host's, entry for entry, whatever order the pairs and the atomics came in.
 
-Host round trips: the first walk (and any walk after an overflow) reads each step's totals (12
-bytes) to size the next step and the arrays, and keeps the steps' widths and the arrays'
-sizes, each with a quarter to spare, as a plan. Later walks queue every step of the plan at
-once and read the state once (16 bytes) at the end: the pair counts the sort needs. A tree
-that outgrows the plan (a wider frontier, more pairs, more steps) sets the overflow flag and is
-walked again step by step, which renews the plan; either way the lists are the same arrays.
+Host round trips: the first walk (and any walk after an overflow) reads the state after each
+step (24 bytes), and grows an array that overflowed to the size the step counted and runs the
+step again; it keeps the steps' widths and the arrays' sizes, each with a quarter to spare, as
+a plan. Later walks queue every step of the plan at once and read the state once at the end:
+the pair counts the lists need. A tree that outgrows the plan (a wider frontier, more pairs,
+more steps) sets the overflow flag and is walked again step by step, which renews the plan;
+either way the lists are the same arrays.
 """
 
 from __future__ import annotations
@@ -31,10 +33,24 @@ from ._device_tree import ITEM_GROUP
 # Kernels index list entries and walk counts with 32-bit signed integers.
 MAX_ENTRIES = 2**31 - 1
 FRONTIERS = ("frontier_a", "frontier_b")
+# list_sort (fmm_lists.cl): a work-group per target; each work-item ranks LIST_RANKS entries a
+# pass against the segment in local tiles of LIST_TILE (4 KiB: every device's local memory
+# holds it, and a GPU multiprocessor many groups' worth). Lists are mostly below 300 entries.
+LIST_GROUP = 64
+LIST_RANKS = 2
+LIST_TILE = 1024
 
 
 def _spare(size: int) -> int:
     return size + size // 4 + 64
+
+
+def _scratch(context: Context, arrays: dict[str, DeviceArray], name: str, size: int, dtype) -> DeviceArray:
+    """Scratch array ``name`` of ``arrays`` with room for ``size`` entries (contents not kept on growth)."""
+    array = arrays.get(name)
+    if array is None or array.size < max(1, size):
+        array = arrays[name] = context.empty(_spare(size), dtype)
+    return array
 
 
 @dataclass
@@ -67,22 +83,17 @@ class DeviceDualWalk:
     def __init__(self, context: Context, program):
         self.context = context
         self._k = {name: program.kernel(name) for name in
-                   ("walk_start", "walk_count", "walk_emit", "walk_totals", "walk_advance", "copy_pairs",
-                    "directed_keys", "list_starts")}
-        self._scan = DeviceScan(context)
-        self._sort = context.key_sort()
+                   ("walk_reset", "walk_step", "copy_pairs")}
+        self._lists = DeviceLists(context, DeviceScan(context))
         self._root = context.upload(np.zeros(1, np.uint64))  # the pair (root, root)
-        self._state = context.empty(4, np.uint32)
-        self._totals = context.empty(3, np.uint32)
+        # M2L pairs, P2P pairs, overflow, and the frontier sizes of steps 0, 1, 2 mod 3.
+        self._state = context.empty(6, np.uint32)
         self._arrays: dict[str, DeviceArray] = {}
         self.plan: WalkPlan | None = None
 
     def _array(self, name: str, size: int, dtype) -> DeviceArray:
         """Scratch array ``name`` with room for ``size`` entries (contents not kept on growth)."""
-        array = self._arrays.get(name)
-        if array is None or array.size < max(1, size):
-            array = self._arrays[name] = self.context.empty(_spare(size), dtype)
-        return array
+        return _scratch(self.context, self._arrays, name, size, dtype)
 
     def _keep_growing(self, name: str, size: int, filled: int, events: list[KernelEvent]) -> DeviceArray:
         """Pair list ``name`` with room for ``size``, keeping its first ``filled`` entries."""
@@ -104,89 +115,103 @@ class DeviceDualWalk:
         geometry = (nodes, shape, theta2)
         walked = self._planned(geometry, events["walk"]) if self.plan is not None else None
         if walked is None:
-            walked = self._stepwise(geometry, events["walk"], reads=1 if self.plan is not None else 0)
+            walked = self._stepwise(geometry, node_count, events["walk"],
+                                    reads=1 if self.plan is not None else 0)
         m2l_pairs, p2p_pairs, steps, reads = walked
-        m2l_start, m2l_source = self._directed("m2l", m2l_pairs, node_count, events["lists"])
-        p2p_start, p2p_source = self._directed("p2p", p2p_pairs, node_count, events["lists"])
+        m2l_start, m2l_source = self._lists.build("m2l", self._arrays["m2l"], m2l_pairs, node_count, events["lists"])
+        p2p_start, p2p_source = self._lists.build("p2p", self._arrays["p2p"], p2p_pairs, node_count, events["lists"])
         return InteractionLists(m2l_start, m2l_source, p2p_start, p2p_source, m2l_pairs, p2p_pairs, steps, reads)
 
-    def _step(self, pairs, width: int, geometry, counts, m2l, p2p, next_pairs, next_width: int,
-              events: list[KernelEvent], totals: bool = False) -> None:
-        k, state = self._k, self._state
-        launch = launch_size(width, ITEM_GROUP)
-        events.append(k["walk_count"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts))
-        events += self._scan.scan(counts, 3 * width, counts)
-        if totals:  # the stepwise walk reads them and sizes the arrays before walk_emit
-            events.append(k["walk_totals"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width), self._totals))
-            return
-        self._emit(pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events)
+    def _reset(self, m2l: int, p2p: int, step: int, size: int, events: list[KernelEvent]) -> None:
+        events.append(self._k["walk_reset"].launch(ITEM_GROUP, ITEM_GROUP, self._state, np.uint32(m2l),
+                                                   np.uint32(p2p), np.int32(step), np.uint32(size)))
 
-    def _emit(self, pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events) -> None:
-        k, state = self._k, self._state
-        launch = launch_size(width, ITEM_GROUP)
-        events.append(k["walk_emit"].launch(launch, ITEM_GROUP, pairs, np.int32(width), state, *geometry, counts,
-                                            m2l, np.uint32(m2l.size), p2p, np.uint32(p2p.size), next_pairs,
-                                            np.uint32(next_pairs.size)))
-        events.append(k["walk_advance"].launch(ITEM_GROUP, ITEM_GROUP, counts, np.int32(width),
-                                               np.uint32(next_width), state))
+    def _step(self, pairs, width: int, step: int, geometry, m2l, p2p, next_pairs, events: list[KernelEvent]) -> None:
+        events.append(self._k["walk_step"].launch(launch_size(width, ITEM_GROUP), ITEM_GROUP, pairs,
+                                                  np.int32(width), np.int32(step), self._state, *geometry,
+                                                  m2l, np.uint32(m2l.size), p2p, np.uint32(p2p.size),
+                                                  next_pairs, np.uint32(next_pairs.size)))
 
     def _planned(self, geometry, events: list[KernelEvent]):
         """Every step of the plan queued at once; None when the tree outgrew it."""
         plan = self.plan
-        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
+        self._reset(0, 0, 0, 1, events)
         widest = max(plan.widths)
         frontiers = [self._array(name, widest, np.uint64) for name in FRONTIERS]
-        counts = self._array("counts", 3 * widest + 1, np.uint32)
         m2l, p2p = self._array("m2l", plan.m2l, np.uint64), self._array("p2p", plan.p2p, np.uint64)
         pairs = self._root
         for step, width in enumerate(plan.widths):
-            next_width = plan.widths[step + 1] if step + 1 < len(plan.widths) else 0
             next_pairs = frontiers[step % 2]
-            self._step(pairs, width, geometry, counts, m2l, p2p, next_pairs, next_width, events)
+            self._step(pairs, width, step, geometry, m2l, p2p, next_pairs, events)
             pairs = next_pairs
-        left, m2l_pairs, p2p_pairs, overflow = (int(v) for v in self._state.download())
+        state = [int(v) for v in self._state.download()]
+        m2l_pairs, p2p_pairs, overflow, left = state[0], state[1], state[2], state[3 + len(plan.widths) % 3]
         if overflow or left:
             return None
         return m2l_pairs, p2p_pairs, len(plan.widths), 1
 
-    def _stepwise(self, geometry, events: list[KernelEvent], reads: int):
-        """Step by step, reading each step's totals; renews the plan."""
-        self._k["walk_start"].launch(ITEM_GROUP, ITEM_GROUP, self._state)
-        pairs, count, widths = self._root, 1, []
+    def _stepwise(self, geometry, node_count: int, events: list[KernelEvent], reads: int):
+        """Step by step, reading the state after each step (and running a step again after
+        growing the arrays it overflowed); renews the plan."""
+        self._reset(0, 0, 0, 1, events)
+        pairs, size, widths = self._root, 1, []
         filled = {"m2l": 0, "p2p": 0}
-        while count:
-            counts = self._array("counts", 3 * count + 1, np.uint32)
-            self._step(pairs, count, geometry, counts, None, None, None, 0, events, totals=True)
-            m2l_new, p2p_new, following = (int(v) for v in self._totals.download())
-            reads += 1
-            if 2 * (filled["m2l"] + m2l_new) > MAX_ENTRIES or 2 * (filled["p2p"] + p2p_new) > MAX_ENTRIES \
-                    or 3 * following > MAX_ENTRIES:
-                raise InvalidInputError(f"gpu-fmm's interaction lists outgrow 32-bit indices at this N "
-                                        f"and theta ({filled['m2l'] + m2l_new} M2L pairs so far)")
-            m2l = self._keep_growing("m2l", filled["m2l"] + m2l_new, filled["m2l"], events)
-            p2p = self._keep_growing("p2p", filled["p2p"] + p2p_new, filled["p2p"], events)
-            next_pairs = self._array(FRONTIERS[len(widths) % 2], following, np.uint64)
-            self._emit(pairs, count, geometry, counts, m2l, p2p, next_pairs, following, events)
-            filled["m2l"] += m2l_new
-            filled["p2p"] += p2p_new
-            widths.append(count)
-            pairs, count = next_pairs, following
+        arrays = {name: self._keep_growing(name, node_count, 0, events) for name in filled}
+        while size:
+            step = len(widths)
+            next_pairs = self._array(FRONTIERS[step % 2], 4 * size, np.uint64)
+            while True:
+                self._step(pairs, size, step, geometry, arrays["m2l"], arrays["p2p"], next_pairs, events)
+                state = [int(v) for v in self._state.download()]
+                reads += 1
+                totals, following = {"m2l": state[0], "p2p": state[1]}, state[3 + (step + 1) % 3]
+                if 2 * totals["m2l"] > MAX_ENTRIES or 2 * totals["p2p"] > MAX_ENTRIES or following > MAX_ENTRIES:
+                    raise InvalidInputError(f"gpu-fmm's interaction lists outgrow 32-bit indices at this N "
+                                            f"and theta ({totals['m2l']} M2L pairs so far)")
+                if not state[2]:
+                    break
+                arrays = {name: self._keep_growing(name, totals[name], filled[name], events) for name in filled}
+                next_pairs = self._array(FRONTIERS[step % 2], following, np.uint64)
+                self._reset(filled["m2l"], filled["p2p"], step, size, events)
+            filled = totals
+            widths.append(size)
+            pairs, size = next_pairs, following
         self.plan = WalkPlan([_spare(w) for w in widths], _spare(filled["m2l"]), _spare(filled["p2p"]))
         return filled["m2l"], filled["p2p"], len(widths), reads
 
-    def _directed(self, name: str, pair_count: int, node_count: int,
-                  events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
-        entries = 2 * pair_count
-        shift = np.int32(max(1, (node_count - 1).bit_length()))  # bits of a node index
-        keys = self._array("keys", entries, np.uint64)
-        start = self._array(f"{name}_start", node_count + 1, np.uint32)
-        source = self._array(f"{name}_source", entries, np.uint32)
-        if entries:
-            events.append(self._k["directed_keys"].launch(launch_size(pair_count, ITEM_GROUP), ITEM_GROUP,
-                                                          self._arrays[name], np.int32(pair_count), shift, keys))
-            sort_events, keys = self._sort.sort_keys(keys, self._array("spare_keys", entries, np.uint64), entries,
-                                                     2 * int(shift))
-            events += sort_events
-        events.append(self._k["list_starts"].launch(launch_size(entries + 1, ITEM_GROUP), ITEM_GROUP, keys,
-                                                    np.int32(entries), np.int32(node_count), shift, start, source))
+
+class DeviceLists:
+    """Per-target lists from unordered pairs (``fmm_lists.cl``): ``build`` gives ``start``
+    (node_count + 1 entries) and ``source``, the sources of node t being
+    ``source[start[t]:start[t + 1]]`` ascending; each list ``name`` keeps arrays of its own, so
+    the M2L and P2P lists of one evaluation are alive together."""
+
+    def __init__(self, context: Context, scan: DeviceScan):
+        self.context = context
+        program = context.build(["fmm_lists.cl"], defines={"LIST_GROUP": LIST_GROUP, "LIST_RANKS": LIST_RANKS,
+                                                            "LIST_TILE": LIST_TILE})
+        self._k = {name: program.kernel(name) for name in ("list_clear", "list_count", "list_scatter", "list_sort")}
+        self._scan = scan
+        self._arrays: dict[str, DeviceArray] = {}
+
+    def build(self, name: str, pairs: DeviceArray, pair_count: int, node_count: int,
+              events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
+        """The lists of the first ``pair_count`` pairs (``a << 32 | b``, each unordered pair once,
+        no node with itself) of ``node_count`` nodes; appends the launches to ``events``."""
+        k, entries = self._k, 2 * pair_count
+
+        def array(part: str, size: int) -> DeviceArray:
+            return _scratch(self.context, self._arrays, part, size, np.uint32)
+
+        # The counts go into start, which the scan turns into the segments' starts in place.
+        start, source = array(f"{name}_start", node_count + 1), array(f"{name}_source", entries)
+        cursor, unsorted = array("cursor", node_count), array("unsorted", entries)
+        node_width, count = launch_size(node_count, ITEM_GROUP), np.int32(pair_count)
+        pair_width = launch_size(pair_count, ITEM_GROUP)
+        events.append(k["list_clear"].launch(node_width, ITEM_GROUP, np.int32(node_count), start, cursor))
+        events.append(k["list_count"].launch(pair_width, ITEM_GROUP, pairs, count, start))
+        events += self._scan.scan(start, node_count, start)
+        events.append(k["list_scatter"].launch(pair_width, ITEM_GROUP, pairs, count, start, cursor, unsorted))
+        events.append(k["list_sort"].launch(node_count * LIST_GROUP, LIST_GROUP, np.int32(node_count), start,
+                                            unsorted, source))
         return start, source

@@ -37,7 +37,7 @@ def _sum(terms: list[str]) -> str:
 def _m2l(tb) -> tuple[list[str], int]:
     terms = tb["terms"]
     lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
-             "                            const expansion eps2, GLOBAL const expansion* RESTRICT S, expansion* L) {",
+             "                            const expansion eps2, const expansion* S, expansion* L) {",
              "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
              "  const expansion u0 = SQRT(inv_r2);"]
     flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)

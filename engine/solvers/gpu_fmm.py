@@ -4,12 +4,14 @@ through dpctl), the passes in ``native/kernels/fmm.cl``.
 Stages (``last_stats`` reports each one's device seconds), all on the device with the state
 there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
 the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
-signed multipoles, one launch per cell level), ``walk`` (the dual tree walk breadth first,
-``_device_fmm_walk.py``: queued whole with one 16-byte read at its end once the first walk has
-planned its steps), ``lists`` (the pairs sorted
-into per-target lists: exactly cpu-fmm's ``_native.fmm_lists``), ``m2l``, ``downward`` (parents,
-L2L per cell level), ``p2p`` (pairwise pull of the own and listed leaves, a work-group per leaf),
-``l2p`` and ``reorder``. Expansions in double where the device has it (docs/adr/0157).
+signed multipoles: the leaves in one launch, then one launch per cell level), ``walk`` (the dual
+tree walk breadth first, one launch a step, ``_device_fmm_walk.py``: queued whole with one
+24-byte read at its end once the first walk has planned its steps), ``lists`` (the pairs
+gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
+``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
+node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
+leaves, a work-group per leaf), ``l2p`` and ``reorder``. Expansions in double where the device
+has it (docs/adr/0157).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..compute import DeviceArray, KernelEvent, unavailable_reason
+from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
@@ -30,16 +32,34 @@ from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "
                          "bytes, twice a GPU's FMA rate)")
-# Work-items of the P2P work-group of a leaf: one sub-group (a warp) on the GPUs we run on, and
-# the leaf capacity's default is 64, which leaves hold about a third of on a Plummer sphere.
-P2P_GROUP = 32
-# Source bodies staged per barrier pair: four per work-item (2 KiB of local memory in float32).
-P2P_TILE = 4 * P2P_GROUP
+# Work-items of M2L's work-group, and how many of them share a target's list (each taking
+# every M2L_LANES-th source): several a target keep the device busy where a tree has too few
+# nodes for one work-item each to fill it.
+M2L_GROUP = ITEM_GROUP
+M2L_LANES = 2
+# The bits of a list length in M2L's schedule keys (fmm.cl's LIST_LIMIT).
+SCHEDULE_LENGTH_BITS = 16
+# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
+# that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
+# share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
+# capacity of 64), source bodies staged per barrier pair (four per work-item: 4 KiB of local
+# memory in float32 at 64), a tile pass's cost in lane-sums per group of sources, above which a
+# leaf's last targets go in two batches that divide the group better (None: never), and the
+# most lanes a target (None: as many as the group has; 1: one lane a target, the scheme before
+# ADR 0173). On the H200 (p 6, theta 0.75) 64 and 4 took P2P 1.13 ms at 1M and 10.1 ms at 10M,
+# against 1.34 and 10.7 at 32 and 8, and 1.62 and 13.4 with one lane a target.
+P2P_GROUP = 64
+P2P_TILE_PER_ITEM = 4
+P2P_SPLIT_COST = 2
+P2P_MOST_PARTS = None
+# l2p_bodies' work-group: one warp a leaf (its loop takes any size).
+L2P_GROUP = 32
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
-def _launch(count: int) -> int:
-    return max(1, -(-count // ITEM_GROUP)) * ITEM_GROUP
+def multipole_stride(terms: int) -> int:
+    """Expansions a node's multipole takes (fmm.cl's MULTIPOLE_STRIDE: 16-byte loads)."""
+    return -(-terms // 4) * 4
 
 
 class GpuFmmSolver(GpuSolver):
@@ -89,6 +109,7 @@ class GpuFmmSolver(GpuSolver):
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
+        self._sort = self.context.key_sort()
         self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
                                           leaf_capacity=leaf_capacity, group_capacity=1,
                                           quadrupole=False)
@@ -96,6 +117,10 @@ class GpuFmmSolver(GpuSolver):
         fp64 = expansions == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
+        self._m2l_lanes = M2L_LANES  # read per solver, as the P2P defines below
+        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
+                     "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
+                     "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
         self._walk: DeviceDualWalk | None = None
         self._use_order(self.order)
         self._result: DeviceArray | None = None
@@ -119,13 +144,15 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE, "TERMS": self._terms}
+                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
+                       "TERMS": self._terms, **self._p2p}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in
-                                   ("upward", "node_parents", "m2l", "l2l", "p2p", "l2p_bodies")}
+                                   ("upward", "node_parents", "m2l_schedule", "m2l", "l2l", "p2p",
+                                    "l2p_bodies")}
         return self._programs[key]
 
     def _node_arrays(self, node_count: int) -> None:
@@ -137,7 +164,9 @@ class GpuFmmSolver(GpuSolver):
         self._shape = empty(4 * capacity, self.accum)
         self._centre = empty(3 * capacity, self.accum)
         self._parent = empty(capacity, np.uint32)
-        self._multipole = empty(capacity * terms, self.expansion)
+        self._schedule = empty(capacity, np.uint64)
+        self._spare_schedule = empty(capacity, np.uint64)
+        self._multipole = empty(capacity * multipole_stride(terms), self.expansion)
         self._local = empty(capacity * terms, self.expansion)
         self._node_capacity = capacity
 
@@ -150,26 +179,37 @@ class GpuFmmSolver(GpuSolver):
         tree = self._builder.build(body, count, moments=False)
         nodes_n = tree.node_count
         self._node_arrays(nodes_n)
-        width, n_nodes = _launch(nodes_n), np.int32(nodes_n)
+        width, n_nodes = launch_size(nodes_n, ITEM_GROUP), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        for level in range(MORTON_LEVELS, -1, -1):
+        # Every leaf at once (level -1), then the internal nodes level by level (a node of the
+        # deepest level is a leaf).
+        for level in (-1, *range(MORTON_LEVELS - 1, -1, -1)):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
                                                        tree.levels, tree.keys, tree.body, tree.cube, self._box,
                                                        self._shape, self._centre, self._multipole))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
-        events["m2l"].append(k["m2l"].launch(width, ITEM_GROUP, n_nodes, lists.m2l_start, lists.m2l_source,
-                                             self._centre, self.expansion.type(self.softening ** 2),
-                                             self._multipole, self._local))
+        shift = np.int32(max(1, (nodes_n - 1).bit_length()))  # bits of a node index
+        events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, n_nodes, shift, lists.m2l_start,
+                                                      self._schedule))
+        sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, nodes_n,
+                                                     SCHEDULE_LENGTH_BITS + int(shift))
+        events["m2l"] += sort_events
+        events["m2l"].append(k["m2l"].launch(launch_size(nodes_n * self._m2l_lanes, M2L_GROUP), M2L_GROUP, n_nodes,
+                                             shift, schedule, lists.m2l_start,
+                                             lists.m2l_source, self._centre,
+                                             self.expansion.type(self.softening ** 2), self._multipole,
+                                             self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
         for level in range(1, MORTON_LEVELS + 1):
             events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
                                                       self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
-        events["p2p"].append(k["p2p"].launch(nodes_n * P2P_GROUP, P2P_GROUP, tree.body, n_nodes, tree.nodes,
+        group = self._p2p["P2P_GROUP"]
+        events["p2p"].append(k["p2p"].launch(nodes_n * group, group, tree.body, n_nodes, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
                                              self.dtype.type(self.softening ** 2), self._result))
-        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * P2P_GROUP, P2P_GROUP, n_nodes, tree.nodes, tree.body,
+        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * L2P_GROUP, L2P_GROUP, n_nodes, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result))
         events["reorder"].append(self._builder.scatter(tree, self._result, out))
         self._stage_events = {**tree.events, **events}

@@ -65,11 +65,13 @@ def test_gpu_fmm_walk_plan_queues_the_steps_and_recovers_from_overflow(device):
     gpu = make_solver("gpu-fmm", device=device, order=2, theta=0.6)
     small, large = ics.plummer(500, seed=25), ics.plummer(3000, seed=26)
     small_acc = gpu.accelerations(small.pos, small.mass)
-    assert gpu.last_stats["walk_host_reads"] == gpu.last_stats["walk_steps"]  # step by step: no plan yet
+    # Step by step (no plan yet): a read after each step, and after each step that outgrew an
+    # array (they start at a pair a node, fewer than this tree has), which then runs again.
+    assert gpu.last_stats["walk_host_reads"] > gpu.last_stats["walk_steps"]
     small_lists = gpu.last_lists()
     # The lists outgrow the small input's plan: the queued walk overflows and is walked again.
     first_acc = gpu.accelerations(large.pos, large.mass)
-    assert gpu.last_stats["walk_host_reads"] == 1 + gpu.last_stats["walk_steps"]
+    assert gpu.last_stats["walk_host_reads"] >= 1 + gpu.last_stats["walk_steps"]
     first = gpu.last_lists()
     second_acc = gpu.accelerations(large.pos, large.mass)
     assert gpu.last_stats["walk_host_reads"] == 1  # the plan's steps queued at once
