@@ -37,7 +37,7 @@ EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
 # nodes for one work-item each to fill it.
 M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
-# The bits of a list length in M2L's schedule keys (fmm.cl's LIST_LIMIT).
+# The bits of a list length in M2L's schedule keys (longer lists sort as the longest).
 SCHEDULE_LENGTH_BITS = 16
 # The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
 # that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
@@ -58,7 +58,8 @@ FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reord
 
 
 def multipole_stride(terms: int) -> int:
-    """Expansions a node's multipole takes (fmm.cl's MULTIPOLE_STRIDE: 16-byte loads)."""
+    """Expansions a node's multipole takes (fmm.cl's MULTIPOLE_STRIDE): TERMS rounded up to 4,
+    so that every node's row starts on 16 bytes for M2L's loads."""
     return -(-terms // 4) * 4
 
 
@@ -144,7 +145,9 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "WALK_GROUP": ITEM_GROUP, "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
+                       "WALK_GROUP": ITEM_GROUP, "MULTIPOLE_STRIDE": multipole_stride(self._terms),
+                       "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
+                       "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
                        "TERMS": self._terms, **self._p2p}
             program = self.context.build(["tree_common.cl", "fmm.cl"], text=expansion_code(self.order).text,
                                          defines=defines)
