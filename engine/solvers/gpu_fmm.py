@@ -39,16 +39,19 @@ M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
 # The bits of a list length in M2L's schedule keys (longer lists sort as the longest).
 SCHEDULE_LENGTH_BITS = 16
-# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173), read when a solver is made so
-# that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
+# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173, 0176), read when a solver is made
+# so that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
 # share each target's sources: leaves hold ~19 bodies on a Plummer sphere at the default leaf
-# capacity of 64), source bodies staged per barrier pair (four per work-item: 4 KiB of local
-# memory in float32 at 64), a tile pass's cost in lane-sums per group of sources, above which a
-# leaf's last targets go in two batches that divide the group better (None: never), and the
-# most lanes a target (None: as many as the group has; 1: one lane a target, the scheme before
-# ADR 0173). On the H200 (p 6, theta 0.75) 64 and 4 took P2P 1.13 ms at 1M and 10.1 ms at 10M,
-# against 1.34 and 10.7 at 32 and 8, and 1.62 and 13.4 with one lane a target.
-P2P_GROUP = 64
+# capacity of 64), targets a work-item (each local read of a source feeds that many pairs),
+# source bodies staged per barrier pair (four per work-item: 8 KiB of local memory in float32
+# at 128), a tile pass's cost in lane-sums per group of sources, above which a leaf's last
+# targets go in two batches that divide the group better (None: never), and the most lanes a
+# target (None: as many as the group has; 1: one lane a target, the scheme before ADR 0173).
+# On the H200 (p 6, theta 0.75, 10M bodies) two targets a work-item took P2P 8.3 ms at leaf
+# capacity 64 against 8.9 at one, and groups of 128 12.2 ms at capacity 96 against 12.7 at 64
+# (8.3 either way at 64).
+P2P_GROUP = 128
+P2P_TARGETS = 2
 P2P_TILE_PER_ITEM = 4
 P2P_SPLIT_COST = 2
 P2P_MOST_PARTS = None
@@ -119,7 +122,7 @@ class GpuFmmSolver(GpuSolver):
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
         self._m2l_lanes = M2L_LANES  # read per solver, as the P2P defines below
-        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
+        self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TARGETS": P2P_TARGETS, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
                      "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
                      "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
         self._walk: DeviceDualWalk | None = None
@@ -145,6 +148,7 @@ class GpuFmmSolver(GpuSolver):
         if key not in self._programs:
             defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
+                       "P2P_MASK_SELF": potential or self.softening == 0,
                        "WALK_GROUP": ITEM_GROUP, "MULTIPOLE_STRIDE": multipole_stride(self._terms),
                        "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                        "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,

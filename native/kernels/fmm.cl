@@ -23,8 +23,8 @@
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
- * MULTIPOLE_STRIDE, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP, P2P_TILE,
- * P2P_SPLIT_COST, P2P_MOST_PARTS, WITH_POTENTIAL.
+ * MULTIPOLE_STRIDE, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP, P2P_TARGETS,
+ * P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
  * inputs in the lists' fixed order (sources ascending); M2L and p2p split a sum among a fixed
  * set of work-items and add their partial sums in a fixed order (see there); so every run gives
@@ -149,7 +149,8 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
  * frontier pair two levels down: its outputs are M2L pairs, P2P pairs and the pairs still to
  * split (a node with itself splits into each child with itself and each later sibling; else the
  * larger cell's children pair with the other, the host's split rule), which form the next
- * frontier. A work-group counts its work-items' outputs, places them with one scan in local
+ * frontier. Each child pair is classified once: the count pass keeps its kind in two
+ * registers' bits for the write pass. A work-group counts its work-items' outputs, places them with one scan in local
  * memory and reserves room for the group with one atomic add per array, so the arrays hold
  * every output once, in an order that varies run to run; the lists stage sorts each target's
  * sources, so the lists do not depend on it. The walk's state stays on the device (`state`:
@@ -205,20 +206,29 @@ KERNEL void walk_reset(GLOBAL uint* RESTRICT state, const uint m2l, const uint p
   for (int k = 0; k < 3; ++k) state[3 + k] = k == step % 3 ? size : 0;
 }
 
-/* The pairs a split pair (kind 2 or 3) turns into, in the host's order, into out (at most 36:
- * eight children with themselves and each later sibling); returns how many. */
-DEVICE uint child_pairs(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split,
-                        const uint other, ulong* out) {
-  uint n = 0;
-  if (kind == 2) {
-    for (uint c = split + 1; c < nodes[split].skip; c = nodes[c].skip) out[n++] = ((ulong)c << 32) | other;
-  } else {
-    for (uint c = a + 1; c < nodes[a].skip; c = nodes[c].skip) {
-      out[n++] = ((ulong)c << 32) | c;
-      for (uint d = nodes[c].skip; d < nodes[a].skip; d = nodes[d].skip) out[n++] = ((ulong)c << 32) | d;
+/* The pairs a split pair (kind 2 or 3) turns into, in the host's order (a node with itself:
+ * each child with itself and each later sibling; else each child of *split with *other), one
+ * at a time without an array: first_child_pair sets (c, d) to the first (a node that splits
+ * has children), next_child_pair moves to the next and is false past the last. */
+DEVICE void first_child_pair(const int kind, const uint a, const uint split, const uint other, uint* c, uint* d) {
+  *c = (kind == 2 ? split : a) + 1;
+  *d = kind == 2 ? other : *c;
+}
+
+DEVICE bool next_child_pair(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split,
+                            uint* c, uint* d) {
+  if (kind == 3) {
+    const uint later = nodes[*d].skip;
+    if (later < nodes[a].skip) {
+      *d = later;
+      return true;
     }
   }
-  return n;
+  const uint parent = kind == 2 ? split : a;
+  *c = nodes[*c].skip;
+  if (*c >= nodes[parent].skip) return false;
+  if (kind == 3) *d = *c;
+  return true;
 }
 
 DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int kind, const uint a, const uint split) {
@@ -228,11 +238,32 @@ DEVICE uint child_pair_count(GLOBAL const TreeNode* RESTRICT nodes, const int ki
   return kind == 2 ? children : children * (children + 1) / 2;
 }
 
+/* A child pair's walk kind as 3 bits, so that the step classifies each child pair once (its
+ * count pass keeps them for its write pass): walk_kind's 0, 1, 3, 4, and a split of the pair's
+ * first node (2) or of its second (5). At most 36 child pairs: the first 21 in `low`, the
+ * rest in `high`. */
+#define KIND_BITS 3
+#define KINDS_LOW 21
+DEVICE void keep_kind(ulong* low, ulong* high, const uint k, const int kind, const uint c, const uint split) {
+  const ulong code = (ulong)(kind == 2 && split != c ? 5 : kind);
+  if (k < KINDS_LOW) *low |= code << (KIND_BITS * k);
+  else *high |= code << (KIND_BITS * (k - KINDS_LOW));
+}
+
+DEVICE int kept_kind(const ulong low, const ulong high, const uint k, const uint c, const uint d, uint* split,
+                     uint* other) {
+  const int code = (int)((k < KINDS_LOW ? low >> (KIND_BITS * k) : high >> (KIND_BITS * (k - KINDS_LOW))) & 7);
+  *split = code == 5 ? d : c;
+  *other = code == 5 ? c : d;
+  return code == 5 ? 2 : code;
+}
+
 /* A frontier pair's outputs, two levels down: the pair itself, and when it splits, each of its
  * child pairs (which emit, or go to the next frontier as their own child pairs): half the
- * steps (launches and, walking step by step, host reads) of one level a step. */
+ * steps (launches and, walking step by step, host reads) of one level a step. The child
+ * pairs' kinds go to low and high. */
 DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
-                         const accum theta2, const ulong pair) {
+                         const accum theta2, const ulong pair, ulong* low, ulong* high) {
   uint m2l = 0, p2p = 0, next = 0;
   const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
@@ -240,45 +271,26 @@ DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const acc
   m2l = kind == 0;
   p2p = kind == 1;
   if (kind == 2 || kind == 3) {
-    ulong kids[36];
-    const uint n = child_pairs(nodes, kind, a, split, other, kids);
-    for (uint k = 0; k < n; ++k) {
-      const uint ka = (uint)(kids[k] >> 32);
+    uint c, d, k = 0;
+    first_child_pair(kind, a, split, other, &c, &d);
+    do {
       uint ks = 0, ko = 0;
-      const int kk = walk_kind(nodes, shape, theta2, ka, (uint)kids[k], &ks, &ko);
+      const int kk = walk_kind(nodes, shape, theta2, c, d, &ks, &ko);
+      keep_kind(low, high, k++, kk, c, ks);
       m2l += kk == 0;
       p2p += kk == 1;
-      if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, ka, ks);
-    }
+      if (kk == 2 || kk == 3) next += child_pair_count(nodes, kk, c, ks);
+    } while (next_child_pair(nodes, kind, a, split, &c, &d));
   }
   return WALK_PACK(m2l, p2p, next);
 }
 
-/* Writes one output pair at m2l_at / p2p_at or its child pairs at next_at (cursors advance);
- * a write past a capacity is dropped and flagged. */
-DEVICE void walk_write(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
-                       const ulong pair, GLOBAL ulong* RESTRICT m2l, uint* m2l_at, const uint m2l_capacity,
-                       GLOBAL ulong* RESTRICT p2p, uint* p2p_at, const uint p2p_capacity, GLOBAL ulong* RESTRICT next,
-                       uint* next_at, const uint next_capacity, bool* overflow) {
-  const uint a = (uint)(pair >> 32);
-  uint split = 0, other = 0;
-  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
-  if (kind == 0) {
-    if (*m2l_at < m2l_capacity) m2l[*m2l_at] = pair;
-    else *overflow = true;
-    ++*m2l_at;
-  } else if (kind == 1) {
-    if (*p2p_at < p2p_capacity) p2p[*p2p_at] = pair;
-    else *overflow = true;
-    ++*p2p_at;
-  } else if (kind == 2 || kind == 3) {
-    ulong kids[36];
-    const uint n = child_pairs(nodes, kind, a, split, other, kids);
-    if (*next_at + n > next_capacity) *overflow = true;
-    else
-      for (uint k = 0; k < n; ++k) next[*next_at + k] = kids[k];
-    *next_at += n;
-  }
+/* Appends value at *at of an array of capacity (the cursor advances); a write past the
+ * capacity is dropped and flagged. */
+DEVICE void walk_put(GLOBAL ulong* RESTRICT array, uint* at, const uint capacity, const ulong value, bool* overflow) {
+  if (*at < capacity) array[*at] = value;
+  else *overflow = true;
+  ++*at;
 }
 
 /* One step over the frontier pairs [0, size), size = state[3 + step % 3] <= width (else an
@@ -304,7 +316,8 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   }
   if ((uint)(GROUP_ID * WALK_GROUP) >= size) return; /* the whole group */
   const ulong pair = (uint)i < size ? pairs[i] : 0;
-  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair) : 0;
+  ulong low = 0, high = 0;
+  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair, &low, &high) : 0;
   before[LOCAL_ID] = own;
   SYNC_THREADS;
   for (int offset = 1; offset < WALK_GROUP; offset <<= 1) { /* inclusive Hillis-Steele scan */
@@ -328,16 +341,24 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
   const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
-  if (kind == 2 || kind == 3) {
-    ulong kids[36];
-    const uint n = child_pairs(nodes, kind, a, split, other, kids);
-    for (uint k = 0; k < n; ++k)
-      walk_write(nodes, shape, theta2, kids[k], m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next,
-                 &next_at, next_capacity, &overflow);
-  } else if (kind <= 1) {
-    /* the pair itself emits: walk_write's first two cases, without splitting it again */
-    walk_write(nodes, shape, theta2, pair, m2l, &m2l_at, m2l_capacity, p2p, &p2p_at, p2p_capacity, next, &next_at,
-               0, &overflow);
+  if (kind == 0) walk_put(m2l, &m2l_at, m2l_capacity, pair, &overflow);
+  else if (kind == 1) walk_put(p2p, &p2p_at, p2p_capacity, pair, &overflow);
+  else if (kind <= 3) {
+    uint c, d, k = 0;
+    first_child_pair(kind, a, split, other, &c, &d);
+    do {
+      uint ks, ko;
+      const int kk = kept_kind(low, high, k++, c, d, &ks, &ko);
+      const ulong kid = ((ulong)c << 32) | d;
+      if (kk == 0) walk_put(m2l, &m2l_at, m2l_capacity, kid, &overflow);
+      else if (kk == 1) walk_put(p2p, &p2p_at, p2p_capacity, kid, &overflow);
+      else if (kk <= 3) {
+        uint e, f;
+        first_child_pair(kk, c, ks, ko, &e, &f);
+        do walk_put(next, &next_at, next_capacity, ((ulong)e << 32) | f, &overflow);
+        while (next_child_pair(nodes, kk, c, ks, &e, &f));
+      }
+    } while (next_child_pair(nodes, kind, a, split, &c, &d));
   }
   if (overflow) state[2] = (uint)step + 1; /* every writer stores the same value */
 }
@@ -433,13 +454,18 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * leaves in list order - are one sequence of runs (run 0 the own leaf, run r the leaf of list
  * entry r - 1) that streams through local memory in tiles of P2P_TILE bodies filled across run
  * boundaries; a source is read from global memory once per group instead of once per target.
- *   Targets: the leaf's bodies are taken in batches of b <= P2P_GROUP targets (p2p_batch: one
- * or two for a leaf within the capacity, more when coincident bodies overfill it; each batch
- * streams all the sources), and the group's lanes split each batch's sources: parts =
- * P2P_GROUP / b lanes per target, lane l takes target l % b and part l / b, i.e. the tile's
- * slots part, part + parts, ... (the lanes past parts * b wait). A leaf of ~19 bodies thus
- * keeps 57 of 64 lanes busy (3 a target), or in a group of 32 takes 16 targets x 2 lanes, then
- * 3 x 10, where one lane a target left 13 of 32 idle.
+ *   Targets: the leaf's bodies are taken in batches of b <= P2P_GROUP * P2P_TARGETS targets
+ * (p2p_batch: one or two for a leaf within the capacity, more when coincident bodies overfill
+ * it; each batch streams all the sources). A lane holds P2P_TARGETS targets, so that one
+ * local-memory read of a source feeds that many pairs (direct.cl's TARGETS), and the group's
+ * lanes split each batch's sources: rows = ceil(b / P2P_TARGETS) lanes a part, parts =
+ * P2P_GROUP / rows; lane l takes the targets l % rows + t rows (t < P2P_TARGETS) and part
+ * l / rows, a consecutive share of the tile's slots (the lanes past parts * rows wait). A leaf
+ * of ~19 bodies thus keeps 57 of 64 lanes busy at one target a lane (3 lanes a target), 60 at
+ * two (10 rows, 6 parts).
+ *   The loop is direct.cl's: the body itself adds exact zeros (d = 0) with softening, and is
+ * masked by its place in the stream only where it would not (P2P_MASK_SELF: the potential, or
+ * no softening).
  *   Filling: the group reads a window of P2P_GROUP runs at once (lane l: run w + l's first body
  * and count, two independent loads per lane rather than a dependent pair per run in turn), an
  * inclusive scan of the counts in local memory (log2 P2P_GROUP barrier steps) places each run's
@@ -450,33 +476,35 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * Determinism: each part sums its slots in stream order (the tile boundaries follow from the
  * lists and P2P_TILE alone); the lane of part 0 then adds the other parts' sums in part order
  * through local memory and stores the body's result. Nothing is contended, no atomics, so the
- * bits depend only on the lists and the defines (P2P_GROUP, P2P_TILE, P2P_SPLIT_COST,
- * P2P_MOST_PARTS): the same run to run.
- * The pairs are exactly the lists' (the own leaf but the body itself, skipped by its place in
- * the stream, then each listed leaf); the order differs from cpu-fmm's by rounding only.
+ * bits depend only on the lists and the defines (P2P_GROUP, P2P_TARGETS, P2P_TILE,
+ * P2P_SPLIT_COST, P2P_MOST_PARTS): the same run to run.
+ * The pairs are exactly the lists' (the own leaf, whose body itself adds nothing, then each
+ * listed leaf); the order differs from cpu-fmm's by rounding only.
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
  * take registers from this loop. */
 /* The targets of the next batch when `left` of the leaf's `count` bodies are still to sum:
- * P2P_GROUP while that many are left; the rest (fewer) in one batch or, where P2P_SPLIT_COST is
+ * P2P_BATCH (P2P_GROUP * P2P_TARGETS) while that many are left; the rest (fewer) in one batch or, where P2P_SPLIT_COST is
  * defined and that saves more than it costs, in two: the largest power of two in it, which
  * divides the group (every lane busy), then what remains (fewer still, so more lanes a target).
  * Each batch streams all the sources S: a lane takes S / parts sums, and a pass costs about
  * P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (19 bodies in a group of
  * 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps instead of S). */
-/* Lanes a target in a batch of b targets: all the group's (P2P_GROUP / b), or at most
- * P2P_MOST_PARTS where the host limits them (fewer slots read at once from the tile). */
+/* Parts of a batch of b targets: all the group's (P2P_GROUP / rows), or at most P2P_MOST_PARTS
+ * where the host limits them (fewer slots read at once from the tile). */
 DEVICE uint p2p_parts(const uint batch) {
+  const uint rows = (batch + P2P_TARGETS - 1) / P2P_TARGETS; /* lanes a part */
 #ifdef P2P_MOST_PARTS
-  return MIN((uint)P2P_GROUP / batch, (uint)P2P_MOST_PARTS);
+  return MIN((uint)P2P_GROUP / rows, (uint)P2P_MOST_PARTS);
 #else
-  return (uint)P2P_GROUP / batch;
+  return (uint)P2P_GROUP / rows;
 #endif
 }
 
+#define P2P_BATCH (P2P_GROUP * P2P_TARGETS)
 DEVICE uint p2p_batch(const uint count, const uint left) {
-  if (left >= (uint)P2P_GROUP) return P2P_GROUP;
+  if (left >= (uint)P2P_BATCH) return P2P_BATCH;
 #ifdef P2P_SPLIT_COST
-  if (left == count % (uint)P2P_GROUP) {
+  if (left == count % (uint)P2P_BATCH) {
     uint power = 1;
     while (2 * power <= left) power *= 2;
     if (power < left) {
@@ -491,7 +519,8 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
 }
 
 /* Residency (CUDA): half a multiprocessor's threads (32 groups of 32, 16 of 64) caps a thread at
- * 64 registers, which the float32 loop fits (float64 asks for half as many threads). */
+ * 64 registers, which the float32 loop fits at one or two targets a lane (float64 asks for half
+ * as many threads). */
 #define P2P_RESIDENT_GROUPS ((REAL_BITS == 32 ? 1024 : 512) / P2P_GROUP)
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
@@ -500,7 +529,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   LOCAL real4 tile[P2P_TILE];
   LOCAL uint run_first[P2P_GROUP];   /* the window's runs: first body */
   LOCAL uint run_end[2][P2P_GROUP];  /* the scan's two buffers: bodies up to each run's end */
-  LOCAL real4 partial[P2P_GROUP];    /* each lane's part of its target's sum */
+  LOCAL real4 partial[P2P_TARGETS][P2P_GROUP]; /* each lane's part of its targets' sums */
   const uint lane = (uint)LOCAL_ID;
   const int leaf = GROUP_ID;
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
@@ -512,11 +541,24 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   uint window = 0, window_runs = 0, window_bodies = 0, scanned = 0;
   for (uint base = 0, batch = 0; base < count; base += batch) {
     batch = p2p_batch(count, count - base);
-    const uint parts = p2p_parts(batch);
-    const uint part = lane / batch, self = base + lane % batch; /* self: the target's place in the leaf */
+    const uint parts = p2p_parts(batch), rows = (batch + P2P_TARGETS - 1) / P2P_TARGETS;
+    const uint part = lane / rows, row = lane % rows;
     const bool active = part < parts;
-    const real4 target = body[first + self];
-    real ax = 0, ay = 0, az = 0, phi = 0;
+    /* the lane's targets: places row, row + rows, ... in the batch (self: in the leaf); a place
+     * past the batch repeats the batch's first body and is not stored */
+    uint self[P2P_TARGETS];
+    real tx[P2P_TARGETS], ty[P2P_TARGETS], tz[P2P_TARGETS];
+    real ax[P2P_TARGETS], ay[P2P_TARGETS], az[P2P_TARGETS], phi[P2P_TARGETS];
+#pragma unroll
+    for (int t = 0; t < P2P_TARGETS; ++t) {
+      const uint place = row + (uint)t * rows;
+      self[t] = base + (place < batch ? place : 0);
+      const real4 target = body[first + self[t]];
+      tx[t] = target.x;
+      ty[t] = target.y;
+      tz[t] = target.z;
+      ax[t] = ay[t] = az[t] = phi[t] = 0;
+    }
     if (window != 0) window = window_runs = window_bodies = 0;
     /* The stream's cursor: the position in the window's bodies; `streamed` counts the bodies
      * before this tile. */
@@ -573,44 +615,56 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
       if (filled == 0) break;
       SYNC_THREADS;
       if (active) {
-        const uint own = self - streamed; /* the target's own place in this tile, if any */
-        /* the part's slot count up front, so that the unrolled loop tests its end once in four */
-        const uint slots = filled > part ? (filled - part + parts - 1) / parts : 0;
+        /* the part's slots, consecutive (the unrolled loop reads them at fixed offsets) */
+        const uint share = (filled + parts - 1) / parts;
+        const uint from = MIN(part * share, filled), to = MIN(from + share, filled);
 #pragma unroll 4
-        for (uint i = 0; i < slots; ++i) {
-          const uint k = part + i * parts;
+        for (uint k = from; k < to; ++k) {
           const real4 source = tile[k];
-          const real dx = source.x - target.x;
-          const real dy = source.y - target.y;
-          const real dz = source.z - target.z;
-          const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-          const real inv_r = k == own ? (real)0 : RSQRT(r2);
-          const real m_inv_r = source.w * inv_r;
-          const real w = m_inv_r * inv_r * inv_r;
-          ax = FMA(w, dx, ax);
-          ay = FMA(w, dy, ay);
-          az = FMA(w, dz, az);
-          phi -= m_inv_r;
+#pragma unroll
+          for (int t = 0; t < P2P_TARGETS; ++t) {
+            const real dx = source.x - tx[t];
+            const real dy = source.y - ty[t];
+            const real dz = source.z - tz[t];
+            const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
+#ifdef P2P_MASK_SELF
+            const real inv_r = streamed + k == self[t] ? (real)0 : RSQRT(r2);
+#else
+            const real inv_r = RSQRT(r2); /* the body itself: d = 0 adds exact zeros */
+#endif
+            const real m_inv_r = source.w * inv_r;
+            const real w = m_inv_r * inv_r * inv_r;
+            ax[t] = FMA(w, dx, ax[t]);
+            ay[t] = FMA(w, dy, ay[t]);
+            az[t] = FMA(w, dz, az[t]);
+            phi[t] -= m_inv_r;
+          }
         }
       }
       streamed += filled;
       SYNC_THREADS;
     }
-#ifndef WITH_POTENTIAL
-    phi = 0; /* before the parts' sums meet, so that the compiler drops its terms */
-#endif
     /* the parts' sums, in part order, by the lane of part 0 */
-    partial[lane] = MAKE_REAL4(ax, ay, az, phi);
+#pragma unroll
+    for (int t = 0; t < P2P_TARGETS; ++t) {
+#ifndef WITH_POTENTIAL
+      phi[t] = 0; /* before the parts' sums meet, so that the compiler drops its terms */
+#endif
+      partial[t][lane] = MAKE_REAL4(ax[t], ay[t], az[t], phi[t]);
+    }
     SYNC_THREADS;
     if (part == 0) {
-      for (uint other = 1; other < parts; ++other) {
-        const real4 more = partial[lane + other * batch];
-        ax += more.x;
-        ay += more.y;
-        az += more.z;
-        phi += more.w;
+#pragma unroll
+      for (int t = 0; t < P2P_TARGETS; ++t) {
+        for (uint other = 1; other < parts; ++other) {
+          const real4 more = partial[t][lane + other * rows];
+          ax[t] += more.x;
+          ay[t] += more.y;
+          az[t] += more.z;
+          phi[t] += more.w;
+        }
+        if (row + (uint)t * rows < batch) result[first + self[t]] = MAKE_REAL4(ax[t], ay[t], az[t], phi[t]);
       }
-      result[first + self] = MAKE_REAL4(ax, ay, az, phi);
     }
     SYNC_THREADS; /* partial is free for the next batch */
   }

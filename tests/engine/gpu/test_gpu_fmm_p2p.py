@@ -1,7 +1,8 @@
-"""gpu-fmm's P2P kernel (fmm.cl's p2p) for each work-group size and batch rule the host may
-choose: leaves of 1, a few, one less than the group, exactly the group, one more, and many more
-(coincident) bodies sum exactly their pairs, against a float64 NumPy sum of the same pairs, with
-the same bits run to run."""
+"""gpu-fmm's P2P kernel (fmm.cl's p2p) for each work-group size, targets a work-item and batch
+rule the host may choose: leaves of 1, a few, one less than a batch, exactly a batch, one more,
+and many more (coincident) bodies sum exactly their pairs, against a float64 NumPy sum of the
+same pairs, with the same bits run to run; with the potential (the body itself masked) and
+without (the body itself adds exact zeros)."""
 
 import numpy as np
 import pytest
@@ -16,17 +17,17 @@ SOFTENING = 0.01
 PAIR_ROUNDING = 1e-5
 
 
-def _clusters(group: int, ball: int, rng) -> tuple[np.ndarray, list[int]]:
+def _clusters(batch: int, ball: int, rng) -> tuple[np.ndarray, list[int]]:
     """A uniform ball of `ball` bodies (1500: leaves of every size, lists longer than a window of
-    `group` runs; 0: lists shorter than one) and, at the corners of the root cube, clusters of
+    a group's runs; 0: lists shorter than one) and, at the corners of the root cube, clusters of
     the sizes to test, each one leaf: tiny ones, and one of coincident bodies far above the leaf
-    capacity (group + 1)."""
-    sizes = [1, 2, 5, 19, group - 1, group, group + 1, 3 * group + 7]
+    capacity (`batch` + 1, batch: the targets of a work-group at once)."""
+    sizes = [1, 2, 5, 19, batch - 1, batch, batch + 1, 3 * batch + 7]
     ball = rng.uniform(-1, 1, (ball, 3))
     corners = [np.array([x, y, z]) for x in (-4, 4) for y in (-4, 4) for z in (-4, 4)]
     parts = [ball]
     for size, corner in zip(sizes, corners):
-        spread = 0 if size > group + 1 else 1e-3
+        spread = 0 if size > batch + 1 else 1e-3
         parts.append(corner + rng.uniform(-spread, spread, (size, 3)))
     return np.concatenate(parts), sizes
 
@@ -47,19 +48,22 @@ def _pair_sums(pos: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 # split cost None: one batch for the rest of a leaf; 0: two wherever that takes fewer sums;
 # most parts: lanes a target at most (None: the group's)
-@pytest.mark.parametrize("group, split_cost, most_parts", [(32, None, None), (32, 0, None), (64, None, None),
-                                                           (64, 0, None), (32, 0, 3), (32, None, 1)])
+@pytest.mark.parametrize("group, targets, split_cost, most_parts",
+                         [(32, 1, None, None), (32, 2, 0, None), (64, 1, None, None), (64, 2, 0, None),
+                          (64, 2, None, None), (32, 1, 0, 3), (32, 2, None, 1)])
 @pytest.mark.parametrize("ball", [1500, 0])
-def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, split_cost,
+def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, targets, split_cost,
                                                               most_parts, ball):
     monkeypatch.setattr(gpu_fmm, "P2P_GROUP", group)
+    monkeypatch.setattr(gpu_fmm, "P2P_TARGETS", targets)
     monkeypatch.setattr(gpu_fmm, "P2P_SPLIT_COST", split_cost)
     monkeypatch.setattr(gpu_fmm, "P2P_MOST_PARTS", most_parts)
-    pos, sizes = _clusters(group, ball, np.random.default_rng(31))
+    batch = group * targets
+    pos, sizes = _clusters(batch, ball, np.random.default_rng(31))
     mass = np.random.default_rng(32).uniform(0.5, 1.5, len(pos)) / len(pos)
     # theta 0 opens every pair of cells: the whole sum is P2P, and the far field adds zeros.
     gpu = make_solver("gpu-fmm", device=device, theta=0.0, order=1, softening=SOFTENING,
-                      leaf_capacity=group + 1)
+                      leaf_capacity=batch + 1)
     acc, phi = gpu.accelerations(pos, mass, potential=True)
     assert gpu.last_stats["m2l_interactions"] == 0
     tree, _ = gpu._last
@@ -73,3 +77,7 @@ def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatc
     assert np.all(np.abs(phi - exact_phi) <= PAIR_ROUNDING * phi_scale)
     again_acc, again_phi = gpu.accelerations(pos, mass, potential=True)
     assert np.array_equal(acc, again_acc) and np.array_equal(phi, again_phi)
+    # without the potential the body itself is not masked: its d = 0 adds exact zeros
+    alone = gpu.accelerations(pos, mass)
+    assert np.all(np.abs(alone - exact_acc) <= PAIR_ROUNDING * acc_scale)
+    assert np.array_equal(alone, gpu.accelerations(pos, mass))
