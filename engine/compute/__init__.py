@@ -15,7 +15,7 @@ upload and download is counted in ``Context.transfers``.
 Example (a device string, a kernel file, a define, a launch of global/local size)::
 
     context = open_device("sycl:cpu")                   # or "cuda:0", "sycl:gpu", None
-    program = context.build(["direct.cl"], defines={"TILE": 256, "TARGETS": 1})
+    program = context.build(["softened_pair.cl", "direct.cl"], defines={"TILE": 256, "TARGETS": 1})
     event = program.kernel("direct_accelerations").launch(n, 256, body, out, np.int32(n), eps2)
     event.seconds()                                     # device time of that launch
 """

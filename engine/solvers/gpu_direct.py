@@ -72,7 +72,7 @@ class GpuDirectSolver(GpuSolver):
     def _kernel(self, tile: int, targets: int, potential: bool):
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "TILE": tile, "TARGETS": targets,
                    "WITH_POTENTIAL": potential, "ZERO_SOFTENING": self.softening == 0}
-        program = self.context.build(["direct.cl"], defines=defines)
+        program = self.context.build(["softened_pair.cl", "direct.cl"], defines=defines)
         return program.kernel("direct_accelerations")
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,

@@ -32,8 +32,8 @@
  * the set of pairs it writes is fixed, their order is not, and the lists leave no trace of it
  * (fmm_lists.cl's integer atomics neither: its header says why).
  * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
- * with the direct kernel's inner loop (FMA'd r^2 + eps^2, RSQRT).
- * Needs tree_common.cl first. */
+ * with the direct kernel's inner loop (softened_pair.cl's pair_term).
+ * Needs tree_common.cl and softened_pair.cl first. */
 
 /* The expansions' type: double, or float where the host asks for it (half the bytes, twice the
  * FMA rate of a GPU); the geometry (boxes, centres, offsets) stays in accum. */
@@ -463,9 +463,9 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * l / rows, a consecutive share of the tile's slots (the lanes past parts * rows wait). A leaf
  * of ~19 bodies thus keeps 57 of 64 lanes busy at one target a lane (3 lanes a target), 60 at
  * two (10 rows, 6 parts).
- *   The loop is direct.cl's: the body itself adds exact zeros (d = 0) with softening, and is
- * masked by its place in the stream only where it would not (P2P_MASK_SELF: the potential, or
- * no softening).
+ *   The loop is direct.cl's (softened_pair.cl's pair_term): the body itself adds exact zeros
+ * (d = 0) with softening, and is dropped by its place in the stream only where it would not
+ * (P2P_MASK_SELF: the potential, or no softening).
  *   Filling: the group reads a window of P2P_GROUP runs at once (lane l: run w + l's first body
  * and count, two independent loads per lane rather than a dependent pair per run in turn), an
  * inclusive scan of the counts in local memory (log2 P2P_GROUP barrier steps) places each run's
@@ -522,6 +522,13 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
  * 64 registers, which the float32 loop fits at one or two targets a lane (float64 asks for half
  * as many threads). */
 #define P2P_RESIDENT_GROUPS ((REAL_BITS == 32 ? 1024 : 512) / P2P_GROUP)
+/* Stream position `position` is target t itself (the own leaf is the stream's first run), a
+ * term to drop where it would not vanish (P2P_MASK_SELF: the potential, or no softening). */
+#ifdef P2P_MASK_SELF
+#define P2P_SELF(position, t) ((position) == self[t])
+#else
+#define P2P_SELF(position, t) false
+#endif
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
@@ -548,7 +555,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
      * past the batch repeats the batch's first body and is not stored */
     uint self[P2P_TARGETS];
     real tx[P2P_TARGETS], ty[P2P_TARGETS], tz[P2P_TARGETS];
-    real ax[P2P_TARGETS], ay[P2P_TARGETS], az[P2P_TARGETS], phi[P2P_TARGETS];
+    real4 a[P2P_TARGETS];
 #pragma unroll
     for (int t = 0; t < P2P_TARGETS; ++t) {
       const uint place = row + (uint)t * rows;
@@ -557,7 +564,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
       tx[t] = target.x;
       ty[t] = target.y;
       tz[t] = target.z;
-      ax[t] = ay[t] = az[t] = phi[t] = 0;
+      a[t] = MAKE_REAL4(0, 0, 0, 0);
     }
     if (window != 0) window = window_runs = window_bodies = 0;
     /* The stream's cursor: the position in the window's bodies; `streamed` counts the bodies
@@ -622,23 +629,8 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
         for (uint k = from; k < to; ++k) {
           const real4 source = tile[k];
 #pragma unroll
-          for (int t = 0; t < P2P_TARGETS; ++t) {
-            const real dx = source.x - tx[t];
-            const real dy = source.y - ty[t];
-            const real dz = source.z - tz[t];
-            const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-#ifdef P2P_MASK_SELF
-            const real inv_r = streamed + k == self[t] ? (real)0 : RSQRT(r2);
-#else
-            const real inv_r = RSQRT(r2); /* the body itself: d = 0 adds exact zeros */
-#endif
-            const real m_inv_r = source.w * inv_r;
-            const real w = m_inv_r * inv_r * inv_r;
-            ax[t] = FMA(w, dx, ax[t]);
-            ay[t] = FMA(w, dy, ay[t]);
-            az[t] = FMA(w, dz, az[t]);
-            phi[t] -= m_inv_r;
-          }
+          for (int t = 0; t < P2P_TARGETS; ++t)
+            a[t] = pair_term(a[t], source, tx[t], ty[t], tz[t], eps2, P2P_SELF(streamed + k, t));
         }
       }
       streamed += filled;
@@ -646,24 +638,19 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
     }
     /* the parts' sums, in part order, by the lane of part 0 */
 #pragma unroll
-    for (int t = 0; t < P2P_TARGETS; ++t) {
-#ifndef WITH_POTENTIAL
-      phi[t] = 0; /* before the parts' sums meet, so that the compiler drops its terms */
-#endif
-      partial[t][lane] = MAKE_REAL4(ax[t], ay[t], az[t], phi[t]);
-    }
+    for (int t = 0; t < P2P_TARGETS; ++t) partial[t][lane] = a[t];
     SYNC_THREADS;
     if (part == 0) {
 #pragma unroll
       for (int t = 0; t < P2P_TARGETS; ++t) {
         for (uint other = 1; other < parts; ++other) {
           const real4 more = partial[t][lane + other * rows];
-          ax[t] += more.x;
-          ay[t] += more.y;
-          az[t] += more.z;
-          phi[t] += more.w;
+          a[t].x += more.x;
+          a[t].y += more.y;
+          a[t].z += more.z;
+          a[t].w += more.w;
         }
-        if (row + (uint)t * rows < batch) result[first + self[t]] = MAKE_REAL4(ax[t], ay[t], az[t], phi[t]);
+        if (row + (uint)t * rows < batch) result[first + self[t]] = a[t];
       }
     }
     SYNC_THREADS; /* partial is free for the next batch */

@@ -23,7 +23,7 @@
  * Determinism: each body's terms are summed in walk order by one work-item, with no atomics
  * on them (the group walks take their groups from an integer counter: which sub-group walks a
  * group changes nothing in its results).
- * Needs tree_common.cl first. Host defines: WALK, OPENING, WALK_GROUP_SIZE (work-group size),
+ * Needs tree_common.cl and softened_pair.cl first. Host defines: WALK, OPENING, WALK_GROUP_SIZE (work-group size),
  * GROUP_TARGETS, QUADRUPOLE, WITH_POTENTIAL. */
 
 #define WALK_INDEPENDENT 0
@@ -34,21 +34,9 @@
 #define OPENING_BODY 0
 #define OPENING_GROUP 1
 
+/* A body's pull (softened_pair.cl); the callers skip the target itself by its index. */
 DEVICE real4 body_term(real4 a, const real4 source, const real4 target, const real eps2) {
-  const real dx = source.x - target.x;
-  const real dy = source.y - target.y;
-  const real dz = source.z - target.z;
-  const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
-  const real inv_r = RSQRT(r2);
-  const real m_inv_r = source.w * inv_r;
-  const real w = m_inv_r * inv_r * inv_r;
-  a.x = FMA(w, dx, a.x);
-  a.y = FMA(w, dy, a.y);
-  a.z = FMA(w, dz, a.z);
-#ifdef WITH_POTENTIAL
-  a.w -= m_inv_r;
-#endif
-  return a;
+  return pair_term(a, source, target.x, target.y, target.z, eps2, false);
 }
 
 /* An accepted cell's monopole (source: centre of mass, mass) and traceless quadrupole q0..q5
