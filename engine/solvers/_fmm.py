@@ -37,9 +37,12 @@ ACCURACY_ORDERS = (2, 3, 4, 5, 6, 7)
 ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
 # An M2L costs about m2l_pair_equivalents(p) pair interactions on the CPU (188 at p 5), so large
 # leaves pay: at N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at
-# about the same error (docs/performance.md); 64 keeps P2P in check on clustered inputs. The
-# accuracy table's FMM rows were measured at 64.
-FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=64)
+# about the same error (docs/performance.md). At N = 262144 (Plummer, RMS and p90 <= 1e-3, the
+# 2-core machine, 2 Dec) cpu-fmm took 100-111 ms at 96 against 135-140 at 64; on the H200 gpu-fmm
+# at 10M 30.6 ms against 34.0, the same errors; 128 and more moved gpu-fmm's time into P2P. One
+# default for both, so that equal settings give equal trees and lists. The accuracy table's FMM
+# rows were measured at 96.
+FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=96)
 # The precision of the expansions, one record for both FMMs (each solver sets its default and
 # says what it rounds: docs/adr/0165).
 FMM_EXPANSIONS = Option("expansions", str, None, "precision of the expansions", choices=("f64", "f32"))
