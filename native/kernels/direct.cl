@@ -53,7 +53,8 @@ void direct_accelerations(GLOBAL const real4* RESTRICT body, GLOBAL real4* RESTR
     for (int k = 0; k < TILE; ++k) {
       const real4 source = tile[k];
 #pragma unroll
-      for (int t = 0; t < TARGETS; ++t) a[t] = pair_term(a[t], source, tx[t], ty[t], tz[t], softening2, SELF(start + k, t));
+      for (int t = 0; t < TARGETS; ++t)
+        a[t] = pair_term(a[t], source, tx[t], ty[t], tz[t], softening2, SELF(start + k, t));
     }
     SYNC_THREADS;
   }

@@ -483,12 +483,13 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
  * take registers from this loop. */
 /* The targets of the next batch when `left` of the leaf's `count` bodies are still to sum:
- * P2P_BATCH (P2P_GROUP * P2P_TARGETS) while that many are left; the rest (fewer) in one batch or, where P2P_SPLIT_COST is
- * defined and that saves more than it costs, in two: the largest power of two in it, which
- * divides the group (every lane busy), then what remains (fewer still, so more lanes a target).
- * Each batch streams all the sources S: a lane takes S / parts sums, and a pass costs about
- * P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (19 bodies in a group of
- * 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps instead of S). */
+ * P2P_BATCH (P2P_GROUP * P2P_TARGETS) while that many are left; the rest (fewer) in one batch
+ * or, where P2P_SPLIT_COST is defined and that saves more than it costs, in two: the largest
+ * power of two in it, which divides the group (every lane busy), then what remains (fewer
+ * still, so more parts). Each batch streams all the sources S: a lane takes S / parts sums, and
+ * a pass costs about P2P_SPLIT_COST lane-sums per P2P_GROUP sources more in tile filling (at one
+ * target a lane, 19 bodies in a group of 32: 16 x 2 then 3 x 10 lanes, S/2 + S/10 + 2S/32 steps
+ * instead of S). */
 /* Parts of a batch of b targets: all the group's (P2P_GROUP / rows), or at most P2P_MOST_PARTS
  * where the host limits them (fewer slots read at once from the tile). */
 DEVICE uint p2p_parts(const uint batch) {
