@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -19,6 +20,10 @@ _LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RAN
                        "MPI_LOCALNRANKS")
 # Exit code of a run ended because a rank failed.
 FAILED = 2
+# Seconds a failing rank waits between writing its error and aborting: the launcher forwards a
+# rank's output from a pipe it reads on its own schedule, and an abort that reaches it first
+# drops what is still in the pipe (seen in CI, two ranks under load: both reports lost).
+ABORT_GRACE_SECONDS = 0.5
 
 
 class DistributedError(OrreryError):
@@ -139,4 +144,5 @@ def guard(world: World):
                       + "".join(traceback.format_exception(error)))
         sys.stderr.write(report)
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE_SECONDS)
         world.abort(FAILED)
