@@ -260,14 +260,18 @@ DEVICE int kept_kind(const ulong low, const ulong high, const uint k, const uint
 
 /* A frontier pair's outputs, two levels down: the pair itself, and when it splits, each of its
  * child pairs (which emit, or go to the next frontier as their own child pairs): half the
- * steps (launches and, walking step by step, host reads) of one level a step. The child
- * pairs' kinds go to low and high. */
+ * steps (launches and, walking step by step, host reads) of one level a step. The pair's own
+ * kind (and split) goes to *kind_out, its child pairs' kinds to low and high, for the write. */
 DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
-                         const accum theta2, const ulong pair, ulong* low, ulong* high) {
+                         const accum theta2, const ulong pair, int* kind_out, uint* split_out,
+                         uint* other_out, ulong* low, ulong* high) {
   uint m2l = 0, p2p = 0, next = 0;
   const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
   const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  *kind_out = kind;
+  *split_out = split;
+  *other_out = other;
   m2l = kind == 0;
   p2p = kind == 1;
   if (kind == 2 || kind == 3) {
@@ -317,7 +321,9 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   if ((uint)(GROUP_ID * WALK_GROUP) >= size) return; /* the whole group */
   const ulong pair = (uint)i < size ? pairs[i] : 0;
   ulong low = 0, high = 0;
-  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair, &low, &high) : 0;
+  int kind = 4;
+  uint split = 0, other = 0;
+  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair, &kind, &split, &other, &low, &high) : 0;
   before[LOCAL_ID] = own;
   SYNC_THREADS;
   for (int offset = 1; offset < WALK_GROUP; offset <<= 1) { /* inclusive Hillis-Steele scan */
@@ -339,8 +345,6 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   uint next_at = bases[2] + WALK_FIELD(earlier, 2);
   bool overflow = false;
   const uint a = (uint)(pair >> 32);
-  uint split = 0, other = 0;
-  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
   if (kind == 0) walk_put(m2l, &m2l_at, m2l_capacity, pair, &overflow);
   else if (kind == 1) walk_put(p2p, &p2p_at, p2p_capacity, pair, &overflow);
   else if (kind <= 3) {
@@ -492,12 +496,14 @@ KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRI
  * instead of S). */
 /* Parts of a batch of b targets: all the group's (P2P_GROUP / rows), or at most P2P_MOST_PARTS
  * where the host limits them (fewer slots read at once from the tile). */
+/* Lanes a part of a batch of b targets: one per P2P_TARGETS of them. */
+DEVICE uint p2p_rows(const uint batch) { return (batch + P2P_TARGETS - 1) / P2P_TARGETS; }
+
 DEVICE uint p2p_parts(const uint batch) {
-  const uint rows = (batch + P2P_TARGETS - 1) / P2P_TARGETS; /* lanes a part */
 #ifdef P2P_MOST_PARTS
-  return MIN((uint)P2P_GROUP / rows, (uint)P2P_MOST_PARTS);
+  return MIN((uint)P2P_GROUP / p2p_rows(batch), (uint)P2P_MOST_PARTS);
 #else
-  return (uint)P2P_GROUP / rows;
+  return (uint)P2P_GROUP / p2p_rows(batch);
 #endif
 }
 
@@ -549,7 +555,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   uint window = 0, window_runs = 0, window_bodies = 0, scanned = 0;
   for (uint base = 0, batch = 0; base < count; base += batch) {
     batch = p2p_batch(count, count - base);
-    const uint parts = p2p_parts(batch), rows = (batch + P2P_TARGETS - 1) / P2P_TARGETS;
+    const uint parts = p2p_parts(batch), rows = p2p_rows(batch);
     const uint part = lane / rows, row = lane % rows;
     const bool active = part < parts;
     /* the lane's targets: places row, row + rows, ... in the batch (self: in the leaf); a place
