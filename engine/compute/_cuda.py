@@ -3,7 +3,7 @@ device arrays, and one non-blocking stream per device so every operation is orde
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -22,6 +22,7 @@ HIGHEST_PRIORITY = -(1 << 16)
 # Transfers of at least this many bytes go through the context's pinned staging buffers
 # (_cuda_pinned.py); smaller ones are not worth the pipeline.
 PINNED_THRESHOLD = 1 << 20
+_ALREADY_CURRENT = nullcontext()
 
 
 def _cupy():
@@ -144,16 +145,13 @@ class CudaKernel(Kernel):
         if local_size % WARP:
             raise InvalidInputError(f"{self.name}: CUDA work-groups must be whole warps, "
                                     f"got {local_size}")
-        converted = []
-        for index, arg in enumerate(args):
-            converted.append(arg.memory if isinstance(arg, CudaArray)
-                             else check_scalar(self.name, index, arg))
-        cupy, context = _cupy(), self._context
-        with context.device:
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        converted = tuple([arg.memory if isinstance(arg, CudaArray) else check_scalar(self.name, index, arg)
+                           for index, arg in enumerate(args)])
+        context, event = self._context, self._context.event
+        with context.current():
+            start, end = event(), event()
             start.record(context.stream)
-            self._function((global_size // local_size,), (local_size,), tuple(converted),
-                           stream=context.stream)
+            self._function((global_size // local_size,), (local_size,), converted, stream=context.stream)
             end.record(context.stream)
         return CudaEvent(start, end)
 
@@ -179,6 +177,8 @@ class CudaContext(Context):
         super().__init__(describe(ordinal))
         cupy = _cupy()
         self.device = cupy.cuda.Device(ordinal)
+        # Looked up once: a launch makes two events and asks for the current device.
+        self.event, self._current_device = cupy.cuda.Event, cupy.cuda.runtime.getDevice
         self.max_threads_per_unit = int(
             cupy.cuda.runtime.getDeviceProperties(ordinal)["maxThreadsPerMultiProcessor"])
         with self.device:
@@ -194,6 +194,12 @@ class CudaContext(Context):
     def device_snapshot(self, shape, dtype, write):
         # A staging copy like a frame's, without its sample: read on the device only.
         return self._staging_pool().snapshot(shape, dtype, write, download=False, sample=False)
+
+    def current(self):
+        """A block in which this device is the thread's current one: a launch's, which switches
+        only where another is current (on the H200, entering CuPy's Device added 0.8 us to a
+        7.9 us launch)."""
+        return _ALREADY_CURRENT if self._current_device() == self.device.id else self.device
 
     def _staging_pool(self):
         if self._staging is None:
