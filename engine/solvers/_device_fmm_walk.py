@@ -36,7 +36,8 @@ FRONTIERS = ("frontier_a", "frontier_b")
 # list_sort (fmm_lists.cl): a work-group per target; each work-item ranks LIST_RANKS entries a
 # pass against the segment in local tiles of LIST_TILE (4 KiB: every device's local memory
 # holds it, and a GPU multiprocessor many groups' worth). Lists are mostly below 300 entries.
-LIST_GROUP = 64
+# One warp a group: the fastest of the sizes tried on the H200 (docs/performance.md, gpu-fmm).
+LIST_GROUP = 32
 LIST_RANKS = 2
 LIST_TILE = 1024
 
