@@ -57,6 +57,9 @@ P2P_SPLIT_COST = 2
 P2P_MOST_PARTS = None
 # l2p_bodies' work-group: one warp a leaf (its loop takes any size).
 L2P_GROUP = 32
+# upward_leaves' work-items a node, at most a sub-group: ~8 bodies each of a leaf's ~30
+# (4 took the H200 0.46 ms at 10M bodies, 8 0.50).
+P2M_LANES = 4
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
 
 
@@ -122,6 +125,7 @@ class GpuFmmSolver(GpuSolver):
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
         self._m2l_lanes = M2L_LANES  # read per solver, as the P2P defines below
+        self._p2m_lanes = min(P2M_LANES, self.context.info.subgroup_size)
         self._p2p = {"P2P_GROUP": P2P_GROUP, "P2P_TARGETS": P2P_TARGETS, "P2P_TILE": P2P_TILE_PER_ITEM * P2P_GROUP,
                      "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
                      "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
@@ -150,6 +154,7 @@ class GpuFmmSolver(GpuSolver):
                        "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
                        "P2P_MASK_SELF": potential or self.softening == 0,
                        "WALK_GROUP": ITEM_GROUP, "MULTIPOLE_STRIDE": multipole_stride(self._terms),
+                       "P2M_LANES": self._p2m_lanes,
                        "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                        "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
                        "TERMS": self._terms, **self._p2p}
@@ -158,8 +163,8 @@ class GpuFmmSolver(GpuSolver):
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in
-                                   ("upward", "node_parents", "m2l_schedule", "m2l", "l2l", "p2p",
-                                    "l2p_bodies")}
+                                   ("upward_leaves", "upward", "node_parents", "m2l_schedule", "m2l", "l2l",
+                                    "p2p", "l2p_bodies")}
         return self._programs[key]
 
     def _node_arrays(self, node_count: int) -> None:
@@ -188,12 +193,15 @@ class GpuFmmSolver(GpuSolver):
         self._node_arrays(nodes_n)
         width, n_nodes = launch_size(nodes_n, ITEM_GROUP), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        # Every leaf at once (level -1), then the internal nodes level by level (a node of the
-        # deepest level is a leaf).
-        for level in (-1, *range(MORTON_LEVELS - 1, -1, -1)):
+        # Every leaf at once, then the internal nodes level by level (a node of the deepest
+        # level is a leaf).
+        geometry = (tree.cube, self._box, self._shape, self._centre, self._multipole)
+        events["upward"].append(k["upward_leaves"].launch(launch_size(nodes_n * self._p2m_lanes, ITEM_GROUP),
+                                                          ITEM_GROUP, n_nodes, tree.nodes, tree.keys, tree.body,
+                                                          *geometry))
+        for level in range(MORTON_LEVELS - 1, -1, -1):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
-                                                       tree.levels, tree.keys, tree.body, tree.cube, self._box,
-                                                       self._shape, self._centre, self._multipole))
+                                                       tree.levels, *geometry))
         lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
         shift = np.int32(max(1, (nodes_n - 1).bit_length()))  # bits of a node index
         events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, n_nodes, shift, lists.m2l_start,
@@ -233,7 +241,7 @@ class GpuFmmSolver(GpuSolver):
         """Registers and spills of the expansion and pair kernels where the backend reports them
         (CUDA), per kernel name: for benchmarks, to tell a kernel that spills."""
         return {name: kernel.resources() for name, kernel in self._kernels(False).items()
-                if name in ("upward", "m2l", "l2l", "p2p", "l2p_bodies")}
+                if name in ("upward_leaves", "upward", "m2l", "l2l", "p2p", "l2p_bodies")}
 
     def locality_order(self, count: int):
         # The tree's Morton order (the builder gpu-tree uses).
