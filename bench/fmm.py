@@ -48,6 +48,8 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     Option("rates", bool, False, "GPU solvers: the M2L flop rate against the device's FMA ceiling "
                                  "and the P2P pair rate against gpu-direct's, measured in the same run"),
     Option("direct_n", int, 131072, "N at which --rates times gpu-direct", minimum=2),
+    Option("launches", bool, False, "GPU solvers: each setting's last evaluation by stage and kernel "
+                                    "(launches, total and longest device seconds)"),
     Option("trials", int, 3, "timed trials per setting", minimum=1),
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
     Option("error_targets", int, 1024, "target particles sampled for the errors", minimum=1),
@@ -149,6 +151,8 @@ def run(**options) -> list[dict]:
                                 f"{args.solver!r}")
     if args.rates and spec.kind != "gpu":
         raise InvalidInputError("--rates measures a GPU solver against its device's ceilings")
+    if args.launches and spec.kind != "gpu":
+        raise InvalidInputError("--launches times a GPU solver's kernels")
     limits = _limits(args) if args.rates else None
     peer = jzfmm_peer(args.softening) if args.peers else None
     if isinstance(peer, str):
@@ -161,14 +165,16 @@ def run(**options) -> list[dict]:
         start = time.perf_counter()
         exact = sampled_exact(particles.pos, particles.mass, targets, args.softening, device=args.device)
         print(f"N = {n}: exact sums of {len(targets)} targets in {time.perf_counter() - start:.1f} s")
-        grid = []
+        grid, launches = [], []
         for order in args.orders:
             for theta in args.thetas:
                 solver = _make(args.solver, args, order=order, theta=theta)
-                grid.append({"table": "grid", "solver": args.solver, "n": n, "order": order, "theta": theta,
-                             **_measure(solver, particles, exact, targets, args, limits)})
+                setting = {"solver": args.solver, "n": n, "order": order, "theta": theta}
+                grid.append({"table": "grid", **setting, **_measure(solver, particles, exact, targets, args, limits)})
                 if limits and theta == args.thetas[0]:
                     _print_resources(solver, order)
+                if args.launches:
+                    launches += [{"table": "launches", **setting, **row} for row in solver.launch_times()]
         stage_columns = [f"{s}_s" for s in STAGES if f"{s}_s" in grid[0]]
         rate_columns = [c for c in ("m2l_gflops", "m2l_fma_fraction", "p2p_gpairs", "p2p_direct_fraction")
                         if c in grid[0]]
@@ -176,7 +182,10 @@ def run(**options) -> list[dict]:
               "per evaluation (stages: device seconds)")
         print(format_table(grid, ["order", "theta", "median_s", "iqr_s", "rms", "p90", *stage_columns,
                                   "m2l_per_particle", "p2p_per_particle", *rate_columns]))
-        rows += grid
+        if launches:
+            print(f"\n{args.solver} (N = {n}) the last evaluation of each setting by kernel (device seconds)")
+            print(format_table(launches, ["order", "theta", "stage", "kernel", "launches", "total_s", "longest_s"]))
+        rows += grid + launches
         groups = [(args.solver, grid)]
         if args.versus:
             groups.append((args.versus, _versus_sweep(args, n, particles, exact, targets)))

@@ -228,7 +228,10 @@ class DeviceSnapshot(Snapshot):
 
 
 class KernelEvent(ABC):
-    """One launched kernel: ``seconds()`` waits for it and returns its device-side run time."""
+    """One launched kernel: ``seconds()`` waits for it and returns its device-side run time;
+    ``name`` is the kernel's (work queued another way, a library sort or a graph, names itself)."""
+
+    name = "queued work"
 
     @abstractmethod
     def seconds(self) -> float:

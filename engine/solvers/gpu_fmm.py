@@ -275,6 +275,20 @@ class GpuFmmSolver(GpuSolver):
                   "m2l_interactions": self._info["m2l_interactions"]}
         return {**counts, "cost_per_particle": cost_per_particle(counts, self._n, self.order)}
 
+    def launch_times(self) -> list[dict]:
+        """The last evaluation's device time by stage and kernel, in launch order: ``launches``,
+        ``total_s`` and ``longest_s`` (waits for them; for benchmarks, ``bench fmm --launches``)."""
+        rows: dict[tuple[str, str], dict] = {}
+        for stage, events in self._stage_events.items():
+            for event in events:
+                row = rows.setdefault((stage, event.name), {"stage": stage, "kernel": event.name, "launches": 0,
+                                                            "total_s": 0.0, "longest_s": 0.0})
+                seconds = event.seconds()
+                row["launches"] += 1
+                row["total_s"] += seconds
+                row["longest_s"] = max(row["longest_s"], seconds)
+        return list(rows.values())
+
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in events)
                  for stage, events in self._stage_events.items()}

@@ -109,3 +109,25 @@ def test_bench_fmm_gpu_rates_and_device_stages(device):
     assert 0 < row["rms"] < 0.05
     with pytest.raises(InvalidInputError, match="GPU solver"):
         fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, rates=True)
+
+
+def test_bench_fmm_launches_split_each_stage_by_kernel(device):
+    from orrery.bench import fmm
+    from orrery.engine.errors import InvalidInputError
+    from orrery.engine.solvers._device_tree import MORTON_LEVELS
+
+    rows = fmm.run(n=[2048], solver="gpu-fmm", device=device, orders=[3], thetas=[0.6], trials=1, warmup=1,
+                   error_targets=32, resident=True, launches=True, expansions="f32")
+    (grid,) = [r for r in rows if r["table"] == "grid"]
+    launches = [r for r in rows if r["table"] == "launches"]
+    kernels = {(r["stage"], r["kernel"]) for r in launches}
+    assert {("upward", "upward_leaves"), ("upward", "upward"), ("walk", "walk_step"), ("lists", "list_sort"),
+            ("m2l", "m2l"), ("downward", "l2l"), ("p2p", "p2p"), ("l2p", "l2p_bodies")} <= kernels
+    # the last timed evaluation's stages, kernel by kernel
+    for stage in ("upward", "walk", "lists", "m2l", "downward", "p2p"):
+        own = [r for r in launches if r["stage"] == stage]
+        assert sum(r["total_s"] for r in own) == pytest.approx(grid[f"{stage}_s"], rel=1e-9)
+        assert all(0 < r["longest_s"] <= r["total_s"] for r in own)
+    assert next(r for r in launches if r["kernel"] == "upward")["launches"] == MORTON_LEVELS  # one a cell level
+    with pytest.raises(InvalidInputError, match="GPU solver"):
+        fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, launches=True)
