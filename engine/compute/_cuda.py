@@ -119,9 +119,7 @@ class CudaGraph(Graph):
         self._context, self._graph, self._pool = context, graph, pool
 
     def launch(self) -> KernelEvent:
-        event = self._context.timed(self._graph.launch, self._context.stream)
-        event.name = "graph"
-        return event
+        return self._context.timed(self._graph.launch, self._context.stream).named("graph")
 
 
 class CudaKernel(Kernel):
@@ -144,10 +142,8 @@ class CudaKernel(Kernel):
         converted = tuple([arg.memory if isinstance(arg, CudaArray) else check_scalar(self.name, index, arg)
                            for index, arg in enumerate(args)])
         context = self._context
-        event = context.timed(self._function, (global_size // local_size,), (local_size,), converted,
-                              stream=context.stream)
-        event.name = self.name
-        return event
+        return context.timed(self._function, (global_size // local_size,), (local_size,), converted,
+                             stream=context.stream).named(self.name)
 
 
 class CudaProgram(Program):
@@ -288,11 +284,6 @@ class CudaKeySort(KeySort):
             "sorted_keys = keys[permutation]; order = (unsigned int)permutation;",
             "orrery_sorted_pairs")
 
-    @staticmethod
-    def _named(event: KernelEvent) -> KernelEvent:
-        event.name = "cupy_sort"
-        return event
-
     def traffic(self, count, key_type, key_bits=None):
         # argsort: a copy of the keys, the index fill, one histogram read of the keys, then one
         # pass per byte of the key type reading and writing (key, 8-byte index); the finish
@@ -309,7 +300,7 @@ class CudaKeySort(KeySort):
                 permutation = cupy.argsort(keys.memory[:count])
                 self._finish(keys.memory, permutation, spare_keys.memory[:count],
                              spare_order.memory[:count])
-        return [self._named(self.context.timed(work))], (spare_keys, spare_order)
+        return [self.context.timed(work).named("cupy_sort")], (spare_keys, spare_order)
 
     def sort_keys(self, keys, spare_keys, count, key_bits=None):
         # Keys alone: CuPy's sort of unsigned integers is a radix sort that moves only the keys,
@@ -322,4 +313,4 @@ class CudaKeySort(KeySort):
             with self.context.stream:
                 view = keys.memory[:count]
                 spare_keys.memory[:count] = cupy.sort(view.astype(cupy.uint32) if bits <= 32 else view)
-        return [self._named(self.context.timed(work))], spare_keys
+        return [self.context.timed(work).named("cupy_sort")], spare_keys

@@ -151,10 +151,9 @@ class SyclKernel(Kernel):
             else:
                 scalar = check_scalar(self.name, index, arg)
                 converted.append(_CTYPES[scalar.dtype](scalar.item()))
-        event = SyclEvent(self._context.queue.submit_async(self._kernel, converted, [int(global_size)],
-                                                           [int(local_size)]))
-        event.name = self.name
-        return event
+        event = self._context.queue.submit_async(self._kernel, converted, [int(global_size)],
+                                                 [int(local_size)])
+        return SyclEvent(event).named(self.name)
 
 
 class SyclProgram(Program):

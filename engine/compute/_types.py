@@ -233,6 +233,11 @@ class KernelEvent(ABC):
 
     name = "queued work"
 
+    def named(self, name: str) -> "KernelEvent":
+        """This event, named (the backends name each launch after its kernel)."""
+        self.name = name
+        return self
+
     @abstractmethod
     def seconds(self) -> float:
         """Device time from the kernel's start to its end, in seconds."""

@@ -23,12 +23,12 @@
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
- * MULTIPOLE_STRIDE, P2M_LANES, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP, P2P_TARGETS,
- * P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL.
+ * MULTIPOLE_STRIDE, P2M_LANES, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP,
+ * P2P_TARGETS, P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL.
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
- * inputs in the lists' fixed order (sources ascending); upward_leaves, M2L and p2p split a sum among a fixed
- * set of work-items and add their partial sums in a fixed order (see there); so every run gives
- * the same bits. The walk alone uses atomics (integer adds reserving room in its pair arrays):
+ * inputs in the lists' fixed order (sources ascending); upward_leaves, M2L and p2p split a sum
+ * among a fixed set of work-items and add their partial sums in a fixed order (see there); so
+ * every run gives the same bits. The walk alone uses atomics (integer adds reserving room in its pair arrays):
  * the set of pairs it writes is fixed, their order is not, and the lists leave no trace of it
  * (fmm_lists.cl's integer atomics neither: its header says why).
  * Expansions are in `expansion` (double by default, as cpu-fmm), pair sums in `real`
