@@ -8,7 +8,7 @@ stays on the device. The arrays hold the same pairs every run in an order that v
 unordered pairs then become per-target lists without a global sort (``fmm_lists.cl``,
 docs/adr/0172: :class:`DeviceLists`): integer atomics count each node's entries, one exclusive
 scan places the segments, a second atomic pass scatters both directions of every pair into
-them, and each segment is ordered by rank within it (sources ascending). The lists are exactly
+them, and a sub-group sorts each segment (sources ascending). The lists are exactly
 the host's, entry for entry, whatever order the pairs and the atomics came in.
 
 Host round trips: the first walk (and any walk after an overflow) reads the state after each
@@ -33,11 +33,12 @@ from ._device_tree import ITEM_GROUP
 # Kernels index list entries and walk counts with 32-bit signed integers.
 MAX_ENTRIES = 2**31 - 1
 FRONTIERS = ("frontier_a", "frontier_b")
-# list_sort (fmm_lists.cl): a work-group per target; each work-item ranks LIST_RANKS entries a
+# list_sort (fmm_lists.cl): a sub-group per target. A segment of up to LIST_SLOTS entries a
+# work-item is sorted in registers by a bitonic network (lists are mostly below 300 entries:
+# 512 on a sub-group of 32); a longer one is ranked, each work-item ranking LIST_RANKS entries a
 # pass against the segment in local tiles of LIST_TILE (4 KiB: every device's local memory
-# holds it, and a GPU multiprocessor many groups' worth). Lists are mostly below 300 entries.
-# One warp a group: the fastest of the sizes tried on the H200 (docs/performance.md, gpu-fmm).
-LIST_GROUP = 32
+# holds it, and a GPU multiprocessor many groups' worth).
+LIST_SLOTS = 16
 LIST_RANKS = 2
 LIST_TILE = 1024
 
@@ -189,8 +190,9 @@ class DeviceLists:
 
     def __init__(self, context: Context, scan: DeviceScan):
         self.context = context
-        program = context.build(["fmm_lists.cl"], defines={"LIST_GROUP": LIST_GROUP, "LIST_RANKS": LIST_RANKS,
-                                                            "LIST_TILE": LIST_TILE})
+        self.group = context.info.subgroup_size  # list_sort's work-group
+        program = context.build(["fmm_lists.cl"], defines={"LIST_GROUP": self.group, "LIST_SLOTS": LIST_SLOTS,
+                                                            "LIST_RANKS": LIST_RANKS, "LIST_TILE": LIST_TILE})
         self._k = {name: program.kernel(name) for name in ("list_clear", "list_count", "list_scatter", "list_sort")}
         self._scan = scan
         self._arrays: dict[str, DeviceArray] = {}
@@ -213,6 +215,6 @@ class DeviceLists:
         events.append(k["list_count"].launch(pair_width, ITEM_GROUP, pairs, count, start))
         events += self._scan.scan(start, node_count, start)
         events.append(k["list_scatter"].launch(pair_width, ITEM_GROUP, pairs, count, start, cursor, unsorted))
-        events.append(k["list_sort"].launch(node_count * LIST_GROUP, LIST_GROUP, np.int32(node_count), start,
+        events.append(k["list_sort"].launch(node_count * self.group, self.group, np.int32(node_count), start,
                                             unsorted, source))
         return start, source

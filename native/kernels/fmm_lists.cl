@@ -11,7 +11,14 @@
  *   list_scatter  one work-item per pair writes b into t = a's segment at start[a] + (an atomic
  *                 ticket from cursor[a]), and a into b's: each segment holds its sources in the
  *                 order the atomics served them (any order);
- *   list_sort     one work-group of LIST_GROUP per target places each entry of its segment at
+ *   list_sort     one work-group of LIST_GROUP (one sub-group) per target sorts its segment: a
+ *                 segment of up to LIST_GROUP * LIST_SLOTS entries in registers, LIST_SLOTS a
+ *                 work-item, by a bitonic network over the next power of two at least
+ *                 LIST_GROUP (padded with 0xffffffff, above every node index; strides below
+ *                 LIST_GROUP exchange lanes by shuffles, longer ones slots within a work-item):
+ *                 about n log^2 n compare-exchanges, where ranking took n^2 compares and, on
+ *                 the H200, was bound by their instructions (1.7 ms at 10M bodies). A longer
+ *                 segment (rare: see below) places each entry at
  *                 start[t] + rank, rank = how many of the segment's sources are smaller. The
  *                 sources of a segment are distinct (the walk emits each unordered pair once and
  *                 no node with itself), so the ranks are a permutation of 0 .. n - 1 and the
@@ -30,8 +37,9 @@
  * the scatter's order within a segment depends on the atomics, but list_sort's output depends
  * only on the segment's set of sources (each value's rank among them), so start[] and source[]
  * are the same arrays on every run and every device.
- * Host defines: LIST_GROUP (list_sort's work-group size, a multiple of SUBGROUP_SIZE),
- * LIST_RANKS (entries per work-item per pass), LIST_TILE (the local tile, in entries). */
+ * Host defines: LIST_GROUP (list_sort's work-group size: SUBGROUP_SIZE), LIST_SLOTS (the
+ * network's entries a work-item, a power of two), LIST_RANKS (entries per work-item per ranking
+ * pass), LIST_TILE (the ranking's local tile, in entries). */
 
 KERNEL void list_clear(const int node_count, GLOBAL uint* RESTRICT count, GLOBAL uint* RESTRICT cursor) {
   const int t = GLOBAL_ID;
@@ -56,8 +64,51 @@ KERNEL void list_scatter(GLOBAL const ulong* RESTRICT pairs, const int pair_coun
   unsorted[start[b] + ATOMIC_ADD(&cursor[b], 1u)] = a;
 }
 
+/* Compare-exchange of slots k and k ^ m of every work-item (m and slots constants, so the
+ * slots stay registers): ascending where entry k * LIST_GROUP + lane has bit `size` clear. */
+#define LIST_SLOT_EXCHANGE(slots, m)                                            \
+  for (int k = 0; k < (slots); ++k)                                             \
+    if ((m) < (slots) && (k & (m)) == 0) { /* m < slots: other m are not reached */ \
+      const uint low = MIN(own[k], own[k | (m)]), high = MAX(own[k], own[k | (m)]); \
+      const bool ascending = (((uint)k * LIST_GROUP) & size) == 0;              \
+      own[k] = ascending ? low : high;                                          \
+      own[k | (m)] = ascending ? high : low;                                    \
+    }
+
+/* The segment sorted by a bitonic network of slots * LIST_GROUP entries (slots a constant: each
+ * network size its own code, so a short list pays for its own size only). */
+#define LIST_NETWORK(slots)                                                     \
+  {                                                                             \
+    uint own[slots];                                                            \
+    for (int k = 0; k < (slots); ++k) {                                         \
+      const uint e = (uint)k * LIST_GROUP + lane;                               \
+      own[k] = e < n ? segment[e] : 0xffffffffu;                                \
+    }                                                                           \
+    for (uint size = 2; size <= (uint)((slots) * LIST_GROUP); size <<= 1)       \
+      for (uint stride = size >> 1; stride > 0; stride >>= 1) {                 \
+        if (stride >= (uint)LIST_GROUP) {                                       \
+          const uint m = stride / LIST_GROUP;                                   \
+          if (m == 1) { LIST_SLOT_EXCHANGE(slots, 1) }                          \
+          else if (m == 2) { LIST_SLOT_EXCHANGE(slots, 2) }                     \
+          else if (m == 4) { LIST_SLOT_EXCHANGE(slots, 4) }                     \
+          else { LIST_SLOT_EXCHANGE(slots, 8) }                                 \
+        } else {                                                                \
+          const bool lower = (lane & stride) == 0;                              \
+          for (int k = 0; k < (slots); ++k) {                                   \
+            const uint other = SUBGROUP_SHUFFLE_XOR(own[k], stride);            \
+            const bool ascending = (((uint)k * LIST_GROUP + lane) & size) == 0; \
+            own[k] = lower == ascending ? MIN(own[k], other) : MAX(own[k], other); \
+          }                                                                     \
+        }                                                                       \
+      }                                                                         \
+    for (int k = 0; k < (slots); ++k) {                                         \
+      const uint e = (uint)k * LIST_GROUP + lane;                               \
+      if (e < n) source[begin + e] = own[k];                                    \
+    }                                                                           \
+  }
+
 /* One work-group per target (launched with node_count * LIST_GROUP work-items). n is the same for
- * the whole group, so every barrier is reached by every work-item. */
+ * the whole group, so every barrier and shuffle is reached by every work-item. */
 KERNEL void list_sort(const int node_count, GLOBAL const uint* RESTRICT start, GLOBAL const uint* RESTRICT unsorted,
                       GLOBAL uint* RESTRICT source) {
   LOCAL uint tile[LIST_TILE];
@@ -65,15 +116,26 @@ KERNEL void list_sort(const int node_count, GLOBAL const uint* RESTRICT start, G
   if (t >= node_count) return;
   const uint begin = start[t], n = start[t + 1] - begin;
   GLOBAL const uint* RESTRICT segment = unsorted + begin;
+  const uint lane = (uint)LOCAL_ID;
+#if LIST_SLOTS != 16
+#error "list_sort's networks are written for LIST_SLOTS 16"
+#endif
+  if (n <= (uint)LIST_GROUP) LIST_NETWORK(1)
+  else if (n <= (uint)(2 * LIST_GROUP)) LIST_NETWORK(2)
+  else if (n <= (uint)(4 * LIST_GROUP)) LIST_NETWORK(4)
+  else if (n <= (uint)(8 * LIST_GROUP)) LIST_NETWORK(8)
+  else if (n <= (uint)(16 * LIST_GROUP)) LIST_NETWORK(16)
+  if (n <= (uint)(LIST_SLOTS * LIST_GROUP)) return;
+  /* longer: each entry placed by its rank, the segment read through the local tile */
   const bool resident = n <= LIST_TILE;
   if (resident) {
-    for (uint k = (uint)LOCAL_ID; k < n; k += LIST_GROUP) tile[k] = segment[k];
+    for (uint k = lane; k < n; k += LIST_GROUP) tile[k] = segment[k];
     SYNC_THREADS;
   }
   for (uint base = 0; base < n; base += LIST_GROUP * LIST_RANKS) {
     uint own[LIST_RANKS], rank[LIST_RANKS];
     for (int r = 0; r < LIST_RANKS; ++r) {
-      const uint k = base + (uint)(r * LIST_GROUP + LOCAL_ID);
+      const uint k = base + (uint)r * LIST_GROUP + lane;
       own[r] = k < n ? segment[k] : 0u;
       rank[r] = 0u;
     }
@@ -81,7 +143,7 @@ KERNEL void list_sort(const int node_count, GLOBAL const uint* RESTRICT start, G
       const uint width = MIN((uint)LIST_TILE, n - from);
       if (!resident) {
         SYNC_THREADS; /* the previous tile is read by every work-item */
-        for (uint k = (uint)LOCAL_ID; k < width; k += LIST_GROUP) tile[k] = segment[from + k];
+        for (uint k = lane; k < width; k += LIST_GROUP) tile[k] = segment[from + k];
         SYNC_THREADS;
       }
       for (uint j = 0; j < width; ++j) {
@@ -90,7 +152,7 @@ KERNEL void list_sort(const int node_count, GLOBAL const uint* RESTRICT start, G
       }
     }
     for (int r = 0; r < LIST_RANKS; ++r) {
-      const uint k = base + (uint)(r * LIST_GROUP + LOCAL_ID);
+      const uint k = base + (uint)r * LIST_GROUP + lane;
       if (k < n) source[begin + rank[r]] = own[r];
     }
   }

@@ -7,7 +7,7 @@ import pytest
 
 from orrery.engine import compute, ics, make_solver
 from orrery.engine.compute import DeviceScan
-from orrery.engine.solvers._device_fmm_walk import LIST_GROUP, LIST_RANKS, LIST_TILE, DeviceLists
+from orrery.engine.solvers._device_fmm_walk import LIST_RANKS, LIST_SLOTS, LIST_TILE, DeviceLists
 
 
 def _reference(pairs: np.ndarray, node_count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +45,7 @@ def test_device_lists_equal_a_lexsort_with_segments_past_the_local_tile(device):
     context = compute.open_device(device)
     lists = DeviceLists(context, DeviceScan(context))
     node_count, hub = 3000, 2 * LIST_TILE + 300
-    assert hub > LIST_GROUP * LIST_RANKS  # the hub's entries take several passes too
+    assert hub > lists.group * LIST_RANKS  # the hub's entries take several ranking passes too
     pairs = _synthetic_pairs(node_count, hub, random_pairs=20000, seed=41)
     expected_start, expected_source = _reference(pairs, node_count)
     start, source = _built(context, lists, pairs, node_count)
@@ -55,6 +55,27 @@ def test_device_lists_equal_a_lexsort_with_segments_past_the_local_tile(device):
     # The arrays depend only on the set of pairs: again, and with the pairs in another order.
     again_start, again_source = _built(context, lists, np.random.default_rng(42).permutation(pairs), node_count)
     assert np.array_equal(again_start, start) and np.array_equal(again_source, source)
+
+
+def test_device_lists_sort_every_network_size_and_the_ranked_lengths_past_it(device):
+    """Segments of every length around the network's sizes (powers of two from the sub-group's
+    to LIST_SLOTS per work-item) and just past its largest, where ranking takes over."""
+    context = compute.open_device(device)
+    lists = DeviceLists(context, DeviceScan(context))
+    largest = lists.group * LIST_SLOTS
+    lengths = sorted({max(1, w + d) for w in (1, 2, lists.group // 2) + tuple(
+        lists.group << s for s in range(LIST_SLOTS.bit_length())) for d in (-1, 0, 1)} | {largest + 1})
+    assert lengths[-1] > largest and largest in lengths
+    rng = np.random.default_rng(7)
+    hubs, node_count = len(lengths), 4 * largest
+    # hub h with `lengths[h]` distinct sources among the nodes past the hubs: no pair twice
+    pairs = np.concatenate([np.uint64(h) << np.uint64(32) | rng.choice(np.arange(hubs, node_count), n, replace=False)
+                            .astype(np.uint64) for h, n in enumerate(lengths)])
+    pairs = rng.permutation(pairs)
+    expected_start, expected_source = _reference(pairs, node_count)
+    start, source = _built(context, lists, pairs, node_count)
+    assert np.array_equal(np.diff(start)[:hubs], lengths)
+    assert np.array_equal(start, expected_start) and np.array_equal(source, expected_source)
 
 
 def test_device_lists_of_no_pairs_are_empty(device):
