@@ -7,7 +7,9 @@ the arrays in local memory (the per-thread stack): each M2L of order 4 then move
 there. Written out with every index a constant, the tensor, the expansions and the
 intermediates live in registers, and the arithmetic is the table loops' (the same recurrences
 and contractions, sums in the same order; only the M2L recurrence's division by n becomes a
-product with the constants (2n - 1) / n and (n - 1) / n). The generator also counts M2L's
+product with the constants (2n - 1) / n and (n - 1) / n). From STREAMED_FROM_ORDER up, M2L
+reads the source's terms from memory as its sums take them (the order in which each L_k adds
+its products changes, not the products). The generator also counts M2L's
 floating-point operations, the numerator of the rate that ``orrery bench fmm`` sets against the
 device's FMA ceiling.
 """
@@ -24,6 +26,15 @@ from ._fmm import expansion_tables
 class ExpansionCode:
     text: str       # the definitions of the operators fmm.cl declares
     m2l_flops: int  # additions and multiplications of one M2L (an FMA counts two)
+    m2l_streamed: bool  # M2L reads the source's terms itself (fmm.cl's M2L_STREAMED)
+
+
+# From this order up, M2L reads the source's terms as it adds them instead of taking them all
+# in registers: the tensor, L and S of order 7 (120 terms each) spilled 1 KiB a work-item and
+# the M2L of 10M bodies took 11.6 ms, streamed 544 bytes and 7.8 ms. At orders 5 and 6 the
+# terms held are faster (4.6 against 5.5 ms and 6.0 against 6.9 ms at 10M on the H200,
+# docs/adr/0184).
+STREAMED_FROM_ORDER = 7
 
 
 def _literal(value: float) -> str:
@@ -34,10 +45,11 @@ def _sum(terms: list[str]) -> str:
     return " + ".join(terms)
 
 
-def _m2l(tb) -> tuple[list[str], int]:
+def _m2l(tb, streamed: bool) -> tuple[list[str], int]:
     terms = tb["terms"]
+    source = "GLOBAL const expansion_pack* RESTRICT from" if streamed else "const expansion* S"
     lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
-             "                            const expansion eps2, const expansion* S, expansion* L) {",
+             f"                            const expansion eps2, {source}, expansion* L) {{",
              "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
              "  const expansion u0 = SQRT(inv_r2);"]
     flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)
@@ -65,10 +77,20 @@ def _m2l(tb) -> tuple[list[str], int]:
             lines.append(f"  const expansion d{q} = u{q} * {_literal(scale)};")
             flops += 1
     start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
-    for k in range(terms):
-        products = [f"d{pair_sum[q]} * S[{pair_n[q]}]" for q in range(start[k], start[k + 1])]
-        lines.append(f"  L[{k}] += {_sum(products)};")
-        flops += 2 * len(products)
+    if streamed:  # four source terms at a time, each added into every L_k it reaches
+        for v in range((terms + 3) // 4):
+            lines.append(f"  {{ expansion s[4]; SOURCE_QUAD(from, {v}, s);")
+            for k in range(terms):
+                for q in range(start[k], start[k + 1]):
+                    if pair_n[q] // 4 == v:
+                        lines.append(f"    L[{k}] += d{pair_sum[q]} * s[{pair_n[q] - 4 * v}];")
+                        flops += 2
+            lines.append("  }")
+    else:  # each L_k summed over the source's terms, held in registers
+        for k in range(terms):
+            products = [f"d{pair_sum[q]} * S[{pair_n[q]}]" for q in range(start[k], start[k + 1])]
+            lines.append(f"  L[{k}] += {_sum(products)};")
+            flops += 2 * len(products)
     lines.append("}")
     return lines, flops
 
@@ -107,9 +129,13 @@ def _l2p(tb) -> list[str]:
     return lines + ["}"]
 
 
-@functools.lru_cache(maxsize=None)
 def expansion_code(order: int) -> ExpansionCode:
+    return _expansion_code(order, order >= STREAMED_FROM_ORDER)
+
+
+@functools.lru_cache(maxsize=None)
+def _expansion_code(order: int, streamed: bool) -> ExpansionCode:
     tb = expansion_tables(order)
-    m2l, flops = _m2l(tb)
+    m2l, flops = _m2l(tb, streamed)
     lines = _monomials(tb) + _shifts(tb) + m2l + _l2p(tb)
-    return ExpansionCode(text="\n".join(lines) + "\n", m2l_flops=flops)
+    return ExpansionCode(text="\n".join(lines) + "\n", m2l_flops=flops, m2l_streamed=streamed)

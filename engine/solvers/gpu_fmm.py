@@ -158,8 +158,10 @@ class GpuFmmSolver(GpuSolver):
                        "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                        "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
                        "TERMS": self._terms, **self._p2p}
+            code = expansion_code(self.order)
+            defines["M2L_STREAMED"] = code.m2l_streamed
             program = self.context.build(["tree_common.cl", "softened_pair.cl", "fmm.cl"],
-                                         text=expansion_code(self.order).text, defines=defines)
+                                         text=code.text, defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in

@@ -41,11 +41,22 @@
 typedef double expansion;
 typedef double2 expansion_pack;
 #define PACK_WIDTH 2
+#define SOURCE_QUAD(from, v, s)                                          \
+  {                                                                      \
+    const expansion_pack a_ = (from)[2 * (v)], b_ = (from)[2 * (v) + 1]; \
+    (s)[0] = a_.x; (s)[1] = a_.y; (s)[2] = b_.x; (s)[3] = b_.y;          \
+  }
 #else
 typedef float expansion;
 typedef float4 expansion_pack;
 #define PACK_WIDTH 4
+#define SOURCE_QUAD(from, v, s)                                          \
+  {                                                                      \
+    const expansion_pack a_ = (from)[v];                                 \
+    (s)[0] = a_.x; (s)[1] = a_.y; (s)[2] = a_.z; (s)[3] = a_.w;          \
+  }
 #endif
+/* SOURCE_QUAD: terms 4v .. 4v + 3 of the multipole at `from` into s[0..3] */
 /* 16 bytes of expansion terms, one load (CUDA's and OpenCL's double2 and float4 alike); a
  * node's multipole takes MULTIPOLE_STRIDE terms (a host define: TERMS rounded up to a multiple
  * of 4), so that every node's starts on a 16-byte boundary and M2L reads a source's in TERMS / 4 loads rather
@@ -63,9 +74,16 @@ DEVICE void m2m_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT 
 DEVICE void l2l_accumulate(const expansion* t, GLOBAL const expansion* RESTRICT P, GLOBAL expansion* RESTRICT out);
 /* M2L: L_k += sum_n D_{k+n}(R) S_n over |k| + |n| <= ORDER, D the derivative tensor of
  * 1/sqrt(r^2 + eps2) at R = (rx, ry, rz) from the Taylor recurrence a_k = D_k / k!
- * (fmm_expansions.hpp; a term's k - e_i and k - 2e_i come before it); S in registers */
+ * (fmm_expansions.hpp; a term's k - e_i and k - 2e_i come before it); S in registers, or
+ * with M2L_STREAMED (a host define, at high orders) read from `from` four terms at a time
+ * as the sums take them */
+#ifdef M2L_STREAMED
+DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
+                           GLOBAL const expansion_pack* RESTRICT from, expansion* L);
+#else
 DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
                            const expansion* S, expansion* L);
+#endif
 /* L2P: f = (gradient x, y, z, potential) of the local expansion L at monomials t */
 DEVICE void l2p(const expansion* t, GLOBAL const expansion* RESTRICT L, expansion* f);
 
@@ -441,13 +459,18 @@ void m2l(const int node_count, const int shift, GLOBAL const ulong* RESTRICT sch
   if (GROUP_ID * (M2L_GROUP / M2L_LANES) >= node_count) return; /* the whole group */
   const bool active = slot < node_count;
   const uint i = active ? (uint)(schedule[slot] & ((1UL << shift) - 1)) : 0;
-  expansion L[TERMS], S[MULTIPOLE_STRIDE];
+  expansion L[TERMS];
   for (int q = 0; q < TERMS; ++q) L[q] = 0;
   const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
   const uint end = active ? m2l_start[i + 1] : 0;
   for (uint s = m2l_start[i] + (uint)lane; s < end; s += M2L_LANES) {
     const uint j = m2l_source[s];
     GLOBAL const expansion_pack* RESTRICT from = (GLOBAL const expansion_pack*)(multipole + (ulong)j * MULTIPOLE_STRIDE);
+#ifdef M2L_STREAMED
+    m2l_accumulate((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
+                   (expansion)(z2 - centre[3 * j + 2]), eps2, from, L);
+#else
+    expansion S[MULTIPOLE_STRIDE];
     for (int v = 0; v < MULTIPOLE_STRIDE / PACK_WIDTH; ++v) {
       const expansion_pack pack = from[v];
       S[PACK_WIDTH * v] = pack.x;
@@ -459,6 +482,7 @@ void m2l(const int node_count, const int shift, GLOBAL const ulong* RESTRICT sch
     }
     m2l_accumulate((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
                    (expansion)(z2 - centre[3 * j + 2]), eps2, S, L);
+#endif
   }
   for (int q0 = 0; q0 < TERMS; q0 += M2L_REDUCE) {
     for (int r = 0; r < M2L_REDUCE; ++r)
