@@ -16,9 +16,9 @@
  *                 work-item, by a bitonic network over the next power of two at least
  *                 LIST_GROUP (padded with 0xffffffff, above every node index; strides below
  *                 LIST_GROUP exchange lanes by shuffles, longer ones slots within a work-item):
- *                 about n log^2 n compare-exchanges, where ranking took n^2 compares and, on
- *                 the H200, was bound by their instructions (1.7 ms at 10M bodies). A longer
- *                 segment (rare: see below) places each entry at
+ *                 about n log^2 n compare-exchanges against ranking's n^2 compares, whose
+ *                 instructions bound it (docs/adr/0182). A longer segment (rare: see below)
+ *                 places each entry at
  *                 start[t] + rank, rank = how many of the segment's sources are smaller. The
  *                 sources of a segment are distinct (the walk emits each unordered pair once and
  *                 no node with itself), so the ranks are a permutation of 0 .. n - 1 and the
