@@ -28,8 +28,7 @@ from .harness import Timing, format_table, one_evaluation, time_trials
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
 
-STAGES = ("box", "keys", "sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward", "l2p",
-          "reorder", "kernel")
+STAGES = ("box", "keys", "sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward", "l2p", "kernel")
 
 
 SPEC = BenchmarkSpec("fmm", HELP, options=(

@@ -10,7 +10,8 @@ tree walk breadth first, one launch a step, ``_device_fmm_walk.py``: queued whol
 gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
 ``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
 node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
-leaves, a work-group per leaf), ``l2p`` and ``reorder``. Expansions in double where the device
+leaves, a work-group per leaf) and ``l2p`` (which writes each body's result in the caller's
+order). Expansions in double where the device
 has it (docs/adr/0157).
 """
 
@@ -60,7 +61,7 @@ L2P_GROUP = 32
 # upward_leaves' work-items a node, at most a sub-group: ~8 bodies each of a leaf's ~30
 # (4 took the H200 0.46 ms at 10M bodies, 8 0.50).
 P2M_LANES = 4
-FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p", "reorder")
+FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p")
 
 
 def multipole_stride(terms: int) -> int:
@@ -95,7 +96,7 @@ class GpuFmmSolver(GpuSolver):
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
-    ``p2p_s``, ``l2p_s``, ``reorder_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
+    ``p2p_s``, ``l2p_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
     entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
     once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``, ``theta`` and
     ``order`` (with ``accuracy`` when given).
@@ -227,8 +228,7 @@ class GpuFmmSolver(GpuSolver):
                                              lists.p2p_start, lists.p2p_source,
                                              self.dtype.type(self.softening ** 2), self._result))
         events["l2p"].append(k["l2p_bodies"].launch(nodes_n * L2P_GROUP, L2P_GROUP, n_nodes, tree.nodes, tree.body,
-                                                    self._centre, self._local, self._result))
-        events["reorder"].append(self._builder.scatter(tree, self._result, out))
+                                                    self._centre, self._local, self._result, tree.order, out))
         self._stage_events = {**tree.events, **events}
         self._last = (tree, lists)
         self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,

@@ -725,10 +725,12 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
 }
 
 /* L2P: each body adds its leaf's local expansion to its pairwise sum (p2p's result), rounding
- * once: real(accum(pair sum) + far field). One work-group per leaf, as p2p. */
+ * once: real(accum(pair sum) + far field), and writes it at its place in the caller's order,
+ * out[order[p]]. One work-group per leaf, as p2p. */
 KERNEL void l2p_bodies(const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
                        GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
-                       GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT result) {
+                       GLOBAL const expansion* RESTRICT field, GLOBAL const real4* RESTRICT result,
+                       GLOBAL const uint* RESTRICT order, GLOBAL real4* RESTRICT out) {
   const int leaf = GROUP_ID;
   if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;
   const uint end = nodes[leaf].first + nodes[leaf].count;
@@ -741,7 +743,7 @@ KERNEL void l2p_bodies(const int node_count, GLOBAL const TreeNode* RESTRICT nod
 #ifndef WITH_POTENTIAL
     f[3] = 0;
 #endif
-    result[p] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
+    out[order[p]] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
                            (real)((accum)near.z + (accum)f[2]), (real)((accum)near.w + (accum)f[3]));
   }
 }
