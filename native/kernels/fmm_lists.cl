@@ -5,12 +5,13 @@
  *
  * Algorithm, one list (M2L or P2P) at a time:
  *   list_clear    count[t] = cursor[t] = 0 for every node;
- *   list_count    one work-item per pair adds 1 to count[a] and to count[b] (integer atomics);
+ *   list_count    one work-item per pair adds 1 to count[a] and to count[b] (integer atomics,
+ *                 one a run of pairs that share the node: run_heads);
  *   (scan.cl)     start = the exclusive scan of count, in place (the host's DeviceScan over
  *                 node_count entries writes node_count + 1: start[node_count] = 2 pairs);
  *   list_scatter  one work-item per pair writes b into t = a's segment at start[a] + (an atomic
- *                 ticket from cursor[a]), and a into b's: each segment holds its sources in the
- *                 order the atomics served them (any order);
+ *                 ticket from cursor[a], taken a run at a time), and a into b's: each segment
+ *                 holds its sources in the order the atomics served them (any order);
  *   list_sort     one work-group of LIST_GROUP (one sub-group) per target sorts its segment: a
  *                 segment of up to LIST_GROUP * LIST_SLOTS entries in registers, LIST_SLOTS a
  *                 work-item, by a bitonic network over the next power of two at least
@@ -48,20 +49,59 @@ KERNEL void list_clear(const int node_count, GLOBAL uint* RESTRICT count, GLOBAL
   cursor[t] = 0u;
 }
 
+/* Runs of one node among a sub-group's consecutive pairs. The walk writes a frontier pair's
+ * outputs one after another, and most of them share a node (a split node's children each with
+ * the other node, a node's children each with their later siblings), so list_count and
+ * list_scatter take one atomic a run rather than one a pair and side: a run's first lane (its
+ * head) adds the run's length, and list_scatter's lanes take consecutive tickets from the
+ * head's. Lanes past the pairs hold NO_NODE, above every node index, so no run mixes them with
+ * pairs. Every lane of the sub-group must call these (ballots and shuffles). */
+#define NO_NODE 0xffffffffu
+
+/* The heads of the runs of `node` as a mask of lanes. */
+DEVICE uint run_heads(const uint node) {
+  const int lane = SUBGROUP_LANE;
+  const uint before = SUBGROUP_SHUFFLE(node, lane > 0 ? lane - 1 : 0);
+  return SUBGROUP_BALLOT(lane == 0 || node != before);
+}
+
+/* The lanes of the run that starts at head lane `lane`. */
+DEVICE uint run_length(const uint heads, const int lane) {
+  const uint after = lane + 1 < SUBGROUP_SIZE ? heads >> (lane + 1) : 0u;
+  return after == 0u ? (uint)(SUBGROUP_SIZE - lane) : (uint)POPCOUNT((after & (0u - after)) - 1u) + 1u;
+}
+
+/* The head lane of the run that holds `lane` (the highest head at or below it). */
+DEVICE int run_head(const uint heads, const int lane) {
+  return 63 - CLZ64((ulong)(heads & ((2u << lane) - 1u)));
+}
+
 KERNEL void list_count(GLOBAL const ulong* RESTRICT pairs, const int pair_count, GLOBAL uint* RESTRICT count) {
-  const int i = GLOBAL_ID;
-  if (i >= pair_count) return;
-  ATOMIC_ADD(&count[(uint)(pairs[i] >> 32)], 1u);
-  ATOMIC_ADD(&count[(uint)pairs[i]], 1u);
+  const int i = GLOBAL_ID, lane = SUBGROUP_LANE;
+  const bool valid = i < pair_count;
+  const ulong pair = valid ? pairs[i] : ((ulong)NO_NODE << 32) | NO_NODE;
+  for (int side = 0; side < 2; ++side) {
+    const uint node = side == 0 ? (uint)(pair >> 32) : (uint)pair;
+    const uint heads = run_heads(node);
+    if (valid && ((heads >> lane) & 1u) != 0u) ATOMIC_ADD(&count[node], run_length(heads, lane));
+  }
 }
 
 KERNEL void list_scatter(GLOBAL const ulong* RESTRICT pairs, const int pair_count, GLOBAL const uint* RESTRICT start,
                          GLOBAL uint* RESTRICT cursor, GLOBAL uint* RESTRICT unsorted) {
-  const int i = GLOBAL_ID;
-  if (i >= pair_count) return;
-  const uint a = (uint)(pairs[i] >> 32), b = (uint)pairs[i];
-  unsorted[start[a] + ATOMIC_ADD(&cursor[a], 1u)] = b;
-  unsorted[start[b] + ATOMIC_ADD(&cursor[b], 1u)] = a;
+  const int i = GLOBAL_ID, lane = SUBGROUP_LANE;
+  const bool valid = i < pair_count;
+  const ulong pair = valid ? pairs[i] : ((ulong)NO_NODE << 32) | NO_NODE;
+  for (int side = 0; side < 2; ++side) {
+    const uint node = side == 0 ? (uint)(pair >> 32) : (uint)pair;
+    const uint other = side == 0 ? (uint)pair : (uint)(pair >> 32);
+    const uint heads = run_heads(node);
+    uint ticket = 0u;
+    if (valid && ((heads >> lane) & 1u) != 0u) ticket = ATOMIC_ADD(&cursor[node], run_length(heads, lane));
+    const int head = run_head(heads, lane);
+    ticket = SUBGROUP_SHUFFLE(ticket, head) + (uint)(lane - head);
+    if (valid) unsorted[start[node] + ticket] = other;
+  }
 }
 
 /* Compare-exchange of slots k and k ^ m of every work-item (m and slots constants, so the
