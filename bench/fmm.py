@@ -21,6 +21,7 @@ from ..engine import ics, make_solver
 from ..engine.accuracy import sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
+from ..engine.solvers._fmm import FMM_HEAVY_SHARE
 from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, Option
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
@@ -42,6 +43,8 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     Option("expansions", str, None, "the FMM's expansion precision (cpu-fmm: of M2L), f64 or f32 "
                                     "(default: the solver's)",
            choices=("f64", "f32")),
+    replace(FMM_HEAVY_SHARE, doc="the FMM's heavy_share: pairs with a node holding more than this "
+                                 "share of the bodies open at a smaller angle (default: none)"),
     Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations and "
                                     "a synchronisation) instead of host arrays in and out"),
     Option("rates", bool, False, "GPU solvers: the M2L flop rate against the device's FMA ceiling "
@@ -74,7 +77,7 @@ def _make(name: str, args, **options):
     known = {option.name for option in solver_specs()[name].options}
     wanted = {"precision": args.precision, "softening": args.softening, "threads": args.threads,
               "device": args.device, "leaf_capacity": args.leaf_capacity if name == args.solver else None,
-              "expansions": args.expansions,
+              "expansions": args.expansions, "heavy_share": args.heavy_share if name == args.solver else None,
               **options}
     return make_solver(name, **{k: v for k, v in wanted.items() if v is not None and k in known})
 

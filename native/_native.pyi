@@ -143,7 +143,8 @@ class FmmF32:
 
     def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
                  order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
-                 simd: str = "", expansions: str = "f64") -> tuple[F32, F32 | None]:
+                 simd: str = "", expansions: str = "f64",
+                 heavy_share: float = 0.0) -> tuple[F32, F32 | None]:
         """Accelerations (n, 3) and potentials (n,) or None, in the caller's order; ``expansions``
         "f32" runs M2L in float lanes (the other expansion stages stay in double)."""
 
@@ -163,7 +164,8 @@ class FmmF64:
 
     def evaluate(self, pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float, theta: float,
                  order: int, leaf_capacity: int, threads: int = 0, potential: bool = False,
-                 simd: str = "", expansions: str = "f64") -> tuple[F64, F64 | None]:
+                 simd: str = "", expansions: str = "f64",
+                 heavy_share: float = 0.0) -> tuple[F64, F64 | None]:
         """Accelerations (n, 3) and potentials (n,) or None, in the caller's order."""
 
     @property
@@ -178,8 +180,15 @@ def fmm_tables(order: int) -> dict[str, np.ndarray]:
 
 
 def fmm_lists(skip: npt.ArrayLike, leaf_box: npt.ArrayLike, cube_min: npt.ArrayLike,
-              cube_side: float, theta: float, threads: int = 0) -> dict[str, np.ndarray]:
-    """The FMM dual walk's interaction lists of a depth-first node array, as arrays."""
+              cube_side: float, theta: float, count: npt.ArrayLike, order: int,
+              heavy_share: float = 0.0, threads: int = 0) -> dict[str, np.ndarray]:
+    """The FMM dual walk's interaction lists of a depth-first node array, as arrays: count holds
+    each node's bodies (the root's: all), order the expansion order the heavy angles follow."""
+
+
+def fmm_opening(theta: float, order: int, heavy_share: float, bodies: int) -> dict[str, Any]:
+    """The walk's squared angles (fmm_lists.hpp's FmmOpening): theta2, heavy (0: no node is
+    heavy) and heavy_theta2, so that a device walk decides with the host's values."""
 
 
 def flock_step(pos: npt.ArrayLike, vel: npt.ArrayLike, pos_out: F32, vel_out: F32,

@@ -72,14 +72,14 @@ template <typename T>
 class FmmEngine {
  public:
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
-                std::size_t leaf_capacity, bool float_expansions, unsigned threads, const SimdKernels& kernels,
-                T* acc, T* pot) {
+                double heavy_share, std::size_t leaf_capacity, bool float_expansions, unsigned threads,
+                const SimdKernels& kernels, T* acc, T* pot) {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
     if (tables_.order != order) tables_ = fmm_tables(order);
     build(pos, mass, n, leaf_capacity, threads);
     auto start = Clock::now();
-    fmm_interaction_lists(skip_.data(), leaf_box_.data(), skip_.size(), tree_.cube, theta, threads, walk_storage_,
-                          lists_);
+    fmm_interaction_lists(skip_.data(), count_.data(), leaf_box_.data(), skip_.size(), tree_.cube,
+                          fmm_opening(theta, order, heavy_share, n), threads, walk_storage_, lists_);
     stages_.walk = seconds_since(start);
     start = Clock::now();
     upward(kernels, threads);
@@ -142,7 +142,11 @@ class FmmEngine {
     build_topology(keys_.data(), n, leaf_capacity, tree_);
     const std::size_t nodes = tree_.nodes.size();
     skip_.resize(nodes);
-    for (std::size_t i = 0; i < nodes; ++i) skip_[i] = tree_.nodes[i].skip;
+    count_.resize(nodes);
+    for (std::size_t i = 0; i < nodes; ++i) {
+      skip_[i] = tree_.nodes[i].skip;
+      count_[i] = tree_.nodes[i].count;
+    }
     leaf_box_.resize(6 * nodes);
     ThreadPool::instance().parallel_for(tree_.leaves.size(), 256, threads, [&](std::size_t begin, std::size_t end) {
       for (std::size_t l = begin; l < end; ++l) {
@@ -513,7 +517,7 @@ class FmmEngine {
   }
 
   FmmTables tables_;
-  std::vector<std::uint32_t> order_, order_scratch_, skip_, leaf_box_;
+  std::vector<std::uint32_t> order_, order_scratch_, skip_, count_, leaf_box_;  // count_: bodies a node (heavy nodes)
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;
   Octree<T> tree_;
@@ -539,6 +543,10 @@ void check_fmm_parameters(double softening, double theta, int order, std::size_t
   if (leaf_capacity < 1) throw std::invalid_argument("leaf_capacity must be >= 1");
 }
 
+void check_heavy_share(double heavy_share) {
+  if (!(heavy_share >= 0.0 && heavy_share < 1.0)) throw std::invalid_argument("heavy_share must be in [0, 1)");
+}
+
 template <typename V>
 py::array_t<V> copy_vector(const std::vector<V>& v) {
   py::array_t<V> out(v.size());
@@ -556,23 +564,25 @@ void register_engine(py::module_& m, const char* name) {
           "evaluate",
           [](FmmEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
              int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd,
-             const std::string& expansions) {
+             const std::string& expansions, double heavy_share) {
             std::size_t n = check_positions_and_masses(pos, mass);
             check_fmm_parameters(softening, theta, order, leaf_capacity);
+            check_heavy_share(heavy_share);
             if (expansions != "f64" && expansions != "f32")
               throw std::invalid_argument("expansions must be f64 or f32, got '" + expansions + "'");
             if (n == 0) throw std::invalid_argument("no particles");
             const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
             return forces<T>(n, want_potential, [&](T* a, T* phi) {
-              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, leaf_capacity, expansions == "f32",
-                            resolve_threads(threads), kernels, a, phi);
+              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, heavy_share, leaf_capacity,
+                            expansions == "f32", resolve_threads(threads), kernels, a, phi);
             });
           },
           py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
           py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
-          py::arg("expansions") = "f64",
+          py::arg("expansions") = "f64", py::arg("heavy_share") = 0.0,
           "Accelerations (n, 3) and potentials (n,) or None, in the caller's order; `expansions` f32 runs M2L "
-          "in float lanes (the other expansion stages stay in double).")
+          "in float lanes (the other expansion stages stay in double); `heavy_share` > 0 opens pairs with a "
+          "node holding more than that share of the bodies at a smaller angle (fmm_lists.hpp).")
       .def_property_readonly("stats", &FmmEngine<T>::stats,
                              "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
       .def_property_readonly(
@@ -624,12 +634,16 @@ py::dict lists_as_dict(const FmmLists& lists) {
   return d;
 }
 
-py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& skip,
-                    const py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>& leaf_box,
-                    const std::array<double, 3>& cube_min, double cube_side, double theta, unsigned threads) {
+using NodeWords = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
+
+py::dict lists_dict(const NodeWords& skip, const NodeWords& leaf_box, const std::array<double, 3>& cube_min,
+                    double cube_side, double theta, const NodeWords& count, int order, double heavy_share,
+                    unsigned threads) {
   const std::size_t nodes = skip.size();
   if (nodes == 0 || leaf_box.ndim() != 2 || std::size_t(leaf_box.shape(0)) != nodes || leaf_box.shape(1) != 6)
     throw std::invalid_argument("skip must be non-empty and leaf_box of shape (nodes, 6)");
+  if (std::size_t(count.size()) != nodes) throw std::invalid_argument("count must hold one entry per node");
+  check_heavy_share(heavy_share);
   if (!(cube_side > 0.0)) throw std::invalid_argument("cube_side must be > 0");
   const BoundingCube cube{{cube_min[0], cube_min[1], cube_min[2]}, cube_side};
   for (std::size_t i = 0; i < nodes; ++i) {
@@ -641,7 +655,9 @@ py::dict lists_dict(const py::array_t<std::uint32_t, py::array::c_style | py::ar
   {
     py::gil_scoped_release release;
     FmmWalkStorage storage;
-    fmm_interaction_lists(skip.data(), leaf_box.data(), nodes, cube, theta, resolve_threads(threads), storage, lists);
+    fmm_interaction_lists(skip.data(), count.data(), leaf_box.data(), nodes, cube,
+                          fmm_opening(theta, order, heavy_share, count.data()[0]), resolve_threads(threads), storage,
+                          lists);
   }
   return lists_as_dict(lists);
 }
@@ -655,9 +671,24 @@ void register_fmm(py::module_& m) {
   m.def("fmm_tables", &tables_dict, py::arg("order"),
         "The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays.");
   m.def("fmm_lists", &lists_dict, py::arg("skip"), py::arg("leaf_box"), py::arg("cube_min"),
-        py::arg("cube_side"), py::arg("theta"),
+        py::arg("cube_side"), py::arg("theta"), py::arg("count"), py::arg("order"), py::arg("heavy_share") = 0.0,
         py::arg("threads") = 0,
-        "The FMM dual walk's interaction lists of a depth-first node array (fmm_lists.hpp), as arrays.");
+        "The FMM dual walk's interaction lists of a depth-first node array (fmm_lists.hpp), as arrays: count "
+        "holds each node's bodies (the root's: all), order the expansion order the heavy angles follow.");
+  m.def(
+      "fmm_opening",
+      [](double theta, int order, double heavy_share, std::size_t bodies) {
+        check_heavy_share(heavy_share);
+        const FmmOpening opening = fmm_opening(theta, order, heavy_share, bodies);
+        py::dict d;
+        d["theta2"] = opening.theta2;
+        d["heavy"] = opening.heavy;
+        d["heavy_theta2"] = copy_vector(std::vector<double>(opening.heavy_theta2.begin(), opening.heavy_theta2.end()));
+        return d;
+      },
+      py::arg("theta"), py::arg("order"), py::arg("heavy_share"), py::arg("bodies"),
+      "The walk's squared angles (fmm_lists.hpp's FmmOpening): theta2, heavy (0: no node is heavy) and "
+      "heavy_theta2, so that a device walk decides with the host's values.");
 }
 
 }  // namespace orrery

@@ -55,15 +55,17 @@ Geometry box_geometry(const std::uint32_t* skip, const std::uint32_t* leaf_box, 
 
 struct DualWalk {
   const std::uint32_t* skip;
+  const std::uint32_t* count;
   const Geometry& g;
-  double theta2;
+  const FmmOpening& opening;
   // Unordered pairs, (a << 32) | b, appended to the task's lists (FmmWalkStorage).
   std::vector<std::uint64_t>& m2l;
   std::vector<std::uint64_t>& p2p;
 
   bool leaf(std::uint32_t a) const { return skip[a] == a + 1; }
 
-  // theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared.
+  // theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared; theta the heavy
+  // angle where the larger node is heavy.
   bool well_separated(std::uint32_t a, std::uint32_t b) const {
     double d2 = 0.0;
     for (int k = 0; k < 3; ++k) {
@@ -71,6 +73,15 @@ struct DualWalk {
       d2 += d * d;
     }
     const double r = g.diagonal[a] + g.diagonal[b];
+    double theta2 = opening.theta2;
+    if (opening.heavy != 0) {
+      const std::uint32_t c = std::max(count[a], count[b]);
+      if (c > opening.heavy) {
+        int k = 0;  // floor(log2(c / heavy))
+        for (std::uint32_t q = c / opening.heavy; q > 1; q >>= 1) ++k;
+        theta2 = opening.heavy_theta2[k];
+      }
+    }
     return theta2 * d2 > r * r;
   }
 
@@ -129,10 +140,10 @@ constexpr std::size_t kWalkTasks = 256;
 // node pair, or a node with itself), which threads walk into their own pair lists; the pairs'
 // order is the tasks' order, each task's pairs in its walk's order. Which thread walks a task
 // does not matter.
-void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, std::size_t nodes, unsigned threads,
-                   FmmWalkStorage& storage) {
+void parallel_walk(const std::uint32_t* skip, const std::uint32_t* count, const Geometry& g, const FmmOpening& opening,
+                   std::size_t nodes, unsigned threads, FmmWalkStorage& storage) {
   std::vector<std::uint64_t> none;
-  const DualWalk probe{skip, g, theta2, none, none};
+  const DualWalk probe{skip, count, g, opening, none, none};
   std::vector<std::uint64_t> tasks{0}, next;
   for (bool split = nodes > 1; split && tasks.size() < kWalkTasks;) {
     split = false;
@@ -149,7 +160,7 @@ void parallel_walk(const std::uint32_t* skip, const Geometry& g, double theta2, 
     for (std::size_t k = begin; k < end; ++k) {
       storage.m2l[k].clear();
       storage.p2p[k].clear();
-      DualWalk{skip, g, theta2, storage.m2l[k], storage.p2p[k]}.run(std::uint32_t(tasks[k] >> 32),
+      DualWalk{skip, count, g, opening, storage.m2l[k], storage.p2p[k]}.run(std::uint32_t(tasks[k] >> 32),
                                                                    std::uint32_t(tasks[k]));
     }
   });
@@ -236,11 +247,22 @@ void fmm_leaf_box(const std::uint64_t* keys, std::size_t first, std::size_t coun
   }
 }
 
-void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
-                           const BoundingCube& cube, double theta, unsigned threads, FmmWalkStorage& storage,
-                           FmmLists& lists) {
+FmmOpening fmm_opening(double theta, int order, double heavy_share, std::size_t bodies) {
+  FmmOpening opening;
+  opening.theta2 = theta * theta;
+  if (heavy_share > 0.0) {
+    opening.heavy = std::uint32_t(std::max(1.0, std::floor(heavy_share * double(bodies))));
+    for (std::size_t k = 0; k < opening.heavy_theta2.size(); ++k)
+      opening.heavy_theta2[k] = opening.theta2 * std::exp2(-2.0 * double(k + 1) / double(order + 1));
+  }
+  return opening;
+}
+
+void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* count, const std::uint32_t* leaf_box,
+                           std::size_t nodes, const BoundingCube& cube, const FmmOpening& opening, unsigned threads,
+                           FmmWalkStorage& storage, FmmLists& lists) {
   const Geometry g = box_geometry(skip, leaf_box, nodes, cube, lists.centre);
-  parallel_walk(skip, g, theta * theta, nodes, threads, storage);
+  parallel_walk(skip, count, g, opening, nodes, threads, storage);
   std::vector<const std::vector<std::uint64_t>*> m2l, p2p;
   for (std::size_t k = 0; k < storage.m2l.size(); ++k) {
     m2l.push_back(&storage.m2l[k]);

@@ -12,6 +12,13 @@
 // the keys alone, so the lists depend only on the keys, the topology and theta, never on how a
 // device rounded a centre of mass; expansions are about the box centres.
 //
+// Heavy nodes (docs/adr/0189): a pair whose larger node holds more than a share of all bodies
+// (`heavy` of them) takes a smaller angle, theta * 2^(-(k+1)/(p+1)) for c bodies with
+// floor(log2(c / heavy)) = k: its expansion error, about rho^(p+1) of its pull, is the largest
+// part of a target's force where one node pulls most of it (a Plummer sphere's outskirts,
+// pulled by a node holding its core), so it is held to share / (c / N) of that. Counts are
+// integers and the angles one table the host computes, so both walks decide alike.
+//
 // Walk (Dehnen 2002, ExaFMM's horizontalPass): interact(A, A) splits A into all pairs of its
 // children (each unordered pair once); interact(A, B) for A != B emits M2L when the criterion
 // holds, P2P when both are leaves, else splits the larger cell (the one at the coarser level;
@@ -24,6 +31,7 @@
 // lists entry for entry, summed in another order.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -41,18 +49,31 @@ struct FmmLists {
   std::vector<double> centre;  // expansion centre of each node (3 per node): its box centre
 };
 
+// The criterion's squared angles: theta2 for every pair, heavy_theta2[k] for a pair whose larger
+// node holds c > heavy bodies with floor(log2(c / heavy)) = k (heavy 0: no node is heavy).
+struct FmmOpening {
+  double theta2 = 0.0;
+  std::uint32_t heavy = 0;
+  std::array<double, 32> heavy_theta2{};
+};
+
+// The angles of theta at expansion order `order` for `bodies` bodies, heavy_share of which make
+// a node heavy (0: none does).
+FmmOpening fmm_opening(double theta, int order, double heavy_share, std::size_t bodies);
+
 // The walk tasks' pair lists, kept from one call to the next by a caller that walks again
 // (cpu-fmm, every evaluation), so that they are neither regrown nor faulted in afresh.
 struct FmmWalkStorage {
   std::vector<std::vector<std::uint64_t>> m2l, p2p;  // per task: unordered pairs, (a << 32) | b
 };
 
-// skip: one past each node's subtree (depth-first layout); leaf_box: 6 per node, read for leaves
-// only: the smallest and largest quantised coordinates of its bodies' keys (x, y, z, then x, y,
-// z; morton.hpp); cube: the cube the keys quantise. Fills `lists` (its buffers reused).
-void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* leaf_box, std::size_t nodes,
-                           const BoundingCube& cube, double theta, unsigned threads, FmmWalkStorage& storage,
-                           FmmLists& lists);
+// skip: one past each node's subtree (depth-first layout); count: each node's bodies (read only
+// with heavy nodes); leaf_box: 6 per node, read for leaves only: the smallest and largest
+// quantised coordinates of its bodies' keys (x, y, z, then x, y, z; morton.hpp); cube: the cube
+// the keys quantise. Fills `lists` (its buffers reused).
+void fmm_interaction_lists(const std::uint32_t* skip, const std::uint32_t* count, const std::uint32_t* leaf_box,
+                           std::size_t nodes, const BoundingCube& cube, const FmmOpening& opening, unsigned threads,
+                           FmmWalkStorage& storage, FmmLists& lists);
 
 // Sorts each target's sources: [start[i], start[i+1]) of `source`, ascending.
 void sort_sources(const std::vector<std::uint32_t>& start, std::vector<std::uint32_t>& source, unsigned threads);

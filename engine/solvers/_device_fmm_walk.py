@@ -91,6 +91,7 @@ class DeviceDualWalk:
         # M2L pairs, P2P pairs, overflow, and the frontier sizes of steps 0, 1, 2 mod 3.
         self._state = context.empty(6, np.uint32)
         self._arrays: dict[str, DeviceArray] = {}
+        self._heavy_theta2: tuple[np.ndarray, DeviceArray] | None = None  # host values, device copy
         self.plan: WalkPlan | None = None
 
     def _array(self, name: str, size: int, dtype) -> DeviceArray:
@@ -109,12 +110,12 @@ class DeviceDualWalk:
         self._arrays[name] = grown
         return grown
 
-    def walk(self, nodes: DeviceArray, node_count: int, shape: DeviceArray, theta: float,
+    def walk(self, nodes: DeviceArray, node_count: int, shape: DeviceArray, opening: dict,
              events: dict[str, list[KernelEvent]]) -> InteractionLists:
-        """The lists of the tree ``nodes`` with the geometry ``shape`` (``upward``'s); appends the
-        launches to ``events["walk"]`` and ``events["lists"]``."""
-        theta2 = np.float64(theta * theta).astype(shape.dtype)
-        geometry = (nodes, shape, theta2)
+        """The lists of the tree ``nodes`` with the geometry ``shape`` (``upward``'s) and the
+        opening angles ``opening`` (native ``fmm_opening``'s, the host walk's own values);
+        appends the launches to ``events["walk"]`` and ``events["lists"]``."""
+        geometry = (nodes, shape, *self._opening(opening, shape.dtype))
         walked = self._planned(geometry, events["walk"]) if self.plan is not None else None
         if walked is None:
             walked = self._stepwise(geometry, node_count, events["walk"],
@@ -123,6 +124,13 @@ class DeviceDualWalk:
         m2l_start, m2l_source = self._lists.build("m2l", self._arrays["m2l"], m2l_pairs, node_count, events["lists"])
         p2p_start, p2p_source = self._lists.build("p2p", self._arrays["p2p"], p2p_pairs, node_count, events["lists"])
         return InteractionLists(m2l_start, m2l_source, p2p_start, p2p_source, m2l_pairs, p2p_pairs, steps, reads)
+
+    def _opening(self, opening: dict, dtype) -> tuple:
+        """walk_step's theta2, heavy and heavy_theta2 arguments (the table uploaded when it changes)."""
+        table = np.asarray(opening["heavy_theta2"], np.float64).astype(dtype)
+        if self._heavy_theta2 is None or not np.array_equal(self._heavy_theta2[0], table):
+            self._heavy_theta2 = (table, self.context.upload(table))
+        return np.float64(opening["theta2"]).astype(dtype), np.uint32(opening["heavy"]), self._heavy_theta2[1]
 
     def _reset(self, m2l: int, p2p: int, step: int, size: int, events: list[KernelEvent]) -> None:
         events.append(self._k["walk_reset"].launch(ITEM_GROUP, ITEM_GROUP, self._state, np.uint32(m2l),

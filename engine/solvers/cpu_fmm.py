@@ -20,7 +20,7 @@ from dataclasses import replace
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
                    FMM_ORDER, FMM_THETA, cost_per_particle, fmm_setting)
 from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 
@@ -62,6 +62,9 @@ class CpuFmmSolver(Solver):
         Precision of M2L: f32 (the multipoles rounded to float, the cell pairs in float lanes,
         each local widened back to double; P2M, M2M, L2L and L2P stay in double) or f64; None:
         the precision's.
+    heavy_share : float or None
+        A node holding more than this share of the bodies is heavy: pairs with one open at a
+        smaller angle (docs/fmm.md); None: theta alone decides.
 
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
@@ -76,15 +79,16 @@ class CpuFmmSolver(Solver):
     accuracy_thetas = ACCURACY_THETAS
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
-                 simd, expansions):
+                 simd, expansions, heavy_share):
         self.simd = simd_level(simd)["level"]
         self.expansions = expansions or precision
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         simd=self.simd, expansions=self.expansions)
+                         simd=self.simd, expansions=self.expansions, heavy_share=heavy_share)
         self.threads = threads or 0
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
         self.leaf_capacity = leaf_capacity
+        self.heavy_share = heavy_share
         self._engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
         self._n = 1
 
@@ -108,7 +112,8 @@ class CpuFmmSolver(Solver):
         self._n = pos.shape[0]
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
                                      self.leaf_capacity, threads=self.threads, potential=potential,
-                                     simd=self.simd, expansions=self.expansions)
+                                     simd=self.simd, expansions=self.expansions,
+                                     heavy_share=self.heavy_share or 0.0)
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, depth order and centres (for tests)."""
@@ -124,6 +129,6 @@ SPEC = SolverSpec(
     name="cpu-fmm",
     doc="fast multipole method on the CPU: O(N), error set by the opening angle theta and order p",
     options=(PRECISION, SOFTENING, THREADS, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
-             SIMD, EXPANSIONS),
+             SIMD, EXPANSIONS, FMM_HEAVY_SHARE),
     factory=CpuFmmSolver,
 )

@@ -24,7 +24,8 @@ import numpy as np
 from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_LEAF_CAPACITY,
+from ... import _native
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
                    FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
@@ -93,6 +94,9 @@ class GpuFmmSolver(GpuSolver):
     expansions : {"f64", "f32"}
         Precision of the multipole and local expansions (f64: cpu-fmm's, where the device has
         doubles; f32: half the bytes and, on a GPU, twice the FMA rate).
+    heavy_share : float or None
+        As for cpu-fmm: pairs with a node holding more than this share of the bodies open at a
+        smaller angle (the same lists as cpu-fmm's with the same share).
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
@@ -108,14 +112,15 @@ class GpuFmmSolver(GpuSolver):
     accuracy_thetas = ACCURACY_THETAS
 
     def __init__(self, *, precision, softening, device, theta, accuracy, order, leaf_capacity,
-                 expansions):
+                 expansions, heavy_share):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         expansions=expansions)
+                         expansions=expansions, heavy_share=heavy_share)
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
         self.theta = self.setting.theta(1)
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
+        self.heavy_share = heavy_share
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._sort = self.context.key_sort()
         self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
@@ -205,7 +210,8 @@ class GpuFmmSolver(GpuSolver):
         for level in range(MORTON_LEVELS - 1, -1, -1):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
                                                        tree.levels, *geometry))
-        lists = self._walk.walk(tree.nodes, nodes_n, self._shape, self.theta, events)
+        opening = _native.fmm_opening(self.theta, self.order, self.heavy_share or 0.0, count)
+        lists = self._walk.walk(tree.nodes, nodes_n, self._shape, opening, events)
         shift = np.int32(max(1, (nodes_n - 1).bit_length()))  # bits of a node index
         events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, n_nodes, shift, lists.m2l_start,
                                                       self._schedule))
@@ -307,7 +313,7 @@ SPEC = SolverSpec(
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
     options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
-             EXPANSIONS),
+             EXPANSIONS, FMM_HEAVY_SHARE),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )

@@ -225,23 +225,33 @@ KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT n
 DEVICE bool walk_leaf(GLOBAL const TreeNode* RESTRICT nodes, const uint a) { return nodes[a].skip == a + 1; }
 
 /* theta |c_A - c_B| > r_A + r_B with doubled centres and radii, squared (the host's test, on the
- * same exact integers and rounded diagonals). */
-DEVICE bool well_separated(GLOBAL const accum* RESTRICT shape, const accum theta2, const uint a, const uint b) {
+ * same exact integers and rounded diagonals); theta the heavy angle heavy_theta2[k] where the
+ * larger node holds c > heavy bodies, k = floor(log2(c / heavy)) (native fmm_lists.hpp, the
+ * host's table; heavy 0: no node is heavy). */
+DEVICE bool well_separated(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
+                           const accum theta2, const uint heavy, GLOBAL const accum* RESTRICT heavy_theta2,
+                           const uint a, const uint b) {
   accum d2 = 0;
   for (int k = 0; k < 3; ++k) {
     const accum d = shape[4 * a + k] - shape[4 * b + k];
     d2 += MUL_RN(d, d);
   }
   const accum r = shape[4 * a + 3] + shape[4 * b + 3];
-  return MUL_RN(theta2, d2) > MUL_RN(r, r);
+  accum angle2 = theta2;
+  if (heavy != 0u) {
+    const uint c = MAX(nodes[a].count, nodes[b].count);
+    if (c > heavy) angle2 = heavy_theta2[63 - CLZ64((ulong)(c / heavy))];
+  }
+  return MUL_RN(angle2, d2) > MUL_RN(r, r);
 }
 
 /* 0: M2L, 1: P2P, 2: split (into *split's children, each paired with *other), 3: a node with
  * itself to split, 4: nothing (a leaf with itself). */
 DEVICE int walk_kind(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+                     const uint heavy, GLOBAL const accum* RESTRICT heavy_theta2,
                      const uint a, const uint b, uint* split, uint* other) {
   if (a == b) return walk_leaf(nodes, a) ? 4 : 3;
-  if (well_separated(shape, theta2, a, b)) return 0;
+  if (well_separated(nodes, shape, theta2, heavy, heavy_theta2, a, b)) return 0;
   const bool leaf_a = walk_leaf(nodes, a), leaf_b = walk_leaf(nodes, b);
   if (leaf_a && leaf_b) return 1;
   const bool split_a = leaf_b || (!leaf_a && shape[4 * a + 3] >= shape[4 * b + 3]);
@@ -317,12 +327,13 @@ DEVICE int kept_kind(const ulong low, const ulong high, const uint k, const uint
  * steps (launches and, walking step by step, host reads) of one level a step. The pair's own
  * kind (and split) goes to *kind_out, its child pairs' kinds to low and high, for the write. */
 DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape,
-                         const accum theta2, const ulong pair, int* kind_out, uint* split_out,
+                         const accum theta2, const uint heavy, GLOBAL const accum* RESTRICT heavy_theta2,
+                         const ulong pair, int* kind_out, uint* split_out,
                          uint* other_out, ulong* low, ulong* high) {
   uint m2l = 0, p2p = 0, next = 0;
   const uint a = (uint)(pair >> 32);
   uint split = 0, other = 0;
-  const int kind = walk_kind(nodes, shape, theta2, a, (uint)pair, &split, &other);
+  const int kind = walk_kind(nodes, shape, theta2, heavy, heavy_theta2, a, (uint)pair, &split, &other);
   *kind_out = kind;
   *split_out = split;
   *other_out = other;
@@ -333,7 +344,7 @@ DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const acc
     first_child_pair(kind, a, split, other, &c, &d);
     do {
       uint ks = 0, ko = 0;
-      const int kk = walk_kind(nodes, shape, theta2, c, d, &ks, &ko);
+      const int kk = walk_kind(nodes, shape, theta2, heavy, heavy_theta2, c, d, &ks, &ko);
       keep_kind(low, high, k++, kk, c, ks);
       m2l += kk == 0;
       p2p += kk == 1;
@@ -357,6 +368,7 @@ DEVICE void walk_put(GLOBAL ulong* RESTRICT array, uint* at, const uint capacity
 KERNEL LAUNCH_BOUNDS(WALK_GROUP, 1)
 void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int step, GLOBAL uint* RESTRICT state,
                GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* RESTRICT shape, const accum theta2,
+               const uint heavy, GLOBAL const accum* RESTRICT heavy_theta2,
                GLOBAL ulong* RESTRICT m2l, const uint m2l_capacity, GLOBAL ulong* RESTRICT p2p,
                const uint p2p_capacity, GLOBAL ulong* RESTRICT next, const uint next_capacity) {
   LOCAL ulong before[WALK_GROUP];
@@ -377,7 +389,7 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   ulong low = 0, high = 0;
   int kind = 4;
   uint split = 0, other = 0;
-  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, pair, &kind, &split, &other, &low, &high) : 0;
+  const ulong own = (uint)i < size ? walk_counts(nodes, shape, theta2, heavy, heavy_theta2, pair, &kind, &split, &other, &low, &high) : 0;
   before[LOCAL_ID] = own;
   SYNC_THREADS;
   for (int offset = 1; offset < WALK_GROUP; offset <<= 1) { /* inclusive Hillis-Steele scan */

@@ -43,6 +43,8 @@ def test_bench_fmm_is_a_keyword_function_that_checks_its_options():
 
     rows = fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, error_targets=32)
     assert [(r["order"], r["theta"]) for r in rows if r["table"] == "grid"] == [(3, 0.6)]
+    heavy = fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, error_targets=32, heavy_share=0.05)
+    assert heavy[0]["m2l_per_particle"] > rows[0]["m2l_per_particle"]  # the solver took the share
     with pytest.raises(InvalidInputError, match="order option"):
         fmm.run(n=[512], solver="cpu-tree", trials=1)
     with pytest.raises(InvalidInputError, match="no option"):

@@ -51,6 +51,20 @@ def test_gpu_fmm_walk_builds_cpu_fmms_lists(device, theta):
     assert gpu.last_stats["walk_steps"] >= 1
 
 
+@pytest.mark.parametrize("theta", [0.5, 0.9])
+def test_gpu_fmm_walk_with_heavy_nodes_builds_cpu_fmms_lists(device, theta):
+    # A share of 2% makes the nodes above 50 bodies heavy: most of the tree's pairs take the
+    # host's table of smaller angles.
+    particles = ics.plummer(2500, seed=23)
+    cpu, gpu = _pair(device, "f32", theta=theta, order=5, heavy_share=0.02)
+    cpu.accelerations(particles.pos, particles.mass)
+    gpu.accelerations(particles.pos, particles.mass)
+    _assert_same_lists(cpu, gpu)
+    plain = make_solver("cpu-fmm", precision="f32", softening=SOFTENING, theta=theta, order=5)
+    plain.accelerations(particles.pos, particles.mass)
+    assert gpu.last_stats["m2l_interactions"] != plain.last_stats["m2l_interactions"]
+
+
 @pytest.mark.parametrize("name", ["clustered_hernquist", "thin_disk", "coincident", "two_clumps",
                                   "one", "two", "three"])
 def test_gpu_fmm_walk_on_hard_inputs(device, fmm_hard_cases, name):
