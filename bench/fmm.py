@@ -43,8 +43,7 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     Option("expansions", str, None, "the FMM's expansion precision (cpu-fmm: of M2L), f64 or f32 "
                                     "(default: the solver's)",
            choices=("f64", "f32")),
-    replace(FMM_HEAVY_SHARE, doc="the FMM's heavy_share: pairs with a node holding more than this "
-                                 "share of the bodies open at a smaller angle (default: none)"),
+    FMM_HEAVY_SHARE,
     Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations and "
                                     "a synchronisation) instead of host arrays in and out"),
     Option("rates", bool, False, "GPU solvers: the M2L flop rate against the device's FMA ceiling "

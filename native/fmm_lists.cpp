@@ -76,11 +76,7 @@ struct DualWalk {
     double theta2 = opening.theta2;
     if (opening.heavy != 0) {
       const std::uint32_t c = std::max(count[a], count[b]);
-      if (c > opening.heavy) {
-        int k = 0;  // floor(log2(c / heavy))
-        for (std::uint32_t q = c / opening.heavy; q > 1; q >>= 1) ++k;
-        theta2 = opening.heavy_theta2[k];
-      }
+      if (c > opening.heavy) theta2 = opening.heavy_theta2[31 - __builtin_clz(c / opening.heavy)];
     }
     return theta2 * d2 > r * r;
   }

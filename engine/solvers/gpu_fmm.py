@@ -21,10 +21,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from ... import _native
 from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import DeviceDualWalk
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
-from ... import _native
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
                    FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
