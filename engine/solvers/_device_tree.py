@@ -8,7 +8,9 @@ Nothing comes back to the host during a build (ADR 0162): the node and walk-grou
 on the device, where the kernels that follow read them; the arrays are sized for the most nodes
 a tree of n bodies can have (2n - 1) and the kernels over nodes or groups step by their launch's
 width. So a whole evaluation queues without waiting for the device. The host reads the counts
-only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm).
+only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm), and
+with the node count the cell levels that hold nodes (``occupied_levels``: gpu-fmm launches its
+level passes only for those).
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class DeviceTree:
     caller's index of body k, ``nodes`` ``node_count`` records (more rows follow: capacity),
     ``quadrupoles`` 6 per node when built with them, ``groups`` the walk groups' node indices.
     ``starts[count]`` is the node count and ``group_starts[count]`` the group count, on the
-    device; the properties read them (waiting for the build)."""
+    device; the properties read them (waiting for the build). ``read_entry(values, index)``
+    gives ``values[index]`` and the mask of the cell levels that hold nodes, in one read."""
 
     count: int
     body: DeviceArray
@@ -64,18 +67,29 @@ class DeviceTree:
     groups: DeviceArray
     starts: DeviceArray
     group_starts: DeviceArray
-    read_entry: Callable[[DeviceArray, int], int]
+    read_entry: Callable[[DeviceArray, int], tuple[int, int]]
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
     # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
     cube: DeviceArray | None = None
 
     @cached_property
-    def node_count(self) -> int:
+    def _node_total(self) -> tuple[int, int]:
         return self.read_entry(self.starts, self.count)
 
     @cached_property
+    def node_count(self) -> int:
+        return self._node_total[0]
+
+    @cached_property
+    def occupied_levels(self) -> tuple[int, ...]:
+        """The cell levels (0 the root's, ``MORTON_LEVELS`` the deepest) that hold nodes,
+        ascending; read with the node count."""
+        mask = self._node_total[1]
+        return tuple(level for level in range(MORTON_LEVELS + 1) if mask >> level & 1)
+
+    @cached_property
     def group_count(self) -> int:
-        return self.read_entry(self.group_starts, self.count)
+        return self.read_entry(self.group_starts, self.count)[0]
 
     def node_records(self, real) -> np.ndarray:
         """The nodes as a host structured array (copied from the device)."""
@@ -113,7 +127,8 @@ class DeviceTreeBuilder:
         self._sort = context.key_sort()
         self._count = 0
         self._moment_capacity = 0
-        self._entry = context.empty(1, np.uint32)
+        self._entry = context.empty(2, np.uint32)
+        self._level_mask = context.empty(1, np.uint32)
         self._cube = context.empty(4, self.accum)
         self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype)
 
@@ -149,9 +164,11 @@ class DeviceTreeBuilder:
         return self._k["scatter_results"].launch(launch_size(tree.count, ITEM_GROUP), ITEM_GROUP, result,
                                                  tree.order, np.int32(tree.count), out)
 
-    def _read(self, values: DeviceArray, index: int) -> int:
-        self._b["read_entry"].launch(ITEM_GROUP, ITEM_GROUP, values, np.int32(index), self._entry)
-        return int(self._entry.download()[0])
+    def _read(self, values: DeviceArray, index: int) -> tuple[int, int]:
+        self._b["read_entry"].launch(ITEM_GROUP, ITEM_GROUP, values, np.int32(index), self._level_mask,
+                                     self._entry)
+        entry, mask = self._entry.download()
+        return int(entry), int(mask)
 
     def build(self, body: DeviceArray, count: int, *, moments: bool = True) -> DeviceTree:
         """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass) and its walk
@@ -180,12 +197,12 @@ class DeviceTreeBuilder:
 
         starts, group_starts = self._starts, self._group_starts
         events["build"] = [b["node_chain_lengths"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
-                                                          starts, group_starts)]
+                                                          starts, group_starts, self._level_mask)]
         events["build"] += self._scan.scan(starts, count, starts)
         events["build"] += self._scan.scan(group_starts, count, group_starts)
         events["build"].append(b["node_chains"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
                                                        starts, group_starts, self._nodes,
-                                                       self._levels, self._groups))
+                                                       self._levels, self._groups, self._level_mask))
         if moments and self._moment_capacity != self._nodes.shape[0]:
             self._moment_arrays(self._nodes.shape[0])
         tree = DeviceTree(count=count, body=self._sorted, keys=keys, order=order, nodes=self._nodes,

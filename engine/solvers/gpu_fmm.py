@@ -201,13 +201,15 @@ class GpuFmmSolver(GpuSolver):
         self._node_arrays(nodes_n)
         width, n_nodes = launch_size(nodes_n, ITEM_GROUP), np.int32(nodes_n)
         events = {stage: [] for stage in FMM_STAGES}
-        # Every leaf at once, then the internal nodes level by level (a node of the deepest
-        # level is a leaf).
+        # Every leaf at once, then the internal nodes level by level, deepest first, a launch for
+        # each level that holds nodes (a node of the deepest level is a leaf; a Plummer tree of
+        # 1M bodies fills 13 of the 22).
+        levels = tree.occupied_levels
         geometry = (tree.cube, self._box, self._shape, self._centre, self._multipole)
         events["upward"].append(k["upward_leaves"].launch(launch_size(nodes_n * self._p2m_lanes, ITEM_GROUP),
                                                           ITEM_GROUP, n_nodes, tree.nodes, tree.keys, tree.body,
                                                           *geometry))
-        for level in range(MORTON_LEVELS - 1, -1, -1):
+        for level in reversed([level for level in levels if level < MORTON_LEVELS]):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
                                                        tree.levels, *geometry))
         opening = _native.fmm_opening(self.theta, self.order, self.heavy_share or 0.0, count)
@@ -224,7 +226,7 @@ class GpuFmmSolver(GpuSolver):
                                              self.expansion.type(self.softening ** 2), self._multipole,
                                              self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
-        for level in range(1, MORTON_LEVELS + 1):
+        for level in [level for level in levels if level > 0]:
             events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
                                                       self._parent, self._centre, self._local))
         if self._result is None or self._result.shape[0] != count:

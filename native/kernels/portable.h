@@ -11,7 +11,7 @@
  * MUL_RN(a, b): a product never fused with a following add (bitwise host agreement).
  * Integer vocabulary: `uint`, `ulong` (64-bit, as in OpenCL), CLZ64 (leading zeros of a ulong),
  * ALIGNED(bytes) for struct alignment, ATOMIC_ADD_ULONG (a 64-bit atomic add into global memory),
- * FLOAT_AS_UINT / UINT_AS_FLOAT (a float's bits and back), ATOMIC_MAX (like ATOMIC_MIN),
+ * FLOAT_AS_UINT / UINT_AS_FLOAT (a float's bits and back), ATOMIC_MAX (like ATOMIC_MIN), ATOMIC_OR,
  * `ushort` (16 bits).
  * Kernels use only these names, never `__global`, `threadIdx`, `get_local_id` and the like.
  *
@@ -49,6 +49,7 @@ typedef unsigned int uint;
 #define ATOMIC_ADD(pointer, value) atomicAdd((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomicMin((pointer), (value))
 #define ATOMIC_MAX(pointer, value) atomicMax((pointer), (value))
+#define ATOMIC_OR(pointer, value) atomicOr((pointer), (value))
 #define FLOAT_AS_UINT(value) __float_as_uint(value)
 #define UINT_AS_FLOAT(value) __uint_as_float(value)
 #define ATOMIC_ADD_ULONG(pointer, value) \
@@ -141,6 +142,7 @@ typedef float4 real4;
 #define ATOMIC_ADD(pointer, value) atomic_add((pointer), (value))
 #define ATOMIC_MIN(pointer, value) atomic_min((pointer), (value))
 #define ATOMIC_MAX(pointer, value) atomic_max((pointer), (value))
+#define ATOMIC_OR(pointer, value) atomic_or((pointer), (value))
 #define FLOAT_AS_UINT(value) as_uint(value)
 #define UINT_AS_FLOAT(value) as_float(value)
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable

@@ -20,7 +20,9 @@
  * where the chain at p holds a group and G its exclusive prefix sum, that group is groups[G(p)]
  * (G(count) = group count).
  * Both totals stay on the device (starts[count], group_starts[count]): the kernels that follow
- * read them there, so a build queues without waiting for the device (ADR 0162).
+ * read them there, so a build queues without waiting for the device (ADR 0162). So does the
+ * mask of the cell levels that hold nodes (bit l for level l), which a caller that reads the
+ * node count anyway (gpu-fmm) reads with it, to launch its level passes only where nodes are.
  * Needs tree_common.cl first. Host defines: LEAF_CAPACITY, GROUP_CAPACITY. */
 
 /* The first index in [p, count) whose key does not share `digits` octal digits with keys[p]. */
@@ -63,12 +65,13 @@ DEVICE int run_begin(GLOBAL const ulong* RESTRICT keys, const int p, const int d
 
 /* Walks the chain of nodes beginning at body p; writes them (and its group's entry in `groups`)
  * when `nodes` is given. Returns the chain's length; *grouped = 1 when the chain holds a walk
- * group. */
+ * group; *used has bit l set for each of its nodes' cell levels l. */
 DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const int p,
                        GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
                        GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
-                       GLOBAL uint* RESTRICT groups, uint* grouped) {
+                       GLOBAL uint* RESTRICT groups, uint* grouped, uint* used) {
   *grouped = 0;
+  *used = 0;
   int end;
   uint parent_count;
   if (p == 0) {
@@ -89,6 +92,7 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
     const int leaf = bodies <= LEAF_CAPACITY || level == MORTON_LEVELS;
     const int group = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
     if (group) *grouped = 1;
+    *used |= 1u << level;
     if (nodes) {
       const uint index = starts[p] + made;
       TreeNode node;
@@ -111,29 +115,39 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
   }
 }
 
-/* lengths[p] = number of nodes whose range begins at body p; group_marks[p] = g(p). */
+/* lengths[p] = number of nodes whose range begins at body p; group_marks[p] = g(p); clears
+ * the level mask that node_chains fills. */
 KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int count,
-                               GLOBAL uint* RESTRICT lengths, GLOBAL uint* RESTRICT group_marks) {
+                               GLOBAL uint* RESTRICT lengths, GLOBAL uint* RESTRICT group_marks,
+                               GLOBAL uint* RESTRICT level_mask) {
   const int p = GLOBAL_ID;
+  if (p == 0) level_mask[0] = 0;
   if (p >= count) return;
-  uint grouped;
-  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0, 0, &grouped);
+  uint grouped, used;
+  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0, 0, &grouped, &used);
   group_marks[p] = grouped;
 }
 
-/* Writes every node's topology (skip, first, count) and cell level, and the walk groups. */
+/* Writes every node's topology (skip, first, count) and cell level, and the walk groups, and
+ * ors the chains' levels into level_mask (an atomic only where a bit is still missing: after the
+ * first few chains none is, and the rest only read the word). */
 KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
                         GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
                         GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
-                        GLOBAL uint* RESTRICT groups) {
+                        GLOBAL uint* RESTRICT groups, GLOBAL uint* RESTRICT level_mask) {
   const int p = GLOBAL_ID;
   if (p >= count) return;
-  uint grouped;
-  node_chain(keys, count, p, starts, group_starts, nodes, levels, groups, &grouped);
+  uint grouped, used;
+  node_chain(keys, count, p, starts, group_starts, nodes, levels, groups, &grouped, &used);
+  if ((level_mask[0] & used) != used) ATOMIC_OR(level_mask, used);
 }
 
-/* total[0] = values[index]: one entry read back (the node or group count, when the host asks)
- * without the array. */
-KERNEL void read_entry(GLOBAL const uint* RESTRICT values, const int index, GLOBAL uint* RESTRICT total) {
-  if (GLOBAL_ID == 0) total[0] = values[index];
+/* entry[0] = values[index], entry[1] = level_mask[0]: one read back (the node or group count and
+ * the level mask, when the host asks) without the arrays. */
+KERNEL void read_entry(GLOBAL const uint* RESTRICT values, const int index,
+                       GLOBAL const uint* RESTRICT level_mask, GLOBAL uint* RESTRICT entry) {
+  if (GLOBAL_ID == 0) {
+    entry[0] = values[index];
+    entry[1] = level_mask[0];
+  }
 }

@@ -58,6 +58,7 @@ def test_device_build_equals_host_build_node_for_node(device, layout, leaf_capac
     assert np.array_equal(tree.keys.download(), host["keys"])
     assert np.array_equal(tree.order.download(), host["order"])
     assert np.array_equal(tree.levels.download()[:tree.node_count], host["cell_level"])
+    assert tree.occupied_levels == tuple(int(level) for level in np.unique(host["cell_level"]))
     # Sums in double on both sides; a fused multiply-add on the device may move the last bit.
     for field in ("com", "mass", "open2"):
         np.testing.assert_allclose(nodes[field], host_nodes[field], rtol=2e-7, atol=0)
