@@ -130,7 +130,8 @@ KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int coun
 
 /* Writes every node's topology (skip, first, count) and cell level, and the walk groups, and
  * ors the chains' levels into level_mask (an atomic only where a bit is still missing: after the
- * first few chains none is, and the rest only read the word). */
+ * first few chains none is, and the rest only read the word; most bodies begin no chain and
+ * read nothing). */
 KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
                         GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
                         GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
@@ -139,7 +140,7 @@ KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
   if (p >= count) return;
   uint grouped, used;
   node_chain(keys, count, p, starts, group_starts, nodes, levels, groups, &grouped, &used);
-  if ((level_mask[0] & used) != used) ATOMIC_OR(level_mask, used);
+  if (used != 0 && (level_mask[0] & used) != used) ATOMIC_OR(level_mask, used);
 }
 
 /* entry[0] = values[index], entry[1] = level_mask[0]: one read back (the node or group count and
