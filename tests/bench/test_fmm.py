@@ -3,6 +3,7 @@ the equal-error table picks, per target, the fastest setting that reached it."""
 
 import json
 
+import numpy as np
 import pytest
 
 from orrery.app.cli import main
@@ -115,7 +116,10 @@ def test_bench_fmm_gpu_rates_and_device_stages(device):
 def test_bench_fmm_launches_split_each_stage_by_kernel(device):
     from orrery.bench import fmm
     from orrery.engine.errors import InvalidInputError
+    from orrery import _native
+    from orrery.engine import ics
     from orrery.engine.solvers._device_tree import MORTON_LEVELS
+    from orrery.engine.solvers._fmm import FMM_LEAF_CAPACITY
 
     rows = fmm.run(n=[2048], solver="gpu-fmm", device=device, orders=[3], thetas=[0.6], trials=1, warmup=1,
                    error_targets=32, resident=True, launches=True, expansions="f32")
@@ -129,6 +133,14 @@ def test_bench_fmm_launches_split_each_stage_by_kernel(device):
         own = [r for r in launches if r["stage"] == stage]
         assert sum(r["total_s"] for r in own) == pytest.approx(grid[f"{stage}_s"], rel=1e-9)
         assert all(0 < r["longest_s"] <= r["total_s"] for r in own)
-    assert next(r for r in launches if r["kernel"] == "upward")["launches"] == MORTON_LEVELS  # one a cell level
+    # one launch a cell level that holds nodes (the bench's bodies: Plummer, seed 1): upward below
+    # the deepest level, whose nodes are leaves; l2l below the root's
+    particles = ics.make("plummer", 2048, seed=1)
+    tree = _native.build_tree_f32(particles.pos.astype(np.float32), particles.mass.astype(np.float32),
+                                  leaf_capacity=FMM_LEAF_CAPACITY.default)
+    levels = set(tree["cell_level"].tolist())
+    count = {r["kernel"]: r["launches"] for r in launches}
+    assert count["upward"] == len([level for level in levels if level < MORTON_LEVELS]) < MORTON_LEVELS
+    assert count["l2l"] == len([level for level in levels if level > 0])
     with pytest.raises(InvalidInputError, match="GPU solver"):
         fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, launches=True)
