@@ -8,9 +8,9 @@ Nothing comes back to the host during a build (ADR 0162): the node and walk-grou
 on the device, where the kernels that follow read them; the arrays are sized for the most nodes
 a tree of n bodies can have (2n - 1) and the kernels over nodes or groups step by their launch's
 width. So a whole evaluation queues without waiting for the device. The host reads the counts
-only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm), and
-with the node count the cell levels that hold nodes (``occupied_levels``: gpu-fmm launches its
-level passes only for those).
+only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm's
+first evaluation), and with the node count the cell levels that hold nodes (``occupied_levels``,
+on the device ``level_mask``: gpu-fmm launches its level passes only for those).
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ ITEM_GROUP = 128
 # with 32-bit signed integers.
 MAX_BODIES = 2**31 - 1
 STAGES = ("box", "keys", "sort", "build", "moments")
+
+
+def levels_of(mask: int) -> tuple[int, ...]:
+    """The cell levels of a level mask (bit l: level l), ascending."""
+    return tuple(level for level in range(MORTON_LEVELS + 1) if mask >> level & 1)
 
 
 def node_dtype(real: np.dtype) -> np.dtype:
@@ -71,6 +76,8 @@ class DeviceTree:
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
     # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
     cube: DeviceArray | None = None
+    # The cell levels that hold nodes, a bit each (bit MORTON_LEVELS the deepest), on the device.
+    level_mask: DeviceArray | None = None
 
     @cached_property
     def _node_total(self) -> tuple[int, int]:
@@ -84,8 +91,7 @@ class DeviceTree:
     def occupied_levels(self) -> tuple[int, ...]:
         """The cell levels (0 the root's, ``MORTON_LEVELS`` the deepest) that hold nodes,
         ascending; read with the node count."""
-        mask = self._node_total[1]
-        return tuple(level for level in range(MORTON_LEVELS + 1) if mask >> level & 1)
+        return levels_of(self._node_total[1])
 
     @cached_property
     def group_count(self) -> int:
@@ -209,7 +215,8 @@ class DeviceTreeBuilder:
                           levels=self._levels,
                           quadrupoles=self._quadrupoles if moments else None,
                           groups=self._groups, starts=starts, group_starts=group_starts,
-                          read_entry=self._read, events=events, cube=self._cube)
+                          read_entry=self._read, events=events, cube=self._cube,
+                          level_mask=self._level_mask)
         if not moments:
             del events["moments"]
             return tree

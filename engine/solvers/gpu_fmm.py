@@ -5,14 +5,22 @@ Stages (``last_stats`` reports each one's device seconds), all on the device wit
 there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
 the same tree as cpu-fmm's; its ``moments`` are not needed), ``upward`` (key boxes, centres and
 signed multipoles: the leaves in one launch, then one launch per cell level), ``walk`` (the dual
-tree walk breadth first, one launch a step, ``_device_fmm_walk.py``: queued whole with one
-24-byte read at its end once the first walk has planned its steps), ``lists`` (the pairs
+tree walk breadth first, one launch a step, ``_device_fmm_walk.py``: queued whole once the first
+walk has planned its steps), ``lists`` (the pairs
 gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
 ``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
 node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
 leaves, a work-group per leaf) and ``l2p`` (which writes each body's result in the caller's
 order). Expansions in double where the device
 has it (docs/adr/0157).
+
+Plans (docs/adr/0191): the passes launch over the node slots of the solver's arrays and for the
+cell levels it planned, and read the tree's node count on the device; the walk queues its
+planned steps and the lists take their pair counts on the device. So an evaluation queues whole
+and reads back once, at its end: the evaluation's state (36 bytes). A tree that outgrew a plan
+(more nodes than slots, a level not planned, a walk past its plan) left that in the state, and
+the passes run again with the plan renewed from it. The first evaluation reads the tree's counts
+and walks step by step, which makes the plans.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ import numpy as np
 
 from ... import _native
 from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
-from ._device_fmm_walk import DeviceDualWalk
-from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTreeBuilder
+from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
+                               DeviceDualWalk, InteractionLists)
+from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, levels_of
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
                    FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
@@ -101,9 +110,10 @@ class GpuFmmSolver(GpuSolver):
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
     ``p2p_s``, ``l2p_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
-    entries, both directions), ``walk_steps``, ``walk_host_reads`` (the walk's round trips: 1
-    once it has a plan), ``nodes``, ``terms``, ``expansion_bits``, ``device``, ``theta`` and
-    ``order`` (with ``accuracy`` when given).
+    entries, both directions), ``walk_steps``, ``host_reads`` (the evaluation's round trips: 1
+    once it has its plans), ``passes`` (2 or 3 where a tree outgrew a plan), ``nodes``,
+    ``terms``, ``expansion_bits``, ``device``, ``theta`` and ``order`` (with ``accuracy`` when
+    given).
     """
 
     name = "gpu-fmm"
@@ -136,11 +146,12 @@ class GpuFmmSolver(GpuSolver):
                      "P2P_SPLIT_COST": False if P2P_SPLIT_COST is None else P2P_SPLIT_COST,
                      "P2P_MOST_PARTS": False if P2P_MOST_PARTS is None else P2P_MOST_PARTS}
         self._walk: DeviceDualWalk | None = None
+        self._levels = 0  # the node plan's cell levels, a bit each (they only grow)
         self._use_order(self.order)
         self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
-        self._last = None  # the last evaluation's tree and interaction lists
+        self._last = None  # the last evaluation's tree, interaction lists and their pair counts
 
     @property
     def chosen(self) -> dict | None:
@@ -151,7 +162,7 @@ class GpuFmmSolver(GpuSolver):
         """Expansions of ``order`` from now on (its programs are built on first use)."""
         self.order = order
         self._terms = int(expansion_tables(order)["terms"])
-        self._node_capacity = 0  # the expansion arrays hold `terms` values a node
+        self._node_capacity = 0  # the expansion arrays hold `terms` values a node: no node plan
 
     def _kernels(self, potential: bool):
         key = (self.order, potential)
@@ -163,7 +174,7 @@ class GpuFmmSolver(GpuSolver):
                        "P2M_LANES": self._p2m_lanes,
                        "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                        "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
-                       "TERMS": self._terms, **self._p2p}
+                       "TERMS": self._terms, **STATE_DEFINES, **self._p2p}
             code = expansion_code(self.order)
             defines["M2L_STREAMED"] = code.m2l_streamed
             program = self.context.build(["tree_common.cl", "softened_pair.cl", "fmm.cl"],
@@ -171,11 +182,14 @@ class GpuFmmSolver(GpuSolver):
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in
-                                   ("upward_leaves", "upward", "node_parents", "m2l_schedule", "m2l", "l2l",
-                                    "p2p", "l2p_bodies")}
+                                   ("plan_nodes", "upward_leaves", "upward", "node_parents", "m2l_schedule",
+                                    "m2l", "l2l", "p2p", "l2p_bodies")}
         return self._programs[key]
 
-    def _node_arrays(self, node_count: int) -> None:
+    def _plan_nodes(self, node_count: int, level_mask: int) -> None:
+        """A node plan for trees of up to ``node_count`` nodes (a quarter to spare) in the levels
+        of ``level_mask`` and those planned before."""
+        self._levels |= level_mask
         if self._node_capacity >= node_count:
             return
         capacity = node_count + node_count // 4
@@ -197,55 +211,78 @@ class GpuFmmSolver(GpuSolver):
             self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
         tree = self._builder.build(body, count, moments=False)
-        nodes_n = tree.node_count
-        self._node_arrays(nodes_n)
-        width, n_nodes = launch_size(nodes_n, ITEM_GROUP), np.int32(nodes_n)
+        reads = 0
+        if not self._node_capacity:  # no node plan: the tree's counts now
+            self._plan_nodes(tree.node_count, sum(1 << level for level in tree.occupied_levels))
+            reads += 1
+        if self._result is None or self._result.shape[0] != count:
+            self._result = self.context.empty((count, 4), self.dtype)
         events = {stage: [] for stage in FMM_STAGES}
+        passes = 0
+        while True:
+            lists = self._queue_passes(k, tree, count, out, events)
+            state = self._walk.state.download()
+            passes, reads = passes + 1, reads + lists.host_reads + 1
+            nodes = int(state[STATE_NODES])
+            if not nodes:  # the tree outgrew the node plan (the walk then had nothing to do)
+                self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
+            if self._walk.complete(state) and nodes:
+                break
+        self._stage_events = {**tree.events, **events}
+        m2l_pairs, p2p_pairs = int(state[STATE_M2L]), int(state[STATE_P2P])
+        self._last = (tree, lists, m2l_pairs, p2p_pairs)
+        self._info = {"m2l_interactions": 2 * m2l_pairs, "p2p_pairs": 2 * p2p_pairs,
+                      "m2l_flops": 2 * m2l_pairs * expansion_code(self.order).m2l_flops,
+                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
+                      "host_reads": reads, "passes": passes, "nodes": nodes,
+                      "terms": self._terms, "order": self.order, **self.setting.stats()}
+        self._n = count
+        return [event for stage in self._stage_events.values() for event in stage]
+
+    def _queue_passes(self, k: dict, tree: DeviceTree, count: int, out: DeviceArray,
+                      events: dict[str, list[KernelEvent]]) -> InteractionLists:
+        """Every pass after the build, over the node plan's slots and levels, reading nothing
+        back once the walk has a plan."""
+        slots, state = self._node_capacity, self._walk.state
+        width = launch_size(slots, ITEM_GROUP)
+        events["upward"].append(k["plan_nodes"].launch(ITEM_GROUP, ITEM_GROUP, tree.starts, np.int32(count),
+                                                       tree.level_mask, np.uint32(slots), np.uint32(self._levels),
+                                                       state))
         # Every leaf at once, then the internal nodes level by level, deepest first, a launch for
-        # each level that holds nodes (a node of the deepest level is a leaf; a Plummer tree of
-        # 1M bodies fills 13 of the 22).
-        levels = tree.occupied_levels
+        # each planned level (a node of the deepest level is a leaf; a Plummer tree of 1M bodies
+        # fills 13 of the 22).
+        levels = levels_of(self._levels)
         geometry = (tree.cube, self._box, self._shape, self._centre, self._multipole)
-        events["upward"].append(k["upward_leaves"].launch(launch_size(nodes_n * self._p2m_lanes, ITEM_GROUP),
-                                                          ITEM_GROUP, n_nodes, tree.nodes, tree.keys, tree.body,
+        events["upward"].append(k["upward_leaves"].launch(launch_size(slots * self._p2m_lanes, ITEM_GROUP),
+                                                          ITEM_GROUP, state, tree.nodes, tree.keys, tree.body,
                                                           *geometry))
         for level in reversed([level for level in levels if level < MORTON_LEVELS]):
-            events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.nodes,
+            events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes,
                                                        tree.levels, *geometry))
         opening = _native.fmm_opening(self.theta, self.order, self.heavy_share or 0.0, count)
-        lists = self._walk.walk(tree.nodes, nodes_n, self._shape, opening, events)
-        shift = np.int32(max(1, (nodes_n - 1).bit_length()))  # bits of a node index
-        events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, n_nodes, shift, lists.m2l_start,
+        lists = self._walk.walk(tree.nodes, slots, self._shape, opening, events)
+        shift = np.int32(max(1, (slots - 1).bit_length()))  # bits of a node index
+        events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, np.int32(slots), shift, lists.m2l_start,
                                                       self._schedule))
-        sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, nodes_n,
+        sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, slots,
                                                      SCHEDULE_LENGTH_BITS + int(shift))
         events["m2l"] += sort_events
-        events["m2l"].append(k["m2l"].launch(launch_size(nodes_n * self._m2l_lanes, M2L_GROUP), M2L_GROUP, n_nodes,
+        events["m2l"].append(k["m2l"].launch(launch_size(slots * self._m2l_lanes, M2L_GROUP), M2L_GROUP, state,
                                              shift, schedule, lists.m2l_start,
                                              lists.m2l_source, self._centre,
                                              self.expansion.type(self.softening ** 2), self._multipole,
                                              self._local))
-        events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, n_nodes, tree.nodes, self._parent))
+        events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, state, tree.nodes, self._parent))
         for level in [level for level in levels if level > 0]:
-            events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), n_nodes, tree.levels,
+            events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.levels,
                                                       self._parent, self._centre, self._local))
-        if self._result is None or self._result.shape[0] != count:
-            self._result = self.context.empty((count, 4), self.dtype)
         group = self._p2p["P2P_GROUP"]
-        events["p2p"].append(k["p2p"].launch(nodes_n * group, group, tree.body, n_nodes, tree.nodes,
+        events["p2p"].append(k["p2p"].launch(slots * group, group, tree.body, state, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
                                              self.dtype.type(self.softening ** 2), self._result))
-        events["l2p"].append(k["l2p_bodies"].launch(nodes_n * L2P_GROUP, L2P_GROUP, n_nodes, tree.nodes, tree.body,
+        events["l2p"].append(k["l2p_bodies"].launch(slots * L2P_GROUP, L2P_GROUP, state, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result, tree.order, out))
-        self._stage_events = {**tree.events, **events}
-        self._last = (tree, lists)
-        self._info = {"m2l_interactions": 2 * lists.m2l_pairs, "p2p_pairs": 2 * lists.p2p_pairs,
-                      "m2l_flops": 2 * lists.m2l_pairs * expansion_code(self.order).m2l_flops,
-                      "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
-                      "walk_host_reads": lists.host_reads, "nodes": nodes_n,
-                      "terms": self._terms, "order": self.order, **self.setting.stats()}
-        self._n = count
-        return [event for stage in self._stage_events.values() for event in stage]
+        return lists
 
     def kernel_resources(self) -> dict[str, dict[str, int]]:
         """Registers and spills of the expansion and pair kernels where the backend reports them
@@ -261,19 +298,19 @@ class GpuFmmSolver(GpuSolver):
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, parents and centres, copied to the host (for
         tests and benchmarks; cpu-fmm's ``last_lists`` names)."""
-        tree, lists = self._last
+        tree, lists, m2l_pairs, p2p_pairs = self._last
         nodes_n = tree.node_count
         return {"m2l_start": lists.m2l_start.download()[:nodes_n + 1],
-                "m2l_source": lists.m2l_source.download()[:2 * lists.m2l_pairs],
+                "m2l_source": lists.m2l_source.download()[:2 * m2l_pairs],
                 "p2p_start": lists.p2p_start.download()[:nodes_n + 1],
-                "p2p_source": lists.p2p_source.download()[:2 * lists.p2p_pairs],
+                "p2p_source": lists.p2p_source.download()[:2 * p2p_pairs],
                 "parent": self._parent.download()[:nodes_n],
                 "centre": self._centre.download()[:3 * nodes_n].reshape(-1, 3)}
 
     def interaction_counts(self) -> dict:
         """The last evaluation's ``leaves`` and ``particle_particle`` (body pairs P2P sums, cpu-fmm's
         count), from the lists copied to the host: for benchmarks, not part of an evaluation."""
-        tree, _ = self._last
+        tree = self._last[0]
         lists = self.last_lists()
         nodes = tree.node_records(self.dtype)
         leaves = np.flatnonzero(nodes["skip"] == np.arange(1, tree.node_count + 1))

@@ -24,7 +24,11 @@
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
  * MULTIPOLE_STRIDE, P2M_LANES, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP,
- * P2P_TARGETS, P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL.
+ * P2P_TARGETS, P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL,
+ * STATE_NODES, STATE_TREE_NODES, STATE_LEVELS (the evaluation's state: below).
+ * Node counts stay on the device (docs/adr/0191): the host launches the node passes over the
+ * node slots its arrays hold and the level passes for the levels it planned, and every pass
+ * takes the tree's node count from the evaluation's state (plan_nodes).
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its
  * inputs in the lists' fixed order (sources ascending); upward_leaves, M2L and p2p split a sum
  * among a fixed set of work-items and add their partial sums in a fixed order (see there); so
@@ -114,6 +118,23 @@ DEVICE void node_geometry(const int i, const uint* low, const uint* high, const 
   if (store) shape[4 * i + 3] = SQRT(d2);
 }
 
+/* The evaluation's state, one array on the device that the host reads once, after the whole
+ * evaluation is queued: the walk's words (below: pairs so far, overflow, frontier sizes), and
+ * STATE_NODES, the nodes every pass takes: the tree's node count (the build's scan total,
+ * starts[count]) where the solver's node arrays hold that many and its level launches cover
+ * every cell level that holds nodes (the build's level_mask), else 0, and then every pass
+ * does nothing (the host sees it in its read and runs the passes again, with arrays and levels
+ * for this tree). The tree's own count and levels go beside it (STATE_TREE_NODES,
+ * STATE_LEVELS), for that read. */
+KERNEL void plan_nodes(GLOBAL const uint* RESTRICT starts, const int count, GLOBAL const uint* RESTRICT level_mask,
+                       const uint node_capacity, const uint levels, GLOBAL uint* RESTRICT state) {
+  if (GLOBAL_ID != 0) return;
+  const uint nodes = starts[count], mask = level_mask[0];
+  state[STATE_TREE_NODES] = nodes;
+  state[STATE_LEVELS] = mask;
+  state[STATE_NODES] = nodes <= node_capacity && (mask & ~levels) == 0u ? nodes : 0u;
+}
+
 /* The leaves (P2M), P2M_LANES work-items a node (a host define: a power of two, at most the
  * sub-group's size, so that a node's work-items are lanes of one sub-group), those of internal
  * nodes idle: work-item l of a leaf takes bodies first + l, first + l + P2M_LANES, ..., in order,
@@ -122,13 +143,15 @@ DEVICE void node_geometry(const int i, const uint* low, const uint* high, const 
  * the same bits, so every lane ends with the same sums, fixed by the leaf's size alone). On the
  * H200 (10M bodies, ~30 a leaf) one work-item a leaf took 0.71 ms, bodies one after another, a
  * sub-group of 32 a leaf summing through local memory 0.77 ms, and 4 lanes a leaf 0.46 ms. */
-KERNEL void upward_leaves(const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+KERNEL void upward_leaves(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                           GLOBAL const ulong* RESTRICT keys, GLOBAL const real4* RESTRICT body,
                           GLOBAL const accum* RESTRICT cube, GLOBAL uint* RESTRICT box,
                           GLOBAL accum* RESTRICT shape, GLOBAL accum* RESTRICT centre,
                           GLOBAL expansion* RESTRICT multipole) {
   /* every lane of a sub-group reaches every shuffle: no return before the last */
   const int slot = GLOBAL_ID / P2M_LANES, lane = LOCAL_ID % P2M_LANES;
+  const int node_count = (int)state[STATE_NODES];
+  if (node_count == 0) return; /* every work-item alike */
   const int i = MIN(slot, node_count - 1);
   const bool leaf = slot < node_count && nodes[i].skip == (uint)i + 1;
   const uint first = nodes[i].first, end = leaf ? first + nodes[i].count : first;
@@ -164,12 +187,12 @@ KERNEL void upward_leaves(const int node_count, GLOBAL const TreeNode* RESTRICT 
 
 /* The internal nodes of one cell level a launch, deepest first (a child's cell is always deeper
  * than its parent's, so its box and multipole are final): M2M from the children in order. */
-KERNEL void upward(const int level, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+KERNEL void upward(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                    GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT cube,
                    GLOBAL uint* RESTRICT box, GLOBAL accum* RESTRICT shape, GLOBAL accum* RESTRICT centre,
                    GLOBAL expansion* RESTRICT multipole) {
   const int i = GLOBAL_ID;
-  if (i >= node_count) return;
+  if (i >= (int)state[STATE_NODES]) return;
   const uint skip = nodes[i].skip;
   if (skip == (uint)i + 1 || (int)levels[i] != level) return;
   uint low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0, 0, 0};
@@ -191,9 +214,10 @@ KERNEL void upward(const int level, const int node_count, GLOBAL const TreeNode*
 }
 
 /* parent[c] for every node (the root's is itself), from the skips. */
-KERNEL void node_parents(const int node_count, GLOBAL const TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT parent) {
+KERNEL void node_parents(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                         GLOBAL uint* RESTRICT parent) {
   const int i = GLOBAL_ID;
-  if (i >= node_count) return;
+  if (i >= (int)state[STATE_NODES]) return;
   if (i == 0) parent[0] = 0;
   for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) parent[c] = (uint)i;
 }
@@ -261,13 +285,14 @@ DEVICE int walk_kind(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const accum* 
 }
 
 /* The state before step `step`: `m2l` and `p2p` pairs so far, no overflow, a frontier of `size`
- * (the walk's start: none so far and the root with itself). */
+ * (the walk's start: none so far and the root with itself), or of none where the passes take
+ * no nodes (plan_nodes). */
 KERNEL void walk_reset(GLOBAL uint* RESTRICT state, const uint m2l, const uint p2p, const int step, const uint size) {
   if (GLOBAL_ID != 0) return;
   state[0] = m2l;
   state[1] = p2p;
   state[2] = 0;
-  for (int k = 0; k < 3; ++k) state[3 + k] = k == step % 3 ? size : 0;
+  for (int k = 0; k < 3; ++k) state[3 + k] = k == step % 3 && state[STATE_NODES] != 0u ? size : 0;
 }
 
 /* The pairs a split pair (kind 2 or 3) turns into, in the host's order (a node with itself:
@@ -440,16 +465,17 @@ KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBA
 
 /* M2L's schedule: the nodes longest list first, as sort keys (LIST_LIMIT - length) << shift | node
  * (shift: the bits of a node index; lengths past LIST_LIMIT, SCHEDULE_LENGTH_BITS ones, count
- * as LIST_LIMIT). The lists'
+ * as LIST_LIMIT), for every node slot of the solver's arrays: the slots past the tree's nodes
+ * have empty lists and higher indices, so the tree's nodes take the schedule's first places. The lists'
  * lengths vary several-fold between neighbouring nodes (leaves and cells, deep and shallow),
  * and the work-items of a sub-group run as long as the longest of them: in node order a
  * sub-group kept 44% of its lanes busy on a 1M-body Plummer sphere, in this order 99.9%. The keys
  * are distinct, so the order is the same every run. */
 #define LIST_LIMIT ((1u << SCHEDULE_LENGTH_BITS) - 1)
-KERNEL void m2l_schedule(const int node_count, const int shift, GLOBAL const uint* RESTRICT m2l_start,
+KERNEL void m2l_schedule(const int node_slots, const int shift, GLOBAL const uint* RESTRICT m2l_start,
                          GLOBAL ulong* RESTRICT keys) {
   const int i = GLOBAL_ID;
-  if (i >= node_count) return;
+  if (i >= node_slots) return;
   const uint length = MIN(m2l_start[i + 1] - m2l_start[i], LIST_LIMIT);
   keys[i] = ((ulong)(LIST_LIMIT - length) << shift) | (ulong)i;
 }
@@ -461,12 +487,13 @@ KERNEL void m2l_schedule(const int node_count, const int shift, GLOBAL const uin
  * work-item order through local memory, M2L_REDUCE terms a round. */
 #define M2L_REDUCE 8
 KERNEL LAUNCH_BOUNDS(M2L_GROUP, 1)
-void m2l(const int node_count, const int shift, GLOBAL const ulong* RESTRICT schedule,
+void m2l(GLOBAL const uint* RESTRICT state, const int shift, GLOBAL const ulong* RESTRICT schedule,
          GLOBAL const uint* RESTRICT m2l_start, GLOBAL const uint* RESTRICT m2l_source,
          GLOBAL const accum* RESTRICT centre, const expansion eps2,
          GLOBAL const expansion* RESTRICT multipole, GLOBAL expansion* RESTRICT field) {
   LOCAL expansion partial[M2L_REDUCE * M2L_GROUP];
   const int slot = GLOBAL_ID / M2L_LANES, lane = LOCAL_ID % M2L_LANES;
+  const int node_count = (int)state[STATE_NODES];
   /* a group's targets: [GROUP_ID * M2L_GROUP / M2L_LANES, ...), the last group's may run past */
   if (GROUP_ID * (M2L_GROUP / M2L_LANES) >= node_count) return; /* the whole group */
   const bool active = slot < node_count;
@@ -514,11 +541,11 @@ void m2l(const int node_count, const int shift, GLOBAL const ulong* RESTRICT sch
 /* The nodes of one cell level below the root, shallowest first (a parent's cell is shallower,
  * so its local expansion is final): each adds its parent's local expansion re-expanded about its
  * own centre. */
-KERNEL void l2l(const int level, const int node_count, GLOBAL const uint* RESTRICT levels,
+KERNEL void l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const uint* RESTRICT levels,
                 GLOBAL const uint* RESTRICT parent, GLOBAL const accum* RESTRICT centre,
                 GLOBAL expansion* RESTRICT field) {
   const int c = GLOBAL_ID;
-  if (c >= node_count || (int)levels[c] != level) return;
+  if (c >= (int)state[STATE_NODES] || (int)levels[c] != level) return;
   const uint p = parent[c];
   expansion t[TERMS];
   monomials((expansion)(centre[3 * c] - centre[3 * p]), (expansion)(centre[3 * c + 1] - centre[3 * p + 1]),
@@ -609,7 +636,7 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
 #define P2P_SELF(position, t) false
 #endif
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
-void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
          GLOBAL real4* RESTRICT result) {
   LOCAL real4 tile[P2P_TILE];
@@ -618,7 +645,7 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
   LOCAL real4 partial[P2P_TARGETS][P2P_GROUP]; /* each lane's part of its targets' sums */
   const uint lane = (uint)LOCAL_ID;
   const int leaf = GROUP_ID;
-  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
+  if (leaf >= (int)state[STATE_NODES] || nodes[leaf].skip != (uint)leaf + 1) return;  /* the whole group */
   const uint first = nodes[leaf].first, count = nodes[leaf].count;
   const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
   /* The window: its first run and its runs, their bodies (scanned into run_end[scanned]); a
@@ -739,12 +766,12 @@ void p2p(GLOBAL const real4* RESTRICT body, const int node_count, GLOBAL const T
 /* L2P: each body adds its leaf's local expansion to its pairwise sum (p2p's result), rounding
  * once: real(accum(pair sum) + far field), and writes it at its place in the caller's order,
  * out[order[p]]. One work-group per leaf, as p2p. */
-KERNEL void l2p_bodies(const int node_count, GLOBAL const TreeNode* RESTRICT nodes,
+KERNEL void l2p_bodies(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                        GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
                        GLOBAL const expansion* RESTRICT field, GLOBAL const real4* RESTRICT result,
                        GLOBAL const uint* RESTRICT order, GLOBAL real4* RESTRICT out) {
   const int leaf = GROUP_ID;
-  if (leaf >= node_count || nodes[leaf].skip != (uint)leaf + 1) return;
+  if (leaf >= (int)state[STATE_NODES] || nodes[leaf].skip != (uint)leaf + 1) return;
   const uint end = nodes[leaf].first + nodes[leaf].count;
   for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
     const real4 target = body[p], near = result[p];

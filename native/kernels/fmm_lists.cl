@@ -3,7 +3,9 @@
  * (docs/adr/0172). The sources of target t are source[start[t] .. start[t + 1]), ascending:
  * exactly native fmm_lists' directed lists (cpu-fmm's), entry for entry.
  *
- * Algorithm, one list (M2L or P2P) at a time:
+ * Algorithm, one list (M2L or P2P) at a time, over the first totals[total] pairs (a count on the
+ * device, the walk's state, at most the pair array's capacity: the host launches over the
+ * capacity and reads nothing):
  *   list_clear    count[t] = cursor[t] = 0 for every node;
  *   list_count    one work-item per pair adds 1 to count[a] and to count[b] (integer atomics,
  *                 one a run of pairs that share the node: run_heads);
@@ -76,9 +78,10 @@ DEVICE int run_head(const uint heads, const int lane) {
   return 63 - CLZ64((ulong)(heads & ((2u << lane) - 1u)));
 }
 
-KERNEL void list_count(GLOBAL const ulong* RESTRICT pairs, const int pair_count, GLOBAL uint* RESTRICT count) {
+KERNEL void list_count(GLOBAL const ulong* RESTRICT pairs, GLOBAL const uint* RESTRICT totals, const int total,
+                       const uint capacity, GLOBAL uint* RESTRICT count) {
   const int i = GLOBAL_ID, lane = SUBGROUP_LANE;
-  const bool valid = i < pair_count;
+  const bool valid = (uint)i < MIN(totals[total], capacity);
   const ulong pair = valid ? pairs[i] : ((ulong)NO_NODE << 32) | NO_NODE;
   for (int side = 0; side < 2; ++side) {
     const uint node = side == 0 ? (uint)(pair >> 32) : (uint)pair;
@@ -87,10 +90,11 @@ KERNEL void list_count(GLOBAL const ulong* RESTRICT pairs, const int pair_count,
   }
 }
 
-KERNEL void list_scatter(GLOBAL const ulong* RESTRICT pairs, const int pair_count, GLOBAL const uint* RESTRICT start,
-                         GLOBAL uint* RESTRICT cursor, GLOBAL uint* RESTRICT unsorted) {
+KERNEL void list_scatter(GLOBAL const ulong* RESTRICT pairs, GLOBAL const uint* RESTRICT totals, const int total,
+                         const uint capacity, GLOBAL const uint* RESTRICT start, GLOBAL uint* RESTRICT cursor,
+                         GLOBAL uint* RESTRICT unsorted) {
   const int i = GLOBAL_ID, lane = SUBGROUP_LANE;
-  const bool valid = i < pair_count;
+  const bool valid = (uint)i < MIN(totals[total], capacity);
   const ulong pair = valid ? pairs[i] : ((ulong)NO_NODE << 32) | NO_NODE;
   for (int side = 0; side < 2; ++side) {
     const uint node = side == 0 ? (uint)(pair >> 32) : (uint)pair;

@@ -75,29 +75,55 @@ def test_gpu_fmm_walk_on_hard_inputs(device, fmm_hard_cases, name):
     _assert_same_lists(cpu, gpu)
 
 
-def test_gpu_fmm_walk_plan_queues_the_steps_and_recovers_from_overflow(device):
+def test_gpu_fmm_plans_queue_the_evaluation_and_recover_when_a_tree_outgrows_them(device):
     gpu = make_solver("gpu-fmm", device=device, order=2, theta=0.6)
     small, large = ics.plummer(500, seed=25), ics.plummer(3000, seed=26)
     small_acc = gpu.accelerations(small.pos, small.mass)
-    # Step by step (no plan yet): a read after each step, and after each step that outgrew an
-    # array (they start at a pair a node, fewer than this tree has), which then runs again.
-    assert gpu.last_stats["walk_host_reads"] > gpu.last_stats["walk_steps"]
+    # No plans yet: the tree's counts, then the walk step by step (a read after each step, and
+    # after each step that outgrew an array, which then runs again), then the state at the end.
+    assert gpu.last_stats["host_reads"] > gpu.last_stats["walk_steps"] + 2
+    assert gpu.last_stats["passes"] == 1
     small_lists = gpu.last_lists()
-    # The lists outgrow the small input's plan: the queued walk overflows and is walked again.
+    # The large tree outgrows the small one's node plan (the passes do nothing, and run again
+    # with its counts) and then its walk plan (walked again step by step).
     first_acc = gpu.accelerations(large.pos, large.mass)
-    assert gpu.last_stats["walk_host_reads"] >= 1 + gpu.last_stats["walk_steps"]
+    assert gpu.last_stats["passes"] == 3
+    assert gpu.last_stats["host_reads"] >= 2 + gpu.last_stats["walk_steps"]
     first = gpu.last_lists()
+    fresh = make_solver("gpu-fmm", device=device, order=2, theta=0.6)
+    assert np.array_equal(first_acc, fresh.accelerations(large.pos, large.mass))
     second_acc = gpu.accelerations(large.pos, large.mass)
-    assert gpu.last_stats["walk_host_reads"] == 1  # the plan's steps queued at once
+    assert gpu.last_stats["host_reads"] == 1 and gpu.last_stats["passes"] == 1  # queued whole
     second = gpu.last_lists()
     for name, values in first.items():
         assert np.array_equal(values, second[name]), name
     assert np.array_equal(first_acc, second_acc)
-    # A smaller tree fits the larger one's plan (its last steps run empty).
+    # A smaller tree fits the larger one's plans (the spare node slots and the walk's last
+    # steps run empty).
     assert np.array_equal(gpu.accelerations(small.pos, small.mass), small_acc)
-    assert gpu.last_stats["walk_host_reads"] == 1
+    assert gpu.last_stats["host_reads"] == 1 and gpu.last_stats["passes"] == 1
     for name, values in small_lists.items():
         assert np.array_equal(values, gpu.last_lists()[name]), name
+
+
+def test_gpu_fmm_renews_its_levels_for_a_tree_in_other_levels(device):
+    """A tree in cell levels its node plan lacks, and otherwise within the plans (a clump grown
+    1000x about its centre sits ten cell levels higher, in fewer nodes and walk steps): the
+    passes run again with those levels, and the result is a fresh solver's."""
+    rng = np.random.default_rng(27)
+    clump = 1e-6 * rng.standard_normal((40, 3))
+    deep = np.concatenate([rng.uniform(-1, 1, (2000, 3)), 0.3 + clump])
+    shallow = deep.copy()
+    shallow[2000:] = 0.3 + 1e3 * clump
+    mass = np.full(len(deep), 1 / len(deep))
+    options = {"device": device, "order": 3, "theta": 0.6, "leaf_capacity": 8}
+    gpu = make_solver("gpu-fmm", **options)
+    gpu.accelerations(deep, mass)
+    acc = gpu.accelerations(shallow, mass)
+    assert gpu.last_stats["passes"] == 2
+    assert np.array_equal(acc, make_solver("gpu-fmm", **options).accelerations(shallow, mass))
+    gpu.accelerations(deep, mass)  # the levels of both are planned now
+    assert gpu.last_stats["passes"] == 1
 
 
 def test_gpu_fmm_is_bitwise_repeatable(device):

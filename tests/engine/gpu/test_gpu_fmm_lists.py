@@ -35,9 +35,12 @@ def _synthetic_pairs(node_count: int, hub_sources: int, random_pairs: int, seed:
     return rng.permutation(pairs)
 
 
-def _built(context, lists, pairs: np.ndarray, node_count: int):
-    start, source = lists.build("m2l", context.upload(pairs if pairs.size else np.zeros(1, np.uint64)),
-                                pairs.size, node_count, [])
+def _built(context, lists, pairs: np.ndarray, node_count: int, *, spare: int = 0):
+    """The lists of ``pairs`` from an array with ``spare`` slots past them, as the walk's."""
+    stored = np.concatenate([pairs, np.full(spare, ~np.uint64(0))]) if spare else pairs
+    totals = context.upload(np.array([7, pairs.size], np.uint32))  # the count at index 1
+    start, source = lists.build("m2l", context.upload(stored if stored.size else np.zeros(1, np.uint64)),
+                                totals, 1, node_count, [])
     return start.download()[:node_count + 1], source.download()[:2 * pairs.size]
 
 
@@ -52,8 +55,10 @@ def test_device_lists_equal_a_lexsort_with_segments_past_the_local_tile(device):
     assert np.diff(expected_start).max() == hub
     assert np.array_equal(start, expected_start)
     assert np.array_equal(source, expected_source)
-    # The arrays depend only on the set of pairs: again, and with the pairs in another order.
-    again_start, again_source = _built(context, lists, np.random.default_rng(42).permutation(pairs), node_count)
+    # The arrays depend only on the set of pairs: again, and with the pairs in another order,
+    # in an array with room to spare past them (the count on the device decides).
+    again_start, again_source = _built(context, lists, np.random.default_rng(42).permutation(pairs), node_count,
+                                       spare=1000)
     assert np.array_equal(again_start, start) and np.array_equal(again_source, source)
 
 
