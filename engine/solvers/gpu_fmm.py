@@ -292,8 +292,12 @@ class GpuFmmSolver(GpuSolver):
 
     def locality_order(self, count: int):
         # The tree's Morton order (the builder gpu-tree uses).
-        tree = None if self._last is None else self._last[0]
+        tree = None if self._last is None else self.last_tree()
         return tree.order if tree is not None and tree.count == count else None
+
+    def last_tree(self) -> DeviceTree:
+        """The last evaluation's :class:`DeviceTree` (for tests and diagnostics, as gpu-tree's)."""
+        return self._last[0]
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, parents and centres, copied to the host (for
@@ -310,7 +314,7 @@ class GpuFmmSolver(GpuSolver):
     def interaction_counts(self) -> dict:
         """The last evaluation's ``leaves`` and ``particle_particle`` (body pairs P2P sums, cpu-fmm's
         count), from the lists copied to the host: for benchmarks, not part of an evaluation."""
-        tree = self._last[0]
+        tree = self.last_tree()
         lists = self.last_lists()
         nodes = tree.node_records(self.dtype)
         leaves = np.flatnonzero(nodes["skip"] == np.arange(1, tree.node_count + 1))

@@ -66,7 +66,7 @@ def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatc
                       leaf_capacity=batch + 1)
     acc, phi = gpu.accelerations(pos, mass, potential=True)
     assert gpu.last_stats["m2l_interactions"] == 0
-    tree, _ = gpu._last
+    tree = gpu.last_tree()
     nodes = tree.node_records(gpu.dtype)
     leaf_counts = nodes["count"][nodes["skip"] == np.arange(1, tree.node_count + 1)]
     assert set(sizes) <= set(leaf_counts.tolist())

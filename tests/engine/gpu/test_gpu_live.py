@@ -237,7 +237,7 @@ def test_a_frame_carries_its_solvers_locality_order_a_permutation_of_the_bodies(
     assert ordered is not None and ordered.context is state.solver.context
     assert ordered.device.shape == (particles.n,) and ordered.device.dtype == np.uint32
     assert ordered.sample() is None  # nothing of it moves to the host beside the step
-    tree = state.solver.last_tree() if solver == "gpu-tree" else state.solver._last[0]
+    tree = state.solver.last_tree()
     expected = tree.order.download()[:particles.n].copy()
     order = ordered.host()
     assert np.array_equal(np.sort(order), np.arange(particles.n))
