@@ -11,6 +11,7 @@ import csv
 import json
 import platform
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,6 +34,22 @@ def one_evaluation(solver, particles, *, resident: bool) -> Callable[[], None]:
             state.synchronize()
         return evaluate
     return lambda: solver.accelerations(particles.pos, particles.mass)
+
+
+@contextmanager
+def launched_one_by_one(solver):
+    """Within: ``solver``'s evaluations launched kernel by kernel, so that ``last_stats`` and
+    ``launch_times()`` have their stages (gpu-fmm replays planned evaluations from a CUDA graph,
+    whose kernels are not timed one by one: the timed trials measure that, the stage times come
+    from an evaluation launched within)."""
+    replay = getattr(solver, "replay", False)
+    if replay:
+        solver.replay = False
+    try:
+        yield
+    finally:
+        if replay:
+            solver.replay = True
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,22 @@ and reads back once, at its end: the evaluation's state (36 bytes). A tree that 
 (more nodes than slots, a level not planned, a walk past its plan) left that in the state, and
 the passes run again with the plan renewed from it. The first evaluation reads the tree's counts
 and walks step by step, which makes the plans.
+
+Replay (docs/adr/0192): on CUDA the second evaluation in a row that fits its plans with the same
+arrays and settings is captured, build and passes, into a graph, and later ones replay it (one
+launch and the read of the state: the host's ~90 launches are gone). A replayed evaluation that
+outgrew the plans is run again launched, and the graph dropped. ``replay = False`` launches
+every evaluation kernel by kernel (stage times: a graph's are not timed one by one).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ... import _native
-from ..compute import DeviceArray, KernelEvent, launch_size, unavailable_reason
+from ..compute import DeviceArray, Graph, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
                                DeviceDualWalk, InteractionLists)
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, levels_of
@@ -74,6 +80,18 @@ P2M_LANES = 4
 FMM_STAGES = ("upward", "walk", "lists", "m2l", "downward", "p2p", "l2p")
 
 
+@dataclass
+class _Replay:
+    """A captured evaluation: its key, graph, tree and lists, and the arrays it reads and
+    writes (held, so that no other array takes their place while the graph replays)."""
+
+    key: tuple
+    graph: Graph
+    tree: DeviceTree
+    lists: InteractionLists
+    arrays: tuple
+
+
 def multipole_stride(terms: int) -> int:
     """Expansions a node's multipole takes (fmm.cl's MULTIPOLE_STRIDE): TERMS rounded up to 4,
     so that every node's row starts on 16 bytes for M2L's loads."""
@@ -111,7 +129,8 @@ class GpuFmmSolver(GpuSolver):
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
     ``p2p_s``, ``l2p_s`` (device seconds); ``m2l_interactions`` and ``p2p_pairs`` (list
     entries, both directions), ``walk_steps``, ``host_reads`` (the evaluation's round trips: 1
-    once it has its plans), ``passes`` (2 or 3 where a tree outgrew a plan), ``nodes``,
+    once it has its plans), ``passes`` (2 or 3 where a tree outgrew a plan), ``graph``
+    (replayed: ``kernel_s`` is the graph's, no stage times), ``nodes``,
     ``terms``, ``expansion_bits``, ``device``, ``theta`` and ``order`` (with ``accuracy`` when
     given).
     """
@@ -152,6 +171,13 @@ class GpuFmmSolver(GpuSolver):
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
         self._last = None  # the last evaluation's tree, interaction lists and their pair counts
+        # Planned evaluations replayed from a CUDA graph (docs/adr/0192): the second in a row
+        # with the same key (``_replay_key``) is captured, later ones replay it.
+        self.replay = True
+        self.replay_unavailable: str | None = None
+        self._graph: _Replay | None = None
+        self._graph_event: KernelEvent | None = None
+        self._fitted = None  # the key of the last launched evaluation that fitted its plans
 
     @property
     def chosen(self) -> dict | None:
@@ -210,6 +236,20 @@ class GpuFmmSolver(GpuSolver):
         if self.setting.variant(count)["order"] != self.order:
             self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
+        key = self._replay_key(body, out, count, potential)
+        if self._graph is not None and self._graph.key != key:
+            self._graph = None
+        if self._graph is None and key is not None and key == self._fitted:
+            self._graph = self._capture(key, k, body, out, count)
+        if self._graph is not None:
+            events = self._replayed(count)
+            if events is not None:
+                return events
+        return self._launched(k, body, out, count, key)
+
+    def _launched(self, k: dict, body: DeviceArray, out: DeviceArray, count: int, key) -> list[KernelEvent]:
+        """The evaluation launched kernel by kernel (timed stage by stage), making or renewing
+        the plans where it has to."""
         tree = self._builder.build(body, count, moments=False)
         reads = 0
         if not self._node_capacity:  # no node plan: the tree's counts now
@@ -228,16 +268,66 @@ class GpuFmmSolver(GpuSolver):
                 self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
             if self._walk.complete(state) and nodes:
                 break
-        self._stage_events = {**tree.events, **events}
+        # Planned and within the plans at once: the next evaluation with this key is captured.
+        self._fitted = key if reads == 1 else None
+        self._stage_events, self._graph_event = {**tree.events, **events}, None
+        self._evaluated(tree, lists, state, count, reads=reads, passes=passes)
+        return [event for stage in self._stage_events.values() for event in stage]
+
+    def _evaluated(self, tree: DeviceTree, lists: InteractionLists, state, count: int, **counts) -> None:
         m2l_pairs, p2p_pairs = int(state[STATE_M2L]), int(state[STATE_P2P])
         self._last = (tree, lists, m2l_pairs, p2p_pairs)
         self._info = {"m2l_interactions": 2 * m2l_pairs, "p2p_pairs": 2 * p2p_pairs,
                       "m2l_flops": 2 * m2l_pairs * expansion_code(self.order).m2l_flops,
                       "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
-                      "host_reads": reads, "passes": passes, "nodes": nodes,
+                      "host_reads": counts["reads"], "passes": counts["passes"], "nodes": int(state[STATE_NODES]),
+                      "graph": self._graph_event is not None,
                       "terms": self._terms, "order": self.order, **self.setting.stats()}
         self._n = count
-        return [event for stage in self._stage_events.values() for event in stage]
+
+    def _replay_key(self, body: DeviceArray, out: DeviceArray, count: int, potential: bool):
+        """What a graph of the evaluation holds fixed (arrays, sizes, scalars, plans), or None
+        where evaluations are not replayed (no plans yet, or ``replay`` off)."""
+        if not self.replay or not self._node_capacity or self._walk is None or self._walk.plan is None:
+            return None
+        return (id(body), id(out), count, potential, self.order, self.theta, self._node_capacity, self._levels,
+                id(self._walk.plan), id(self._result))
+
+    def _capture(self, key, k: dict, body: DeviceArray, out: DeviceArray, count: int) -> _Replay | None:
+        """The build and the passes of a planned evaluation captured as a graph (None where the
+        context has none, and from then on ``replay`` is off: ``replay_unavailable`` says why)."""
+        queued = {}
+
+        def evaluation():
+            queued["tree"] = self._builder.build(body, count, moments=False)
+            queued["lists"] = self._queue_passes(k, queued["tree"], count, out,
+                                                 {stage: [] for stage in FMM_STAGES})
+        try:
+            graph = self.context.capture(evaluation)
+        except Exception as error:  # noqa: BLE001 - evaluations go on launched one by one
+            graph, self.replay_unavailable = None, f"{type(error).__name__}: {error}"
+        if graph is None:
+            self.replay = False
+            self.replay_unavailable = self.replay_unavailable or "the device has no graphs"
+            return None
+        return _Replay(key, graph, queued["tree"], queued["lists"], (body, out))
+
+    def _replayed(self, count: int) -> list[KernelEvent] | None:
+        """The evaluation replayed from its graph and its state read; None (the graph dropped,
+        the plans renewed) where the tree outgrew the plans the graph was captured with."""
+        replay = self._graph
+        event = replay.graph.launch()
+        state = self._walk.state.download()
+        nodes = int(state[STATE_NODES])
+        if not nodes:
+            self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
+        if not (self._walk.complete(state) and nodes):
+            self._graph = self._fitted = None
+            return None
+        self._stage_events, self._graph_event = {}, event
+        # A fresh record of the same arrays: the counts it reads when asked are this tree's.
+        self._evaluated(replace(replay.tree), replay.lists, state, count, reads=1, passes=1)
+        return [event]
 
     def _queue_passes(self, k: dict, tree: DeviceTree, count: int, out: DeviceArray,
                       events: dict[str, list[KernelEvent]]) -> InteractionLists:
@@ -343,7 +433,7 @@ class GpuFmmSolver(GpuSolver):
     def _breakdown(self) -> dict:
         stats = {f"{stage}_s": sum(event.seconds() for event in events)
                  for stage, events in self._stage_events.items()}
-        stats["kernel_s"] = sum(stats.values())
+        stats["kernel_s"] = self._graph_event.seconds() if self._graph_event is not None else sum(stats.values())
         return {**stats, **self._info, "device": self.context.info.spec}
 
     def _device_stats(self, events, launch) -> dict:

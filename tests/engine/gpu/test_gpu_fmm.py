@@ -126,6 +126,34 @@ def test_gpu_fmm_renews_its_levels_for_a_tree_in_other_levels(device):
     assert gpu.last_stats["passes"] == 1
 
 
+def test_gpu_fmm_replays_planned_evaluations_bit_for_bit_and_recovers_from_an_outgrown_plan(cuda_device):
+    """CUDA: the second planned evaluation in a row is captured and replayed from then on, with
+    the launched evaluations' bits; a tree in cell levels the graph's plan lacks is run again
+    launched, as a fresh solver runs it."""
+    rng = np.random.default_rng(43)
+    clump = 1e-6 * rng.standard_normal((40, 3))
+    deep = np.concatenate([rng.uniform(-1, 1, (3000, 3)), 0.3 + clump])
+    shallow = deep.copy()
+    shallow[3000:] = 0.3 + 1e3 * clump
+    mass = np.full(len(deep), 1 / len(deep))
+    options = {"device": cuda_device, "order": 4, "theta": 0.6, "leaf_capacity": 8}
+    launched = make_solver("gpu-fmm", **options)
+    launched.replay = False
+    expected = launched.accelerations(shallow, mass)
+    gpu = make_solver("gpu-fmm", **options)
+    replayed = []
+    for _ in range(4):
+        assert np.array_equal(gpu.accelerations(shallow, mass), expected)
+        replayed.append(gpu.last_stats["graph"])
+        assert gpu.last_stats["host_reads"] >= 1 and gpu.last_stats["kernel_s"] > 0
+    assert replayed == [False, False, True, True], gpu.replay_unavailable
+    for name, values in launched.last_lists().items():
+        assert np.array_equal(values, gpu.last_lists()[name]), name
+    acc = gpu.accelerations(deep, mass)  # the same arrays, other levels: the replay outgrows them
+    assert gpu.last_stats["graph"] is False
+    assert np.array_equal(acc, launched.accelerations(deep, mass))
+
+
 def test_gpu_fmm_is_bitwise_repeatable(device):
     particles = ics.plummer(3000, seed=23)
     gpu = make_solver("gpu-fmm", device=device, order=5)
