@@ -88,10 +88,15 @@ class DeviceTree:
         return self._node_total[0]
 
     @cached_property
+    def occupied_mask(self) -> int:
+        """The cell levels that hold nodes, a bit each (bit l: level l); read with the node count."""
+        return self._node_total[1]
+
+    @cached_property
     def occupied_levels(self) -> tuple[int, ...]:
         """The cell levels (0 the root's, ``MORTON_LEVELS`` the deepest) that hold nodes,
         ascending; read with the node count."""
-        return levels_of(self._node_total[1])
+        return levels_of(self.occupied_mask)
 
     @cached_property
     def group_count(self) -> int:

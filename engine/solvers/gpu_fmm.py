@@ -253,7 +253,7 @@ class GpuFmmSolver(GpuSolver):
         tree = self._builder.build(body, count, moments=False)
         reads = 0
         if not self._node_capacity:  # no node plan: the tree's counts now
-            self._plan_nodes(tree.node_count, sum(1 << level for level in tree.occupied_levels))
+            self._plan_nodes(tree.node_count, tree.occupied_mask)
             reads += 1
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
@@ -263,10 +263,7 @@ class GpuFmmSolver(GpuSolver):
             lists = self._queue_passes(k, tree, count, out, events)
             state = self._walk.state.download()
             passes, reads = passes + 1, reads + lists.host_reads + 1
-            nodes = int(state[STATE_NODES])
-            if not nodes:  # the tree outgrew the node plan (the walk then had nothing to do)
-                self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
-            if self._walk.complete(state) and nodes:
+            if self._fits(state):
                 break
         # Planned and within the plans at once: the next evaluation with this key is captured.
         self._fitted = key if reads == 1 else None
@@ -274,13 +271,23 @@ class GpuFmmSolver(GpuSolver):
         self._evaluated(tree, lists, state, count, reads=reads, passes=passes)
         return [event for stage in self._stage_events.values() for event in stage]
 
-    def _evaluated(self, tree: DeviceTree, lists: InteractionLists, state, count: int, **counts) -> None:
+    def _fits(self, state: np.ndarray) -> bool:
+        """Whether the evaluation whose state was read fitted the plans; else the plans are
+        renewed from it (the node plan where the passes took no nodes, and then the walk had
+        nothing to do; the walk's where it overflowed or left a frontier)."""
+        nodes = int(state[STATE_NODES])
+        if not nodes:
+            self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
+        return self._walk.complete(state) and nodes > 0
+
+    def _evaluated(self, tree: DeviceTree, lists: InteractionLists, state, count: int, *, reads: int,
+                   passes: int) -> None:
         m2l_pairs, p2p_pairs = int(state[STATE_M2L]), int(state[STATE_P2P])
         self._last = (tree, lists, m2l_pairs, p2p_pairs)
         self._info = {"m2l_interactions": 2 * m2l_pairs, "p2p_pairs": 2 * p2p_pairs,
                       "m2l_flops": 2 * m2l_pairs * expansion_code(self.order).m2l_flops,
                       "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
-                      "host_reads": counts["reads"], "passes": counts["passes"], "nodes": int(state[STATE_NODES]),
+                      "host_reads": reads, "passes": passes, "nodes": int(state[STATE_NODES]),
                       "graph": self._graph_event is not None,
                       "terms": self._terms, "order": self.order, **self.setting.stats()}
         self._n = count
@@ -318,10 +325,7 @@ class GpuFmmSolver(GpuSolver):
         replay = self._graph
         event = replay.graph.launch()
         state = self._walk.state.download()
-        nodes = int(state[STATE_NODES])
-        if not nodes:
-            self._plan_nodes(int(state[STATE_TREE_NODES]), int(state[STATE_LEVELS]))
-        if not (self._walk.complete(state) and nodes):
+        if not self._fits(state):
             self._graph = self._fitted = None
             return None
         self._stage_events, self._graph_event = {}, event

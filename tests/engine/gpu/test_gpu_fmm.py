@@ -106,16 +106,23 @@ def test_gpu_fmm_plans_queue_the_evaluation_and_recover_when_a_tree_outgrows_the
         assert np.array_equal(values, gpu.last_lists()[name]), name
 
 
+def _clump_at_two_depths(n: int, *, seed: int):
+    """``n`` bodies spread through a cube and a clump of 40 at (0.3, 0.3, 0.3): ``deep`` with
+    the clump 1e-6 across, ``shallow`` the same clump grown 1000x about its centre (ten cell
+    levels higher), and equal masses."""
+    rng = np.random.default_rng(seed)
+    clump = 1e-6 * rng.standard_normal((40, 3))
+    deep = np.concatenate([rng.uniform(-1, 1, (n, 3)), 0.3 + clump])
+    shallow = deep.copy()
+    shallow[n:] = 0.3 + 1e3 * clump
+    return deep, shallow, np.full(len(deep), 1 / len(deep))
+
+
 def test_gpu_fmm_renews_its_levels_for_a_tree_in_other_levels(device):
     """A tree in cell levels its node plan lacks, and otherwise within the plans (a clump grown
     1000x about its centre sits ten cell levels higher, in fewer nodes and walk steps): the
     passes run again with those levels, and the result is a fresh solver's."""
-    rng = np.random.default_rng(27)
-    clump = 1e-6 * rng.standard_normal((40, 3))
-    deep = np.concatenate([rng.uniform(-1, 1, (2000, 3)), 0.3 + clump])
-    shallow = deep.copy()
-    shallow[2000:] = 0.3 + 1e3 * clump
-    mass = np.full(len(deep), 1 / len(deep))
+    deep, shallow, mass = _clump_at_two_depths(2000, seed=27)
     options = {"device": device, "order": 3, "theta": 0.6, "leaf_capacity": 8}
     gpu = make_solver("gpu-fmm", **options)
     gpu.accelerations(deep, mass)
@@ -130,12 +137,7 @@ def test_gpu_fmm_replays_planned_evaluations_bit_for_bit_and_recovers_from_an_ou
     """CUDA: the second planned evaluation in a row is captured and replayed from then on, with
     the launched evaluations' bits; a tree in cell levels the graph's plan lacks is run again
     launched, as a fresh solver runs it."""
-    rng = np.random.default_rng(43)
-    clump = 1e-6 * rng.standard_normal((40, 3))
-    deep = np.concatenate([rng.uniform(-1, 1, (3000, 3)), 0.3 + clump])
-    shallow = deep.copy()
-    shallow[3000:] = 0.3 + 1e3 * clump
-    mass = np.full(len(deep), 1 / len(deep))
+    deep, shallow, mass = _clump_at_two_depths(3000, seed=43)
     options = {"device": cuda_device, "order": 4, "theta": 0.6, "leaf_capacity": 8}
     launched = make_solver("gpu-fmm", **options)
     launched.replay = False
