@@ -33,6 +33,10 @@ BOX_WORDS = 2 * BOX_VALUES
 FIXED_LEVELS = 65535
 # Beyond half a step, the float32 roundings of a fixed16 frame, as a fraction of the extent.
 FIXED16_ROUNDING = 2.0**-20
+# The largest finite float16: a float32 of magnitude 65520 or more narrows to inf.
+HALF_MAX = 65504.0
+_HALF_EXPONENT_AND_SIGNIFICAND = 0x7FFF
+_HALF_INFINITY = 0x7C00
 # Work-group size of frames.cl's bounds kernels (a power of two).
 BOUNDS_GROUP = 256
 WIDEN_GROUP = 256
@@ -67,6 +71,29 @@ def staged_shape(encoding: str, n: int) -> tuple[int, ...]:
     """The shape of a staged frame of ``n`` positions: (n, 3), or for fixed16 the 3n values
     followed by the box's words, flat."""
     return (3 * n + BOX_WORDS,) if encoding == FIXED16 else (n, 3)
+
+
+def check_narrowed(encoding: str, stored: np.ndarray, box: np.ndarray | None = None, *,
+                   source: np.ndarray | None = None, what: str = "positions") -> None:
+    """Refuse a frame its encoding could not represent, instead of storing inf: float16
+    ``stored`` values that are infinite (a coordinate of 65520 or more in magnitude, or one
+    that was infinite already), or a fixed16 ``box`` that is not finite (a non-finite
+    coordinate, or an extent beyond float32). ``source``, the values before narrowing, lets
+    the message name the largest coordinate. Costs one pass over the 16-bit words."""
+    if encoding == FLOAT16:
+        bits = np.ascontiguousarray(stored).view("<u2")
+        if not ((bits & _HALF_EXPONENT_AND_SIGNIFICAND) == _HALF_INFINITY).any():
+            return
+        largest = "" if source is None else \
+            f" (the largest is {float(np.nanmax(np.abs(np.asarray(source, np.float64)))):.7g})"
+        raise InvalidInputError(
+            f"{what} beyond float16's largest value {HALF_MAX:,.0f}{largest} would be stored "
+            "as inf: record float32 or fixed16 frames instead, or move the origin and units so "
+            "they fit")
+    if encoding == FIXED16 and box is not None and not np.isfinite(box).all():
+        raise InvalidInputError(
+            f"{what} with a non-finite coordinate, or spanning more than float32 holds, have no "
+            "fixed16 box: record float32 frames instead")
 
 
 def split_staged(encoding: str, staged: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -117,19 +144,23 @@ def fixed16_error(box: np.ndarray) -> np.ndarray:
     return 0.5 * step + FIXED16_ROUNDING * step * FIXED_LEVELS
 
 
-def encode_on_host(positions, encoding: str) -> np.ndarray:
+def encode_on_host(positions, encoding: str, *, what: str = "positions") -> np.ndarray:
     """A staged frame (see :func:`staged_shape`) made on the host, the same bits the device
-    kernels give: float16 through the native narrowing (F16C where present, without the GIL)."""
+    kernels give: float16 through the native narrowing (F16C where present, without the GIL).
+    Values the encoding cannot represent raise :class:`InvalidInputError` naming them
+    ``what`` (:func:`check_narrowed`)."""
     xyz = np.ascontiguousarray(positions, dtype=np.float32)
     if encoding == FLOAT32:
         return xyz.copy() if xyz is positions else xyz
     if encoding == FLOAT16:
         narrowed = np.empty(xyz.shape, np.float16)
         _native.narrow_to_half(xyz, narrowed)
+        check_narrowed(FLOAT16, narrowed, source=positions, what=what)
         return narrowed
     check_encoding(encoding)
     n = xyz.shape[0]
     box = fixed16_box(xyz)
+    check_narrowed(FIXED16, None, box, what=what)
     staged = np.empty(staged_shape(FIXED16, n), "<u2")
     staged[:3 * n] = fixed16_quantise(xyz, box).reshape(-1)
     staged[3 * n:] = np.frombuffer(box.astype("<f4").tobytes(), dtype="<u2")

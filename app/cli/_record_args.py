@@ -71,8 +71,8 @@ class CommandLineRecording:
             return
         try:
             self._recorder.append_simulation(simulation)
-        except RecordingError as error:
-            self._stop(error)
+        except (RecordingError, InvalidInputError) as error:  # InvalidInputError: a frame the
+            self._stop(error)                                  # recording cannot represent
 
     def append_last_keyframe(self, simulation) -> None:
         """The run's final state as a keyframe (unless the last frame came with one)."""
@@ -114,14 +114,16 @@ class CommandLineRecording:
                 self._stop(error)
             self._closed, self._recorder = self._recorder, None
 
-    def _stop(self, error: RecordingError) -> None:
+    def _stop(self, error: Exception) -> None:
         recorder, self._recorder = self._recorder, None
         self.failed = True
         try:
             recorder.close()
         except RecordingError:
             pass  # the same failure, already in hand
-        print(f"orrery run: {error}; the run goes on without recording",
+        kept = "" if isinstance(error, RecordingError) else \
+            f"; {recorder.path} keeps the {recorder.frames_committed} frame(s) before it"
+        print(f"orrery run: {error}{kept}; the run goes on without recording",
               file=sys.stderr)
 
     def __enter__(self) -> CommandLineRecording:

@@ -72,7 +72,8 @@ class Recorder:
     dtype
         ``"float32"``, ``"float16"`` or ``"fixed16"`` for positions (float32 or float16 for
         velocities). float16 halves the file and keeps about 3 significant digits (relative
-        spacing 2**-10; largest value 65504); fixed16 also takes 6 bytes a body, as 16-bit
+        spacing 2**-10; largest value 65504, and a frame with a coordinate beyond it is
+        refused, never stored as inf); fixed16 also takes 6 bytes a body, as 16-bit
         integers on each frame's bounding box (an absolute error of about extent / 131070 per
         axis, the same everywhere in the box: ``frame_encoding``).
     compression
@@ -209,8 +210,16 @@ class Recorder:
         """A recorder for ``simulation`` (a :class:`~orrery.engine.Simulation`): its masses,
         populations and run settings (:func:`run_attributes`; ``source`` adds where the
         particles came from, e.g. a snapshot's file and unit conversion); ``options`` as for the
-        constructor (dtype, velocities, flush_seconds, ...)."""
+        constructor (dtype, velocities, flush_seconds, ...). Initial positions that ``dtype``
+        cannot represent (beyond float16's 65,504, say) raise :class:`InvalidInputError` before
+        the file is created."""
         particles = simulation.particles
+        encoding = fmt.frame_encoding(options.get("dtype", "float32"))
+        if encoding != encodings.FLOAT32:  # refused now, before the file exists
+            try:
+                encodings.encode_on_host(particles.pos, encoding)
+            except InvalidInputError as error:
+                raise InvalidInputError(f"cannot record {path} as {encoding}: {error}") from None
         attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
         prepare = getattr(simulation, "prepare_frames", None)
         if prepare is not None:  # compile a device's frame kernels before the run is timed
@@ -399,7 +408,11 @@ class Recorder:
             encoding = self.encoding
         else:  # velocities: float32 or float16 (fixed16 recordings refuse them)
             encoding = encodings.FLOAT32 if self.dtype.itemsize == 4 else encodings.FLOAT16
-        return encodings.encode_on_host(array, encoding)
+        try:
+            return encodings.encode_on_host(array, encoding, what=what)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"frame {self.frames_appended} of {self.path} refused: "
+                                    f"{error}") from None
 
     def _put(self, item) -> None:
         try:
@@ -455,7 +468,7 @@ class Recorder:
         error = self._error
         if error is None:
             return
-        if isinstance(error, _DiskFull):
+        if isinstance(error, (_DiskFull, InvalidInputError)):
             raise RecordingError(f"{error}; the recording stopped and {self._what_is_kept()}") \
                 from None
         raise RecordingError(f"writing {self.path} failed: {error_text(error)}; "
@@ -512,8 +525,10 @@ class Recorder:
                 if deadline is not None and _time.monotonic() >= deadline:
                     self._commit(pending)
                     pending, deadline = [], None
-        except _DiskFull as full:  # nothing failed yet: keep what was written, then stop
-            error = full
+        except (_DiskFull, InvalidInputError) as stop:
+            # nothing failed yet (no room, or a frame refused before it was written): keep what
+            # was written, then stop
+            error = stop
             try:
                 self._commit(pending)
             except BaseException as failure:
@@ -537,6 +552,13 @@ class Recorder:
             names, dtype = (fmt.POSITIONS, fmt.VELOCITIES), self.dtype
             positions, box = encodings.split_staged(
                 self.encoding, self._arrived(positions, self.dtype, "frame"), self.n)
+            # A device narrowed this frame without looking at it: refused here, before any of
+            # it is written, the recording stops with every frame before it.
+            try:
+                encodings.check_narrowed(self.encoding, positions, box)
+            except InvalidInputError as error:
+                raise InvalidInputError(f"frame {index} of {self.path} refused: {error}") \
+                    from None
             if box is not None:
                 boxes = self._datasets[fmt.POSITION_BOX]
                 boxes.resize(index + 1, axis=0)

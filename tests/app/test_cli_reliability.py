@@ -1,0 +1,45 @@
+"""The command line under hostile use (issue 42): what it cannot do well it refuses in one line
+before the work starts, and what a run has written stays readable."""
+
+import numpy as np
+import pytest
+
+from orrery.app.cli import main
+from orrery.engine.recording import RecordingFile
+
+
+def _far_snapshot(path, *, scale=1e5):
+    """A Tipsy snapshot in kpc whose particles lie far beyond float16's 65,504."""
+    pynbody = pytest.importorskip("pynbody", reason="the formats extra (pynbody) is not installed")
+    rng = np.random.default_rng(0)
+    snap = pynbody.new(dm=500)
+    snap["pos"] = (rng.standard_normal((500, 3)) * scale).astype(np.float32)
+    snap["vel"] = rng.standard_normal((500, 3)).astype(np.float32)
+    snap["mass"] = np.full(500, 1e-4, np.float32)
+    snap.properties["time"] = 0.5
+    snap.write(fmt=pynbody.snapshot.tipsy.TipsySnap, filename=str(path))
+
+
+def test_a_float16_recording_of_a_snapshot_beyond_65504_is_refused_in_one_line(tmp_path, capsys):
+    snapshot = tmp_path / "far.tipsy"
+    _far_snapshot(snapshot)
+    recording = tmp_path / "x.h5"
+    code = main(["run", "--load", str(snapshot), "--steps", "4", "--every", "2", "--quiet",
+                 "--solver", "cpu-direct", "--record", str(recording),
+                 "--record-precision", "f16"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "65,504" in err and "the largest is" in err and len(err.strip().splitlines()) == 1
+    assert not recording.exists()
+
+
+def test_the_same_snapshot_records_as_fixed16_without_inf(tmp_path):
+    snapshot = tmp_path / "far.tipsy"
+    _far_snapshot(snapshot)
+    recording = tmp_path / "x.h5"
+    assert main(["run", "--load", str(snapshot), "--steps", "4", "--every", "2", "--quiet",
+                 "--solver", "cpu-direct", "--record", str(recording),
+                 "--record-precision", "fixed16"]) == 0
+    with RecordingFile(recording) as file:
+        assert file.frame_count == 3
+        assert np.isfinite(file.read(0)).all() and np.abs(file.read(0)).max() > 65504
