@@ -1,7 +1,10 @@
 """Simulation: a particle state advanced by a solver with a fixed-step leapfrog.
 
 Kick-drift-kick (default) keeps the accelerations of the last drift, so each step costs one
-force evaluation; drift-kick-drift evaluates forces at the half step. The state lives wherever the
+force evaluation; drift-kick-drift evaluates forces at the half step; ``reversible`` is
+drift-kick-drift with positions and velocities on an integer lattice (``engine/lattice.py``), so
+``step_back`` undoes steps bit for bit, and it keeps its state on the host whatever the solver
+(a GPU solver's forces come through its host interface). The state lives wherever the
 solver keeps it (host arrays for CPU solvers, device memory for GPU solvers); positions come back
 to the host only when asked for.
 """
@@ -18,10 +21,11 @@ from . import frame_encoding
 from .compute import HostSnapshot
 from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
+from .lattice import Lattice, LatticeState
 from .particles import Particles
 from .solvers import Solver
 
-INTEGRATORS = ("kdk", "dkd")
+INTEGRATORS = ("kdk", "dkd", "reversible")
 
 
 class DeviceView(NamedTuple):
@@ -36,8 +40,12 @@ class Simulation:
     model = "gravity"
     tracks_energy = True  # the runner samples the energy error (engine/flock has no energy)
 
-    def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk"):
-        self._start(solver, dt, integrator, lambda: solver.bind(particles),
+    def __init__(self, particles: Particles, solver: Solver, *, dt: float, integrator: str = "kdk",
+                 lattice: Lattice | None = None):
+        """``lattice``: the reversible integrator's (default: ``Lattice.for_state``)."""
+        bind = ((lambda: LatticeState(solver, particles, lattice)) if integrator == "reversible"
+                else (lambda: solver.bind(particles)))
+        self._start(solver, dt, integrator, bind,
                     particles.population.copy(), particles.population_names)
 
     @classmethod
@@ -47,6 +55,9 @@ class Simulation:
         dpnp, ...: DLPack or the CUDA/SYCL array interfaces), copied into the solver's state on
         the device. Only the initial energy is measured on the host (one copy, here)."""
         bind_device = getattr(solver, "bind_device", None)
+        if integrator == "reversible":
+            raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
+                                    "build the Simulation from Particles")
         if bind_device is None:
             raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
                                     "build the Simulation from Particles")
@@ -106,6 +117,26 @@ class Simulation:
                 advance((self.integrator, dt), step)
             self.steps += 1
             self.time += dt
+
+    def step_back(self, count: int = 1) -> None:
+        """Undo ``count`` steps of the reversible integrator: the same steps with ``-dt``, which
+        return the lattice state to where it was ``count`` steps ago bit for bit (and go on
+        backward in time past the start)."""
+        if self.integrator != "reversible":
+            raise InvalidInputError(f"step_back needs integrator='reversible', this run's is "
+                                    f"{self.integrator!r}")
+        state, dt = self._state, self.dt
+
+        def step():
+            state.drift(-0.5 * dt)
+            state.compute_accelerations()
+            state.kick(-dt)
+            state.drift(-0.5 * dt)
+
+        for _ in range(int(count)):
+            state.advance(("reversible", -dt), step)
+            self.steps -= 1
+            self.time -= dt
 
     def positions(self):
         """Current positions as a host array (the only transfer a frame needs)."""
