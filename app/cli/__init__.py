@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from ._errors import REPORTED, report
+from ._errors import REPORTED, report, stop_on_signals
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
 _COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render")
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         prog = f"orrery {args.command}"
-        return int(args.handler(args) or 0)
+        with stop_on_signals():
+            return int(args.handler(args) or 0)
     except REPORTED as error:
         return report(prog, error)

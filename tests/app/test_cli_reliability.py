@@ -1,10 +1,16 @@
 """The command line under hostile use (issue 42): what it cannot do well it refuses in one line
 before the work starts, and what a run has written stays readable."""
 
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 
 from orrery.app.cli import main
+from orrery.engine.errors import RecordingError
 from orrery.engine.recording import RecordingFile
 
 
@@ -43,3 +49,52 @@ def test_the_same_snapshot_records_as_fixed16_without_inf(tmp_path):
     with RecordingFile(recording) as file:
         assert file.frame_count == 3
         assert np.isfinite(file.read(0)).all() and np.abs(file.read(0)).max() > 65504
+
+
+def _orrery(*arguments, **popen):
+    command = [sys.executable, "-c",
+               "import sys; from orrery.app.cli import main; sys.exit(main(sys.argv[1:]))",
+               *arguments]
+    return subprocess.Popen(command, **popen)
+
+
+def _wait_for_frames(path, process, count: int) -> int:
+    """Frames a reader sees in the live recording ``path`` once it holds at least ``count``."""
+    deadline = time.monotonic() + 120
+    seen = 0
+    while seen < count:
+        assert process.poll() is None, process.stderr.read().decode()
+        assert time.monotonic() < deadline, "the recording never got going"
+        time.sleep(0.05)
+        if path.exists():
+            try:
+                with RecordingFile(path) as live:
+                    seen = live.frame_count
+            except RecordingError:
+                pass  # created but not yet in SWMR mode
+    return seen
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
+def test_a_stop_signal_mid_record_closes_the_recording_with_every_frame(tmp_path, signum):
+    path = tmp_path / "stopped.h5"
+    process = _orrery("run", "--n", "128", "--solver", "cpu-direct", "--steps", "100000000",
+                      "--every", "1", "--quiet", "--record", str(path), "--record-flush", "0.05",
+                      stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        seen = _wait_for_frames(path, process, 10)
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 128 + signum, err.decode()
+    assert err.decode().strip().splitlines()[-1] == \
+        f"orrery run: stopped by {signal.Signals(signum).name}"
+    with RecordingFile(path) as recording:
+        assert recording.closed_cleanly and recording.frame_count >= seen
+        np.testing.assert_array_equal(recording.steps, np.arange(recording.frame_count))
+    info = subprocess.run([sys.executable, "-c", "import sys; from orrery.app.cli import main; "
+                           "sys.exit(main(sys.argv[1:]))", "info", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert info.returncode == 0 and "closed cleanly" in info.stdout
