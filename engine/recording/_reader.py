@@ -215,7 +215,7 @@ class RecordingFile:
             fmt.check_series(steps[max(start - 1, 0):], times[max(start - 1, 0):])
         stored = count * self.frame_bytes * (2 if self.has_velocities else 1)
         compressed = positions.id.get_create_plist().get_nfilters() > 0
-        if stored > self.file_size and not compressed:
+        if not compressed and not self._reaches(stored):
             raise RecordingError(f"{where} declares {count} frames of {self.n} particles "
                                  f"({stored / 1e9:.3g} GB) but the file holds only "
                                  f"{self.file_size / 1e9:.3g} GB: truncated or damaged")
@@ -272,7 +272,7 @@ class RecordingFile:
             raise RecordingError(f"{where} has type {dataset.dtype}, expected {_KIND_NAMES[kind]}")
         selection = np.s_[start:rows] if rows is not None else ()
         count = rows - start if rows is not None else int(np.prod(dataset.shape, dtype=np.int64))
-        if kind != "O" and count * dataset.dtype.itemsize > self.file_size:
+        if kind != "O" and not self._reaches(count * dataset.dtype.itemsize):
             raise RecordingError(f"{where} declares {count} values, more than the file's "
                                  f"{self.file_size} bytes can hold: damaged")
         if kind == "O" and count > fmt.MAX_POPULATIONS:
@@ -280,6 +280,15 @@ class RecordingFile:
         _check_chunks(dataset, where, dataset.dtype.itemsize)
         with _damage_reported(self.path, f"dataset '{name}' cannot be read"):
             return np.asarray(dataset[selection])
+
+    def _reaches(self, end: int) -> bool:
+        """Whether the file holds ``end`` bytes: by the size last looked up, else by its size
+        now. A live writer extends the file before it commits the frames stored there, so a
+        size looked up before a commit this reader has since seen is stale, not a truncation."""
+        if end <= self.file_size:
+            return True
+        self.file_size = self.path.stat().st_size
+        return end <= self.file_size
 
     def _direct_layout(self, dataset) -> _Layout | None:
         """Where each committed frame lies in the file, checked against the file's size; None
@@ -319,7 +328,7 @@ class RecordingFile:
                 first = int(np.flatnonzero(offsets < 0)[0]) * per_chunk
                 raise RecordingError(f"{self.path}: frame {first} has no stored data: damaged")
         last = int(offsets.max()) + chunk_bytes
-        if last > self.file_size:
+        if not self._reaches(last):
             raise RecordingError(f"{self.path}: frame data reaches byte {last} but the file has "
                                  f"{self.file_size}: truncated")
         return _Layout(offsets, per_chunk)
