@@ -55,6 +55,10 @@ class _DiskFull(Exception):
     """Raised by the writer thread before a write the file system has no room for."""
 
 
+class _ChangedUnderUs(Exception):
+    """Raised by the writer thread when another program changed the file (ADR 0200)."""
+
+
 class Recorder:
     """Record frames of one run into an HDF5 file.
 
@@ -189,6 +193,8 @@ class Recorder:
         try:
             self._require_space(self._reserve_bytes, "start a recording")
             self._file = self._create(masses, population, names, encoded_attributes)
+            self._lock.keep_other_writers_out()
+            self._fingerprint = self._lock.fingerprint()
         except BaseException as error:
             self._lock.release(remove=True)
             if isinstance(error, _DiskFull):
@@ -468,6 +474,8 @@ class Recorder:
         error = self._error
         if error is None:
             return
+        if isinstance(error, _ChangedUnderUs):
+            raise RecordingError(str(error)) from None
         if isinstance(error, (_DiskFull, InvalidInputError)):
             raise RecordingError(f"{error}; the recording stopped and {self._what_is_kept()}") \
                 from None
@@ -612,6 +620,7 @@ class Recorder:
             self._writer_seconds["commit"] += _time.perf_counter() - started
 
     def _commit_now(self, pending) -> None:
+        self._check_unchanged()
         self._file.flush()
         self._unflushed_bytes = 0
         for keyframes, (time_name, step_name) in ((False, (fmt.TIME, fmt.STEP)),
@@ -628,6 +637,7 @@ class Recorder:
                 dataset.resize(start + count, axis=0)
                 dataset[start:start + count] = values
         self._file.flush()
+        self._fingerprint = self._lock.fingerprint()
         for keyframes in (False, True):
             count = sum(1 for kind, _, _ in pending if kind == keyframes)
             if keyframes:
@@ -651,6 +661,15 @@ class Recorder:
             os.fsync(handle)
         self._frames_since_fsync = 0
 
+    def _check_unchanged(self) -> None:
+        """Raise :class:`_ChangedUnderUs` if another program emptied, rewrote, replaced or
+        removed the file since the last flush: a flush then would write into someone else's
+        file, or into nothing anybody can read."""
+        reason = self._lock.changed(self._fingerprint)
+        if reason is not None:
+            raise _ChangedUnderUs(f"{self.path} changed while it was being recorded: {reason}; "
+                                  "the recording stopped")
+
     def _require_space(self, needed: int, what: str) -> None:
         free = self._lock.free_bytes()
         if free < needed:
@@ -660,6 +679,11 @@ class Recorder:
     def _close_file(self, intact: bool, error: BaseException | None) -> BaseException | None:
         """Close the file (see :func:`_abandon` when a write failed) and release the path;
         returns ``error``, or the close's own failure when there was none."""
+        if intact:
+            try:
+                self._check_unchanged()
+            except _ChangedUnderUs as changed:
+                intact, error = False, error or changed
         if intact:
             self._datasets.clear()
             try:
@@ -671,7 +695,8 @@ class Recorder:
             _abandon(self._file, self._datasets)
         # A recording that failed before its first commit holds nothing: it must not block a
         # retry under the same name.
-        self._file_removed = error is not None and self.frames_committed == 0 \
+        self._file_removed = error is not None and not isinstance(error, _ChangedUnderUs) \
+            and self.frames_committed == 0 \
             and self._lock.created
         self._lock.release(remove=self._file_removed)
         return error

@@ -8,6 +8,10 @@ SWMR writer gives up anyway), and unlike POSIX ``lockf`` locks they are not lost
 process closes another descriptor of the file. Where OFD locks do not exist (not Linux) a POSIX
 lock stands in; on a file system that refuses locks, or without ``fcntl`` (Windows), the
 Recorder writes unguarded.
+
+Another program can still open the file for writing behind the lock's back (HDF5 itself empties
+a file before it looks at locks): a shared ``flock`` makes HDF5 writers fail, and the Recorder
+checks at every commit that the file is still the one it wrote (ADR 0200).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 _LOCK_BYTE = 2**62
+# HDF5's version 2 and 3 superblock: signature, versions, flags, base, extension, end-of-file
+# and root addresses, checksum.
+_FINGERPRINT_BYTES = 48
 _SET, _GET = (("F_OFD_SETLK", "F_OFD_GETLK") if hasattr(fcntl, "F_OFD_SETLK")
               else ("F_SETLK", "F_GETLK"))
 
@@ -48,6 +55,39 @@ class WriterLock:
             return shutil.disk_usage(self.path.parent).free
         stats = os.fstatvfs(self.fd)
         return stats.f_bavail * stats.f_frsize
+
+    def keep_other_writers_out(self) -> None:
+        """Hold a shared ``flock`` on the file, as an HDF5 reader does: another program opening
+        it for writing through HDF5 then fails, where it would otherwise succeed (a SWMR writer
+        gives up HDF5's own lock) and overwrite the recording. Call it once HDF5 has let go
+        of its own exclusive lock (after SWMR writing starts). HDF5 truncates before it
+        locks, so this alone does not keep the frames: :meth:`changed` tells the writer."""
+        if fcntl is None:
+            return
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            pass  # a file system without flock: the checks of changed() still hold
+
+    def fingerprint(self) -> bytes:
+        """The file's first bytes (HDF5's superblock), which its writer rewrites only when it
+        flushes: compared by :meth:`changed` at the next flush."""
+        return os.pread(self.fd, _FINGERPRINT_BYTES, 0)
+
+    def changed(self, fingerprint: bytes) -> str | None:
+        """Why the file is no longer what its writer left at its last flush (``fingerprint``):
+        the path names another file or none, or another program emptied or rewrote it; None
+        while it is unchanged."""
+        try:
+            if not os.path.samestat(os.fstat(self.fd), os.stat(self.path)):
+                return "the path now names another file (it was replaced or moved)"
+        except FileNotFoundError:
+            return "it was removed"
+        except OSError as error:
+            return f"it cannot be looked up ({_reason(error)})"
+        if self.fingerprint() != fingerprint:
+            return "another program emptied or rewrote it"
+        return None
 
     def release(self, *, remove: bool = False) -> None:
         """Drop the lock; with ``remove``, also delete the file if this claim created it (a
