@@ -7,6 +7,9 @@ closed-form f(E) (Hernquist 1990, eq. 17). Every set is moved to its centre-of-m
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 from .errors import InvalidInputError
@@ -17,6 +20,22 @@ PLUMMER_SCALE = 3.0 * np.pi / 16.0
 # Share of the cumulative mass profile that is sampled; the rest lies at very large radii
 # where a few stragglers would set the bounding box of every tree for no physical gain.
 MASS_CUTOFF = 0.999
+
+
+def _checked(name: str, value, *, positive: bool) -> float:
+    """``value`` as a float if it is a finite number > 0 (``positive``) or >= 0; else
+    :class:`InvalidInputError` naming the parameter ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        kind = "a positive" if positive else "a non-negative"
+        raise InvalidInputError(f"{name} must be {kind} finite number, got {value!r}")
+    return float(value)
+
+
+def _rng(seed) -> np.random.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InvalidInputError(f"seed must be an integer of at least 0, got {seed!r}")
+    return np.random.default_rng(int(seed))
 
 
 def _isotropic(rng: np.random.Generator, magnitude: np.ndarray) -> np.ndarray:
@@ -40,7 +59,7 @@ def _finish(pos, vel, precision) -> Particles:
 def plummer(n: int, *, seed: int = 0, precision: str = "f64") -> Particles:
     """Plummer sphere in virial equilibrium, Hénon units (M = 1, E = -1/4)."""
     n = check_count(n)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     a = PLUMMER_SCALE
     x = rng.uniform(0.0, MASS_CUTOFF, n)
     r = a / np.sqrt(x ** (-2.0 / 3.0) - 1.0)
@@ -67,7 +86,8 @@ def _hernquist_df(energy: np.ndarray) -> np.ndarray:
 def hernquist(n: int, *, seed: int = 0, scale: float = 1.0, precision: str = "f64") -> Particles:
     """Hernquist sphere (M = 1, scale length ``scale``) with velocities from its isotropic DF."""
     n = check_count(n)
-    rng = np.random.default_rng(seed)
+    scale = _checked("scale", scale, positive=True)
+    rng = _rng(seed)
     x = rng.uniform(0.0, MASS_CUTOFF, n)
     s = np.sqrt(x)
     r = s / (1.0 - s)  # inverse of M(r) = r^2 / (1 + r)^2, in units of the scale length
@@ -97,7 +117,9 @@ def uniform_cube(n: int, *, seed: int = 0, side: float = 2.0, virial_ratio: floa
                  precision: str = "f64") -> Particles:
     """Uniform-density cube of the given side; ``virial_ratio`` K/|W| (0 = cold collapse)."""
     n = check_count(n)
-    rng = np.random.default_rng(seed)
+    side = _checked("side", side, positive=True)
+    virial_ratio = _checked("virial_ratio", virial_ratio, positive=False)
+    rng = _rng(seed)
     pos = rng.uniform(-0.5 * side, 0.5 * side, (n, 3))
     # Self-energy of a uniform cube: W = -0.9411 G M^2 / L.
     sigma = np.sqrt(virial_ratio * 0.9411 / side / 1.5)
@@ -109,7 +131,9 @@ def gaussian_blob(n: int, *, seed: int = 0, sigma: float = 1.0, virial_ratio: fl
     """Gaussian density (standard deviation ``sigma`` per axis) with isotropic Gaussian
     velocities sized for the virial ratio K/|W| (0.5 = equilibrium on average)."""
     n = check_count(n)
-    rng = np.random.default_rng(seed)
+    sigma = _checked("sigma", sigma, positive=True)
+    virial_ratio = _checked("virial_ratio", virial_ratio, positive=False)
+    rng = _rng(seed)
     pos = rng.normal(0.0, sigma, (n, 3))
     # Self-energy of a Gaussian sphere: W = -G M^2 / (2 sqrt(pi) sigma).
     velocity_sigma = np.sqrt(virial_ratio / (2.0 * np.sqrt(np.pi) * sigma) / 1.5)

@@ -36,7 +36,8 @@ def check_count(n) -> int:
     """A particle count as an int: a positive integer whose float64 particles alone
     (:data:`BYTES_PER_PARTICLE` each) fit in this machine's memory; else
     :class:`InvalidInputError` saying what it would need."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) or int(n) != n or n < 1:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) \
+            or (isinstance(n, float) and not math.isfinite(n)) or int(n) != n or n < 1:
         raise InvalidInputError(f"particle count must be a positive integer, got {n!r}")
     n = int(n)
     needed, memory = n * BYTES_PER_PARTICLE, physical_memory()

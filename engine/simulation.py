@@ -28,6 +28,28 @@ from .solvers import Solver
 INTEGRATORS = ("kdk", "dkd", "reversible")
 
 
+def checked_dt(dt) -> float:
+    """``dt`` as a float, if it is a positive finite number; else :class:`InvalidInputError`."""
+    if isinstance(dt, bool) or not (isinstance(dt, numbers.Real) and math.isfinite(dt)
+                                    and dt > 0):
+        raise InvalidInputError(f"time step dt must be a positive finite number, got {dt!r}")
+    return float(dt)
+
+
+def checked_step_count(count) -> int:
+    """``count`` steps as an int, if it is a whole number of at least 0 (2.0 is 2, not 2.5 or
+    NaN); else :class:`InvalidInputError`."""
+    if isinstance(count, numbers.Integral) and not isinstance(count, bool):
+        value = int(count)
+    elif isinstance(count, numbers.Real) and math.isfinite(count) and float(count).is_integer():
+        value = int(count)
+    else:
+        raise InvalidInputError(f"a step count must be a whole number, got {count!r}")
+    if value < 0:
+        raise InvalidInputError(f"a step count must be 0 or more, got {value}")
+    return value
+
+
 class DeviceView(NamedTuple):
     """The live state of a device-resident simulation as device arrays (views, no copies)."""
 
@@ -68,8 +90,7 @@ class Simulation:
 
     def _start(self, solver, dt, integrator, bind, population, population_names) -> None:
         """Check the options, then ``bind()`` the state (population None: one, unlabelled)."""
-        if not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
-            raise InvalidInputError(f"time step dt must be a positive finite number, got {dt!r}")
+        dt = checked_dt(dt)
         if integrator not in INTEGRATORS:
             raise InvalidInputError(f"integrator must be one of {INTEGRATORS}, got {integrator!r}")
         self.solver = solver
@@ -83,6 +104,16 @@ class Simulation:
         self._population_names = population_names
         self._accelerations_current = False
         self.initial = self.diagnostics()
+
+    @property
+    def dt(self) -> float:
+        """The time step; set it to change the step of the steps to come (checked as the
+        constructor checks it: a positive finite number)."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value) -> None:
+        self._dt = checked_dt(value)
 
     @property
     def n(self) -> int:
@@ -105,9 +136,10 @@ class Simulation:
                 state.kick(dt)
                 state.drift(0.5 * dt)
 
+        count = checked_step_count(count)
         # A device state may replay the step from a graph (DeviceState.advance).
         advance = getattr(self._state, "advance", None)
-        for _ in range(int(count)):
+        for _ in range(count):
             if kdk and not self._accelerations_current:
                 state.compute_accelerations()
                 self._accelerations_current = True
@@ -133,7 +165,7 @@ class Simulation:
             state.kick(-dt)
             state.drift(-0.5 * dt)
 
-        for _ in range(int(count)):
+        for _ in range(checked_step_count(count)):
             state.advance(("reversible", -dt), step)
             self.steps -= 1
             self.time -= dt

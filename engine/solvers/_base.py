@@ -8,8 +8,17 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ..compute import HostSnapshot
+from ..errors import InvalidInputError
 from ..particles import (Particles, as_dtype, check_fits, check_no_coincident,
                          check_positions_and_masses)
+
+
+def checked_potential_flag(potential) -> bool:
+    """``accelerations``' ``potential`` flag: True or False (numpy's too), never a truthy
+    string or number taken for True."""
+    if not isinstance(potential, (bool, np.bool_)):
+        raise InvalidInputError(f"potential must be True or False, got {potential!r:.80}")
+    return bool(potential)
 
 
 class Solver(ABC):
@@ -53,6 +62,7 @@ class Solver(ABC):
     def accelerations(self, pos, mass, *, potential: bool = False):
         """Accelerations ``(n, 3)`` (and potentials ``(n,)`` when ``potential``) in this
         solver's precision."""
+        potential = checked_potential_flag(potential)
         pos, mass = check_positions_and_masses(pos, mass, dtype=self.dtype)
         if self.softening == 0:
             check_no_coincident(pos)

@@ -24,7 +24,7 @@ from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, host_arr
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import (SUPPORTED_DTYPES, Particles, check_finite, check_fits,
                          check_no_coincident, check_shapes)
-from ._base import Solver
+from ._base import Solver, checked_potential_flag
 from ._device_input import RowPacker
 from ._device_state import DeviceState, padded_count
 
@@ -97,6 +97,7 @@ class GpuSolver(Solver):
         device (CuPy, PyTorch, dpnp, ...: DLPack or the CUDA/SYCL array interfaces, float32 or
         float64, any strides) arrays on that device (CuPy on CUDA, :class:`UsmArray` on SYCL),
         with no transfer of particle data through the host."""
+        potential = checked_potential_flag(potential)
         start = time.perf_counter()
         wrapped = self._wrapped(pos, mass)
         if wrapped is None:

@@ -40,7 +40,7 @@ from ..calibration import Calibration, load_calibration
 from ..crossovers import Schedule
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
-from ._base import HostState, Solver
+from ._base import HostState, Solver, checked_potential_flag
 from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
                        THETA, THREADS, SolverSpec)
 
@@ -163,6 +163,7 @@ class AutoSolver(Solver):
     # -- the Solver interface ---------------------------------------------------------------
 
     def accelerations(self, pos, mass, *, potential: bool = False):
+        potential = checked_potential_flag(potential)
         pos, mass = check_positions_and_masses(pos, mass)
         solver = self.select(pos.shape[0])
         result = solver.accelerations(pos, mass, potential=potential)
