@@ -1,78 +1,61 @@
-"""``orrery bench report``: run the benchmark suite with the full protocol (warm-up, medians,
-IQR, drift, cool-downs, a canary at both ends) and write a generated report, ``index.md`` plus
-PNG plots, to ``docs/report/`` (or ``--out``)."""
+"""``orrery bench report``: write docs/performance.md from the results store (``docs/results/``:
+rows that ``orrery bench NAME --record`` appends, and the catalogue of what the page shows and
+its goals); ``--check`` writes nothing and fails while the page differs from what the store
+generates (ADR 0210). It measures nothing: ``orrery bench suite`` runs every benchmark."""
 
 from __future__ import annotations
 
-import dataclasses
+import difflib
 import sys
 from pathlib import Path
 
-from ..engine.errors import InvalidInputError
+from ..engine.errors import OrreryError
 from ..engine.solvers._options import Option
-from . import BENCHMARKS
-from ._options import BenchmarkSpec, several
-from .reporting.markdown import ReportWriter
-from .reporting.plots import draw_plots, plotting_unavailable
-from .reporting.session import full_plan, quick_plan, run_session
-from .solver_timing import as_timing_curves
+from ._options import BenchmarkSpec
+from .reporting.page import render
+from .results import STORE, current, evaluate, load_catalogue, load_rows
 
-HELP = "run every benchmark and write the performance report (docs/report/index.md)"
-
+HELP = "write docs/performance.md from the results store docs/results/ (--check: compare only)"
 
 SPEC = BenchmarkSpec("report", HELP, options=(
-    Option("quick", bool, False, "tiny sizes (seconds): shows the report works, for tests and CI"),
-    Option("out", str, "docs/report", "folder for index.md and the plots"),
-    several(Option("benchmarks", str, None, ""), None,
-            "run only these benchmarks (default: all; none: only the report's own solver timings)",
-            allow_empty=True),
-    Option("cooldown", float, None, "seconds to rest between configurations (default: 2, "
-                                    "quick: 0)", minimum=0.0),
-    Option("trials", int, None, "timed trials per configuration (default: 7, quick: 3)",
-           minimum=1),
-    Option("n_max", int, None, "largest N for the solver timings (default: 262144, quick: 512)",
-           minimum=2),
+    Option("store", str, str(STORE), "the results store: catalogue.toml and *.jsonl rows"),
+    Option("out", str, "docs/performance.md", "the page to write or check"),
+    Option("check", bool, False, "write nothing; fail if the page differs from what the store "
+                                 "generates"),
 ))
 
 
-def _plan(args):
-    plan = quick_plan() if args.quick else full_plan()
-    changes = {}
-    if args.cooldown is not None:
-        changes["cooldown_s"] = args.cooldown
-    if args.trials is not None:
-        changes["trials"] = args.trials
-    if args.n_max is not None:
-        changes["sizes"] = tuple(n for n in plan.sizes if n <= args.n_max) or plan.sizes[:1]
-    if args.benchmarks is not None:
-        included = [name for name in BENCHMARKS if name != "report"]
-        unknown = sorted(set(args.benchmarks) - set(included))
-        if unknown:
-            raise InvalidInputError(f"no benchmark(s) {unknown} to include; choose from {included}")
-        changes["benchmarks"] = tuple(args.benchmarks)
-    return dataclasses.replace(plan, **changes)
+class PageOutOfDate(OrreryError):
+    """The performance page is not what the results store generates."""
 
 
-def _command(args) -> str:
-    parts = ["orrery bench report"]
-    if args.quick:
-        parts.append("--quick")
-    if args.out != SPEC.option("out").default:
-        parts.append(f"--out {args.out}")
-    return " ".join(parts)
+def generate(store: Path | str = STORE) -> str:
+    return render(load_catalogue(Path(store)), load_rows(Path(store)))
 
 
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
-    session = run_session(_plan(args))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    figures = draw_plots(session, as_timing_curves(session.curves), out)
-    path = ReportWriter(session, figures, plotting_unavailable(), _command(args)).write(out)
-    print(f"report written to {path}" + (f" with {len(figures)} plots" if figures else
-                                         f" without plots: {plotting_unavailable()}"),
-          file=sys.stderr)
-    rows = [{"section": "solver timing", **point.row()}
-            for points in session.curves.values() for point in points]
-    rows += [{"section": "accuracy", **row} for row in session.accuracy]
-    return rows
+    store, out = Path(args.store), Path(args.out)
+    catalogue, rows = load_catalogue(store), load_rows(store)
+    text = render(catalogue, rows)
+    if args.check:
+        written = out.read_text() if out.exists() else ""
+        if written != text:
+            diff = "".join(list(difflib.unified_diff(
+                written.splitlines(True), text.splitlines(True), str(out),
+                f"generated from {store}"))[:40])
+            print(diff, file=sys.stderr)
+            raise PageOutOfDate(f"{out} is not what {store} generates: run `orrery bench report` "
+                                f"(edit the store or its catalogue, not the page)")
+        print(f"{out} is what {store} generates", file=sys.stderr)
+    else:
+        out.write_text(text)
+        print(f"wrote {out} from {len(rows)} rows of {store}", file=sys.stderr)
+    figures = {m.id: current(rows, m.id, m.machine) for m in catalogue.measurements}
+    result = [{"measurement": m.id, "machine": m.machine, "unit": m.unit,
+               "figure": None if figures[m.id] is None else figures[m.id].value,
+               "runs": 0 if figures[m.id] is None else len(figures[m.id].runs)}
+              for m in catalogue.measurements]
+    result += [{"goal": g.id, "verdict": {True: "met", False: "not met", None: "no figure"}[
+        evaluate(g, figures)]} for g in catalogue.goals]
+    return result

@@ -1,5 +1,5 @@
 """Time whole solvers over a geometric range of particle counts with the harness's protocol,
-under a time budget per solver: what ``orrery calibrate`` and ``orrery bench report`` measure
+under a time budget per solver: what ``orrery calibrate`` and ``orrery bench suite`` measure
 the crossovers from.
 
 An evaluation is ``solver.accelerations(pos, mass)`` on a Plummer sphere (by default) with the

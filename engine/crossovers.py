@@ -1,5 +1,5 @@
 """Crossovers between solvers: which is fastest at which particle count, found from timing
-curves (used by ``orrery calibrate``, ``auto`` and ``orrery bench report``).
+curves (used by ``orrery calibrate``, ``auto`` and ``orrery bench suite``).
 
 The rule that turns timing curves into a schedule (which solver is fastest at which particle
 count), in order:

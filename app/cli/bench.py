@@ -1,12 +1,15 @@
 """``orrery bench KIND``: one subcommand per benchmark, its flags generated from the benchmark's
 options table (``SPEC.options``) the way ``_solver_args`` does for solvers; rows go to the
-terminal and, with ``--json``/``--csv``, to a file."""
+terminal and, with ``--json``/``--csv``, to a file, and with ``--record`` into the results store
+that ``orrery bench report`` makes docs/performance.md from (ADR 0210)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from ...bench import BENCHMARKS, benchmark_module
+from ...bench import BENCHMARKS, benchmark_module, results
 from ...bench._options import Several, flag
 from ...bench.harness import write_rows
 from ...engine.errors import InvalidInputError
@@ -25,6 +28,11 @@ def add_parser(subparsers) -> None:
             _add_option(sub, option)
         sub.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
         sub.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+        if name != "report":
+            sub.add_argument("--record", metavar="STORE", nargs="?", const=str(results.STORE),
+                             help="append the rows, with this command, the commit, the machine "
+                                  "and the date, to the results store (default: "
+                                  f"{results.STORE}, run from the checkout's root)")
         sub.set_defaults(handler=run)
 
 
@@ -67,8 +75,36 @@ def run(args) -> int:
     options = {o.name: getattr(args, o.name) for o in module.SPEC.options
                if getattr(args, o.name) is not None}
     rows = module.run(**options)
+    if getattr(args, "record", None):
+        _record(args.kind, module.SPEC, options, rows, args.record)
     if args.json:
         write_rows(rows, args.json, meta={"benchmark": args.kind})
     if args.csv:
         write_rows(rows, args.csv)
     return 0
+
+
+def command_line(kind: str, spec, options: dict) -> str:
+    """The ``orrery bench`` command that runs ``kind`` with ``options`` (those given)."""
+    parts = ["orrery bench", kind]
+    for option in spec.options:
+        if option.name not in options:
+            continue
+        value = options[option.name]
+        if option.type is bool:
+            parts.append(flag(option.name) if value else "--no-" + flag(option.name)[2:])
+        elif isinstance(option, Several):
+            parts += [flag(option.name), *map(str, value)]
+        else:
+            parts += [flag(option.name), str(value)]
+    return " ".join(parts)
+
+
+def _record(kind: str, spec, options: dict, rows: list[dict], store: str) -> None:
+    stored = results.rows_from_benchmark(
+        kind, rows, results.load_catalogue(Path(store)), command=command_line(kind, spec, options),
+        machine=results.machine(), commit=results.commit(), date=results.now())
+    path = results.append_rows(stored, Path(store))
+    taken = sum(row["measurement"] is not None for row in stored)
+    print(f"recorded {len(stored)} rows ({taken} of catalogued measurements) in {path}",
+          file=sys.stderr)

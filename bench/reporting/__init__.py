@@ -1,2 +1,2 @@
-"""``orrery bench report``: a measuring session (:mod:`.session`), figures derived from it
+"""``orrery bench suite``: a measuring session (:mod:`.session`), figures derived from it
 (:mod:`.analysis`), PNG plots (:mod:`.plots`) and the Markdown report (:mod:`.markdown`)."""

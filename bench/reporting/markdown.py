@@ -116,7 +116,7 @@ class ReportWriter:
                   f"[performance.md](../performance.md).")
         if s.plan.quick:
             self._add("> **Quick run**: tiny sizes that only show the report works. Its numbers "
-                      "are not performance claims; run `orrery bench report` for those.")
+                      "are not performance claims; run `orrery bench suite` for those.")
 
     def _session(self) -> None:
         s = self.session

@@ -1,88 +1,141 @@
-"""``orrery bench report``: writes the report with whatever benchmarks exist, says what did not
-run and why, and writes it without matplotlib too."""
+"""``orrery bench report``: docs/performance.md is what the results store generates (the check CI
+runs), a figure is the median of the newest day's runs and never the best, goals are computed,
+and ``orrery bench NAME --record`` appends rows a later report reads."""
 
-import sys
-import types
+import json
+import shutil
+from pathlib import Path
 
 import pytest
 
-import orrery.bench.reporting.session as session_module
 from orrery.app.cli import main
-from orrery.bench import BENCHMARKS, BenchmarkSpec
-from orrery.engine.solvers import Option
+from orrery.bench import results
+from orrery.bench.reporting.page import render
+
+ROOT = Path(__file__).resolve().parents[2]
+STORE = ROOT / "docs" / "results"
+PAGE = ROOT / "docs" / "performance.md"
+
+CATALOGUE = """
+[[section]]
+title = "Direct"
+
+[[measurement]]
+id = "rate"
+section = "Direct"
+what = "cpu-direct f32, N = 64"
+unit = "G interactions/s"
+machine = "test-machine"
+bench = { name = "direct", where = { solver = "cpu-direct", precision = "f32", n = 64 }, column = "ginteractions_per_s", spread = "iqr_s", relative_to = "median_s" }
+
+[[goal]]
+id = "fast"
+what = "fast enough"
+conditions = [{ measurement = "rate", op = ">=", value = 1000.0 }]
+"""
 
 
-def fake_benchmark(run, *, quick=True, peers=True, name="fake"):
-    module = types.ModuleType(name)
-    options = ((Option("quick", bool, False, "tiny sizes"),) if quick else ()) + \
-        ((Option("peers", bool, False, "peer codes"),) if peers else ())
-    module.SPEC = BenchmarkSpec(name, "a stand-in", options)
-
-    def checked_run(**given):
-        return run(vars(module.SPEC.resolve(given)))
-
-    module.run = checked_run
-    return module
+def row(value, date, *, command="orrery bench direct", commit=None, kind="test-machine"):
+    return {"measurement": "rate", "value": value, "unit": "G interactions/s", "spread": None,
+            "command": command, "commit": commit, "date": date, "source": "measured",
+            "machine": {"kind": kind, "cpu": "a CPU", "cpus": 2}}
 
 
-def test_quick_report_with_the_benchmarks_of_this_build(tmp_path, capsys):
-    pytest.importorskip("matplotlib", reason="plots need the bench extra's matplotlib")
-    assert main(["bench", "report", "--quick", "--out", str(tmp_path)]) == 0
-    text = (tmp_path / "index.md").read_text()
-    others = [name for name in BENCHMARKS if name != "report"]
-    if others:
-        section = text.split("## Benchmarks run")[1].split("\n## ")[0]
-        assert all(f"`orrery bench {name}" in section for name in others)
-    else:
-        assert "No benchmark modules are registered in this build" in text
-    for heading in ("## Ceilings of this machine", "## Direct summation kernels",
-                    "## Scaling with N and fitted exponents", "## Accuracy against cost",
-                    "## GPU against CPU", "## Which solver wins at which size"):
-        assert heading in text
-    assert "| cpu-direct | 512 |" in text  # the largest quick size was timed
-    assert "Canary change over the session" in text
-    assert "Reproduce: `orrery bench report --quick" in text
-    for figure in ("solver-scaling.png", "accuracy-cost.png"):
-        assert f"]({figure})" in text
-        assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+@pytest.fixture
+def store(tmp_path):
+    (tmp_path / "catalogue.toml").write_text(CATALOGUE)
+    return tmp_path
 
 
-def test_report_calls_benchmarks_with_their_options_and_survives_failures(tmp_path, monkeypatch):
-    seen = {}
-
-    def tree_run(args):
-        seen["tree"] = args
-        return [{"solver": "cpu-tree", "n": n, "median_s": 1e-6 * n ** 1.25}
-                for n in (1024, 4096, 16384)]
-
-    def broken_run(args):
-        raise RuntimeError("no device here")
-
-    fakes = {"ceilings": fake_benchmark(lambda args: [{"probe": "fma f32", "gflops": 117.0}],
-                                        name="ceilings"),
-             "tree": fake_benchmark(tree_run, name="tree"),
-             "slowpoke": fake_benchmark(lambda args: [], quick=False, name="slowpoke"),
-             "broken": fake_benchmark(broken_run, peers=False, name="broken")}
-    for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, f"orrery.bench.{name}", module)
-    monkeypatch.setattr(session_module, "BENCHMARKS", ("report", *fakes))
-    monkeypatch.setattr(session_module, "PEER_PACKAGES", ("json",))  # any importable name
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
-
-    assert main(["bench", "report", "--quick", "--out", str(tmp_path)]) == 0
-    text = (tmp_path / "index.md").read_text()
-    assert seen["tree"]["quick"] is True and seen["tree"]["peers"] is True
-    assert "`orrery bench tree --quick --peers`" in text
-    assert "| fma f32 | 117 |" in text
-    assert "| cpu-tree | 1.25 |" in text  # exponent fitted to the tree benchmark's rows
-    assert "`orrery bench slowpoke --peers` did not run: it has no --quick option" in text
-    assert "failed: RuntimeError: no device here" in text
-    assert "_No plot: matplotlib is not installed" in text
-    assert not list(tmp_path.glob("*.png"))
+def test_the_performance_page_is_what_the_results_store_generates(capsys):
+    assert main(["bench", "report", "--check", "--store", str(STORE), "--out", str(PAGE)]) == 0, \
+        capsys.readouterr().err
 
 
-def test_report_rejects_benchmarks_that_do_not_exist(tmp_path, capsys):
-    assert main(["bench", "report", "--quick", "--out", str(tmp_path),
-                 "--benchmarks", "no-such-benchmark"]) == 2
-    assert "no-such-benchmark" in capsys.readouterr().err
-    assert not (tmp_path / "index.md").exists()
+def test_a_hand_edited_figure_fails_the_check(tmp_path, capsys):
+    page = tmp_path / "performance.md"
+    page.write_text(PAGE.read_text().replace("| 59.98 fps |", "| 60.02 fps |", 1))
+    assert page.read_text() != PAGE.read_text()
+    assert main(["bench", "report", "--check", "--store", str(STORE), "--out", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert "is not what" in err and "60.02 fps" in err
+
+
+def test_report_writes_the_page_and_check_then_passes(store, tmp_path):
+    results.append_rows([row(5.0, "2026-12-05T10:00:00+00:00")], store)
+    page = tmp_path / "page.md"
+    assert main(["bench", "report", "--store", str(store), "--out", str(page)]) == 0
+    assert "| cpu-direct f32, N = 64 | 5.00 G interactions/s |" in page.read_text()
+    assert main(["bench", "report", "--check", "--store", str(store), "--out", str(page)]) == 0
+
+
+def test_the_figure_is_the_median_of_the_newest_days_runs_of_one_command_never_the_best():
+    rows = [row(9.0, "2026-12-04T10:00:00+00:00"),  # an older day, faster: not taken
+            row(2.0, "2026-12-05T08:00:00+00:00"),
+            row(4.0, "2026-12-05T09:00:00+00:00"),
+            row(3.0, "2026-12-05T09:30:00+00:00"),
+            row(8.0, "2026-12-05T07:00:00+00:00", command="orrery bench direct --n 8"),
+            row(7.0, "2026-12-05T11:00:00+00:00", kind="another-machine")]
+    figure = results.current(rows, "rate", "test-machine")
+    assert figure.value == 3.0
+    assert figure.spread == {"range": [2.0, 4.0]}
+    assert [r["value"] for r in figure.runs] == [2.0, 4.0, 3.0]
+
+
+def test_runs_of_other_code_the_same_day_are_not_pooled():
+    rows = [row(2.0, "2026-12-05T08:00:00+00:00", commit="aaa"),
+            row(4.0, "2026-12-05T09:00:00+00:00", commit="bbb")]
+    figure = results.current(rows, "rate", "test-machine")
+    assert figure.value == 4.0 and len(figure.runs) == 1
+
+
+def test_goals_are_evaluated_from_the_figures_not_typed(store):
+    catalogue = results.load_catalogue(store)
+    slow = render(catalogue, [row(5.0, "2026-12-05T10:00:00+00:00")])
+    assert "| fast enough | 5.00 G interactions/s >= 1,000 G interactions/s | **not met** |" in slow
+    fast = render(catalogue, [row(2000.0, "2026-12-05T10:00:00+00:00")])
+    assert "| fast enough | 2,000 G interactions/s >= 1,000 G interactions/s | met |" in fast
+    assert "| fast enough | no figure" in render(catalogue, [])
+
+
+def test_a_recorded_bench_run_appends_its_rows_with_command_machine_commit_and_date(store):
+    assert main(["bench", "direct", "--n", "64", "--precision", "f32", "--trials", "2",
+                 "--warmup", "0", "--no-ceilings", "--record", str(store)]) == 0
+    machine = results.machine()
+    lines = (store / f"{machine['kind']}.jsonl").read_text().splitlines()
+    stored = [json.loads(line) for line in lines]
+    assert len(stored) == 1
+    (only,) = stored
+    assert only["measurement"] == "rate" and only["value"] > 0
+    assert only["command"] == ("orrery bench direct --n 64 --precision f32 --trials 2 "
+                               "--warmup 0 --no-ceilings")
+    assert only["machine"]["cpu"] and only["machine"]["cpus"] >= 1
+    assert only["date"].startswith("20") and only["source"] == "measured"
+    assert only["spread"]["iqr"] >= 0 and only["row"]["n"] == 64
+    assert "commit" in only
+
+
+def test_every_stored_row_says_what_where_when_and_how():
+    catalogue = results.load_catalogue(STORE)
+    ids = {m.id for m in catalogue.measurements}
+    for stored in results.load_rows(STORE):
+        assert stored["machine"]["kind"] and stored["command"] and stored["date"]
+        assert stored["source"]
+        if stored["measurement"] is not None:
+            assert stored["measurement"] in ids
+            assert isinstance(stored["value"], (int, float))
+
+
+def test_every_catalogued_measurement_has_a_figure():
+    catalogue = results.load_catalogue(STORE)
+    rows = results.load_rows(STORE)
+    missing = [m.id for m in catalogue.measurements
+               if results.current(rows, m.id, m.machine) is None]
+    assert not missing
+
+
+def test_a_store_copied_elsewhere_generates_the_same_page(tmp_path):
+    shutil.copytree(STORE, tmp_path / "results")
+    from orrery.bench.report import generate
+
+    assert generate(tmp_path / "results") == PAGE.read_text()

@@ -1,0 +1,270 @@
+"""The results store: every recorded figure is one JSON line in ``docs/results/<kind>.jsonl``,
+one file per machine kind, appended to and never rewritten (ADR 0210).
+
+A row holds one figure of one measurement (``measurement``: an id of ``catalogue.toml``, or
+null for a benchmark row no measurement takes), its ``value`` and ``unit``, its ``spread`` where
+known (``{"iqr": x}``, or ``{"range": [low, high]}`` over rounds), ``trials``, ``threads``, the
+``command`` that measured it, the ``commit``, the ``date`` (UTC, ISO 8601), the ``machine`` (kind,
+CPU model, CPU count, SIMD level, GPU, driver) and its ``source``: ``measured`` for a row
+``orrery bench ... --record`` appended, else where it was copied from.
+
+The page's figure for a measurement (:func:`current`) follows one rule, never the best run:
+1. Take the measurement's rows on its machine kind.
+2. Take the newest row's day (UTC), command and commit; keep the rows of that day with that
+   command and commit (a row copied from the old page has no commit where the code measured
+   was not recorded).
+3. The figure is their median; its spread is the one run's spread, or the range of the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+
+STORE = Path("docs/results")
+CATALOGUE = "catalogue.toml"
+
+
+# -- the machine a run is on --------------------------------------------------------------------
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu() -> tuple[str | None, str | None]:
+    """The first NVIDIA GPU's name and driver version as nvidia-smi states them, else None."""
+    if not shutil.which("nvidia-smi"):
+        return None, None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    if not out:
+        return None, None
+    name, _, driver = out[0].partition(",")
+    return name.strip(), driver.strip() or None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def machine() -> dict:
+    """This machine as a results row records it; ``kind`` names the store file."""
+    from ..engine.cpu_features import build_info
+
+    cpu, cpus = _cpu_model(), os.cpu_count() or 1
+    simd = build_info()["simd_cpu"]
+    gpu, driver = _gpu()
+    kind = os.environ.get("ORRERY_MACHINE_KIND") or (
+        _slug(gpu) if gpu else f"{_slug(cpu)}-{cpus}cpu-{simd}")
+    return {"kind": kind, "cpu": cpu, "cpus": cpus, "simd": simd, "gpu": gpu, "driver": driver}
+
+
+def commit() -> str | None:
+    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside a checkout."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=10"],
+                              capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- the catalogue: what the page shows and the goals -------------------------------------------
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    section: str
+    what: str
+    unit: str
+    machine: str  # the machine kind whose rows give the page's figure
+    digits: int = 3  # significant digits shown
+    note: str = ""
+    bench: dict | None = None  # how a recorded benchmark row becomes this measurement's row
+
+
+@dataclass(frozen=True)
+class Condition:
+    measurement: str
+    op: str
+    value: float
+
+    def holds(self, figure: float) -> bool:
+        return {">=": figure >= self.value, "<=": figure <= self.value,
+                ">": figure > self.value, "<": figure < self.value}[self.op]
+
+
+@dataclass(frozen=True)
+class Goal:
+    id: str
+    what: str
+    conditions: tuple[Condition, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    sections: tuple[tuple[str, str], ...]  # (title, prose)
+    measurements: tuple[Measurement, ...]
+    goals: tuple[Goal, ...]
+
+    def measurement(self, id: str) -> Measurement:
+        return next(m for m in self.measurements if m.id == id)
+
+
+def load_catalogue(store: Path = STORE) -> Catalogue:
+    data = tomllib.loads((Path(store) / CATALOGUE).read_text())
+    measurements = tuple(Measurement(**m) for m in data.get("measurement", ()))
+    ids = {m.id for m in measurements}
+    if len(ids) != len(measurements):
+        raise ValueError("a measurement id appears twice in the catalogue")
+    goals = []
+    for goal in data.get("goal", ()):
+        conditions = tuple(Condition(**c) for c in goal["conditions"])
+        unknown = [c.measurement for c in conditions if c.measurement not in ids]
+        if unknown:
+            raise ValueError(f"goal {goal['id']!r} names unknown measurements {unknown}")
+        goals.append(Goal(goal["id"], goal["what"], conditions, goal.get("note", "")))
+    sections = tuple((s["title"], s.get("prose", "")) for s in data.get("section", ()))
+    missing = {m.section for m in measurements} - {title for title, _ in sections}
+    if missing:
+        raise ValueError(f"measurements name sections the catalogue lacks: {sorted(missing)}")
+    return Catalogue(sections, measurements, tuple(goals))
+
+
+# -- rows ---------------------------------------------------------------------------------------
+
+def load_rows(store: Path = STORE) -> list[dict]:
+    rows = []
+    for path in sorted(Path(store).glob("*.jsonl")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"{path}:{number}: not a JSON row ({error})") from None
+    return rows
+
+
+def append_rows(rows: list[dict], store: Path = STORE) -> Path | None:
+    """Append ``rows`` (all of one machine kind) to that kind's file; returns its path."""
+    if not rows:
+        return None
+    kinds = {row["machine"]["kind"] for row in rows}
+    if len(kinds) != 1:
+        raise ValueError(f"rows of several machine kinds at once: {sorted(kinds)}")
+    path = Path(store) / f"{kinds.pop()}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=True, default=_plain) + "\n")
+    return path
+
+
+def _plain(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    return str(value)
+
+
+def _matches(where: dict, row: dict) -> bool:
+    return all(row.get(key) == value for key, value in where.items())
+
+
+def rows_from_benchmark(benchmark: str, bench_rows: list[dict], catalogue: Catalogue, *,
+                        command: str, machine: dict, commit: str | None, date: str) -> list[dict]:
+    """Store rows for one ``orrery bench`` run: one per (benchmark row, catalogue measurement
+    that takes it), and each benchmark row no measurement takes kept as it is
+    (``measurement`` null), so that nothing the run measured is lost."""
+    common = {"command": command, "machine": machine, "commit": commit, "date": date,
+              "source": "measured", "benchmark": benchmark,
+              "load": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    stored = []
+    for raw in bench_rows:
+        taken = False
+        for m in catalogue.measurements:
+            how = m.bench
+            if not how or how["name"] != benchmark or not _matches(how.get("where", {}), raw):
+                continue
+            value = raw.get(how["column"])
+            if value is None:
+                continue
+            scale = how.get("scale", 1.0)
+            spread = raw.get(how["spread"]) if how.get("spread") else None
+            if spread is not None and how.get("relative_to"):  # a rate's IQR from its time's
+                spread = float(value) * float(spread) / float(raw[how["relative_to"]])
+            stored.append({**common, "measurement": m.id, "value": float(value) * scale,
+                           "unit": m.unit,
+                           "spread": None if spread is None else {"iqr": float(spread) * scale},
+                           "trials": raw.get("trials"), "threads": raw.get("threads"),
+                           "row": raw})
+            taken = True
+        if not taken:
+            stored.append({**common, "measurement": None, "row": raw})
+    return stored
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A measurement's figure on the page (see the module docstring for the rule)."""
+
+    value: float
+    spread: dict | None
+    runs: tuple[dict, ...]  # the rows it is the median of, oldest first
+
+    @property
+    def newest(self) -> dict:
+        return self.runs[-1]
+
+
+def current(rows: list[dict], measurement: str, kind: str) -> Figure | None:
+    mine = sorted((r for r in rows if r.get("measurement") == measurement
+                   and r["machine"]["kind"] == kind), key=lambda r: r["date"])
+    if not mine:
+        return None
+    newest = mine[-1]
+    day, command, code = newest["date"][:10], newest["command"], newest.get("commit")
+    runs = tuple(r for r in mine if r["date"][:10] == day and r["command"] == command
+                 and r.get("commit") == code)
+    values = [r["value"] for r in runs]
+    if len(runs) == 1:
+        spread = newest.get("spread")
+    else:
+        spread = {"range": [min(values), max(values)]}
+    return Figure(float(median(values)), spread, runs)
+
+
+def evaluate(goal: Goal, figures: dict[str, Figure | None]) -> bool | None:
+    """Met (True), not met (False), or None where a figure is missing."""
+    verdicts = []
+    for condition in goal.conditions:
+        figure = figures.get(condition.measurement)
+        if figure is None:
+            return None
+        verdicts.append(condition.holds(figure.value))
+    return all(verdicts)
