@@ -34,12 +34,18 @@ def mount_tmpfs(folder: Path, options: str) -> bool:
     return result.returncode == 0
 
 
+NO_TMPFS = "a real 1 MiB tmpfs needs root on Linux to mount (the injected case checks the same)"
+
+
 @pytest.fixture
 def small_disk(tmp_path, monkeypatch, request):
-    """A folder on a 1 MiB file system: a real tmpfs where it can be mounted, else the Recorder
-    is told the free space a 1 MiB disk would have left (the same numbers fstatvfs gives)."""
+    """A folder on a 1 MiB file system: ``tmpfs``, a real one (skipped where it cannot be mounted:
+    the ``injected`` case already runs there), or ``injected``, the Recorder told the free space
+    a 1 MiB disk would have left (the same numbers fstatvfs gives)."""
     folder = tmp_path / "disk"
-    if request.param == "tmpfs" and mount_tmpfs(folder, "size=1m"):
+    if request.param == "tmpfs":
+        if not mount_tmpfs(folder, "size=1m"):
+            pytest.skip(NO_TMPFS)
         yield folder
         subprocess.run(["umount", "-l", str(folder)], check=True)
         return
@@ -146,12 +152,10 @@ def test_a_write_failing_inside_hdf5_stops_the_recording_without_a_crash(tmp_pat
 
 def test_hdf5_meeting_a_full_disk_keeps_the_committed_frames(tmp_path, monkeypatch):
     """The free-space check bypassed, so HDF5 itself meets ENOSPC on a real small tmpfs (where
-    one can be mounted; elsewhere the file-size limit above stands in for it)."""
+    one can be mounted; elsewhere the file-size limit test above is the nearest case)."""
     folder = tmp_path / "disk"
     if not mount_tmpfs(folder, "size=1m"):
-        report = run_failing_device(folder / "run.h5", limit=1 << 20)
-        assert report["committed"] > 10
-        return
+        pytest.skip("a real 1 MiB tmpfs needs root on Linux to mount")
     try:
         monkeypatch.setattr(WriterLock, "free_bytes", lambda lock: 1 << 40)
         path = folder / "run.h5"
