@@ -59,7 +59,7 @@ def window_size(text: str) -> tuple[int, int]:
 def output_file(text: str) -> str:
     """A file to write: not a folder, in a folder that exists and can be written."""
     path = Path(text)
-    if not text or path.is_dir():
+    if not text or path.is_dir() or text.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"must name a file, not a folder: {text!r}")
     folder = path.parent
     if not folder.is_dir():

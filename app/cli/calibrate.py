@@ -18,7 +18,7 @@ from ...engine import accuracy_table, ics
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs, split_available
-from ._arg_types import integer, number
+from ._arg_types import integer, number, output_file
 
 
 def add_parser(subparsers) -> None:
@@ -28,25 +28,27 @@ def add_parser(subparsers) -> None:
                     "1e-3) over a geometric range of particle counts, find which is fastest "
                     "where, and store the crossovers in the cache directory for the `auto` "
                     "solver. With --accuracy, measure the accuracy table instead.")
-    parser.add_argument("--n-min", type=integer(minimum=2), default=256, help="smallest N (default: 256)")
-    parser.add_argument("--n-max", type=integer(minimum=2), default=262_144,
+    # Options of one mode only default to None, so that one given in the other mode is
+    # refused instead of ignored (_check_mode); their defaults are TIMING_DEFAULTS.
+    parser.add_argument("--n-min", type=integer(minimum=2), help="smallest N (default: 256)")
+    parser.add_argument("--n-max", type=integer(minimum=2),
                         help="largest N, if the budget allows (default: 262144)")
-    parser.add_argument("--factor", type=number(above=1), default=2.0,
+    parser.add_argument("--factor", type=number(above=1),
                         help="ratio between consecutive sizes (default: 2)")
-    parser.add_argument("--budget", type=number(at_least=0), default=60.0,
+    parser.add_argument("--budget", type=number(at_least=0),
                         help="seconds each solver may spend in total (default: 60)")
-    parser.add_argument("--max-eval", type=number(at_least=0), default=1.0,
+    parser.add_argument("--max-eval", type=number(at_least=0),
                         help="stop growing N for a solver once one evaluation takes longer "
                              "(seconds, default: 1)")
-    parser.add_argument("--trials", type=integer(minimum=1), default=5,
+    parser.add_argument("--trials", type=integer(minimum=1),
                         help="timed trials per size (default: 5)")
-    parser.add_argument("--warmup", type=integer(minimum=0), default=1,
+    parser.add_argument("--warmup", type=integer(minimum=0),
                         help="untimed trials first (default: 1)")
     parser.add_argument("--precision", default="f32", choices=("f32", "f64"),
                         help="precision to calibrate (default: f32; `auto` uses the one it runs at)")
     parser.add_argument("--solvers", nargs="+", metavar="NAME",
                         help="time only these solvers (default: every available one)")
-    parser.add_argument("--ic", default="plummer", choices=sorted(ics.GENERATORS),
+    parser.add_argument("--ic", choices=sorted(ics.GENERATORS),
                         help="initial conditions timed (default: plummer)")
     parser.add_argument("--seed", type=integer(minimum=0), default=0,
                         help="random seed of the initial conditions")
@@ -62,24 +64,52 @@ def add_parser(subparsers) -> None:
                           help="opening angles measured (default: each solver's grid, 0.05 to "
                                "1.5 for the trees, 0.2 to 0.9 for the FMMs)")
     accuracy.add_argument("--sizes", type=integer(minimum=2), nargs="+",
-                          default=list(accuracy_table.DEFAULT_SIZES),
                           help="particle counts measured (default: 1024 to 65536, factors of 2)")
     accuracy.add_argument("--scenarios", nargs="+", default=None, metavar="NAME",
                           help="scenarios measured (default: every shipped one but the "
                                "uniform cube, engine/accuracy_table.py says why)")
     accuracy.add_argument("--device", default=None,
                           help="compute device of the GPU solvers (default: the first found)")
-    accuracy.add_argument("--output", default=None, metavar="PATH",
+    accuracy.add_argument("--output", default=None, metavar="PATH", type=output_file,
                           help="write the table here instead of the cache directory (the "
                                "package's defaults: engine/accuracy_defaults.json)")
     parser.set_defaults(handler=run)
 
 
+# The options of the timing mode (without --accuracy) and their defaults.
+TIMING_DEFAULTS = {"n_min": 256, "n_max": 262_144, "factor": 2.0, "budget": 60.0,
+                   "max_eval": 1.0, "trials": 5, "warmup": 1, "ic": "plummer"}
+# The options of --accuracy alone (None: the default is decided later).
+ACCURACY_OPTIONS = ("thetas", "sizes", "scenarios", "device", "output")
+
+
+def _check_mode(args) -> None:
+    """Refuse an option the chosen mode would ignore (the user meant something by it: an
+    --output ignored without --accuracy overwrote the calibration cache), then fill in the
+    defaults of the mode's own."""
+    ignored = TIMING_DEFAULTS if args.accuracy else ACCURACY_OPTIONS
+    given = ["--" + name.replace("_", "-") for name in ignored if getattr(args, name) is not None]
+    if given:
+        mode = "timing crossovers (without --accuracy)" if args.accuracy else "--accuracy"
+        raise InvalidInputError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'}"
+                                f" to {mode}: nothing was measured")
+    if args.output is not None and args.dry_run:
+        raise InvalidInputError("--dry-run stores nothing, so --output has nothing to write")
+    for name, default in TIMING_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    if args.sizes is None:
+        args.sizes = list(accuracy_table.DEFAULT_SIZES)
+
+
 def run(args) -> int:
-    if not args.dry_run and not args.output:
-        check_cache_writable()  # before measuring for the whole budget
+    _check_mode(args)
     if args.accuracy:
+        if not args.dry_run and not args.output:  # before measuring for the whole budget
+            check_cache_writable(path=accuracy_table.cache_file())
         return run_accuracy(args)
+    if not args.dry_run:
+        check_cache_writable()
     solvers, unavailable = timed_solvers(args.solvers)
     for name, reason in unavailable.items():
         print(f"skipping {name}: {reason}", file=sys.stderr)

@@ -25,7 +25,16 @@ from pathlib import Path
 import numpy as np
 
 from ...engine.errors import InvalidInputError
+from ...engine.input_files import read_small_text
 from ._camera import Camera
+
+# Bounds of what a camera path may hold, far beyond any real one: a file of at most 1 MiB, at
+# most 10,000 keys, coordinates within 1e12 of the origin (the view matrices are float32: a
+# camera at 1e308 gave inf and NaN and an all-black movie) and key times within a day.
+MAX_FILE_BYTES = 1 << 20
+MAX_KEYS = 10_000
+MAX_COORDINATE = 1e12
+MAX_TIME = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,12 @@ class CameraKey:
         values = [self.time, *self.position, *self.target, self.fov]
         if not all(math.isfinite(v) for v in values):
             raise InvalidInputError(f"camera key values must be finite, got {self}")
+        if not 0.0 <= self.time <= MAX_TIME:
+            raise InvalidInputError(f"camera key time must be 0 to {MAX_TIME:g} seconds, got "
+                                    f"{self.time:g}")
+        if max(abs(v) for v in (*self.position, *self.target)) > MAX_COORDINATE:
+            raise InvalidInputError(f"camera key at t = {self.time:g}: coordinates must lie "
+                                    f"within {MAX_COORDINATE:g} of the origin, got {self}")
         if not 0.0 < self.fov < 180.0:
             raise InvalidInputError(f"camera key fov must be in (0, 180) degrees, got {self.fov}")
         if np.allclose(self.position, self.target):
@@ -100,16 +115,28 @@ class CameraPath:
 
     @classmethod
     def load(cls, path) -> CameraPath:
+        """The path in the TOML file ``path`` (a regular file of at most MAX_FILE_BYTES with
+        at most MAX_KEYS keys); anything else is :class:`InvalidInputError`."""
         path = Path(path)
+        text = read_small_text(path, what="camera path", limit=MAX_FILE_BYTES)
         try:
-            data = tomllib.loads(path.read_text())
-        except OSError as error:
-            raise InvalidInputError(f"camera path {path}: {error.strerror or error}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:  # its text says the line and column
             raise InvalidInputError(f"camera path {path} is not valid TOML: {error}") from None
+        except RecursionError:
+            raise InvalidInputError(f"camera path {path} nests tables or arrays too deeply") \
+                from None
         entries = data.get("key")
         if not isinstance(entries, list) or not entries:
             raise InvalidInputError(f"camera path {path} has no [[key]] tables")
+        if len(entries) > MAX_KEYS:
+            raise InvalidInputError(f"camera path {path} has {len(entries):,} keys, more than "
+                                    f"{MAX_KEYS:,}")
+        unknown = sorted({name for entry in entries if isinstance(entry, dict)
+                          for name in entry} - {"time", "position", "target", "fov"})
+        if unknown:
+            raise InvalidInputError(f"camera path {path}: unknown key field(s) {unknown}; a key "
+                                    "has time, position, target and fov")
         keys = []
         for number, entry in enumerate(entries, 1):
             try:

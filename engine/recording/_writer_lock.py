@@ -197,6 +197,8 @@ def _checked_path(path) -> Path:
     text = os.fspath(path)
     if isinstance(text, bytes) or not text.strip():
         raise RecordingError(f"a recording needs a file name, got {text!r}")
+    if text.endswith(("/", os.sep)):  # Path() would drop the slash and make a file of the folder
+        raise RecordingError(f"cannot record to {text}: it names a folder; name a file in it")
     path = Path(text)
     try:
         if path.is_dir():

@@ -98,3 +98,38 @@ def test_a_stop_signal_mid_record_closes_the_recording_with_every_frame(tmp_path
                            "sys.exit(main(sys.argv[1:]))", "info", str(path)],
                           capture_output=True, text=True, timeout=60)
     assert info.returncode == 0 and "closed cleanly" in info.stdout
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--output", "{dir}/table.json"], "--output only applies to --accuracy"),
+    (["--device", "cuda:0", "--scenarios", "plummer"],
+     "--scenarios, --device only apply to --accuracy"),
+    (["--accuracy", "--n-min", "64"], "--n-min only applies to timing crossovers"),
+    (["--accuracy", "--dry-run", "--output", "{dir}/table.json"],
+     "--dry-run stores nothing, so --output has nothing to write"),
+])
+def test_calibrate_refuses_options_its_mode_would_ignore_before_measuring(
+        tmp_path, monkeypatch, capsys, arguments, message):
+    monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path / "cache"))
+    arguments = [argument.format(dir=tmp_path) for argument in arguments]
+    assert main(["calibrate", "--quiet", *arguments]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "table.json").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("output", ["{dir}", "{dir}/missing/table.json", "{dir}/new/"])
+def test_calibrate_accuracy_refuses_an_output_it_cannot_write_before_measuring(
+        tmp_path, capsys, output):
+    with pytest.raises(SystemExit) as exit_:
+        main(["calibrate", "--accuracy", "--quiet", "--output", output.format(dir=tmp_path)])
+    assert exit_.value.code == 2
+    assert "argument --output" in capsys.readouterr().err
+
+
+def test_record_to_a_name_ending_in_a_slash_is_refused_as_a_folder(tmp_path, capsys):
+    folder = tmp_path / "newdir"
+    assert main(["run", "--n", "16", "--steps", "2", "--quiet", "--record",
+                 f"{folder}/"]) == 2
+    assert "it names a folder" in capsys.readouterr().err
+    assert not folder.exists()

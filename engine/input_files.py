@@ -1,0 +1,50 @@
+"""Reading the small text files a user hands Orrery (camera paths, caches): one place that
+refuses what is not a small regular file before reading it, so a FIFO never blocks the reader,
+``/dev/zero`` is never read without end, and a file too large for what it claims to be is
+refused by its size instead of read whole."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import InvalidInputError
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def read_small_text(path, *, what: str, limit: int) -> str:
+    """The UTF-8 text of ``path`` if it is a regular file of at most ``limit`` bytes; else
+    :class:`InvalidInputError` naming it as ``what`` (``"camera path"``, say). The file is
+    opened without blocking and looked at before anything is read."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise InvalidInputError(f"{what} {path}: {error.strerror or error}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise InvalidInputError(f"{what} {path} is {kind}, not a file")
+        data = bytearray()
+        while len(data) <= limit:
+            chunk = os.read(fd, limit + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as error:
+        raise InvalidInputError(f"{what} {path}: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise InvalidInputError(f"{what} {path} is larger than {limit:,} bytes: not a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{what} {path} is not UTF-8 text ({error.reason} at byte "
+                                f"{error.start})") from None
