@@ -27,8 +27,9 @@ def integer(*, minimum: int):
     return parse
 
 
-def number(*, above: float | None = None, at_least: float | None = None):
-    """A finite number ``> above`` or ``>= at_least``."""
+def number(*, above: float | None = None, at_least: float | None = None,
+           at_most: float | None = None):
+    """A finite number ``> above`` or ``>= at_least``, and ``<= at_most``."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -40,6 +41,8 @@ def number(*, above: float | None = None, at_least: float | None = None):
             raise argparse.ArgumentTypeError(f"must be > {above:g}, got {text}")
         if at_least is not None and not value >= at_least:
             raise argparse.ArgumentTypeError(f"must be >= {at_least:g}, got {text}")
+        if at_most is not None and not value <= at_most:
+            raise argparse.ArgumentTypeError(f"must be <= {at_most:g}, got {text}")
         return value
     return parse
 
@@ -57,13 +60,33 @@ def window_size(text: str) -> tuple[int, int]:
 
 
 def output_file(text: str) -> str:
-    """A file to write: not a folder, in a folder that exists and can be written."""
+    """A file to write: not a folder or a device, in a folder that exists and can be written."""
     path = Path(text)
-    if not text or path.is_dir() or text.endswith(("/", os.sep)):
-        raise argparse.ArgumentTypeError(f"must name a file, not a folder: {text!r}")
-    folder = path.parent
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} cannot be written")
+    try:
+        if not text or path.is_dir() or text.endswith(("/", os.sep)):
+            raise argparse.ArgumentTypeError(f"must name a file, not a folder: {text!r}")
+        if path.exists() and not path.is_file():
+            raise argparse.ArgumentTypeError(f"must name a regular file, not a device, FIFO or "
+                                             f"socket: {text!r}")
+        folder = path.parent
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} cannot be written")
+    except OSError as error:  # a name too long, a loop of links, ...
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: "
+                                         f"{error.strerror or error}") from None
+    return text
+
+
+# Containers a movie can be written in (PyAV names the container by the extension).
+VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mov", ".mkv")
+
+
+def video_file(text: str) -> str:
+    """:func:`output_file` whose extension names a container for H.264 video."""
+    text = output_file(text)
+    if Path(text).suffix.lower() not in VIDEO_EXTENSIONS:
+        raise argparse.ArgumentTypeError(f"must end in {', '.join(VIDEO_EXTENSIONS)} (the "
+                                         f"container is named by it), got {text!r}")
     return text

@@ -10,11 +10,11 @@ from tqdm import tqdm
 from ...engine import Simulation, make_solver, scenarios, snapshots
 from ...engine.errors import RecordingError
 from ...engine.recording import RecordingFile
-from ._arg_types import integer, number, output_file
+from ._arg_types import MAX_WINDOW_SIDE, integer, number, video_file
 
 
 def add_parser(subparsers) -> None:
-    from ..export._video import DEFAULT_CRF, DEFAULT_PRESET
+    from ..export._video import DEFAULT_CRF, DEFAULT_PRESET, MAX_FPS, MIN_FPS
 
     parser = subparsers.add_parser(
         "render", help="render a movie (mp4) headless",
@@ -23,11 +23,13 @@ def add_parser(subparsers) -> None:
                     "screen, along a camera path. The same inputs give the same frames.")
     parser.add_argument("source", help="a recording, a snapshot file or glob pattern, or a "
                                        f"scenario name ({', '.join(scenarios.names())})")
-    parser.add_argument("--out", required=True, metavar="MOVIE", type=output_file, help="the video to write (.mp4)")
+    parser.add_argument("--out", required=True, metavar="MOVIE", type=video_file,
+                        help="the video to write (.mp4, .m4v, .mov or .mkv)")
     parser.add_argument("--camera", metavar="PATH", help="camera path (TOML keyframes; the "
                         "viewer's C key saves one); default: a fixed camera framing the data")
     parser.add_argument("--size", default="1920x1080", help="WxH pixels (default 1920x1080)")
-    parser.add_argument("--fps", type=number(above=0), default=60.0, help="frames per second (default 60)")
+    parser.add_argument("--fps", type=number(at_least=MIN_FPS, at_most=MAX_FPS), default=60.0,
+                        help=f"frames per second, {MIN_FPS:g} to {MAX_FPS:g} (default 60)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--frames", type=integer(minimum=1), default=None,
                         help="movie frames (default: one per source frame; the camera path's "
@@ -51,7 +53,8 @@ def add_parser(subparsers) -> None:
                         help="sprites: colour by population or speed; density: 'speed' colours "
                              "by the mass-weighted mean speed")
     parser.add_argument("--exposure", type=number(above=0), default=None, help="tone-map exposure")
-    parser.add_argument("--point-size", type=number(above=0), default=None, help="sprite size, pixels")
+    parser.add_argument("--point-size", type=number(above=0, at_most=MAX_WINDOW_SIDE),
+                        default=None, help="sprite size, pixels")
     parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
                         help="sprites: glow around bright light (0: none; default 0)")
     parser.add_argument("--crf", type=integer(minimum=0), default=DEFAULT_CRF,

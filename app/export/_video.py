@@ -74,6 +74,11 @@ FRAMES_IN_FLIGHT_BYTES = 2 << 30
 BT709, LIMITED_RANGE = 1, 1
 
 
+# Frame rates a movie may have: the stream's rate is a fraction with a denominator of at most
+# 1001 (_rate), so anything slower than a frame in 1000 s would be a rate of 0.
+MIN_FPS, MAX_FPS = 1e-3, 1000.0
+
+
 class VideoError(OrreryError):
     """The video cannot be written (an unknown codec, an unwritable path)."""
 
@@ -170,6 +175,11 @@ class VideoWriter:
     encoders : segments encoded at once (default: the cores this process may use); the file
         does not depend on it
     threads : x264 threads per encoder (default 1, reproducible; 0: all cores)
+
+    The movie is written under a hidden name beside ``path`` (the same extension, which names
+    the container) and renamed to ``path`` when it closes: a movie that failed half-way never
+    stands at ``path`` as if complete. A ``with`` block left by Ctrl-C (or SIGTERM, ...) keeps
+    the frames written so far, a playable movie; one left by an error removes it.
     """
 
     def __init__(self, path, *, size: tuple[int, int], fps: float, crf: int = DEFAULT_CRF,
@@ -181,8 +191,8 @@ class VideoWriter:
         width, height = (int(v) for v in size)
         if width < 2 or height < 2:
             raise InvalidInputError(f"video size must be at least 2x2, got {width}x{height}")
-        if not 0 < fps <= 1000:
-            raise InvalidInputError(f"fps must be in (0, 1000], got {fps}")
+        if not MIN_FPS <= fps <= MAX_FPS:
+            raise InvalidInputError(f"fps must be in [{MIN_FPS:g}, {MAX_FPS:g}], got {fps}")
         if not 0 <= crf <= 51:
             raise InvalidInputError(f"crf must be in 0..51, got {crf}")
         if not 0 <= threads <= 256:
@@ -195,6 +205,7 @@ class VideoWriter:
         if not 1 <= self.encoders <= 1024:
             raise InvalidInputError(f"encoders must be in 1..1024, got {encoders}")
         self.path = Path(path)
+        self._partial = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
         self.size = (width, height)
         self.encoded_size = (width + width % 2, height + height % 2)
         self.frames = 0
@@ -203,8 +214,9 @@ class VideoWriter:
         self._settings = _Settings(codec, self.encoded_size, _rate(fps),
                                    _codec_options(codec, crf, preset, threads))
         try:
-            self._container = av.open(str(self.path), "w")
-        except (OSError, av.error.FFmpegError) as error:
+            self._container = av.open(str(self._partial), "w")
+        except (OSError, ValueError, av.error.FFmpegError) as error:
+            _remove(self._partial)
             raise VideoError(f"cannot write {self.path}: {error}") from None
         try:
             if metadata:
@@ -215,6 +227,7 @@ class VideoWriter:
             self._extradata = bytes(self._stream.codec_context.extradata or b"")
         except (ValueError, av.error.FFmpegError) as error:
             self._container.close()
+            _remove(self._partial)
             raise VideoError(f"codec {codec!r} with preset {preset!r}: {error}") from None
         self._pool = ThreadPoolExecutor(self.encoders, thread_name_prefix="orrery-encoder",
                                         initializer=_yield_to_renderer)
@@ -284,32 +297,61 @@ class VideoWriter:
                 packet.duration = 1
                 packet.stream = self._stream
                 self.times.bytes += packet.size
-                self._container.mux(packet)
+                try:
+                    self._container.mux(packet)
+                except (OSError, _av().error.FFmpegError) as error:
+                    raise VideoError(f"writing {self.path} failed: {error}") from None
                 self._muxed += 1
             self.times.mux += time.perf_counter() - start
             self.times.convert += segment.convert
             self.times.encode += segment.encode
             self.times.segments += 1
 
-    def close(self) -> None:
+    def close(self, *, keep: bool = True) -> None:
+        """Finish the movie and move it to ``path``; with ``keep=False`` (a failed run) remove
+        it instead. A write that fails here (a full disk) is :class:`VideoError`, and nothing
+        is left at ``path``."""
         if self._container is None:
             return
         start = time.perf_counter()
+        kept = False
         try:
-            if self._feed is not None:
-                self._feed.put(None)
-            self._mux_finished(wait=True)
+            try:
+                if self._feed is not None:
+                    self._feed.put(None)
+                self._mux_finished(wait=True)
+            finally:
+                self._pool.shutdown(wait=True)  # every feed has ended, so every encoder returns
+                container, self._container = self._container, None
+                container.close()
+            if keep:
+                os.replace(self._partial, self.path)
+                kept = True
+        except (OSError, _av().error.FFmpegError) as error:
+            raise VideoError(f"writing {self.path} failed: {error}; nothing was kept") from None
         finally:
-            self._pool.shutdown(wait=True)  # every feed has ended, so every encoder returns
-            self._container.close()
-            self._container = None
+            if not kept:
+                _remove(self._partial)
             self.times.finish = time.perf_counter() - start
 
     def __enter__(self) -> VideoWriter:
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        if kind is None or issubclass(kind, KeyboardInterrupt):
+            self.close()
+            return
+        try:
+            self.close(keep=False)
+        except Exception:  # noqa: BLE001 - the error leaving the block is the one to report
+            pass
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
 
 
 def yuv420_layout(size: tuple[int, int]) -> tuple[int, int]:

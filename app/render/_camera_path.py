@@ -156,7 +156,14 @@ class CameraPath:
                       f"target = [{', '.join(repr(v) for v in key.target)}]",
                       f"fov = {key.fov!r}"]
         path = Path(path)
-        path.write_text("\n".join(lines) + "\n")
+        partial = path.with_name(f".{path.name}.partial")  # renamed only once complete
+        try:
+            partial.write_text("\n".join(lines) + "\n")
+            partial.replace(path)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise InvalidInputError(f"cannot save the camera path {path}: "
+                                    f"{error.strerror or error}") from None
         return path
 
 

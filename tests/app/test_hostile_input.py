@@ -81,3 +81,13 @@ def test_orrery_render_with_a_fifo_camera_path_ends_at_once_in_one_line(tmp_path
     assert result.stderr.strip().splitlines() == [
         f"orrery render: error: camera path {fifo} is a FIFO (named pipe), not a file"]
     assert not (tmp_path / "movie.mp4").exists()
+
+
+def test_a_camera_path_that_cannot_be_saved_is_one_error_and_leaves_nothing(tmp_path):
+    path = CameraPath.load(_path(tmp_path, KEY.format(time=0.0, x=3.0)))
+    with pytest.raises(InvalidInputError, match="cannot save the camera path"):
+        path.save(tmp_path / "missing" / "camera.toml")
+    target = tmp_path / "saved.toml"
+    path.save(target)
+    assert CameraPath.load(target).keys == path.keys
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["camera.toml", "saved.toml"]
