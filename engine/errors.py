@@ -29,3 +29,8 @@ class NotARecordingError(RecordingError):
 
 class CalibrationCacheError(OrreryError, OSError):
     """The calibration cache cannot be written (its folder is missing, read-only or full)."""
+
+
+class OutputFileError(OrreryError, OSError):
+    """A file Orrery was asked to write (a table, a report) cannot be written: its folder is
+    missing or read-only, or the disk is full."""

@@ -12,8 +12,9 @@ from pathlib import Path
 from ...bench import BENCHMARKS, benchmark_module, results
 from ...bench._options import Several, flag
 from ...bench.harness import write_rows
-from ...engine.errors import InvalidInputError
+from ...engine.errors import InvalidInputError, OutputFileError
 from ...engine.solvers._options import Option
+from ._arg_types import output_file
 
 
 def add_parser(subparsers) -> None:
@@ -26,8 +27,10 @@ def add_parser(subparsers) -> None:
         sub = kinds.add_parser(name, help=spec.doc, description=spec.doc)
         for option in spec.options:
             _add_option(sub, option)
-        sub.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-        sub.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+        sub.add_argument("--json", metavar="FILE", type=rows_file(".json"),
+                         help="also write the rows as JSON (FILE.json)")
+        sub.add_argument("--csv", metavar="FILE", type=rows_file(".csv"),
+                         help="also write the rows as CSV (FILE.csv)")
         if name != "report":
             sub.add_argument("--record", metavar="STORE", nargs="?", const=str(results.STORE),
                              help="append the rows, with this command, the commit, the machine "
@@ -78,10 +81,34 @@ def run(args) -> int:
     if getattr(args, "record", None):
         _record(args.kind, module.SPEC, options, rows, args.record)
     if args.json:
-        write_rows(rows, args.json, meta={"benchmark": args.kind})
+        _write(rows, args.json, meta={"benchmark": args.kind})
     if args.csv:
-        write_rows(rows, args.csv)
+        _write(rows, args.csv)
     return 0
+
+
+def rows_file(suffix: str):
+    """argparse's ``type`` of --json and --csv: a file :func:`output_file` can write, named
+    with ``suffix`` (``write_rows`` picks the format by it: ``--json rows.txt`` wrote CSV)."""
+    def parse(text: str) -> str:
+        text = output_file(text)
+        if Path(text).suffix != suffix:
+            raise argparse.ArgumentTypeError(f"must end in {suffix}, got {text!r}")
+        return text
+    return parse
+
+
+def _write(rows: list[dict], path: str, **options) -> None:
+    """``write_rows`` to a hidden name beside ``path``, renamed once complete: a disk that
+    fills up leaves no half-written table, and says so in one line."""
+    path = Path(path)
+    partial = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        write_rows(rows, partial, **options)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise OutputFileError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def command_line(kind: str, spec, options: dict) -> str:

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,3 +134,38 @@ def test_record_to_a_name_ending_in_a_slash_is_refused_as_a_folder(tmp_path, cap
                  f"{folder}/"]) == 2
     assert "it names a folder" in capsys.readouterr().err
     assert not folder.exists()
+
+
+BENCH = ["bench", "direct", "--n", "16", "--precision", "f64", "--trials", "1", "--warmup", "0",
+         "--no-ceilings"]
+
+
+@pytest.mark.parametrize("flag, target, message", [
+    ("--csv", "{dir}", "must name a file, not a folder"),
+    ("--csv", "{dir}/missing/rows.csv", "does not exist"),
+    ("--csv", "{dir}/rows.json", "must end in .csv"),
+    ("--json", "{dir}/rows.txt", "must end in .json"),
+    ("--json", "/dev/full", "must name a regular file"),
+])
+def test_bench_refuses_an_output_it_cannot_write_before_the_work(tmp_path, capsys, flag, target,
+                                                                  message):
+    with pytest.raises(SystemExit) as exit_:
+        main([*BENCH, flag, target.format(dir=tmp_path)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_writes_its_table_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    from orrery.app.cli import bench
+
+    def full_disk(rows, path, **options):
+        Path(path).write_text("half a tab")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bench, "write_rows", full_disk)
+    assert main([*BENCH, "--csv", str(tmp_path / "rows.csv")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"orrery bench: error: cannot write {tmp_path / 'rows.csv'}: No space left on device"
+    assert list(tmp_path.iterdir()) == []
