@@ -19,6 +19,8 @@ PACKAGES = {
     "dpctl": ("dpctl", "sycl"),
     "pynbody": ("pynbody", "formats"),
     "av": ("PyAV", "video"),
+    "aiohttp": ("aiohttp", "serve"),
+    "anywidget": ("anywidget", "jupyter"),
     "mpi4py": ("mpi4py", "mpi"),
     "matplotlib": ("matplotlib", "bench"),
     "numba": ("numba", "bench"),

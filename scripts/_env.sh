@@ -7,7 +7,7 @@ ORRERY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROJECT_VENV="$ORRERY_ROOT/.venv"
 # The extras setup.sh installs and CI tests: everything but CUDA (no NVIDIA GPU there) and the
 # benchmark peers.
-ORRERY_EXTRAS="test,sycl,formats,video,mpi,compression"
+ORRERY_EXTRAS="test,sycl,formats,video,mpi,compression,serve,jupyter"
 
 in_active_venv() {
   python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null

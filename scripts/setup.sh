@@ -11,7 +11,9 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   exit 1
 fi
 
-system_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth xdotool imagemagick)
+# chromium and its driver: the served client's tests drive Debian's browser (no browser download)
+system_packages=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libglx-mesa0 xvfb xauth xdotool imagemagick
+                 chromium chromium-driver)
 # What Debian's python3 lacks until asked: virtual environments, and the headers and compiler
 # the native module builds with.
 in_active_venv || python3 -c 'import ensurepip' 2>/dev/null || system_packages+=(python3-venv)

@@ -51,6 +51,9 @@ SYSTEM_NEEDS = {
             "apt: libegl1 libegl-mesa0 libgl1-mesa-dri"),
     "xvfb": ("Xvfb", lambda: shutil.which("Xvfb") is not None, "apt: xvfb xauth"),
     "xdotool": ("xdotool", lambda: shutil.which("xdotool") is not None, "apt: xdotool"),
+    "chromium": ("Chromium and chromedriver",
+                 lambda: bool(shutil.which("chromium") and shutil.which("chromedriver")),
+                 "apt: chromium chromium-driver"),
 }
 
 
@@ -80,3 +83,9 @@ def xvfb():
 def xdotool():
     """xdotool, to click in that window."""
     _need("xdotool")
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium and its driver, for the served client's page."""
+    _need("chromium")

@@ -9,7 +9,7 @@ import importlib
 from ._errors import REPORTED, report, stop_on_signals
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render")
+_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

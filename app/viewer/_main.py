@@ -26,6 +26,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orrery-viewer",
         description="Watch an N-body simulation live (or replay a recording) in a window.")
+    add_source_arguments(parser)
+    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
+                        help="glow around bright light (0: none; default 0)")
+    parser.add_argument("--size", type=window_size, default="1280x720",
+                        help="window size WxH (default: 1280x720)")
+    parser.add_argument("--no-vsync", action="store_true",
+                        help="draw without waiting for the display's refresh")
+    parser.add_argument("--max-fps", type=number(at_least=0), default=60.0,
+                        help="cap on the render rate, leaving CPU to the solver "
+                             "(0: none; default 60)")
+    parser.add_argument("--frames", type=integer(minimum=1), default=None,
+                        help="render this many frames, then exit (for scripts and tests)")
+    parser.add_argument("--screenshot", metavar="FILE", type=output_file,
+                        help="with --frames: save the last frame (with the UI) as PNG")
+    parser.add_argument("--stats", metavar="FILE", type=output_file,
+                        help="append live statistics as JSON lines every half second")
+    return parser
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to show and how it looks: the flags ``orrery-viewer`` and ``orrery serve`` share."""
     parser.add_argument("--scenario", default=None,
                         help=f"scenario to run (default: {default_scenario()}); one of "
                              f"{', '.join(scenarios.names())}")
@@ -56,24 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: sprites)")
     parser.add_argument("--colour-map", default="magma",
                         help="density colour map (viridis, magma, inferno, plasma, cividis)")
-    parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
-                        help="glow around bright light (0: none; default 0)")
     parser.add_argument("--exposure", type=number(above=0), default=None,
                         help="tone-mapping exposure (default: 0.6)")
-    parser.add_argument("--size", type=window_size, default="1280x720",
-                        help="window size WxH (default: 1280x720)")
-    parser.add_argument("--no-vsync", action="store_true",
-                        help="draw without waiting for the display's refresh")
-    parser.add_argument("--max-fps", type=number(at_least=0), default=60.0,
-                        help="cap on the render rate, leaving CPU to the solver "
-                             "(0: none; default 60)")
-    parser.add_argument("--frames", type=integer(minimum=1), default=None,
-                        help="render this many frames, then exit (for scripts and tests)")
-    parser.add_argument("--screenshot", metavar="FILE", type=output_file,
-                        help="with --frames: save the last frame (with the UI) as PNG")
-    parser.add_argument("--stats", metavar="FILE", type=output_file,
-                        help="append live statistics as JSON lines every half second")
-    return parser
 
 
 def _display_problem() -> str | None:
@@ -83,7 +88,8 @@ def _display_problem() -> str | None:
     return None
 
 
-def _open_source(args):
+def open_source(args):
+    """The FrameSource ``add_source_arguments``' flags name: a live run, a replay or snapshots."""
     if args.load:
         return _open_snapshots(args)
     if args.play:
@@ -139,7 +145,7 @@ def _main(args) -> int:
         print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
         return 2
     try:
-        source = _open_source(args)
+        source = open_source(args)
     except OSError as error:
         print(f"orrery-viewer: error: {error}", file=sys.stderr)
         return 2

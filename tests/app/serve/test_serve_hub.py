@@ -1,0 +1,160 @@
+"""The hub that serves one run to many viewers, driven in process through a transport that
+keeps what it is sent: pictures only while a viewer keeps up, each viewer's own camera and
+look, run controls checked by the command line's rules and seen by every viewer."""
+
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from orrery.app.serve import Hub, ProtocolError
+from orrery.app.serve._hub import PICTURES_IN_FLIGHT
+from orrery.app.serve._protocol import JPEG_PICTURE, parse, unpack_picture
+from orrery.engine.recording import RecordingFile
+from orrery.engine.runner import RunSettings, SimulationRunner
+
+from .servers import wait_for
+
+pytestmark = pytest.mark.usefixtures("egl")
+
+
+class Client:
+    """A viewer's transport that keeps every message; ``pictures`` decoded as they arrive."""
+
+    def __init__(self, hub, *, size=(160, 96), ack=True):
+        self.texts, self.pictures, self.ack = [], [], ack
+        self.lock = threading.Lock()
+        self.viewer = hub.attach(self.send)
+        self.say({"type": "hello", "version": 1, "codecs": ["jpeg"], "width": size[0],
+                  "height": size[1]})
+
+    def send(self, message):
+        if isinstance(message, str):
+            with self.lock:
+                self.texts.append(json.loads(message))
+            return
+        kind, sequence, made, input_sequence, step, payload = unpack_picture(message)
+        assert kind == JPEG_PICTURE
+        image = np.asarray(Image.open(io.BytesIO(payload)).convert("L"), float)
+        with self.lock:
+            self.pictures.append((sequence, input_sequence, step, image))
+        if self.ack:
+            self.viewer.receive(parse(json.dumps({"type": "ack", "sequence": sequence})))
+
+    def say(self, message):
+        self.viewer.receive(parse(json.dumps(message)))
+
+    def of_type(self, kind):
+        with self.lock:
+            return [text for text in self.texts if text["type"] == kind]
+
+    def latest(self):
+        with self.lock:
+            return self.pictures[-1]
+
+    def count(self):
+        with self.lock:
+            return len(self.pictures)
+
+
+@pytest.fixture
+def hub(tmp_path):
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct"))
+    hub = Hub(runner, recordings=tmp_path)
+    yield hub
+    hub.close()
+
+
+def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
+    stalled = Client(hub, ack=False)
+    keeping_up = Client(hub)
+    wait_for(lambda: keeping_up.count() > 20, what="pictures for the viewer that keeps up")
+    assert stalled.count() == PICTURES_IN_FLIGHT
+    assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
+
+
+def test_each_viewer_turns_its_own_camera(hub):
+    hub.source.pause()
+    one, two = Client(hub), Client(hub)
+    wait_for(lambda: one.count() and two.count(), what="first pictures")
+    time.sleep(0.3)
+    before_one, before_two = one.latest()[3], two.latest()[3]
+    one.say({"type": "camera", "action": "orbit", "dx": 200, "dy": 50, "input": 1})
+    wait_for(lambda: one.latest()[1] >= 1, what="a picture showing the orbit")
+    assert np.abs(one.latest()[3] - before_one).mean() > 0.5
+    time.sleep(0.3)
+    assert np.array_equal(two.latest()[3], before_two)
+
+
+def test_a_look_control_changes_only_that_viewers_pictures(hub):
+    hub.source.pause()
+    one, two = Client(hub), Client(hub)
+    wait_for(lambda: one.count() and two.count(), what="first pictures")
+    time.sleep(0.3)
+    before = two.latest()[3]
+    dim = one.latest()[3].mean()
+    one.say({"type": "control", "name": "exposure", "value": 4.0, "input": 1})
+    wait_for(lambda: one.latest()[1] >= 1, what="a brighter picture")
+    assert one.latest()[3].mean() > dim
+    assert np.array_equal(two.latest()[3], before)
+
+
+def test_run_controls_are_checked_as_the_command_line_checks_them(hub):
+    client = Client(hub)
+    wait_for(client.count, what="a first picture")
+    client.say({"type": "control", "name": "dt", "value": -1.0})
+    client.say({"type": "control", "name": "n", "value": 2.5})
+    client.say({"type": "control", "name": "solver", "value": "warp-drive"})
+    client.say({"type": "control", "name": "theta", "value": 9.0})
+    errors = [error["message"] for error in client.of_type("error")]
+    assert len(errors) == 4
+    assert errors[0] == "dt: must be > 0, got -1.0"
+    assert "n: must be an integer" in errors[1]
+    assert "warp-drive" in errors[2] and "theta" in errors[3]
+    with pytest.raises(ProtocolError, match="unknown control"):
+        client.say({"type": "control", "name": "rm -rf", "value": 1})
+
+
+def test_a_run_control_reaches_every_viewer(hub):
+    one, two = Client(hub), Client(hub)
+    wait_for(lambda: one.count() and two.count(), what="first pictures")
+    one.say({"type": "control", "name": "dt", "value": 0.0025})
+    wait_for(lambda: any(settings.get("dt") == 0.0025 for settings in two.of_type("settings")),
+             what="the other viewer to be told the new dt")
+    one.say({"type": "control", "name": "pause", "value": True})
+    wait_for(lambda: any(stats.get("paused") for stats in two.of_type("stats")),
+             what="the other viewer to see the pause")
+    step = two.latest()[2]
+    time.sleep(0.5)
+    assert hub.source.latest().step == step
+
+
+def test_record_writes_into_the_recordings_folder_only(hub, tmp_path):
+    client = Client(hub)
+    wait_for(client.count, what="a first picture")
+    client.say({"type": "control", "name": "record_every", "value": 1})
+    client.say({"type": "control", "name": "record", "value": True})
+    wait_for(lambda: any(stats.get("recording") for stats in client.of_type("stats")),
+             what="the recording to start")
+    time.sleep(0.5)
+    client.say({"type": "control", "name": "record", "value": False})
+    wait_for(lambda: client.of_type("stats")[-1].get("recording") is None, what="it to stop")
+    written = list(tmp_path.glob("*.h5"))
+    assert len(written) == 1 and written[0].parent == tmp_path
+    with RecordingFile(written[0]) as recording:
+        assert recording.frame_count >= 2
+
+
+def test_record_is_refused_without_a_recordings_folder():
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=200, solver="cpu-direct"))
+    hub = Hub(runner)
+    try:
+        client = Client(hub)
+        client.say({"type": "control", "name": "record", "value": True})
+        assert "--recordings" in client.of_type("error")[-1]["message"]
+    finally:
+        hub.close()
