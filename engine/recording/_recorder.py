@@ -793,8 +793,15 @@ def run_attributes(simulation, *, scenario: str) -> dict:
     own where it has them (``run_attributes()``: a flock's rules)."""
     if hasattr(simulation, "run_attributes"):
         return {"scenario": scenario, fmt.MODEL: simulation.model, **simulation.run_attributes()}
-    solver = simulation.solver
-    return {"scenario": scenario, fmt.MODEL: "gravity", "solver": solver.name, "solver_params": dict(solver.params),
+    requested = simulation.solver
+    # auto: the solver it chose for this run (and why), so that a resumed run is this run
+    # whatever auto would choose on the machine resuming it
+    select = getattr(requested, "select", None)
+    solver = requested if select is None else select(simulation.n)
+    choice = {} if solver is requested else {
+        "solver_requested": requested.name, "solver_choice": str(getattr(requested, "reason", ""))}
+    return {"scenario": scenario, fmt.MODEL: "gravity", "solver": solver.name,
+            "solver_params": dict(solver.params), **choice,
             "n": simulation.n,
             "integrator": simulation.integrator, "dt": simulation.dt,
             "softening": float(solver.softening), "G": 1.0,

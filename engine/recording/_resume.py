@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import RecordingError
+from ..errors import InvalidInputError, RecordingError
 from ..particles import Particles
-from ..simulation import INTEGRATORS, Simulation
+from ..simulation import INTEGRATORS, Simulation, checked_dt
 from ..solvers import make_solver, solver_specs
 from ._reader import RecordingFile
 
@@ -76,6 +76,9 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
 
 def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
     """The solver name and options, dt and integrator a recording was made with."""
+    model = attributes.get("model", "gravity")
+    if model != "gravity":
+        raise RecordingError(f"{path} records a {model!r} run: --resume continues gravity runs")
     missing = [name for name in ("solver", "solver_params", "dt", "integrator")
                if name not in attributes]
     if missing:
@@ -83,9 +86,19 @@ def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
     name, params = attributes["solver"], attributes["solver_params"]
     if not isinstance(params, dict):
         raise RecordingError(f"{path}: solver_params is not a table of options: damaged")
-    spec = solver_specs().get(name)
+    spec = solver_specs().get(name) if isinstance(name, str) else None
     if spec is None:
-        raise RecordingError(f"{path} was recorded with solver {name!r}, unknown to this Orrery")
+        raise RecordingError(f"{path} was recorded with solver {name!r:.80}, unknown to this "
+                             "Orrery")
     known = {option.name for option in spec.options}
     options = {key: value for key, value in params.items() if key in known and value is not None}
-    return name, options, float(attributes["dt"]), str(attributes["integrator"])
+    dt = attributes["dt"]
+    try:
+        dt = checked_dt(dt)
+    except InvalidInputError:
+        raise RecordingError(f"{path}: its dt {dt!r:.80} is not a positive finite number: "
+                             "damaged") from None
+    integrator = attributes["integrator"]
+    if not isinstance(integrator, str):
+        raise RecordingError(f"{path}: integrator {integrator!r:.80} is not a name: damaged")
+    return name, options, dt, integrator

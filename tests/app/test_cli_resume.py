@@ -76,3 +76,43 @@ def test_a_recording_without_keyframes_cannot_be_resumed(tmp_path, capsys):
     with Recorder(path, masses=np.ones(4)) as recorder:
         recorder.append(np.zeros((4, 3)), 0.0, 0)
     _refused(capsys, ["--resume", str(path)], "holds no keyframes")
+
+
+def test_a_recording_of_auto_stores_the_solver_it_chose_and_resumes_with_it(tmp_path):
+    whole = _run(tmp_path, "whole.h5", "--solver", "auto", "--n", "64", "--steps", "20",
+                 "--every", "10", "--dt", "0.01")
+    with RecordingFile(whole) as recording:
+        assert recording.attributes["solver"] == "cpu-direct"
+        assert recording.attributes["solver_requested"] == "auto"
+        assert "cpu-direct" in recording.attributes["solver_choice"]
+    resumed = _run(tmp_path, "resumed.h5", "--resume", str(whole), "--steps", "10")
+    with RecordingFile(resumed) as recording:
+        assert recording.attributes["solver"] == "cpu-direct"
+
+
+def _with_attributes(tmp_path, **changes):
+    """A resumable recording whose attributes are then changed to ``changes``."""
+    import h5py
+
+    path = _run(tmp_path, "edited.h5", "--solver", "cpu-direct", "--n", "16", "--steps", "5")
+    with h5py.File(path, "r+") as file:
+        for name, value in changes.items():
+            file.attrs[name] = value
+    return path
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"dt": "abc"}, "its dt 'abc' is not a positive finite number"),
+    ({"dt": np.array([0.1, 0.2])}, "is not a positive finite number"),
+    ({"dt": np.nan}, "its dt nan is not a positive finite number"),
+    ({"dt": -0.01}, "its dt -0.01 is not a positive finite number"),
+    ({"solver": np.array([1, 2])}, "unknown to this Orrery"),
+    ({"integrator": np.int64(3)}, "integrator 3 is not a name"),
+    ({"model": "flock"}, "records a 'flock' run"),
+])
+def test_resume_refuses_a_recording_whose_run_settings_are_damaged(tmp_path, capsys, changes,
+                                                                   message):
+    path = _with_attributes(tmp_path, **changes)
+    assert main(["run", "--quiet", "--resume", str(path), "--steps", "2"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
