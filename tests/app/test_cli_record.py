@@ -12,6 +12,8 @@ from orrery.app.cli import main, play
 from orrery.engine import Simulation, ics, make_solver
 from orrery.engine.recording import RecordingError, RecordingFile
 
+from ..extras import package
+
 RUN = ["run", "--ic", "plummer", "--n", "128", "--seed", "3", "--dt", "0.002",
        "--solver", "cpu-direct", "--precision", "f32", "--softening", "0.05", "--quiet"]
 
@@ -207,7 +209,7 @@ def test_info_reports_a_damaged_recording_without_trying_it_as_a_snapshot(tmp_pa
 
 
 def test_run_records_fixed16_compressed_frames_and_says_what_recording_cost(tmp_path, capsys):
-    pytest.importorskip("hdf5plugin")
+    package("hdf5plugin")
     path = tmp_path / "run.h5"
     assert main(RUN + ["--steps", "10", "--every", "5", "--record", str(path),
                        "--record-precision", "fixed16", "--record-compression", "blosc2"]) == 0

@@ -14,10 +14,12 @@ from orrery.app.cli import main
 from orrery.engine.errors import RecordingError
 from orrery.engine.recording import RecordingFile
 
+from ..extras import package
+
 
 def _far_snapshot(path, *, scale=1e5):
     """A Tipsy snapshot in kpc whose particles lie far beyond float16's 65,504."""
-    pynbody = pytest.importorskip("pynbody", reason="the formats extra (pynbody) is not installed")
+    pynbody = package("pynbody")
     rng = np.random.default_rng(0)
     snap = pynbody.new(dm=500)
     snap["pos"] = (rng.standard_normal((500, 3)) * scale).astype(np.float32)

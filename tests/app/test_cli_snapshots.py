@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("pynbody", reason="the formats extra (pynbody) is not installed")
+from ..extras import package
+
+package("pynbody")
 
 from orrery.app.cli import main  # noqa: E402
 from orrery.engine.recording import RecordingFile  # noqa: E402

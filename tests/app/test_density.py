@@ -5,6 +5,8 @@ matplotlib's."""
 import numpy as np
 import pytest
 
+from ..extras import package
+
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.render import (Camera, DensityStyle, ParticleScene, Renderer,  # noqa: E402
@@ -111,7 +113,7 @@ def test_the_density_image_goes_through_the_colour_map_with_a_colour_bar(ctx):
 
 
 def test_shipped_colour_maps_are_matplotlibs():
-    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib = package("matplotlib")
     assert set(colour_maps()) >= {"viridis", "magma", "inferno", "plasma", "cividis"}
     for name in colour_maps():
         expected = matplotlib.colormaps[name](np.linspace(0, 1, 256))[:, :3]

@@ -4,7 +4,9 @@ same inputs giving the same movie."""
 import numpy as np
 import pytest
 
-pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
+from ..extras import package
+
+package("av")
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.cli import main  # noqa: E402

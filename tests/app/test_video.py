@@ -9,7 +9,9 @@ import threading
 import numpy as np
 import pytest
 
-av = pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
+from ..extras import package
+
+av = package("av")
 
 from orrery.app.export import VideoWriter, read_video, segment_plan  # noqa: E402
 from orrery.app.export._video import (ENCODER_NICENESS, PARALLEL_SEGMENTS,  # noqa: E402

@@ -10,6 +10,8 @@ from orrery.bench import ceilings, direct
 from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import InvalidInputError
 
+from ..extras import package
+
 
 def test_bench_ceilings_writes_every_probe(tmp_path, capsys):
     out = tmp_path / "ceilings.json"
@@ -57,15 +59,17 @@ def test_bench_direct_skips_missing_peers_with_a_reason(monkeypatch, capsys):
     assert "peer rebound skipped: rebound is not installed (pip install 'orrery[bench]')" in out
 
 
-def test_bench_direct_times_pytreegrav_beside_ours(tmp_path):
-    pytest.importorskip("pytreegrav", reason="optional peer (the 'bench' extra)")
+def test_bench_direct_times_the_peers_beside_ours(tmp_path):
+    package("pytreegrav")
+    package("rebound")
     out = tmp_path / "peers.json"
     assert main(["bench", "direct", "--n", "128", "--precision", "f64", "--trials", "1",
                  "--warmup", "1", "--no-ceilings", "--peers", "--json", str(out)]) == 0
     rows = {r["solver"]: r for r in json.loads(out.read_text())["rows"]}
-    ours, peer = rows["cpu-direct"], rows["pytreegrav-bruteforce"]
-    assert ours["x_pytreegrav-bruteforce"] == pytest.approx(
-        ours["ginteractions_per_s"] / peer["ginteractions_per_s"])
+    ours = rows["cpu-direct"]
+    for name in ("pytreegrav-bruteforce", "rebound-basic"):
+        assert ours[f"x_{name}"] == pytest.approx(
+            ours["ginteractions_per_s"] / rows[name]["ginteractions_per_s"])
 
 
 def test_bench_direct_rejects_unknown_solver(capsys):

@@ -3,7 +3,9 @@ with the stages timed and the two files compared."""
 
 import pytest
 
-pytest.importorskip("av", reason="the video extra (PyAV) is not installed")
+from ..extras import package
+
+package("av")
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.bench import movie  # noqa: E402

@@ -3,6 +3,8 @@ draw and replay through the viewer's path."""
 
 import pytest
 
+from ..extras import package
+
 pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.bench import render  # noqa: E402
@@ -25,7 +27,7 @@ def test_render_benchmark_times_density_images():
 
 
 def test_render_benchmark_times_the_density_splats_stages_on_a_compute_device(capsys):
-    pytest.importorskip("dpctl")
+    package("dpctl")
     rows = render.run(n=[500], size="64x48", trials=2, warmup=1, mode="density",
                       splat="sycl:cpu")
     row = rows[0]

@@ -1,15 +1,15 @@
-"""``orrery bench suite``: writes the session's report with whatever benchmarks exist, says what did not
-run and why, and writes it without matplotlib too."""
+"""``orrery bench suite``: writes the session's report with whatever benchmarks exist, says what
+did not run and why, and writes it without matplotlib too."""
 
 import sys
 import types
-
-import pytest
 
 import orrery.bench.reporting.session as session_module
 from orrery.app.cli import main
 from orrery.bench import BENCHMARKS, BenchmarkSpec
 from orrery.engine.solvers import Option
+
+from ..extras import package
 
 
 def fake_benchmark(run, *, quick=True, peers=True, name="fake"):
@@ -26,7 +26,7 @@ def fake_benchmark(run, *, quick=True, peers=True, name="fake"):
 
 
 def test_quick_report_with_the_benchmarks_of_this_build(tmp_path, capsys):
-    pytest.importorskip("matplotlib", reason="plots need the bench extra's matplotlib")
+    package("matplotlib")
     assert main(["bench", "suite", "--quick", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "index.md").read_text()
     others = [name for name in BENCHMARKS if name not in ("suite", "report")]

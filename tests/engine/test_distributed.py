@@ -15,6 +15,8 @@ from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import rms_relative_error
 from orrery.engine.distributed import essential_sources
 
+from ..extras import package
+
 CASE = Path(__file__).with_name("mpi_case.py")
 TIMEOUT = 120
 
@@ -22,7 +24,7 @@ TIMEOUT = 120
 def _mpiexec() -> str:
     """The mpiexec of the MPI library mpi4py uses: the mpich wheel puts it in its
     environment's bin/, which need not be on PATH."""
-    mpi4py = pytest.importorskip("mpi4py", reason="the mpi extra (mpi4py, mpich) is not installed")
+    mpi4py = package("mpi4py")
     environment = Path(mpi4py.__file__).resolve().parents[4]  # <env>/lib/pythonX.Y/site-packages/mpi4py
     for folder in (Path(sys.executable).parent, environment / "bin"):
         if (folder / "mpiexec").exists():

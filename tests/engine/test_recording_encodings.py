@@ -15,6 +15,8 @@ from orrery.engine.errors import InvalidInputError, RecordingError
 from orrery.engine.recording import Recorder, RecordingFile
 from orrery.engine.recording import _recorder as recorder_module
 
+from ..extras import package
+
 
 def _frames(count=4, n=3000, seed=0):
     rng = np.random.default_rng(seed)
@@ -55,7 +57,7 @@ def test_fixed16_frames_read_back_within_each_frames_stated_error(tmp_path):
 @pytest.mark.parametrize("compression", ["blosc2", "blosc2-bitshuffle"])
 @pytest.mark.parametrize("dtype", ["f16", "f32", "fixed16"])
 def test_lossless_compression_gives_back_the_stored_bits(tmp_path, compression, dtype):
-    pytest.importorskip("hdf5plugin")  # the 'compression' extra, installed in CI
+    package("hdf5plugin")  # the 'compression' extra, installed in CI
     frames = _frames()
     with _record(tmp_path / "plain.h5", frames, dtype=dtype) as plain, \
             _record(tmp_path / "packed.h5", frames, dtype=dtype,
@@ -68,7 +70,7 @@ def test_lossless_compression_gives_back_the_stored_bits(tmp_path, compression, 
 
 
 def test_zfp_keeps_float32_frames_within_its_accuracy_and_refuses_others(tmp_path):
-    pytest.importorskip("hdf5plugin")
+    package("hdf5plugin")
     frames = _frames()
     with _record(tmp_path / "r.h5", frames, compression="zfp=1e-3") as recording:
         for index, positions in enumerate(frames):
@@ -140,7 +142,7 @@ def fmt_name(flag: str) -> str:
 
 
 def test_compressed_frames_without_hdf5plugin_are_a_clear_error(tmp_path, monkeypatch):
-    pytest.importorskip("hdf5plugin")
+    package("hdf5plugin")
     _record(tmp_path / "r.h5", _frames(count=1, n=100), compression="blosc2").close()
     monkeypatch.setitem(sys.modules, "hdf5plugin", None)  # as if not installed
     with pytest.raises(RecordingError, match="pip install hdf5plugin"):

@@ -9,7 +9,9 @@ import shutil
 import numpy as np
 import pytest
 
-pytest.importorskip("pynbody", reason="the formats extra (pynbody) is not installed")
+from ..extras import package
+
+package("pynbody")
 
 from orrery.engine import scenarios  # noqa: E402
 from orrery.engine.errors import OrreryError  # noqa: E402
