@@ -29,6 +29,7 @@ import numpy as np
 from ._optional import MissingPackageError, require
 from .errors import InvalidInputError, OrreryError
 from .particles import Particles
+from .snapshot_checks import check_snapshot
 
 DEFAULT_LENGTH_UNIT = "kpc"
 DEFAULT_MASS_UNIT = "1e10 Msol"
@@ -144,13 +145,28 @@ def load_snapshot(path: str, *, family: str | None = None, length_unit: str = DE
     family : keep only this family (``"dm"``, ``"star"``, ``"gas"``, ...); default: all.
     length_unit, mass_unit : the physical size of the N-body length and mass units.
     """
-    with quiet():
+    with quiet(), _pynbody_errors(path):
         return _load(path, family, length_unit, mass_unit)
+
+
+@contextlib.contextmanager
+def _pynbody_errors(path: str):
+    """pynbody's own exceptions (ValueError, KeyError, struct.error, IndexError, ... from a file
+    its header checks let through) as one :class:`SnapshotError` naming the file; Orrery's
+    errors and running out of memory pass as they are."""
+    try:
+        yield
+    except (OrreryError, MemoryError):
+        raise
+    except Exception as error:  # noqa: BLE001 - pynbody raises anything on a damaged file
+        raise SnapshotError(f"{path}: cannot read it as a snapshot: {type(error).__name__}: "
+                            f"{error}") from None
 
 
 def _load(path: str, family: str | None, length_unit: str, mass_unit: str) -> Snapshot:
     raw = open_raw(path)
     units = UnitSystem.of(length_unit, mass_unit)
+    check_snapshot(path, len(raw), SnapshotError)
     counts = family_counts(raw)
     if family is not None:
         if family not in counts:
@@ -226,10 +242,15 @@ def _time(raw, units: UnitSystem) -> float:
 
 def describe(path: str) -> str:
     """What a snapshot holds, without loading its arrays: for ``orrery info``."""
+    with quiet(), _pynbody_errors(path):
+        return _describe(path)
+
+
+def _describe(path: str) -> str:
     raw = open_raw(path)
+    check_snapshot(path, 0, SnapshotError)  # what it declares agrees with itself
     counts = family_counts(raw)
-    with quiet():
-        properties = raw.properties
+    properties = raw.properties
     lines = [f"file:          {path} ({os.path.getsize(path) / 1e6:.1f} MB)",
              f"format:        {type(raw).__name__} (read by pynbody)",
              f"particles:     {len(raw)}",
