@@ -7,6 +7,7 @@ from ._camera import Camera, gl_bytes
 from ._camera_path import CameraKey, CameraPath
 from ._colormaps import colour_map, colour_maps
 from ._density_pass import DensityPass, default_smoothing
+from ._exposure import auto_exposure, ease_exposure
 from ._host_splat_pass import HostSplatPass
 from ._pacing import DrawPacing
 from ._context import GLContextError, describe, headless_context
@@ -23,9 +24,9 @@ __all__ = [
     "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "DrawPacing",
     "GLContextError",
     "HostParticles", "HostSplatPass",
-    "SplatPass", "PALETTE_SIZE", "colour_map",
+    "SplatPass", "PALETTE_SIZE", "auto_exposure", "colour_map",
     "colour_maps", "default_smoothing",
     "ParticlePass",
     "ParticleScene", "PointStyle", "Renderer", "TARGET_FORMATS", "ToneMap", "ToneMapPass",
-    "describe", "gl_bytes", "headless_context", "population_weights",
+    "describe", "ease_exposure", "gl_bytes", "headless_context", "population_weights",
 ]

@@ -78,12 +78,15 @@ class ToneMap:
     bloom : strength of the glow around bright light (its part above ``bloom_threshold``
         after exposure, blurred), >= 0; 0 turns it off.
     bloom_threshold : exposed light below which nothing glows, >= 0.
+    auto_exposure : let whoever draws set ``exposure`` from the light itself
+        (:func:`~orrery.app.render.auto_exposure`; the viewer does, until a hand moves it).
     """
 
     exposure: float = 0.6
     gamma: float = 2.2
     bloom: float = 0.0
     bloom_threshold: float = 1.0
+    auto_exposure: bool = False
 
     def validate(self) -> None:
         if not self.exposure > 0:

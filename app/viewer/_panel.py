@@ -1,5 +1,8 @@
-"""The control panel: simulation controls (for a live run), view settings, live statistics and
-the energy-error plot. Records where its main widgets are, so scripts can click them."""
+"""The control panel: a one-line summary of the run, the run's buttons, then collapsible sections
+(scenario, solver, view, statistics and the energy-error plot), most used first. It fits a
+1280x720 window (and scales with the font on HiDPI displays): the window is as tall as its open
+sections and never taller than the screen. Records where its main widgets are, so scripts can
+click them."""
 
 from __future__ import annotations
 
@@ -19,12 +22,18 @@ from ...engine.solvers import solver_specs
 from ...engine.solvers._options import THETA
 from ..render import (COLOUR_MODES, DENSITY_QUANTITIES, DensityStyle, PointStyle, ToneMap,
                       colour_maps)
+from ._summary import SLOW_FOR_S, SMOOTH_MOVIE, run_sentence, slow_hint
 
 # How particles can be drawn: light of point sprites, or a kernel-splatted density image.
 RENDER_MODES = ("sprites", "density")
 
+# Panel width at ImGui's default 13-pixel font; it grows with the font (HiDPI).
 PANEL_WIDTH = 330
+_DEFAULT_FONT_SIZE = 13.0
+# Share of the panel's width a slider takes; its label, with the value, goes to the right.
+_SLIDER_SHARE = 0.55
 _RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
+_AMBER = imgui.ImVec4(1.0, 0.75, 0.3, 1.0)
 _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 # Where the record button writes (relative to the working directory), as DESIGN.md lays out.
 RECORDINGS_FOLDER = Path("recordings")
@@ -46,9 +55,19 @@ def new_recording_path(scenario) -> Path:
     return RECORDINGS_FOLDER / f"{scenario}-{stamp}.h5"
 
 
+def slider(label: str, value: float, low: float, high: float, shown: str,
+           flags: int = 0) -> tuple[bool, float]:
+    """A slider whose value is written in its label (``shown``, a %-format), beside the handle
+    rather than under it; the label is the widget's id, so the text may change."""
+    changed, value = imgui.slider_float(f"{label} {shown % value}###{label}", float(value), low,
+                                        high, "", flags)
+    return changed, value
+
+
 class ControlPanel:
     def __init__(self, source, style: PointStyle, tone: ToneMap, *, bottom_margin: float = 0.0,
-                 density: DensityStyle | None = None, mode: str = "sprites"):
+                 density: DensityStyle | None = None, mode: str = "sprites",
+                 collapsed: bool = False):
         self.source = source
         self.style = style
         self.tone = tone
@@ -60,6 +79,9 @@ class ControlPanel:
         self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
+        self.collapsed = collapsed  # start as a slim title bar (--panel collapsed)
+        self._collapse_next = collapsed
+        self._slow_since: float | None = None
         # a run started from a snapshot (--load) keeps it as the first choice
         self._scenarios = list(scenarios.names())
         if self.runner is not None and not isinstance(self.runner.settings.scenario, str):
@@ -70,6 +92,10 @@ class ControlPanel:
         self._solver_labels = [
             name if specs[name].unavailable_reason() is None else f"{name} (unavailable here)"
             for name in self._solver_names]
+        # the GPU solver the slow-frame hint may suggest
+        self._gpu_solver = next((name for name in ("gpu-tree", "gpu-fmm", "gpu-direct")
+                                 if name in specs and specs[name].unavailable_reason() is None),
+                                None)
         self._flock_devices: list[str] | None = None  # listed when a flock is first shown
         self._flock_problem: str | None = None
         if self.runner is not None:
@@ -85,64 +111,102 @@ class ControlPanel:
         low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
 
+    @staticmethod
+    def scale() -> float:
+        """Widget sizes follow the font: 1 at ImGui's default size, more on HiDPI."""
+        return imgui.get_font_size() / _DEFAULT_FONT_SIZE
+
     def draw(self, window_size: tuple[int, int], render_fps: float, frame,
              source_error: str | None = None, upload_path: str | None = None) -> None:
         """Draw the panel for ``frame`` (the frame on screen, or None); ``upload_path`` says
         how frames reach the GPU's vertex buffer."""
-        height = window_size[1]
+        width = PANEL_WIDTH * self.scale()
+        tallest = max(window_size[1] - 20 - self.bottom_margin, 60.0)
         imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
-        imgui.set_next_window_size(imgui.ImVec2(PANEL_WIDTH,
-                                                min(height - 20 - self.bottom_margin,
-                                                    680 if self.runner else 260)),
-                                   imgui.Cond_.first_use_ever)
-        imgui.begin("Orrery", None, imgui.WindowFlags_.no_collapse)
+        # As tall as the open sections, never taller than the window: it scrolls instead.
+        imgui.set_next_window_size_constraints(imgui.ImVec2(width, 0), imgui.ImVec2(width, tallest))
+        if self._collapse_next:
+            imgui.set_next_window_collapsed(True)
+            self._collapse_next = False
+        expanded = imgui.begin("Orrery", None, imgui.WindowFlags_.always_auto_resize)[0]
         position, size = imgui.get_window_pos(), imgui.get_window_size()
         self.rect = (position.x, position.y, size.x, size.y)
+        self.collapsed = not expanded
+        if expanded:
+            imgui.push_item_width(width * _SLIDER_SHARE)
+            self._contents(render_fps, frame, source_error, upload_path)
+            imgui.pop_item_width()
+        imgui.end()
+
+    def _contents(self, render_fps, frame, source_error, upload_path) -> None:
+        stats = frame.stats if frame else {}
         if source_error:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_RED, source_error)
             imgui.pop_text_wrap_pos()
         if self.runner is not None:
-            self._simulation_controls(frame)
-        self._view_controls()
-        self._statistics(frame, render_fps, upload_path)
-        imgui.end()
+            self._summary(stats, render_fps)
+            self._run_buttons(frame)
+        if self.runner is not None and imgui.collapsing_header("Scenario"):
+            self._scenario_controls()
+        if self.runner is not None:
+            if self.runner.flock is not None:
+                if imgui.collapsing_header("Flock"):
+                    self._flock_controls(frame)
+            elif imgui.collapsing_header("Solver"):
+                self._solver_controls(frame)
+        if imgui.collapsing_header("View", imgui.TreeNodeFlags_.default_open):
+            self._view_controls()
+        if imgui.collapsing_header("Statistics", imgui.TreeNodeFlags_.default_open):
+            self._statistics(frame, render_fps, upload_path)
+        if self.runner is not None and imgui.collapsing_header("Energy error"):
+            self._energy_plot()
+        if imgui.collapsing_header("Mouse and keys"):
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
+                                     ".: step, R: reset view, F: fullscreen, S: screenshot, "
+                                     "H: hide; double-click the title bar: fold the panel")
+            imgui.pop_text_wrap_pos()
+        self._remember("last")
 
-    def _recording_controls(self, frame) -> None:
-        """Record button: float16 frames every K steps into a new file under recordings/."""
-        runner = self.runner
-        recording = frame.stats.get("recording") if frame else None
-        if recording is None:
-            if imgui.button("Record", imgui.ImVec2(90, 0)):
-                runner.start_recording(new_recording_path(runner.settings.scenario),
-                                       every=self._record_every)
-            self._remember("record")
-            imgui.same_line()
-            imgui.set_next_item_width(120)
-            _, every = imgui.input_int("every K steps", self._record_every)
-            self._record_every = max(1, int(every))
-        else:
-            path, frames = recording
-            if imgui.button("Stop recording", imgui.ImVec2(130, 0)):
-                runner.stop_recording()
-            self._remember("record")
-            imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
-            waits = (frame.stats.get("recording_stats") or {}).get("queue_waits", 0)
-            if waits:  # the disk is behind: the run waited rather than drop frames
-                imgui.text_colored(_RED, f"the run waited for the disk {waits} time(s)")
+    def _summary(self, stats: dict, render_fps: float) -> None:
+        """The run in a sentence (its full description on hover), and a line on why the window
+        is slow, once it has been slow for a while."""
+        imgui.push_text_wrap_pos(0.0)
+        imgui.text(run_sentence(stats) if stats else "starting ...")
+        imgui.pop_text_wrap_pos()
+        self._remember("summary")
+        if stats.get("solver") and imgui.is_item_hovered():
+            imgui.set_tooltip(stats["solver"])
+        hint = slow_hint(render_fps, stats, gpu_solver=self._gpu_solver)
+        now = imgui.get_time()
+        if hint is None:
+            self._slow_since = None
+        elif self._slow_since is None:
+            self._slow_since = now
+        if hint is not None and now - self._slow_since >= SLOW_FOR_S:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_AMBER, hint)
+            imgui.pop_text_wrap_pos()
+            self._remember("slow")
+            if imgui.is_item_hovered():
+                imgui.set_tooltip(SMOOTH_MOVIE)
 
-    def _simulation_controls(self, frame) -> None:
+    def _run_buttons(self, frame) -> None:
+        """Pause, step, restart and record: one row, always in view."""
         runner = self.runner
-        if imgui.button("Resume" if runner.paused else "Pause", imgui.ImVec2(90, 0)):
+        unit = self.scale()
+        if imgui.button("Resume" if runner.paused else "Pause", imgui.ImVec2(70 * unit, 0)):
             runner.resume() if runner.paused else runner.pause()
         self._remember("pause")
         imgui.same_line()
-        if imgui.button("Step", imgui.ImVec2(70, 0)):
+        if imgui.button("Step", imgui.ImVec2(50 * unit, 0)):
             runner.step()
         imgui.same_line()
-        if imgui.button("Restart", imgui.ImVec2(90, 0)):
+        if imgui.button("Restart", imgui.ImVec2(70 * unit, 0)):
             runner.reset()
-        self._recording_controls(frame)
+        imgui.same_line()
+        self._record_button(frame)
         if runner.recording_error:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_RED, runner.recording_error)
@@ -151,18 +215,44 @@ class ControlPanel:
             imgui.text_colored(_RED, "Solver stopped with an error:")
             imgui.text_wrapped(runner.error.strip().splitlines()[-1])
 
-        imgui.separator_text("Scenario")
+    def _record_button(self, frame) -> None:
+        """Record: float16 frames every K steps (set in the Scenario section) into a new file
+        under recordings/; while recording, Stop and what is being written."""
+        runner = self.runner
+        recording = frame.stats.get("recording") if frame else None
+        if recording is None:
+            if imgui.button("Record", imgui.ImVec2(-1, 0)):
+                runner.start_recording(new_recording_path(runner.settings.scenario),
+                                       every=self._record_every)
+            self._remember("record")
+            if imgui.is_item_hovered():
+                imgui.set_tooltip(f"record every {self._record_every} steps into "
+                                  f"{RECORDINGS_FOLDER}/ (K is set under Scenario)")
+            return
+        path, frames = recording
+        if imgui.button("Stop", imgui.ImVec2(-1, 0)):
+            runner.stop_recording()
+        self._remember("record")
+        imgui.push_text_wrap_pos(0.0)
+        imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
+        imgui.pop_text_wrap_pos()
+        waits = (frame.stats.get("recording_stats") or {}).get("queue_waits", 0)
+        if waits:  # the disk is behind: the run waited rather than drop frames
+            imgui.text_colored(_RED, f"the run waited for the disk {waits} time(s)")
+
+    def _scenario_controls(self) -> None:
+        runner = self.runner
         _, self._scenario_index = imgui.combo("scenario", self._scenario_index,
                                               self._scenario_names)
         _, self._n = imgui.input_int("N", int(self._n), 1000, 10000)
         self._n = max(int(self._n), 2)
         if imgui.button("Load scenario"):
             runner.update(scenario=self._scenarios[self._scenario_index], n=self._n)
+        _, every = imgui.input_int("record every K", self._record_every)
+        self._record_every = max(1, int(every))
 
-        if runner.flock is not None:
-            self._flock_controls(frame)
-            return
-        imgui.separator_text("Solver")
+    def _solver_controls(self, frame) -> None:
+        runner = self.runner
         settings = runner.settings
         current = self._index(self._solver_names, runner.solver_name)
         changed, chosen = imgui.combo("solver", current, self._solver_labels)
@@ -173,13 +263,12 @@ class ControlPanel:
         imgui.pop_text_wrap_pos()
         dt = frame.stats.get("dt", settings.dt or scenarios.DT.default) if frame else \
             scenarios.DT.default
-        _, new_dt = imgui.slider_float("dt", float(dt), 1e-5, 0.5, "%.5f",
-                                       imgui.SliderFlags_.logarithmic)
+        _, new_dt = slider("dt", float(dt), 1e-5, 0.5, "%.5f", imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(dt=new_dt)
         softening = runner.softening
-        _, new_softening = imgui.slider_float("softening", float(softening), 1e-4, 0.5, "%.4f",
-                                              imgui.SliderFlags_.logarithmic)
+        _, new_softening = slider("softening", float(softening), 1e-4, 0.5, "%.4f",
+                                  imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(softening=new_softening)
         spec = solver_specs().get(runner.solver_name)
@@ -189,8 +278,7 @@ class ControlPanel:
         in_use = frame.stats.get("theta") if frame else None
         theta = settings.theta if settings.theta is not None else \
             in_use if in_use is not None else THETA.default
-        _, new_theta = imgui.slider_float("theta", float(theta), THETA.minimum,
-                                          THETA.maximum, "%.2f")
+        _, new_theta = slider("theta", float(theta), THETA.minimum, THETA.maximum, "%.2f")
         if imgui.is_item_deactivated_after_edit():
             runner.update(theta=new_theta)
         imgui.end_disabled()
@@ -205,7 +293,6 @@ class ControlPanel:
         if self._flock_devices is None:  # the kernels compute in float64
             self._flock_devices = ["cpu", *(info.spec for info in list_devices().devices
                                             if info.fp64)]
-        imgui.separator_text("Flock")
         current = self._index(self._flock_devices, runner.solver_name)
         changed, chosen = imgui.combo("runs on", current, self._flock_devices)
         if changed:
@@ -214,8 +301,7 @@ class ControlPanel:
         imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
         imgui.pop_text_wrap_pos()
         dt = frame.stats.get("dt", 0.2) if frame else 0.2
-        _, new_dt = imgui.slider_float("dt", float(dt), 0.01, 1.0, "%.3f",
-                                       imgui.SliderFlags_.logarithmic)
+        _, new_dt = slider("dt", float(dt), 0.01, 1.0, "%.3f", imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(dt=new_dt)
         changes = dict(runner.settings.flock or {})
@@ -229,9 +315,9 @@ class ControlPanel:
                 runner.update(flock=changes)
         for option in flock.RULE_OPTIONS:
             value = float(getattr(rules, option.name))
-            _, new_value = imgui.slider_float(option.name.replace("_", " "), value,
-                                              value / 4 if value > 0 else 0.0,
-                                              value * 4 if value > 0 else 1.0, "%.3f")
+            _, new_value = slider(option.name.replace("_", " "), value,
+                                  value / 4 if value > 0 else 0.0, value * 4 if value > 0 else 1.0,
+                                  "%.3f")
             if imgui.is_item_deactivated_after_edit():
                 changes[option.name] = new_value
                 try:
@@ -249,7 +335,6 @@ class ControlPanel:
             imgui.pop_text_wrap_pos()
 
     def _view_controls(self) -> None:
-        imgui.separator_text("View")
         changed, index = imgui.combo("render", RENDER_MODES.index(self.mode), list(RENDER_MODES))
         if changed:
             self.mode = RENDER_MODES[index]
@@ -261,23 +346,24 @@ class ControlPanel:
         if len(names) > 1 and imgui.tree_node("populations"):
             weights = self.style.weights
             for index, name in enumerate(names[:len(weights)]):
-                _, weights[index] = imgui.slider_float(name, float(weights[index]), 0.0, 1.0,
-                                                       "%.2f")
-            imgui.tree_pop()
-        if imgui.tree_node("mouse and keys"):
-            imgui.push_text_wrap_pos(0.0)
-            imgui.text_colored(_DIM, "drag: orbit, right-drag: pan, wheel: zoom; space: pause, "
-                                     ".: step, R: reset view, F: fullscreen, S: screenshot, "
-                                     "H: hide")
-            imgui.pop_text_wrap_pos()
+                _, weights[index] = slider(name, float(weights[index]), 0.0, 1.0, "%.2f")
             imgui.tree_pop()
 
     def _sprite_controls(self) -> None:
-        _, self.tone.exposure = imgui.slider_float("exposure", self.tone.exposure, 0.01, 50.0,
-                                                   "%.3f", imgui.SliderFlags_.logarithmic)
-        _, self.style.point_size = imgui.slider_float("point size", self.style.point_size, 1.0,
-                                                      16.0, "%.1f px")
-        _, self.tone.bloom = imgui.slider_float("bloom", self.tone.bloom, 0.0, 3.0, "%.2f")
+        tone = self.tone
+        # narrower than the other sliders: its "auto" box shares the line
+        imgui.set_next_item_width(imgui.calc_item_width() - 45 * self.scale())
+        changed, exposure = slider("exposure", tone.exposure, 0.001, 50.0, "%.2g",
+                                   imgui.SliderFlags_.logarithmic)
+        if changed:  # a hand on the slider takes over from the automatic exposure
+            tone.exposure, tone.auto_exposure = exposure, False
+        imgui.same_line()
+        _, tone.auto_exposure = imgui.checkbox("auto", tone.auto_exposure)
+        if imgui.is_item_hovered():
+            imgui.set_tooltip("exposure follows the picture: its brightest 1% stay below white")
+        _, self.style.point_size = slider("point size", self.style.point_size, 1.0, 16.0,
+                                          "%.1f px")
+        _, tone.bloom = slider("bloom", tone.bloom, 0.0, 3.0, "%.2f")
         mode = COLOUR_MODES.index(self.style.colour_mode)
         changed, mode = imgui.combo("colour", mode, list(COLOUR_MODES))
         if changed:
@@ -297,8 +383,8 @@ class ControlPanel:
             if estimated is not None:
                 estimated.quantity_range = None
         smoothing = density.smoothing or (estimated.smoothing if estimated else None) or 0.05
-        changed, smoothing = imgui.slider_float("smoothing", float(smoothing), 1e-4, 10.0, "%.4f",
-                                                imgui.SliderFlags_.logarithmic)
+        changed, smoothing = slider("smoothing", float(smoothing), 1e-4, 10.0, "%.4f",
+                                    imgui.SliderFlags_.logarithmic)
         if changed:
             density.smoothing = smoothing
         if estimated is not None and estimated.density_range is not None:
@@ -316,7 +402,6 @@ class ControlPanel:
         _, density.colour_bar = imgui.checkbox("colour bar", density.colour_bar)
 
     def _statistics(self, frame, render_fps: float, upload_path: str | None = None) -> None:
-        imgui.separator_text("Statistics")
         stats = frame.stats if frame else {}
         imgui.text(f"render        {render_fps:8.1f} fps")
         if "steps_per_second" in stats:
@@ -329,21 +414,25 @@ class ControlPanel:
             error = stats.get("energy_error")
             imgui.text(f"energy error  {error:+.2e}" if error is not None else
                        "energy error  (not sampled yet)")
-        if upload_path:
-            imgui.text_colored(_DIM, f"frames: {upload_path}")
         count = frame.count if frame else 0
-        imgui.text(f"N {count}   step {frame.step if frame else 0}"
+        imgui.text(f"N {count:,}   step {frame.step if frame else 0}"
                    f"   t = {frame.time if frame else 0.0:.4g}")
-        if self.runner is None:
-            return
+        if upload_path:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_DIM, f"frames: {upload_path}")
+            imgui.pop_text_wrap_pos()
+
+    def _energy_plot(self) -> None:
         times, errors = self.runner.energy_history()
         times, errors = times[1:], errors[1:]  # the first sample is the reference itself (zero)
-        if times.size >= 2 and implot.begin_plot("energy error", imgui.ImVec2(-1, 140),
-                                                 implot.Flags_.no_legend):
+        if times.size < 2:
+            imgui.text_colored(_DIM, "(after a few samples)")
+            return
+        if implot.begin_plot("energy error", imgui.ImVec2(-1, 120 * self.scale()),
+                             implot.Flags_.no_legend):
             implot.setup_axes("time", "|dE/E|", implot.AxisFlags_.auto_fit,
                               implot.AxisFlags_.auto_fit)
             implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
             magnitude = np.maximum(np.abs(errors), 1e-12)
             implot.plot_line("|dE/E|", np.ascontiguousarray(times), np.ascontiguousarray(magnitude))
             implot.end_plot()
-

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import moderngl
+import numpy as np
 import pyglet
 from imgui_bundle import imgui, implot
 from imgui_bundle.python_backends.pyglet_backend import create_renderer
@@ -18,12 +19,14 @@ from pyglet.window import key, mouse
 from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ...engine.runner import SimulationRunner
-from ..render import (Camera, DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap,
-                      population_weights)
+from ..render import (DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap, auto_exposure,
+                      ease_exposure, population_weights)
 from ..render import _pacing
 from ._branch import branch
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
+from ._framing import (BETTER_BY, FOLLOW_BIG_EVERY, SAMPLE, bright, follow, framed_camera,
+                       tail_length)
 from ._panel import ControlPanel, live_ratio
 from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
@@ -31,18 +34,22 @@ from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 STATS_INTERVAL = 0.5
 # Seconds of waiting for the solver thread at exit before saying why the exit takes longer.
 SHUTDOWN_WAIT = 1.0
+# Seconds between two measurements of the light for the automatic exposure.
+EXPOSURE_INTERVAL = 0.25
 
 
 class ViewerWindow(pyglet.window.Window):
     """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
     cap), ``vsync`` (wait for the display's refresh in ``flip``, outside the GIL: the default),
-    ``stats_path`` (append a JSON line of live statistics every half second).
+    ``stats_path`` (append a JSON line of live statistics every half second), ``panel``
+    ("open", "collapsed" to a slim title bar, or "hidden" as the H key hides it).
 
     A frame is drawn only when it can show something new (``DrawPacing``: a step the source
     has not shown, an input, a capture); otherwise the loop waits for the source."""
 
     def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
-                 vsync: bool = True, stats_path: str | None = None, title: str = "Orrery"):
+                 vsync: bool = True, stats_path: str | None = None, title: str = "Orrery",
+                 panel: str = "open"):
         self.pacing = DrawPacing()  # before the window exists: creating it dispatches events
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
                                   double_buffer=True, depth_size=0)
@@ -51,12 +58,17 @@ class ViewerWindow(pyglet.window.Window):
         self.ctx = moderngl.create_context()
         self.renderer = Renderer(self.ctx)
         self.scene = ParticleScene(self.ctx)
-        self.camera = Camera()
+        self.camera = framed_camera(np.zeros((1, 3)))
         self._population_names = source.population_names
         self.point_style = PointStyle(weights=population_weights(self._population_names))
-        self.tone = ToneMap()
+        self.tone = ToneMap(auto_exposure=True)
         self.clock = FrameClock(max_fps=max_fps)
-        self.ui_visible = True
+        self.ui_visible = panel != "hidden"
+        self.camera_follows = True  # until a hand moves the camera
+        self._followed = 0  # the sequence of the frame the camera last followed
+        self._exposure_due = 0.0
+        self._light_measured = False
+        self._best_picture = None  # (tail length, pixels, settings) for --screenshot at a moment
         self._camera_fitted_to = None
         self._stats_path = Path(stats_path) if stats_path else None
         self._stats_due = 0.0
@@ -74,7 +86,8 @@ class ViewerWindow(pyglet.window.Window):
         self._imgui = create_renderer(self)
         self.timeline = TimelinePanel(source, self.branch_live) if has_playback(source) else None
         self.panel = ControlPanel(source, self.point_style, self.tone,
-                                  bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0)
+                                  bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0,
+                                  collapsed=panel == "collapsed")
         self.panel.density_pass = self.renderer.density
 
     # Frame ---------------------------------------------------------------------------------
@@ -102,10 +115,7 @@ class ViewerWindow(pyglet.window.Window):
             self.scene.show(frame, self.source.population)
             if self.panel.mode == "density":
                 self.scene.set_masses(getattr(self.source, "masses", None))
-            run = (frame.count, self._population_names)
-            if run != self._camera_fitted_to:  # first frame, or a new scenario: frame it
-                self.camera.fit(frame.positions)
-                self._camera_fitted_to = run
+            self._aim_camera(frame)
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
         view_projection = self._view_projection(width, height)
@@ -118,7 +128,11 @@ class ViewerWindow(pyglet.window.Window):
             self.renderer.accumulate(self.scene, view_projection, style,
                                      pixel_ratio=self.pixel_ratio(), deferred=True)
             self._accumulated_inputs = inputs
-        self.renderer.land()
+            self._light_measured = False
+        if self.renderer.land():
+            self._light_measured = False
+        if self.tone.auto_exposure and self.panel.mode != "density":
+            self._expose()
         self.renderer.present(self.ctx.screen, self.tone)
         if self.video.recording and not self.video.add(read_screen(self.ctx, (width, height))):
             self.capture_message = "video stopped: the window changed size"
@@ -127,10 +141,47 @@ class ViewerWindow(pyglet.window.Window):
             self.save_screenshot(self._screenshot_request)
             self._screenshot_request = None
 
+    def _aim_camera(self, frame) -> None:
+        """Frame the bright particles of a new run; then follow them, a step each new frame,
+        until the camera is moved by hand."""
+        run = (frame.count, self._population_names)
+        new_run = run != self._camera_fitted_to
+        # a big frame's host copy costs milliseconds: follow it every FOLLOW_BIG_EVERY frames
+        due = frame.sequence >= self._followed + (1 if frame.count <= SAMPLE else FOLLOW_BIG_EVERY)
+        if not new_run and not (self.camera_follows and due):
+            return
+        shown = bright(frame.positions, self.source.population, self.point_style.weights)
+        if new_run:  # first frame, or a new scenario
+            self.camera = framed_camera(shown)
+            self._camera_fitted_to = run
+            self.camera_follows = True
+        else:
+            follow(self.camera, shown)
+        self._followed = frame.sequence
+
+    def _expose(self) -> None:
+        """Set the exposure from the light accumulated since the last measurement (at most every
+        EXPOSURE_INTERVAL: the first at once, later ones eased in)."""
+        if self._light_measured:
+            return
+        now = time.monotonic()
+        if now < self._exposure_due:  # measured at the next frame drawn after the interval
+            return
+        texture = self.renderer.accumulation
+        light = np.frombuffer(texture.read(), dtype=texture.dtype).reshape(
+            texture.height, texture.width, texture.components)
+        target = auto_exposure(light[::2, ::2])
+        self._light_measured = True
+        if target is not None:
+            first = self._exposure_due == 0.0
+            self.tone.exposure = target if first else ease_exposure(self.tone.exposure, target)
+            self._exposure_due = now + EXPOSURE_INTERVAL
+
     def _view_projection(self, width: int, height: int):
         # Centre the scene in the part of the window the panel leaves free.
         x, _, panel_width, _ = self.panel.rect
-        free_from = (x + panel_width) / max(self.width, 1) if self.ui_visible else 0.0
+        beside = self.ui_visible and not self.panel.collapsed
+        free_from = (x + panel_width) / max(self.width, 1) if beside else 0.0
         shift = free_from if free_from < 0.6 else 0.0
         return self.camera.view_projection(width / max(height, 1), shift_x=shift)
 
@@ -198,9 +249,12 @@ class ViewerWindow(pyglet.window.Window):
             self.video.recording or self._screenshot_request is not None
         return self.pacing.due(changed)
 
-    def run(self, *, frames: int | None = None, screenshot: str | None = None) -> int:
+    def run(self, *, frames: int | None = None, screenshot: str | None = None,
+            screenshot_at: str = "last") -> int:
         """The event loop: until the window closes, or for ``frames`` frames drawn.
-        ``screenshot`` saves the last frame. Returns an exit code."""
+        ``screenshot`` saves the last frame, or with ``screenshot_at="longest-tails"`` the frame
+        whose tidal tails reach furthest (``_framing.tail_length``; the last frame where the
+        scene has no tails to measure). Returns an exit code."""
         try:
             while not self.has_exit and (frames is None or self.clock.frames < frames):
                 self.dispatch_events()
@@ -211,8 +265,10 @@ class ViewerWindow(pyglet.window.Window):
                     continue
                 self.draw_frame(frame)
                 last = frames is not None and self.clock.frames == frames - 1
+                if screenshot and screenshot_at == "longest-tails":
+                    self._keep_if_best(frame, last)
                 if last and screenshot:
-                    self.save_screenshot(screenshot)
+                    self._save_scripted_screenshot(screenshot)
                 self.flip()
                 self.pacing.drawn()
                 self.clock.tick()
@@ -225,6 +281,26 @@ class ViewerWindow(pyglet.window.Window):
             self.close()
             self._close_source()
         return 0
+
+    def _keep_if_best(self, frame, last: bool) -> None:
+        """Read the picture just drawn back when its tails are the longest so far (by BETTER_BY;
+        the last frame ties in its favour)."""
+        if frame is None:
+            return
+        length = tail_length(frame.positions, self.source.population, self._population_names)
+        best = self._best_picture
+        margin = 1.0 if last else BETTER_BY
+        if length is None or (best is not None and length <= best[0] * margin):
+            return
+        size = self.get_framebuffer_size()
+        self._best_picture = (length, read_screen(self.ctx, size).copy(), self.settings())
+
+    def _save_scripted_screenshot(self, path: str) -> Path:
+        best = self._best_picture
+        if best is None:
+            return self.save_screenshot(path)
+        length, pixels, settings = best
+        return save_png(pixels, path, settings={**settings, "tail_length": length})
 
     def _close_source(self) -> None:
         # Called after the window has gone. A step of a large direct run can take seconds; the
@@ -259,6 +335,7 @@ class ViewerWindow(pyglet.window.Window):
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
         if imgui.get_io().want_capture_mouse:
             return
+        self.camera_follows = False
         if buttons & mouse.LEFT and not modifiers & key.MOD_SHIFT:
             self.camera.orbit(dx, dy)
         else:
@@ -266,6 +343,7 @@ class ViewerWindow(pyglet.window.Window):
 
     def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
         if not imgui.get_io().want_capture_mouse:
+            self.camera_follows = False
             self.camera.zoom(scroll_y)
 
     def on_key_press(self, symbol, modifiers):
@@ -278,10 +356,8 @@ class ViewerWindow(pyglet.window.Window):
         elif symbol == key.PERIOD:
             self._single_step()
         elif symbol == key.R:
-            frame = self._frame
-            if frame is not None:
-                self.camera = Camera()
-                self.camera.fit(frame.positions)
+            self._camera_fitted_to = None  # framed afresh on the next frame, then followed
+            self.pacing.input()
         elif symbol == key.F:
             self.set_fullscreen(not self.fullscreen)
         elif symbol == key.H:

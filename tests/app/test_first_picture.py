@@ -1,0 +1,174 @@
+"""The first picture a newcomer sees (issue 47): the panel's one-line summary and slow-frame hint,
+the camera's framing, the screenshot's moment and the automatic exposure, first as functions,
+then through the renderer (EGL) on the three kinds of scene a first open shows."""
+
+import numpy as np
+import pytest
+
+from orrery.app.render._exposure import BRIGHT_LIGHT, MAX_EXPOSURE, auto_exposure, ease_exposure
+from orrery.app.viewer._framing import bright, framed_camera, tail_length
+from orrery.app.viewer._summary import SLOW_FPS, run_sentence, short_number, slow_hint
+
+AUTO_STATS = {
+    "n": 30000, "theta": 0.3, "steps_per_second": 4.83, "paused": False,
+    "solver": "auto: cpu-tree (accuracy=0.001, leaf_capacity=16, precision=f32, quadrupole=False, "
+              "simd=avx512, softening=0.05); theta 0.3 chosen for accuracy 0.001 at N = 30,000 "
+              "(worst measured RMS 0.00047: galaxy-collision, N = 4,096; shipped defaults); not "
+              "calibrated (run `orrery calibrate`): default thresholds"}
+
+
+def test_the_run_reads_as_a_short_sentence():
+    assert run_sentence(AUTO_STATS) == \
+        "cpu-tree, theta 0.3 for accuracy 1e-3 \u00b7 30,000 particles \u00b7 4.8 steps/s"
+
+
+def test_the_sentence_of_a_solver_without_theta_and_of_a_paused_flock():
+    direct = {"n": 2000, "theta": None, "steps_per_second": 61.2,
+              "solver": "cpu-direct (precision=f32, simd=avx512, softening=0.01)"}
+    assert run_sentence(direct) == "cpu-direct \u00b7 2,000 particles \u00b7 61.2 steps/s"
+    flock = {"n": 3000, "paused": True, "steps_per_second": 0.0,
+             "solver": "flock, coherent-grid, cell width 1.0x, cpu (2 threads, avx512)"}
+    assert run_sentence(flock) == "flock, coherent-grid \u00b7 3,000 particles \u00b7 paused"
+
+
+@pytest.mark.parametrize("value, text", [(0.001, "1e-3"), (0.0005, "5e-4"), (0.02, "0.02"),
+                                         (0.1, "0.1"), (0.00025, "0.00025")])
+def test_tolerances_are_written_as_people_write_them(value, text):
+    assert short_number(value) == text
+
+
+def test_a_slow_solver_is_named_as_the_reason_with_what_helps_in_one_line():
+    stats = dict(AUTO_STATS, solver_seconds_per_step=0.21)
+    hint = slow_hint(4.5, stats, gpu_solver="gpu-tree")
+    assert hint == "Slow: 210 ms a step; try a smaller N or gpu-tree."
+    assert "gpu" not in slow_hint(4.5, stats, gpu_solver=None)
+    on_gpu = dict(stats, solver="auto: gpu-tree (accuracy=0.001)")
+    assert "or gpu-tree" not in slow_hint(4.5, on_gpu, gpu_solver="gpu-tree")
+
+
+def test_slow_drawing_is_told_apart_and_a_fast_or_paused_window_says_nothing():
+    quick_solver = dict(AUTO_STATS, solver_seconds_per_step=0.01)
+    assert slow_hint(5.0, quick_solver).startswith("Slow drawing (5 fps)")
+    assert slow_hint(SLOW_FPS + 1, dict(AUTO_STATS, solver_seconds_per_step=0.5)) is None
+    assert slow_hint(2.0, dict(AUTO_STATS, solver_seconds_per_step=0.5, paused=True)) is None
+
+
+def _two_galaxies(spread: float, *, seed: int = 0):
+    """Two disks 8 apart with bulges, and a dim halo: ``spread`` is the disks' extent."""
+    rng = np.random.default_rng(seed)
+    names = ("A disk", "A bulge", "A halo", "B disk", "B bulge", "B halo")
+    parts, labels = [], []
+    for label, centre in ((0, -4.0), (3, 4.0)):
+        for offset, count, size in ((0, 2000, spread), (1, 300, 0.3), (2, 1500, 12.0)):
+            points = rng.normal(scale=size, size=(count, 3))
+            points[:, 0] += centre
+            if offset == 0:
+                points[:, 2] *= 0.05  # a thin disk
+            parts.append(points)
+            labels.append(np.full(count, label + offset, np.uint8))
+    return np.concatenate(parts).astype(np.float32), np.concatenate(labels), names
+
+
+def test_tails_are_longer_when_the_disks_are_drawn_out():
+    compact, population, names = _two_galaxies(1.0)
+    drawn_out, _, _ = _two_galaxies(3.0)
+    assert tail_length(drawn_out, population, names) > 2 * tail_length(compact, population, names)
+
+
+def test_a_scene_without_two_disks_has_no_tails_to_measure():
+    positions = np.zeros((10, 3), np.float32)
+    assert tail_length(positions, np.zeros(10, np.uint8), ("stars",)) is None
+    assert tail_length(positions, np.zeros(10, np.uint8), ("disk", "bulge", "halo")) is None
+
+
+def test_the_camera_frames_both_disks_from_above_not_the_haloes():
+    from orrery.app.render import population_weights
+
+    positions, population, names = _two_galaxies(1.0)
+    shown = bright(positions, population, population_weights(names))
+    assert len(shown) == 2 * 2300  # disks and bulges
+    camera = framed_camera(shown)
+    assert camera.pitch > np.radians(60)  # disks face-on, or nearly
+    view_projection = camera.view_projection(16 / 9)
+    for core in ([-4.0, 0.0, 0.0], [4.0, 0.0, 0.0]):
+        clip = view_projection @ np.append(core, 1.0)
+        assert np.all(np.abs(clip[:2] / clip[3]) < 0.8), core  # well inside the picture
+    halo_camera = framed_camera(positions)
+    assert halo_camera.distance > 2 * camera.distance  # what fitting everything would do
+
+
+def test_auto_exposure_keeps_the_brightest_percent_below_white():
+    light = np.zeros((100, 100, 4), np.float32)
+    light[:50, :, :3] = 1.0
+    light[50:, :, :3] = 1e4  # a dense core
+    exposure = auto_exposure(light)
+    assert exposure == pytest.approx(BRIGHT_LIGHT / 1e4)
+    assert auto_exposure(np.zeros((4, 4, 4))) is None
+    sparse = np.zeros((10, 10, 3))
+    sparse[0, 0] = 0.5
+    assert auto_exposure(sparse) == MAX_EXPOSURE  # never brighter than the old fixed default
+    assert ease_exposure(0.1, 0.4) == pytest.approx(0.2)
+
+
+def _hernquist(n: int, seed: int = 1) -> np.ndarray:
+    """A dense snapshot stand-in: ``n`` particles of a Hernquist sphere (scale 1), cut at r 30."""
+    rng = np.random.default_rng(seed)
+    root = np.sqrt(rng.uniform(0.0, 0.9, n))
+    radius = root / (1.0 - root)
+    direction = rng.normal(size=(n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    return (direction * radius[:, None]).astype(np.float32)
+
+
+def _scene(kind: str):
+    from orrery.engine import scenarios
+
+    if kind == "big snapshot":
+        positions = _hernquist(2_000_000)
+        return positions, np.zeros(len(positions), np.uint8), ("dm",)
+    particles = scenarios.load(kind, n=20000 if kind == "plummer-cluster" else 8000).particles
+    return (np.asarray(particles.pos, np.float32), particles.population,
+            particles.population_names)
+
+
+def _picture(ctx, positions, population, names, tone):
+    from orrery.app.render import ParticleScene, PointStyle, Renderer, population_weights
+    from orrery.engine.frames import Frame
+
+    width, height = 640, 360
+    weights = population_weights(names)
+    scene = ParticleScene(ctx)
+    scene.show(Frame(positions, 0.0, 0, 1), population)
+    renderer = Renderer(ctx)
+    renderer.resize(width, height)
+    camera = framed_camera(bright(positions, population, weights))
+    renderer.accumulate(scene, camera.view_projection(width / height),
+                        PointStyle(weights=weights))
+    if tone.auto_exposure:
+        tone.exposure = auto_exposure(renderer.read_accumulation())
+    output = ctx.simple_framebuffer((width, height))
+    renderer.present(output, tone)
+    pixels = np.frombuffer(output.read(components=3), np.uint8).reshape(height, width, 3)
+    output.release()
+    renderer.release()
+    return pixels.max(axis=2).astype(int)
+
+
+@pytest.mark.usefixtures("egl")
+@pytest.mark.parametrize("kind", ["plummer-cluster", "disk-galaxy", "big snapshot"])
+def test_auto_exposure_opens_each_scene_neither_blown_out_nor_black(kind):
+    from orrery.app.render import ToneMap, headless_context
+
+    ctx = headless_context()
+    try:
+        scene = _scene(kind)
+        brightness = _picture(ctx, *scene, ToneMap(auto_exposure=True))
+        fixed = _picture(ctx, *scene, ToneMap(exposure=0.6))
+    finally:
+        ctx.release()
+    lit = brightness[brightness > 8]
+    assert lit.size > 0.01 * brightness.size, "hardly anything is lit"
+    assert np.percentile(lit, 99) < 252, "the brightest percent is blown out to white"
+    assert np.percentile(lit, 50) > 20, "the picture is close to black"
+    if kind == "big snapshot":  # what the fixed exposure of old did to it
+        assert np.percentile(fixed[fixed > 8], 99) >= 254
