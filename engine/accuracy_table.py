@@ -52,6 +52,7 @@ from typing import Iterable
 import numpy as np
 
 from .errors import InvalidInputError
+from .input_files import read_small_text
 
 # ``auto``'s target when neither accuracy nor theta is given.
 DEFAULT_ACCURACY = 1e-3
@@ -62,6 +63,8 @@ MARGIN = 2.0
 # Particles sampled per measurement for the errors (all of them below this).
 TARGETS = 1024
 TABLE_FORMAT = 1
+# Larger than any table `orrery calibrate --accuracy` writes: a bigger file is not one.
+MAX_TABLE_BYTES = 64 << 20
 DEFAULTS_FILE = "accuracy_defaults.json"
 # What ``orrery calibrate --accuracy`` measures by default: opening angles finer where errors
 # are small, and sizes up to where the galaxy models' errors stopped growing.
@@ -249,7 +252,12 @@ def load_table(*, path: Path | None = None) -> AccuracyTable:
     path = path or cache_file()
     if path.exists():
         try:
-            cached, cached_settings = _read(path.read_text())
+            cached, cached_settings = _read(read_small_text(path, what="accuracy table",
+                                                            limit=MAX_TABLE_BYTES))
+        except RecursionError:
+            warnings.warn(f"ignoring the accuracy table {path}: it nests lists or tables too "
+                          "deeply; run `orrery calibrate --accuracy` to measure again",
+                          UserWarning, stacklevel=2)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
             warnings.warn(f"ignoring the accuracy table {path}: {error}; run "
                           f"`orrery calibrate --accuracy` to measure again", UserWarning,
@@ -267,8 +275,8 @@ def save_table(rows: dict, settings: dict, *, path: Path | None = None) -> Path:
     kept = {}
     if path.exists():
         try:
-            kept = _read(path.read_text())[0]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            kept = _read(read_small_text(path, what="accuracy table", limit=MAX_TABLE_BYTES))[0]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             kept = {}  # a damaged file is being replaced
     kept.update(rows)
     settings = {"created": datetime.now(timezone.utc).isoformat(timespec="seconds"), **settings}

@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Iterable
 
 from .crossovers import DEFAULT_TOLERANCE, Schedule, find_schedule
-from .errors import CalibrationCacheError
+from .errors import CalibrationCacheError, InvalidInputError
+from .input_files import read_small_text
 
 # Bumped whenever the cache file's layout changes; older files are ignored with a warning.
 CACHE_FORMAT = 1
+# Larger than any cache `orrery calibrate` writes (a few KB an entry): a bigger file is not one.
+MAX_CACHE_BYTES = 16 << 20
 
 
 class CalibrationCacheWarning(UserWarning):
@@ -131,8 +134,11 @@ def _timing_point(point) -> tuple[int, float]:
 def _read_entries(path: Path) -> list[dict] | None:
     """The file's entries, or None (with a warning) when it cannot be used at all."""
     try:
-        payload = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        payload = json.loads(read_small_text(path, what="calibration cache",
+                                             limit=MAX_CACHE_BYTES))
+    except (InvalidInputError, json.JSONDecodeError, RecursionError) as error:
+        if isinstance(error, RecursionError):
+            error = "it nests lists or tables too deeply"
         warnings.warn(f"ignoring the calibration cache {path}: it cannot be read ({error}); "
                       f"run `orrery calibrate` to measure again", CalibrationCacheWarning,
                       stacklevel=3)
