@@ -16,6 +16,8 @@ NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headles
 # What the window, renderer, panel and screenshots import: checked before anything starts, so a
 # broken install is one line up front rather than a traceback (or, for Pillow, one at the end).
 VIEWER_PACKAGES = ("pyglet", "moderngl", "imgui_bundle", "OpenGL", "PIL")
+# When --screenshot-at takes a scripted screenshot (ViewerWindow.run's screenshot_at).
+SCREENSHOT_MOMENTS = ("last", "longest-tails")
 
 
 def default_scenario() -> str:
@@ -40,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="render this many frames, then exit (for scripts and tests)")
     parser.add_argument("--screenshot", metavar="FILE", type=output_file,
                         help="with --frames: save the last frame (with the UI) as PNG")
+    parser.add_argument("--screenshot-at", choices=SCREENSHOT_MOMENTS, default="last",
+                        help="with --screenshot: the last frame, or the one whose tidal tails "
+                             "reach furthest (a galaxy collision) (default: last)")
+    parser.add_argument("--panel", choices=("open", "collapsed", "hidden"), default="open",
+                        help="the control panel at the start: open, collapsed to its title bar, "
+                             "or hidden (H shows it) (default: open)")
     parser.add_argument("--stats", metavar="FILE", type=output_file,
                         help="append live statistics as JSON lines every half second")
     return parser
@@ -78,7 +86,8 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--colour-map", default="magma",
                         help="density colour map (viridis, magma, inferno, plasma, cividis)")
     parser.add_argument("--exposure", type=number(above=0), default=None,
-                        help="tone-mapping exposure (default: 0.6)")
+                        help="tone-mapping exposure (default: automatic in the viewer, "
+                             "0.6 in `orrery serve`)")
 
 
 def _display_problem() -> str | None:
@@ -153,15 +162,15 @@ def _main(args) -> int:
         from ._window import ViewerWindow
 
         window = ViewerWindow(source, size=args.size, max_fps=args.max_fps,
-                              vsync=not args.no_vsync, stats_path=args.stats)
+                              vsync=not args.no_vsync, stats_path=args.stats, panel=args.panel)
         window.point_style.colour_mode = args.colour
         window.panel.mode = args.render
         window.tone.bloom = args.bloom
         window.tone.validate()
         window.panel.density.colour_map = args.colour_map
         window.panel.density.validate()
-        if args.exposure is not None:
-            window.tone.exposure = args.exposure
+        if args.exposure is not None:  # a fixed exposure instead of the automatic one
+            window.tone.exposure, window.tone.auto_exposure = args.exposure, False
     except BaseException as error:
         source.close()
         # pyglet names its display errors per platform (pyglet.display.xlib, ...): match by name
@@ -169,4 +178,5 @@ def _main(args) -> int:
             print(NO_DISPLAY.format(reason=str(error) or type(error).__name__), file=sys.stderr)
             return 2
         raise
-    return window.run(frames=args.frames, screenshot=args.screenshot)
+    return window.run(frames=args.frames, screenshot=args.screenshot,
+                      screenshot_at=args.screenshot_at)

@@ -426,3 +426,78 @@ def test_the_window_draws_a_frame_only_when_it_shows_something_new(display, tmp_
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[False, True, False, True]"
+
+
+def test_the_panel_fits_a_1280x720_window_statistics_included(display, tmp_path):
+    shot, stats = tmp_path / "shot.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "12", "--screenshot", str(shot),
+                               "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["window"] == [1280, 720]
+    x, y, width, height = final["panel"]
+    assert y + height <= 720 and x + width <= 1280, "the panel runs off the window"
+    _, last_y, _, last_height = final["widgets"]["last"]
+    assert last_y + last_height <= y + height, "the panel's last row is cut off"
+    # the summary sentence and the run's buttons come first
+    assert final["widgets"]["summary"][1] < final["widgets"]["pause"][1] < 200
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    below = image[int(y + height) + 5:, int(x): int(x + width)]
+    assert (below.max(axis=2) > 150).mean() < 0.01, "panel text below the panel's window"
+
+
+def test_a_collapsed_panel_leaves_the_picture_to_the_scene(display, tmp_path):
+    shot, stats = tmp_path / "shot.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "12", "--panel", "collapsed",
+                               "--screenshot", str(shot), "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    _, _, width, height = _records(stats)[-1]["panel"]
+    assert width * height <= 0.10 * 1280 * 720, "the collapsed panel covers the scene"
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    lit = np.argwhere(image.max(axis=2) > 40)
+    assert len(lit) > 200
+    # with no panel beside it, the scene is centred in the window
+    assert abs(np.median(lit[:, 1]) - 640) < 80 and abs(np.median(lit[:, 0]) - 360) < 80
+
+
+def _cores_and_tails(image, panel):
+    """The two brightest regions' centres (None if there are fewer), and the faint structure:
+    its share of the picture and how far its 90th percentile reaches from the cores' middle."""
+    from scipy import ndimage
+
+    brightness = image.max(axis=2).astype(float)
+    x, y, width, height = (int(v) for v in panel)
+    brightness[y: y + height + 1, x: x + width + 1] = 0.0  # the collapsed panel's bar
+    smooth = ndimage.gaussian_filter(brightness, 4.0 * image.shape[1] / 1280)
+    labels, count = ndimage.label(smooth > 0.8 * smooth.max())
+    if count < 2:
+        return None, 0.0, 0.0
+    sizes = ndimage.sum(np.ones_like(smooth), labels, range(1, count + 1))
+    cores = np.array([ndimage.center_of_mass(smooth, labels, index + 1)
+                      for index in np.argsort(sizes)[::-1][:2]])
+    faint = np.argwhere((smooth > 12) & (smooth < 0.3 * smooth.max()))
+    reach = np.percentile(np.linalg.norm(faint - cores.mean(axis=0), axis=1), 90)
+    return cores, len(faint) / smooth.size, reach
+
+
+def test_the_demo_picture_shows_two_galaxies_and_their_tails(display, tmp_path):
+    """The demo's command (scripts/demo.sh) at a fifth of its particles and a quarter of its
+    pixels: the picture taken when the tails reach furthest shows two separate cores and faint
+    tails reaching well beyond them, with the panel folded away."""
+    shot, stats = tmp_path / "demo.png", tmp_path / "stats.jsonl"
+    viewer = _viewer(display, ["--scenario", "galaxy-collision", "--n", "6000", "--frames", "750",
+                               "--size", "640x360", "--max-fps", "0", "--panel", "collapsed",
+                               "--screenshot-at", "longest-tails", "--screenshot", str(shot),
+                               "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=300)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["step"] > 600, "the run did not reach the tails"
+    image = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    cores, faint_share, reach = _cores_and_tails(image, final["panel"])
+    assert cores is not None, "one bright region: the galaxies are not told apart"
+    assert np.linalg.norm(cores[0] - cores[1]) > 0.1 * image.shape[1], cores
+    assert faint_share > 0.05, "little faint structure"
+    assert reach > 0.3 * image.shape[0], "the faint structure does not reach out (no tails)"
