@@ -45,8 +45,9 @@ def add_parser(subparsers) -> None:
                              "cpu-tree and reference); --steps more steps, recorded (--record) "
                              "to a new file")
     parser.add_argument("--from-frame", type=integer(minimum=0), default=None, metavar="K",
-                        help="with --resume: the last keyframe at or before frame K (default: "
-                             "the recording's last keyframe)")
+                        help="with --resume: continue from frame K (from the last keyframe "
+                             "at or before it, replayed to K's step; default: the recording's "
+                             "last keyframe)")
     parser.add_argument("--family", default=None,
                         help="with --load: evolve only this family (dm, star, gas, ...)")
     parser.add_argument("--n", type=integer(minimum=1), default=None,
@@ -124,12 +125,18 @@ def _run_resumed(args, mpi) -> int:
     resumed = resume(args.resume, from_frame=args.from_frame,
                      solver_options=solver_options(args))
     sim, original = resumed.simulation, resumed.attributes
+    if not args.quiet and args.from_frame is not None:
+        replay = (f"; replayed {resumed.replayed} step(s) from there to frame {args.from_frame}"
+                  if resumed.replayed else f", which is frame {args.from_frame}")
+        print(f"orrery run: resuming from keyframe {resumed.keyframe} (step "
+              f"{resumed.keyframe_step}){replay} (step {sim.steps})", file=sys.stderr)
     if args.integrator not in (None, sim.integrator):
         raise InvalidInputError(f"--resume continues with the recorded integrator "
                                 f"({sim.integrator}), not {args.integrator}")
     kept = ("seed", "scenario_parameters")
     source = {**{key: original[key] for key in kept if key in original},
-              "resumed_from": str(resumed.path), "resumed_from_step": sim.steps}
+              "resumed_from": str(resumed.path), "resumed_from_step": sim.steps,
+              "resumed_from_keyframe_step": resumed.keyframe_step}
     recording = _open_recording(args, sim, True, scenario=str(original.get("scenario", "")),
                                 source=source)
     return _advance(args, sim, sim.solver, recording, None)

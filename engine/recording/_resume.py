@@ -27,18 +27,24 @@ class Resumed:
     attributes: dict  # the original recording's, for the continued recording to carry on
     keyframe: int
     path: str
+    keyframe_step: int = 0  # the step of the keyframe the run started from
+    replayed: int = 0  # steps run from the keyframe to reach the frame asked for
 
 
 def resume(path, *, from_frame: int | None = None, solver_options: dict | None = None) -> Resumed:
-    """The run recorded in ``path``, continued from the last keyframe at or before frame
-    ``from_frame`` (default: the file's last keyframe). ``solver_options`` override the recorded
-    ones (another device, say; changing the physics loses the exact continuation)."""
+    """The run recorded in ``path``, continued from frame ``from_frame`` (default: the file's
+    last keyframe): from the last keyframe at or before it, replayed from there to the frame's
+    step (the recorded run's own steps: for a deterministic solver the frame's state exactly).
+    ``solver_options`` override the recorded ones (another device, say; changing the physics
+    loses the exact continuation)."""
     start = keyframe_start(path, from_frame=from_frame)
     options = {**start.solver_options, **(solver_options or {})}
     simulation = Simulation(start.particles, make_solver(start.solver, **options), dt=start.dt,
                             integrator=start.integrator)
     simulation.time, simulation.steps = start.time, start.step
-    return Resumed(simulation, start.attributes, start.keyframe, str(path))
+    replayed = start.frame_step - start.step
+    simulation.step(replayed)
+    return Resumed(simulation, start.attributes, start.keyframe, str(path), start.step, replayed)
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class KeyframeStart:
     integrator: str
     attributes: dict
     keyframe: int
+    frame_step: int  # the step of the frame asked for (the keyframe's own when none was)
 
 
 def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
@@ -65,13 +72,14 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
         positions, velocities = recording.read_keyframe(index)
         attributes = dict(recording.attributes)
         time, step = float(recording.keyframe_times[index]), int(recording.keyframe_steps[index])
+        frame_step = step if from_frame is None else int(recording.steps[from_frame])
         particles = Particles(positions, velocities, recording.masses.astype(positions.dtype),
                               recording.population, recording.population_names)
     solver, options, dt, integrator = _run_settings(path, attributes)
     if integrator not in INTEGRATORS:
         raise RecordingError(f"{path}: integrator {integrator!r} is not one of {INTEGRATORS}")
     return KeyframeStart(particles, time, step, solver, options, dt, integrator, attributes,
-                         index)
+                         index, frame_step)
 
 
 def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:

@@ -29,11 +29,14 @@ def test_a_resumed_run_is_bit_identical_to_the_uninterrupted_one(tmp_path, solve
         assert recording.keyframe_steps.tolist() == [0, 50, 100, 150, 200]
         assert recording.attributes["seed"] == 0 and recording.attributes["n"] == 64
         frame = int(np.flatnonzero(recording.steps == 100)[0])
+    # frame + 3 (step 130) is no keyframe: the run starts from the one at step 100 and replays
+    # the 30 steps to it
     resumed = _run(tmp_path, "resumed.h5", "--resume", str(whole), "--from-frame",
-                   str(frame + 3), "--steps", "100", "--every", "10", "--keyframe-every", "5")
+                   str(frame + 3), "--steps", "70", "--every", "10", "--keyframe-every", "5")
     with RecordingFile(resumed) as recording:
-        assert recording.steps[0] == 100 and recording.steps[-1] == 200
-        assert recording.attributes["resumed_from_step"] == 100
+        assert recording.steps[0] == 130 and recording.steps[-1] == 200
+        assert recording.attributes["resumed_from_step"] == 130
+        assert recording.attributes["resumed_from_keyframe_step"] == 100
         assert recording.attributes["solver"] == solver
     step, time, pos, vel = _last_state(whole)
     step_r, time_r, pos_r, vel_r = _last_state(resumed)
@@ -42,7 +45,7 @@ def test_a_resumed_run_is_bit_identical_to_the_uninterrupted_one(tmp_path, solve
     assert vel.tobytes() == vel_r.tobytes()
     # and every frame on the way agrees bitwise with the original's
     with RecordingFile(whole) as a, RecordingFile(resumed) as b:
-        offset = int(np.flatnonzero(a.steps == 100)[0])
+        offset = int(np.flatnonzero(a.steps == 130)[0])
         for index in range(b.frame_count):
             assert a.read(offset + index).tobytes() == b.read(index).tobytes()
 
@@ -116,3 +119,13 @@ def test_resume_refuses_a_recording_whose_run_settings_are_damaged(tmp_path, cap
     assert main(["run", "--quiet", "--resume", str(path), "--steps", "2"]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_resume_from_a_frame_that_is_no_keyframe_says_where_it_starts(tmp_path, capsys):
+    whole = _run(tmp_path, "whole.h5", "--solver", "cpu-direct", "--n", "16", "--steps", "40",
+                 "--every", "10", "--keyframe-every", "2")
+    capsys.readouterr()
+    assert main(["run", "--resume", str(whole), "--from-frame", "3", "--steps", "1",
+                 "--record", str(tmp_path / "more.h5")]) == 0
+    assert "resuming from keyframe 1 (step 20); replayed 10 step(s) from there to frame 3 " \
+           "(step 30)" in capsys.readouterr().err
