@@ -28,8 +28,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--camera", metavar="PATH", help="camera path (TOML keyframes; the "
                         "viewer's C key saves one); default: a fixed camera framing the data")
     parser.add_argument("--size", default="1920x1080", help="WxH pixels (default 1920x1080)")
-    parser.add_argument("--fps", type=number(at_least=MIN_FPS, at_most=MAX_FPS), default=60.0,
-                        help=f"frames per second, {MIN_FPS:g} to {MAX_FPS:g} (default 60)")
+    parser.add_argument("--fps", type=number(at_least=MIN_FPS, at_most=MAX_FPS), default=None,
+                        help=f"frames per second, {MIN_FPS:g} to {MAX_FPS:g} (default "
+                             f"{DEFAULT_FPS:g}; a recording or snapshot series filmed one movie "
+                             f"frame per source frame, at most {DEFAULT_FPS:g} fps and at least "
+                             f"{SHORTEST_DEFAULT_FPS:g}, so that it lasts {MOVIE_SECONDS:g} s)")
     length = parser.add_mutually_exclusive_group()
     length.add_argument("--frames", type=integer(minimum=1), default=None,
                         help="movie frames (default: one per source frame; the camera path's "
@@ -93,10 +96,19 @@ def run(args) -> int:
             style.point_size = args.point_size
     if args.exposure is not None:
         tone.exposure = args.exposure
-    settings = MovieSettings(size=parse_size(args.size), fps=args.fps, frames=args.frames,
+    settings = MovieSettings(size=parse_size(args.size), fps=args.fps or DEFAULT_FPS,
+                             frames=args.frames,
                              duration=args.duration, style=style, tone=tone,
                              camera=CameraPath.load(args.camera) if args.camera else None)
     source = _open(args, FileFrames, LiveFrames, settings)
+    chosen = ""
+    if args.fps is None and isinstance(source, FileFrames) and args.frames is None \
+            and args.duration is None and settings.camera is None:
+        settings.fps = film_rate(source.count)
+        if settings.fps != DEFAULT_FPS:
+            chosen = (f"; {settings.fps:g} fps films the {source.count} source frames in "
+                      f"{source.count / settings.fps:.3g} s (--fps, --duration or --frames set "
+                      "it)")
     compute = splat_device(args.device)
     times = MovieTimes()
     with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
@@ -106,10 +118,25 @@ def run(args) -> int:
                                compute=compute, times=times,
                                progress=lambda done, total: bar.update(1))
     print(f"{args.out}: {written} frames, {settings.size[0]}x{settings.size[1]} at "
-          f"{settings.fps:g} fps ({written / settings.fps:.2f} s)")
+          f"{settings.fps:g} fps ({written / settings.fps:.2f} s){chosen}")
     if args.verbose:
         print(times.describe())
     return 0
+
+
+# Movies of a recording or snapshot series without --fps, --frames, --duration or a camera path:
+# one movie frame per source frame, at DEFAULT_FPS when there are enough frames for
+# MOVIE_SECONDS, else slower (a recording of every 10th step of 200 was a 0.35 s movie), but no
+# slower than SHORTEST_DEFAULT_FPS.
+DEFAULT_FPS = 60.0
+MOVIE_SECONDS = 10.0
+SHORTEST_DEFAULT_FPS = 1.0
+
+
+def film_rate(source_frames: int) -> float:
+    """The default frame rate of a movie filming ``source_frames`` frames one to one."""
+    rate = min(DEFAULT_FPS, max(SHORTEST_DEFAULT_FPS, source_frames / MOVIE_SECONDS))
+    return float(f"{rate:.3g}")
 
 
 def _open(args, file_frames, live_frames, settings):

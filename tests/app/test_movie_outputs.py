@@ -88,3 +88,26 @@ def test_sigterm_mid_render_keeps_a_playable_movie_of_the_frames_written(tmp_pat
     frames, _, _ = read_video(path)
     assert len(frames) > 0
     assert [entry.name for entry in tmp_path.iterdir()] == ["movie.mp4"]
+
+
+def test_a_movie_of_a_short_recording_is_filmed_slower_and_says_so(tmp_path, capsys, egl):
+    recording = tmp_path / "run.h5"
+    assert main(["run", "--n", "32", "--solver", "cpu-direct", "--steps", "200", "--every", "10",
+                 "--quiet", "--record", str(recording)]) == 0
+    movie = tmp_path / "movie.mp4"
+    assert main(["render", str(recording), "--size", "64x64", "--quiet", "--out",
+                 str(movie)]) == 0
+    out = capsys.readouterr().out
+    assert "21 frames, 64x64 at 2.1 fps (10.00 s); 2.1 fps films the 21 source frames in 10 s" \
+        in out
+    frames, rate, _ = read_video(movie)
+    assert len(frames) == 21 and rate == pytest.approx(2.1)
+
+
+def test_an_explicit_fps_is_kept(tmp_path, capsys, egl):
+    recording = tmp_path / "run.h5"
+    assert main(["run", "--n", "32", "--solver", "cpu-direct", "--steps", "20", "--every", "10",
+                 "--quiet", "--record", str(recording)]) == 0
+    assert main(["render", str(recording), "--size", "64x64", "--quiet", "--fps", "60", "--out",
+                 str(tmp_path / "movie.mp4")]) == 0
+    assert "3 frames, 64x64 at 60 fps (0.05 s)\n" in capsys.readouterr().out
