@@ -92,10 +92,8 @@ class ControlPanel:
         self._solver_labels = [
             name if specs[name].unavailable_reason() is None else f"{name} (unavailable here)"
             for name in self._solver_names]
-        # the GPU solver the slow-frame hint may suggest
-        self._gpu_solver = next((name for name in ("gpu-tree", "gpu-fmm", "gpu-direct")
-                                 if name in specs and specs[name].unavailable_reason() is None),
-                                None)
+        self._gpu_solver: str | None = None  # what the slow-frame hint may suggest
+        self._gpu_looked_for = False
         self._flock_devices: list[str] | None = None  # listed when a flock is first shown
         self._flock_problem: str | None = None
         if self.runner is not None:
@@ -179,6 +177,9 @@ class ControlPanel:
         if stats.get("solver") and imgui.is_item_hovered():
             imgui.set_tooltip(stats["solver"])
         hint = slow_hint(render_fps, stats, gpu_solver=self._gpu_solver)
+        if hint is not None and not self._gpu_looked_for:
+            self._gpu_solver = self._find_gpu_solver()
+            hint = slow_hint(render_fps, stats, gpu_solver=self._gpu_solver)
         now = imgui.get_time()
         if hint is None:
             self._slow_since = None
@@ -191,6 +192,17 @@ class ControlPanel:
             self._remember("slow")
             if imgui.is_item_hovered():
                 imgui.set_tooltip(SMOOTH_MOVIE)
+
+    def _find_gpu_solver(self) -> str | None:
+        """A GPU solver worth suggesting: one that can run here, and a GPU to run it on (a
+        SYCL CPU device runs the GPU solvers too, on the cores the CPU solvers already use).
+        Looked for once."""
+        self._gpu_looked_for = True
+        if not any(info.kind == "gpu" for info in list_devices().devices):
+            return None
+        specs = solver_specs()
+        return next((name for name in ("gpu-tree", "gpu-fmm", "gpu-direct")
+                     if name in specs and specs[name].unavailable_reason() is None), None)
 
     def _run_buttons(self, frame) -> None:
         """Pause, step, restart and record: one row, always in view."""
