@@ -196,11 +196,18 @@ def _matches(where: dict, row: dict) -> bool:
     return all(row.get(key) == value for key, value in where.items())
 
 
+def _same(value, wanted) -> bool:
+    return list(value) == list(wanted) if isinstance(value, (list, tuple)) else value == wanted
+
+
 def rows_from_benchmark(benchmark: str, bench_rows: list[dict], catalogue: Catalogue, *,
-                        command: str, machine: dict, commit: str | None, date: str) -> list[dict]:
+                        command: str, machine: dict, commit: str | None, date: str,
+                        options: dict | None = None) -> list[dict]:
     """Store rows for one ``orrery bench`` run: one per (benchmark row, catalogue measurement
-    that takes it), and each benchmark row no measurement takes kept as it is
+    that takes it: the row's columns equal the mapping's ``where``, the run's resolved options
+    its ``options``), and each benchmark row no measurement takes kept as it is
     (``measurement`` null), so that nothing the run measured is lost."""
+    options = options or {}
     common = {"command": command, "machine": machine, "commit": commit, "date": date,
               "source": "measured", "benchmark": benchmark,
               "load": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
@@ -211,6 +218,9 @@ def rows_from_benchmark(benchmark: str, bench_rows: list[dict], catalogue: Catal
             how = m.bench
             if not how or how["name"] != benchmark or not _matches(how.get("where", {}), raw):
                 continue
+            if not all(name in options and _same(options[name], wanted)
+                       for name, wanted in how.get("options", {}).items()):
+                continue
             value = raw.get(how["column"])
             if value is None:
                 continue
@@ -218,9 +228,11 @@ def rows_from_benchmark(benchmark: str, bench_rows: list[dict], catalogue: Catal
             spread = raw.get(how["spread"]) if how.get("spread") else None
             if spread is not None and how.get("relative_to"):  # a rate's IQR from its time's
                 spread = float(value) * float(spread) / float(raw[how["relative_to"]])
+            spread = None if spread is None else {"iqr": float(spread) * scale}
+            if how.get("range") and all(raw.get(c) is not None for c in how["range"]):
+                spread = {"range": [float(raw[c]) * scale for c in how["range"]]}
             stored.append({**common, "measurement": m.id, "value": float(value) * scale,
-                           "unit": m.unit,
-                           "spread": None if spread is None else {"iqr": float(spread) * scale},
+                           "unit": m.unit, "spread": spread,
                            "trials": raw.get("trials"), "threads": raw.get("threads"),
                            "row": raw})
             taken = True

@@ -130,7 +130,8 @@ def command_line(kind: str, spec, options: dict) -> str:
 def _record(kind: str, spec, options: dict, rows: list[dict], store: str) -> None:
     stored = results.rows_from_benchmark(
         kind, rows, results.load_catalogue(Path(store)), command=command_line(kind, spec, options),
-        machine=results.machine(), commit=results.commit(), date=results.now())
+        machine=results.machine(), commit=results.commit(), date=results.now(),
+        options=vars(spec.resolve(options)))
     path = results.append_rows(stored, Path(store))
     taken = sum(row["measurement"] is not None for row in stored)
     print(f"recorded {len(stored)} rows ({taken} of catalogued measurements) in {path}",

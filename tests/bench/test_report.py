@@ -139,3 +139,26 @@ def test_a_store_copied_elsewhere_generates_the_same_page(tmp_path):
     from orrery.bench.report import generate
 
     assert generate(tmp_path / "results") == PAGE.read_text()
+
+
+def test_the_catalogue_maps_benchmark_rows_by_their_columns_and_the_runs_options():
+    catalogue = results.load_catalogue(STORE)
+    context = dict(command="orrery bench ...", machine={"kind": "nvidia-h200"}, commit=None,
+                   date="2026-12-05T10:00:00+00:00")
+    live = {"solver": "gpu-tree", "n": 1000000, "mode": "capped", "ratio": 0.95,
+            "ratio_min": 0.94, "ratio_max": 0.96, "render_fps": 59.9, "steps_per_second": 200.0}
+    stored = {r["measurement"]: r for r in results.rows_from_benchmark("live", [live], catalogue,
+                                                                       **context)}
+    assert set(stored) == {"live-1m-capped-share", "live-1m-capped-fps"}
+    assert stored["live-1m-capped-share"]["value"] == pytest.approx(95.0)
+    assert stored["live-1m-capped-share"]["spread"] == {"range": [pytest.approx(94.0),
+                                                                  pytest.approx(96.0)]}
+    tree = {"table": "scaling", "solver": "gpu-tree", "n": 1048576, "median_s": 0.006,
+            "iqr_s": 0.0001, "walk_tera_per_s": 1.2}
+    host_call = results.rows_from_benchmark("tree", [tree], catalogue, **context,
+                                            options={"resident": False, "device": "cuda:0"})
+    assert [r["measurement"] for r in host_call] == [None]  # kept, but not the resident figure
+    resident = results.rows_from_benchmark("tree", [tree], catalogue, **context,
+                                           options={"resident": True, "device": "cuda:0"})
+    assert {r["measurement"]: r["value"] for r in resident} == {
+        "gpu-tree-1m": pytest.approx(6.0), "gpu-tree-1m-walk-rate": 1.2}
