@@ -76,3 +76,28 @@ def test_probes_refuse_what_a_level_lacks():
     with pytest.raises(RuntimeError, match="no f64 rsqrt_estimate instruction at SIMD level scalar"):
         _native.probe_operations("rsqrt_estimate", "f64", 1, 1, "scalar")
     assert not ceilings.probe_available("rsqrt_estimate", "f64", "avx2")
+
+
+def test_a_resident_evaluation_is_timed_until_the_device_has_finished_it():
+    """A device evaluation queues and returns (ADR 0162): what tree and fmm time through
+    ``one_evaluation`` must wait for the work, here a stand-in state whose queued work takes
+    50 ms to finish after the queueing call returned."""
+    import time
+
+    from orrery.bench.harness import one_evaluation
+
+    class QueuedState:
+        done_at = 0.0
+
+        def compute_accelerations(self):
+            self.done_at = time.perf_counter() + 0.05  # queued: returns at once
+
+        def synchronize(self):
+            time.sleep(max(0.0, self.done_at - time.perf_counter()))
+
+    class Solver:
+        def bind(self, particles):
+            return QueuedState()
+
+    timing = time_trials(one_evaluation(Solver(), None, resident=True), warmup=0, trials=3)
+    assert timing.median >= 0.05
