@@ -33,9 +33,11 @@ class DrawPacing:
     def drawn(self) -> None:
         self._drawn_at = self._clock()
 
-    def due(self, changed: bool) -> bool:
+    def due(self, changed: bool, *, idle: bool = True) -> bool:
+        """``idle=False``: no redraw for the clocks alone (only what changed, and inputs)."""
         now = self._clock()
-        return changed or now - self._input_at < AFTER_INPUT_S or now - self._drawn_at >= REDRAW_S
+        return changed or now - self._input_at < AFTER_INPUT_S or \
+            (idle and now - self._drawn_at >= REDRAW_S)
 
 
 def next_tick(origin: float, period: float, now: float) -> float:

@@ -36,6 +36,11 @@ STATS_INTERVAL = 0.5
 SHUTDOWN_WAIT = 1.0
 # Seconds between two measurements of the light for the automatic exposure.
 EXPOSURE_INTERVAL = 0.25
+# A scripted run (``run(frames=...)``) draws nothing but new steps (and inputs) while its source
+# brings a new frame at least this often, so the same command pictures the same step on a fast
+# and on a slow machine; a source that stops (paused, failed, a still replay) is redrawn for the
+# panel's clocks as usual.
+STALLED_S = 1.0
 
 
 class ViewerWindow(pyglet.window.Window):
@@ -69,6 +74,8 @@ class ViewerWindow(pyglet.window.Window):
         self._exposure_due = 0.0
         self._light_measured = False
         self._best_picture = None  # (tail length, pixels, settings) for --screenshot at a moment
+        self._scripted = False  # run(frames=...): see STALLED_S
+        self._new_frame_at = 0.0
         self._camera_fitted_to = None
         self._stats_path = Path(stats_path) if stats_path else None
         self._stats_due = 0.0
@@ -245,9 +252,12 @@ class ViewerWindow(pyglet.window.Window):
         return super().dispatch_event(*args)
 
     def _frame_due(self, frame) -> bool:
-        changed = frame is None or frame.sequence != self.scene.sequence or \
-            self.video.recording or self._screenshot_request is not None
-        return self.pacing.due(changed)
+        new = frame is None or frame.sequence != self.scene.sequence
+        if new:
+            self._new_frame_at = time.monotonic()
+        changed = new or self.video.recording or self._screenshot_request is not None
+        advancing = time.monotonic() - self._new_frame_at < STALLED_S
+        return self.pacing.due(changed, idle=not (self._scripted and advancing))
 
     def run(self, *, frames: int | None = None, screenshot: str | None = None,
             screenshot_at: str = "last") -> int:
@@ -255,6 +265,7 @@ class ViewerWindow(pyglet.window.Window):
         ``screenshot`` saves the last frame, or with ``screenshot_at="longest-tails"`` the frame
         whose tidal tails reach furthest (``_framing.tail_length``; the last frame where the
         scene has no tails to measure). Returns an exit code."""
+        self._scripted = frames is not None
         try:
             while not self.has_exit and (frames is None or self.clock.frames < frames):
                 self.dispatch_events()

@@ -34,6 +34,17 @@ def test_a_frame_is_due_when_it_changed_after_input_and_at_the_redraw_floor():
     assert not pacing.due(False)
 
 
+def test_without_idle_redraws_only_changes_and_inputs_are_due():
+    clock = _Clock()
+    pacing = DrawPacing(clock)
+    pacing.drawn()
+    clock.now += REDRAW_S * 10
+    assert pacing.due(False) and not pacing.due(False, idle=False)
+    assert pacing.due(True, idle=False)
+    pacing.input()
+    assert pacing.due(False, idle=False)
+
+
 def test_a_capped_frame_waits_for_the_next_tick_of_a_fixed_grid():
     from orrery.app.render._pacing import next_tick
 
