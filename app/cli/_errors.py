@@ -29,27 +29,75 @@ class Stopped(KeyboardInterrupt):
         super().__init__(signal.Signals(self.signum).name)
 
 
+# A loop that polls (stops_at_safe_points) has this long to reach raise_if_stopped() after a
+# stop signal before it is interrupted wherever it is.
+STOP_GRACE_SECONDS = 5.0
+_deferring = 0
+_pending: int | None = None
+
+
 @contextlib.contextmanager
 def stop_on_signals():
-    """Within this block :data:`STOP_SIGNALS` raise :class:`Stopped` in the main thread; the
-    first one also ignores the rest until the block has closed its files. Outside the main
-    thread (where Python cannot handle signals) it changes nothing."""
+    """Within this block :data:`STOP_SIGNALS` raise :class:`Stopped` in the main thread (inside
+    :func:`stops_at_safe_points`, at the loop's next :func:`raise_if_stopped`); the first one
+    also ignores the rest until the block has closed its files. Outside the main thread (where
+    Python cannot handle signals) it changes nothing."""
+    global _pending
+
     def stop(signum, frame):
+        global _pending
         for other in STOP_SIGNALS:
             signal.signal(other, signal.SIG_IGN)
-        raise Stopped(signum)
+        if not _deferring:
+            raise Stopped(signum)
+        _pending = signum
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, STOP_GRACE_SECONDS)
+
+    def overdue(signum, frame):
+        if _pending is not None:
+            raise Stopped(_pending)
 
     previous = {}
     try:
         for signum in STOP_SIGNALS:
             previous[signum] = signal.signal(signum, stop)
+        if hasattr(signal, "SIGALRM"):
+            previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, overdue)
     except ValueError:  # not the main thread
         pass
     try:
         yield
     finally:
+        if hasattr(signal, "setitimer") and signal.SIGALRM in previous:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        _pending = None
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def stops_at_safe_points():
+    """Within this block a stop signal is noted, and raised by the next
+    :func:`raise_if_stopped` (or after :data:`STOP_GRACE_SECONDS`), not wherever the main
+    thread happens to be: a ``KeyboardInterrupt`` inside ``queue.put`` can leave the queue's
+    lock held, and closing the recording behind it would then wait forever."""
+    global _deferring
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+
+
+def raise_if_stopped() -> None:
+    """Raise :class:`Stopped` if a stop signal arrived (a safe point of a polling loop)."""
+    global _pending
+    if _pending is not None:
+        signum, _pending = _pending, None
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        raise Stopped(signum)
 
 
 def report(prog: str, error: BaseException) -> int:

@@ -11,6 +11,7 @@ from ...engine import Simulation, make_solver, scenarios, snapshots
 from ...engine.errors import RecordingError
 from ...engine.recording import RecordingFile
 from ._arg_types import MAX_WINDOW_SIDE, integer, number, video_file
+from ._errors import raise_if_stopped, stops_at_safe_points
 
 
 def add_parser(subparsers) -> None:
@@ -111,12 +112,15 @@ def run(args) -> int:
                       "it)")
     compute = splat_device(args.device)
     times = MovieTimes()
+    def progress(done, total):
+        bar.update(1)
+        raise_if_stopped()  # a stop signal ends the movie after a whole frame
+
     with tqdm(total=settings.frame_count(source), unit="frame", disable=args.quiet,
-              file=sys.stderr, dynamic_ncols=True) as bar:
+              file=sys.stderr, dynamic_ncols=True) as bar, stops_at_safe_points():
         written = render_movie(source, args.out, settings, crf=args.crf, preset=args.preset,
                                threads=args.encoder_threads, encoders=args.encoders,
-                               compute=compute, times=times,
-                               progress=lambda done, total: bar.update(1))
+                               compute=compute, times=times, progress=progress)
     print(f"{args.out}: {written} frames, {settings.size[0]}x{settings.size[1]} at "
           f"{settings.fps:g} fps ({written / settings.fps:.2f} s){chosen}")
     if args.verbose:
