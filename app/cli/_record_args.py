@@ -10,19 +10,37 @@ from ...engine.errors import InvalidInputError, RecordingError
 from ...engine.recording import Recorder, default_keyframe_every, keyframe_due
 
 
+DEFAULT_PRECISION = "f32"
+# --record-precision's names of the stored position encodings (frame_encoding.ENCODINGS).
+PRECISION_NAMES = {"float32": "f32", "float16": "f16", "fixed16": "fixed16"}
+
+
+def inherit_record_format(args: argparse.Namespace, attributes: dict) -> None:
+    """With --resume: record in the resumed recording's precision and compression unless
+    --record-precision or --record-compression say otherwise (a resumed f16 run wrote f32)."""
+    if args.record_precision is None:
+        args.record_precision = PRECISION_NAMES.get(attributes.get("position_encoding"),
+                                                    DEFAULT_PRECISION)
+    if args.record_compression is None:
+        compression = attributes.get("compression")
+        args.record_compression = compression if isinstance(compression, str) else "none"
+
+
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("recording")
     group.add_argument("--record", metavar="FILE",
                        help="write a recording of the run to FILE (HDF5; must not exist yet)")
     group.add_argument("--every", type=int, default=10, metavar="K",
                        help="record a frame every K steps, plus the initial state (default: 10)")
-    group.add_argument("--record-precision", choices=("f32", "f16", "fixed16"), default="f32",
-                       help="stored precision of recorded positions (default: f32; f16 halves "
+    group.add_argument("--record-precision", choices=("f32", "f16", "fixed16"), default=None,
+                       help="stored precision of recorded positions (default: f32, or with "
+                            "--resume the resumed recording's; f16 halves "
                             "the file; fixed16 too, as 16-bit integers on each frame's bounding "
                             "box: an absolute error of extent/131070 per axis). A GPU run "
                             "narrows frames on the device and downloads only these bytes")
-    group.add_argument("--record-compression", default="none", metavar="NAME",
-                       help="compress frames through hdf5plugin: none (default), blosc2, "
+    group.add_argument("--record-compression", default=None, metavar="NAME",
+                       help="compress frames through hdf5plugin: none (default, or with "
+                            "--resume the resumed recording's), blosc2, "
                             "blosc2-bitshuffle (lossless), or zfp=ACCURACY (f32 only, lossy "
                             "within ACCURACY)")
     group.add_argument("--record-velocities", action="store_true",
@@ -142,8 +160,9 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
         return None
     check_record_arguments(args)
     recorder = Recorder.for_simulation(
-        args.record, simulation, scenario=scenario, source=source, dtype=args.record_precision,
-        compression=args.record_compression,
+        args.record, simulation, scenario=scenario, source=source,
+        dtype=args.record_precision or DEFAULT_PRECISION,
+        compression=args.record_compression or "none",
         velocities=args.record_velocities, flush_seconds=args.record_flush,
         keyframe_every=args.keyframe_every, fsync_every=args.record_fsync)
     return CommandLineRecording(recorder, velocities=args.record_velocities,
@@ -155,7 +174,8 @@ def keyframe_every(args: argparse.Namespace, simulation) -> int:
     rank that does not write needs to follow rank 0's keyframes)."""
     if args.keyframe_every is not None:
         return args.keyframe_every
-    return default_keyframe_every(args.record_precision, args.record_velocities,
+    return default_keyframe_every(args.record_precision or DEFAULT_PRECISION,
+                                  args.record_velocities,
                                   simulation.solver.dtype)
 
 

@@ -15,8 +15,9 @@ from ...engine.recording import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
 from ._arg_types import integer
-from ._record_args import (CommandLineRecording, add_record_arguments, keyframe_every,
-                           open_recorder)
+from ._errors import raise_if_stopped, stops_at_safe_points
+from ._record_args import (CommandLineRecording, add_record_arguments, inherit_record_format,
+                           keyframe_every, open_recorder)
 from ._solver_args import add_solver_arguments, solver_options
 
 # Used when neither a flag nor a preset names a solver: picks by particle count.
@@ -125,6 +126,7 @@ def _run_resumed(args, mpi) -> int:
     resumed = resume(args.resume, from_frame=args.from_frame,
                      solver_options=solver_options(args))
     sim, original = resumed.simulation, resumed.attributes
+    inherit_record_format(args, original)
     if not args.quiet and args.from_frame is not None:
         replay = (f"; replayed {resumed.replayed} step(s) from there to frame {args.from_frame}"
                   if resumed.replayed else f", which is frame {args.from_frame}")
@@ -153,7 +155,8 @@ def _advance(args, sim, solver, recording, mpi) -> int:
     ``--every`` (counted from the run's start, so a resumed run records the same steps)."""
     root = mpi is None or mpi.rank == 0
     start = time.perf_counter()
-    with recording or contextlib.nullcontext() as recorder, \
+    # a stop signal ends the run between steps (see stops_at_safe_points), with every frame
+    with recording or contextlib.nullcontext() as recorder, stops_at_safe_points(), \
             tqdm(total=args.steps, unit="step", disable=args.quiet or not root, file=sys.stderr,
                  dynamic_ncols=True) as bar:
         if recorder is not None:
@@ -161,6 +164,7 @@ def _advance(args, sim, solver, recording, mpi) -> int:
         done = 0
         chunk = max(1, args.steps // 200)
         while done < args.steps:
+            raise_if_stopped()
             todo = min(chunk, args.steps - done)
             if recorder is not None:  # stop on every K-th step to record it
                 todo = min(todo, args.every - sim.steps % args.every)

@@ -129,3 +129,13 @@ def test_resume_from_a_frame_that_is_no_keyframe_says_where_it_starts(tmp_path, 
                  "--record", str(tmp_path / "more.h5")]) == 0
     assert "resuming from keyframe 1 (step 20); replayed 10 step(s) from there to frame 3 " \
            "(step 30)" in capsys.readouterr().err
+
+
+def test_a_resumed_run_records_in_the_resumed_recordings_precision_unless_told(tmp_path):
+    whole = _run(tmp_path, "whole.h5", "--solver", "cpu-direct", "--n", "16", "--steps", "20",
+                 "--every", "10", "--record-precision", "f16")
+    kept = _run(tmp_path, "kept.h5", "--resume", str(whole), "--steps", "10")
+    told = _run(tmp_path, "told.h5", "--resume", str(whole), "--steps", "10",
+                "--record-precision", "f32")
+    with RecordingFile(kept) as a, RecordingFile(told) as b:
+        assert a.encoding == "float16" and b.encoding == "float32"
