@@ -124,6 +124,7 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
     if not np.issubdtype(pos.dtype, np.floating) or not np.issubdtype(mass.dtype, np.floating):
         raise InvalidInputError("positions and masses must be floating-point arrays")
     dtype = np.dtype(dtype or pos.dtype)
+    _check_evaluation_memory(pos.shape[0], dtype)
     largest = largest_coordinate(dtype)
     # Two reductions cover both tests (NaN propagates, infinity exceeds): the common case
     # costs no temporary arrays; only a failure looks for the particle to name.
@@ -143,6 +144,26 @@ def check_positions_and_masses(pos, mass, *, dtype=None) -> tuple[np.ndarray, np
         raise InvalidInputError(f"the total mass ({total:g}) is too large for {dtype.name} "
                                 "arithmetic; use precision='f64' or smaller units")
     return pos, mass
+
+
+# Evaluations needing less than this are not checked against the memory available (reading
+# it costs more than a small evaluation).
+_CHECKED_EVALUATION_BYTES = 1 << 30
+
+
+def _check_evaluation_memory(n: int, dtype: np.dtype) -> None:
+    """Refuse, before anything is read, an evaluation of ``n`` particles whose arrays (contiguous
+    positions and masses, accelerations, in ``dtype``) cannot fit in the memory available: a
+    view of 2**34 elements (a zero stride costs nothing) spent minutes in the checks below
+    before running out of memory."""
+    needed = n * 7 * dtype.itemsize
+    if needed < _CHECKED_EVALUATION_BYTES:
+        return
+    available = available_memory()
+    if available is not None and needed > available:
+        raise InvalidInputError(f"{n:,} particles need about {format_bytes(needed)} for one "
+                                f"{dtype.name} force evaluation; {format_bytes(available)} is "
+                                "available")
 
 
 def check_shapes(pos_shape: tuple, mass_shape: tuple, vel_shape: tuple | None = None) -> int:

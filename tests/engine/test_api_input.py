@@ -67,3 +67,16 @@ def test_accelerations_refuse_a_potential_flag_that_is_not_a_bool(potential):
     for name in ("cpu-direct", "auto"):
         with pytest.raises(InvalidInputError, match="potential must be True or False"):
             make_solver(name).accelerations(particles.pos, particles.mass, potential=potential)
+
+
+def test_accelerations_of_more_particles_than_memory_holds_are_refused_before_any_check():
+    import time
+
+    n = 2**33  # a zero-stride view: no memory of its own, 2**34 * 3 / 2 elements to check
+    pos = np.lib.stride_tricks.as_strided(np.zeros(3), shape=(n, 3), strides=(0, 8))
+    mass = np.lib.stride_tricks.as_strided(np.ones(1), shape=(n,), strides=(0,))
+    start = time.perf_counter()
+    with pytest.raises(InvalidInputError, match=f"{n:,} particles need about 448 GiB for one "
+                                                "float64 force evaluation"):
+        make_solver("cpu-direct", precision="f64").accelerations(pos, mass)
+    assert time.perf_counter() - start < 1.0
