@@ -58,9 +58,10 @@ def new_recording_path(scenario) -> Path:
 def slider(label: str, value: float, low: float, high: float, shown: str,
            flags: int = 0) -> tuple[bool, float]:
     """A slider whose value is written in its label (``shown``, a %-format), beside the handle
-    rather than under it; the label is the widget's id, so the text may change."""
+    rather than under it; the label is the widget's id, so the text may change. Ctrl+click
+    typing is off: with no number inside the slider, ImGui's text input would start empty."""
     changed, value = imgui.slider_float(f"{label} {shown % value}###{label}", float(value), low,
-                                        high, "", flags)
+                                        high, "", flags | imgui.SliderFlags_.no_input)
     return changed, value
 
 

@@ -501,3 +501,34 @@ def test_the_demo_picture_shows_two_galaxies_and_their_tails(display, tmp_path):
     assert np.linalg.norm(cores[0] - cores[1]) > 0.1 * image.shape[1], cores
     assert faint_share > 0.05, "little faint structure"
     assert reach > 0.3 * image.shape[0], "the faint structure does not reach out (no tails)"
+
+
+_ALL_OPEN_SCRIPT = """
+import json, sys
+from imgui_bundle import imgui
+from orrery.engine.runner import RunSettings, SimulationRunner
+from orrery.app.viewer._window import ViewerWindow
+
+header = imgui.collapsing_header
+
+def always_open(label, *args):
+    imgui.set_next_item_open(True)
+    return header(label, *args)
+
+imgui.collapsing_header = always_open
+runner = SimulationRunner(RunSettings("galaxy-collision", n=3000, solver="cpu-tree"))
+window = ViewerWindow(runner, size=(1280, 720))
+window.run(frames=8)
+print(json.dumps({"panel": window.panel.rect, "last": window.panel.widgets["last"]}))
+"""
+
+
+def test_with_every_section_open_the_panel_still_ends_inside_the_window(display):
+    env = dict(os.environ, DISPLAY=display, PYOPENGL_PLATFORM="glx")
+    done = subprocess.run([sys.executable, "-c", _ALL_OPEN_SCRIPT], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout.strip().splitlines()[-1])
+    x, y, width, height = shown["panel"]
+    assert y + height <= 720, "the panel runs off the window"
+    assert shown["last"][1] > y + height, "everything fitted: this test opens nothing"
