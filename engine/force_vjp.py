@@ -16,15 +16,22 @@ particle k, ``d = x_j - x_k`` over the others j:
 
 The first term of ``pos_bar`` is the field of dipoles ``m_k acc_bar_j`` at the particles minus
 the tidal tensor applied to each particle's own cotangent. Each particle's sums run over the
-others in index order, so the result does not depend on how the work is split (blocks here).
+others in index order, so the result does not depend on how the work is split (threads, blocks).
 This is the exact VJP of the softened kernel the direct solvers evaluate (``cpu-direct``,
 ``gpu-direct``, ``reference``: the same sums, up to their round-off).
+
+:func:`direct_vjp` runs the native kernel (``native/direct_vjp_kernel.hpp``: SIMD, threaded);
+:func:`direct_vjp_numpy` is the same sums in numpy, kept as the readable statement of them and
+the tests' independent check. :func:`force_and_vjp` gives a step's accelerations and VJP in one
+pass where the solver is ``cpu-direct`` in float64 (the native kernel computes its accelerations
+with the same operations, so the same bits).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _native
 from .errors import InvalidInputError
 from .particles import check_positions_and_masses
 
@@ -34,13 +41,20 @@ DIRECT_SOLVERS = ("cpu-direct", "gpu-direct", "reference")
 _BLOCK_PAIRS = 1 << 16
 
 
-def direct_vjp(pos, mass, softening: float, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
-    """``(pos_bar (n, 3), mass_bar (n,))`` of the direct sum at ``pos``, ``mass``, float64."""
-    pos, mass = check_positions_and_masses(np.asarray(pos, np.float64),
-                                           np.asarray(mass, np.float64))
-    acc_bar = _cotangent(acc_bar, pos.shape, "acc_bar")
-    if pot_bar is not None:
-        pot_bar = _cotangent(pot_bar, mass.shape, "pot_bar")
+def direct_vjp(pos, mass, softening: float, acc_bar, pot_bar=None, *, threads: int = 0,
+               simd: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """``(pos_bar (n, 3), mass_bar (n,))`` of the direct sum at ``pos``, ``mass``, float64
+    (native; ``threads`` 0: all cores; ``simd`` as cpu-direct's option)."""
+    pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
+    pos_bar, mass_bar, _ = _native.direct_vjp_f64(pos, mass, acc_bar, pot_bar, softening,
+                                                  threads, simd)
+    return pos_bar, mass_bar
+
+
+def direct_vjp_numpy(pos, mass, softening: float, acc_bar,
+                     pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`direct_vjp` in numpy, blocks of targets at a time."""
+    pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
     n = len(pos)
     eps2 = float(softening) ** 2
     pos_bar = np.empty((n, 3))
@@ -67,8 +81,17 @@ def direct_vjp(pos, mass, softening: float, acc_bar, pot_bar=None) -> tuple[np.n
     return pos_bar, mass_bar
 
 
+def _checked(pos, mass, acc_bar, pot_bar):
+    pos, mass = check_positions_and_masses(np.ascontiguousarray(pos, np.float64),
+                                           np.ascontiguousarray(mass, np.float64))
+    acc_bar = _cotangent(acc_bar, pos.shape, "acc_bar")
+    if pot_bar is not None:
+        pot_bar = _cotangent(pot_bar, mass.shape, "pot_bar")
+    return pos, mass, acc_bar, pot_bar
+
+
 def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
-    values = np.asarray(values, np.float64)
+    values = np.ascontiguousarray(values, np.float64)
     if values.shape != shape:
         raise InvalidInputError(f"{name} must have shape {shape}, got {values.shape}")
     return values
@@ -76,7 +99,31 @@ def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
 
 def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
     """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out)."""
+    _check_solver(solver)
+    return direct_vjp(pos, mass, solver.softening, acc_bar, pot_bar,
+                      threads=getattr(solver, "threads", 0), simd=_simd(solver))
+
+
+def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(acc, pos_bar, mass_bar)``: ``solver.accelerations(pos, mass)`` (the same bits) and the
+    VJP there, in one native pass for cpu-direct in float64, else one after the other."""
+    _check_solver(solver)
+    if solver.name == "cpu-direct" and solver.precision == "f64":
+        pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
+        pos_bar, mass_bar, acc = _native.direct_vjp_f64(pos, mass, acc_bar, None,
+                                                        solver.softening, solver.threads,
+                                                        solver.simd, True)
+        return acc, pos_bar, mass_bar
+    acc = solver.accelerations(pos, mass)
+    return (acc, *force_vjp(solver, pos, mass, acc_bar))
+
+
+def _check_solver(solver) -> None:
     if solver.name not in DIRECT_SOLVERS:
         raise InvalidInputError(f"no force VJP for solver {solver.name!r} yet; the direct "
                                 f"solvers have one: {', '.join(DIRECT_SOLVERS)}")
-    return direct_vjp(pos, mass, solver.softening, acc_bar, pot_bar)
+
+
+def _simd(solver) -> str:
+    """The SIMD level the VJP runs at: cpu-direct's own, else the widest."""
+    return getattr(solver, "simd", "") if solver.name == "cpu-direct" else ""

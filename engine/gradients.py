@@ -10,7 +10,8 @@ of positions, velocities and masses) back through each step:
    ``v_bar += dt/2 x_bar``;
 2. evaluate the accelerations at ``x1`` (the forward step's bits) and undo the kick
    ``v' = v + dt a(x1, m)``; the force's VJP (``engine/force_vjp.py``) with the cotangent
-   ``dt v_bar`` adds to ``x_bar`` and ``m_bar``;
+   ``dt v_bar`` adds to ``x_bar`` and ``m_bar`` (for cpu-direct in float64 the accelerations
+   and the VJP come from one native pass);
 3. undo the first half drift ``x1 = x + dt/2 v``: ``v_bar += dt/2 x_bar``.
 
 A step of the backward pass costs one force evaluation and one VJP; after K steps the lattice
@@ -30,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import InvalidInputError
-from .force_vjp import force_vjp
+from .force_vjp import force_and_vjp
 from .lattice import Lattice, LatticeState
 from .particles import Particles
 
@@ -89,9 +90,9 @@ class ReversibleRun:
         for _ in range(self.steps):
             lattice.drift(qpos, qvel, -half)
             v_bar += half * x_bar
-            x1 = lattice.positions(qpos)
-            lattice.kick(qvel, self.solver.accelerations(x1, self.mass), -dt)
-            pos_step, mass_step = force_vjp(self.solver, x1, self.mass, dt * v_bar)
+            acc, pos_step, mass_step = force_and_vjp(self.solver, lattice.positions(qpos),
+                                                     self.mass, dt * v_bar)
+            lattice.kick(qvel, acc, -dt)
             x_bar += pos_step
             m_bar += mass_step
             lattice.drift(qpos, qvel, -half)

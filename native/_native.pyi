@@ -51,6 +51,15 @@ def direct_accelerations_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, softening:
     """As :func:`direct_accelerations_f32`, in float64."""
 
 
+def direct_vjp_f64(pos: npt.ArrayLike, mass: npt.ArrayLike, acc_bar: npt.ArrayLike,
+                   pot_bar: npt.ArrayLike | None, softening: float, threads: int = 0,
+                   simd: str = "", forces: bool = False) -> tuple[F64, F64, F64 | None]:
+    """The VJP of the softened direct sum in float64: (pos_bar (n, 3), mass_bar (n,), acc) from
+    the cotangents of the accelerations (n, 3) and potentials (n,) or None; with forces=True acc
+    is the accelerations (n, 3), the same bits as :func:`direct_accelerations_f64` at the same
+    level, else None. The same bits for any thread count."""
+
+
 def reference_accelerations(pos: npt.ArrayLike, mass: npt.ArrayLike, softening: float,
                             threads: int = 0, potential: bool = False) -> tuple[F64, F64 | None]:
     """Double-precision compensated direct summation: (acc (n, 3), potential (n,) or None)."""

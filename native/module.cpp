@@ -8,6 +8,7 @@ namespace py = pybind11;
 namespace orrery {
 void register_reference(py::module_& m);
 void register_direct(py::module_& m);
+void register_direct_vjp(py::module_& m);
 void register_tree(py::module_& m);
 void register_fmm(py::module_& m);
 void register_ceilings(py::module_& m);
@@ -22,6 +23,7 @@ PYBIND11_MODULE(_native, m) {
         "Threads the machine offers (the default thread count).");
   orrery::register_reference(m);
   orrery::register_direct(m);
+  orrery::register_direct_vjp(m);
   orrery::register_tree(m);
   orrery::register_fmm(m);
   orrery::register_ceilings(m);

@@ -45,6 +45,36 @@ template <typename T>
 using DirectBlocksFn = void (*)(const DirectInput<T>&, std::size_t first_block,
                                 std::size_t end_block, const DirectOutput<T>&);
 
+// What the direct sum's VJP reads (direct_vjp_kernel.hpp), float64, prepared by direct_vjp.cpp.
+struct DirectVjpInput {
+  // Per particle: x, y, z, m, abar x, y, z (cotangent of the acceleration), pbar (of the
+  // potential; 0 without). A packed source follows them with the direct kernel's mass terms
+  // (SimdKernels::vjp_source_stride values in all).
+  static constexpr std::size_t fields = 8;
+  const double* sources;  // j = 0 .. n-1
+  const double* targets;  // the fields as structure of arrays, each padded to whole blocks
+  std::size_t padded;
+  std::size_t n;
+  double eps2;
+  bool potential;  // pbar given
+};
+
+// Where it writes, padded like the targets: pos_bar x, y, z, mass_bar, and the accelerations
+// (null: not wanted).
+struct DirectVjpOutput {
+  double* px;
+  double* py;
+  double* pz;
+  double* mass;
+  double* ax;
+  double* ay;
+  double* az;
+};
+
+using DirectVjpBlocksFn = void (*)(const DirectVjpInput&, std::size_t first_block,
+                                   std::size_t end_block, const DirectVjpOutput&);
+using VjpMassTermsFn = void (*)(double mass, double* out);
+
 // A throughput probe's result: how many operations it performed (flop, sqrt+divide pairs,
 // estimates or bytes) and a checksum that keeps the compiler from dropping the work.
 struct ProbeCount {
@@ -82,6 +112,10 @@ struct SimdKernels {
   PackSourcesFn<double> pack_sources_f64;
   DirectBlocksFn<float> direct_f32;
   DirectBlocksFn<double> direct_f64;
+  std::size_t block_vjp_f64;  // targets per block of the direct sum's VJP
+  std::size_t vjp_source_stride;  // values per packed source of the VJP
+  VjpMassTermsFn vjp_mass_terms;  // writes a source's mass terms after its fields
+  DirectVjpBlocksFn direct_vjp_f64;
   InverseSqrtFn<float> inverse_sqrt_f32;
   InverseSqrtFn<double> inverse_sqrt_f64;
   InverseSqrtFn<float> inverse_cube_f32;

@@ -5,6 +5,7 @@
 
 #include "ceilings_kernel.hpp"
 #include "direct_kernel.hpp"
+#include "direct_vjp_kernel.hpp"
 #include "flock_kernel.hpp"
 #include "flock_lanes.hpp"
 #include "fmm_kernels.hpp"
@@ -15,6 +16,10 @@
 #include "tree_kernels.hpp"
 
 namespace orrery {
+
+// Registers of targets per block in the direct sum's VJP: it keeps about twenty values a
+// target (two registers each measured no faster with AVX-512).
+inline constexpr std::size_t kVjpRegisters = 1;
 
 // The table an simd_*.cpp file exports: Vec is its traits template, K32/K64 the registers of
 // targets per block in the direct kernel, FlockLanes the boids kernel's lane traits;
@@ -32,6 +37,10 @@ constexpr SimdKernels make_simd_kernels(const char* name, NarrowToHalfFn narrow_
                     &pack_sources<Vec<double>>,
                     &direct_blocks_dispatch<Vec<float>, K32>,
                     &direct_blocks_dispatch<Vec<double>, K64>,
+                    kVjpRegisters * Vec<double>::lanes,
+                    vjp_source_stride<Vec<double>>(),
+                    &pack_vjp_source_terms<Vec<double>>,
+                    &direct_vjp_dispatch<Vec<double>, kVjpRegisters>,
                     &kernel_inverse_sqrt<Vec<float>>,
                     &kernel_inverse_sqrt<Vec<double>>,
                     &kernel_inverse_cube<Vec<float>>,
