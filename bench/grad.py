@@ -1,0 +1,126 @@
+"""``orrery bench grad``: the time of a whole run's gradient (``engine/gradients.py``: K
+reversible steps forward, then the backward pass that reconstructs each step and carries the
+adjoint back) against K reversible steps forward alone, taking turns in the same run.
+
+Rows: ``forward_s`` and ``gradient_s`` (medians, with interquartile ranges), their ratio
+``grad_over_forward``, ``reversible`` (the backward pass came back to the initial lattice state
+bit for bit) and, with ``--check``, ``fd_error``: over ``--check-samples`` coordinates of each of
+the initial positions, velocities and masses (chosen at random, fixed by ``--seed``), the
+largest |gradient - central difference| over the largest |central difference|, every perturbed
+run on the same lattice, steps of 1e-5 (relative for masses). The loss is linear in the final
+state with random weights (``L = sum c . x_K + u . v_K``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..engine import Particles, ics, make_solver
+from ..engine.errors import UnknownSolverError
+from ..engine.gradients import ReversibleRun, run_gradient
+from ..engine.solvers import solver_specs
+from ..engine.solvers._options import PRECISION, Option
+from ._options import SOLVER_RUN, BenchmarkSpec, several
+from .harness import format_table, time_interleaved
+
+HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
+
+COLUMNS = ["solver", "precision", "n", "steps", "threads", "forward_s", "gradient_s",
+           "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "reversible", "fd_error"]
+
+FD_STEP = 1e-5
+
+SPEC = BenchmarkSpec("grad", HELP, options=(
+    several(Option("n", int, None, "particle counts", minimum=2), (2048,)),
+    Option("steps", int, 10, "steps K of the run", minimum=1),
+    Option("dt", float, 1e-3, "time step", minimum=0.0, exclusive_minimum=True),
+    Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference or "
+                                        "gpu-direct"),
+    several(replace(PRECISION, default="f64"), ("f64",)),
+    *SOLVER_RUN,
+    Option("trials", int, 5, "timed trials", minimum=1),
+    Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
+    Option("check", bool, False, "also measure fd_error against central differences"),
+    Option("check_samples", int, 4, "coordinates of each of pos, vel and mass that --check "
+                                    "differences", minimum=1),
+))
+
+
+def run(**options) -> list[dict]:
+    args = SPEC.resolve(options)
+    if args.solver not in solver_specs():
+        raise UnknownSolverError(f"unknown solver {args.solver!r}; choose one of "
+                                 f"{sorted(solver_specs())}")
+    rows = []
+    for n in args.n:
+        particles = ics.make(args.ic, n, seed=args.seed)
+        for precision in args.precision:
+            solver = make_solver(args.solver, **_solver_options(args, precision))
+            rows.append(_measure(args, solver, particles))
+    print(format_table(rows, [c for c in COLUMNS if any(c in r for r in rows)]))
+    return rows
+
+
+def _measure(args, solver, particles) -> dict:
+    rng = np.random.default_rng(args.seed)
+    weights = rng.normal(size=(2, particles.n, 3))
+    lattice = ReversibleRun(particles, solver, dt=args.dt, steps=0).lattice
+    results = {}
+
+    def loss_grad(pos, vel, mass):
+        return float(np.sum(weights[0] * pos) + np.sum(weights[1] * vel)), weights[0], weights[1]
+
+    def forward():
+        ReversibleRun(particles, solver, dt=args.dt, steps=args.steps, lattice=lattice)
+
+    def gradient():
+        results["gradient"] = run_gradient(particles, solver, dt=args.dt, steps=args.steps,
+                                           loss_grad=loss_grad, lattice=lattice)
+
+    timings = time_interleaved({"forward": forward, "gradient": gradient},
+                               warmup=args.warmup, trials=args.trials)
+    last = solver.last_stats
+    row = {"solver": solver.name, "precision": solver.precision, "n": particles.n,
+           "steps": args.steps, "threads": last.get("threads"),
+           "forward_s": timings["forward"].median, "forward_iqr_s": timings["forward"].iqr,
+           "gradient_s": timings["gradient"].median, "gradient_iqr_s": timings["gradient"].iqr,
+           "grad_over_forward": timings["gradient"].median / timings["forward"].median,
+           "reversible": results["gradient"].reversible}
+    if args.check:
+        row["fd_error"] = _fd_error(args, solver, particles, lattice, loss_grad,
+                                    results["gradient"], rng)
+    return row
+
+
+def _fd_error(args, solver, particles, lattice, loss_grad, gradient, rng) -> float:
+    """The largest |gradient - central difference| over the largest |central difference|, over
+    sampled coordinates of each of pos, vel and mass."""
+    state = (particles.pos.astype(np.float64), particles.vel.astype(np.float64),
+             particles.mass.astype(np.float64))
+    worst = 0.0
+    for which, grad in enumerate((gradient.pos, gradient.vel, gradient.mass)):
+        flat = rng.choice(grad.size, size=min(args.check_samples, grad.size), replace=False)
+        errors, scale = [], 0.0
+        for index in (np.unravel_index(i, grad.shape) for i in flat):
+            step = FD_STEP * (abs(state[2][index]) if which == 2 else 1.0)
+            losses = []
+            for sign in (1, -1):
+                moved = [a.copy() for a in state]
+                moved[which][index] += sign * step
+                run = ReversibleRun(Particles(*moved), solver, dt=args.dt, steps=args.steps,
+                                    lattice=lattice)
+                losses.append(loss_grad(run.positions, run.velocities, run.mass)[0])
+            difference = (losses[0] - losses[1]) / (2 * step)
+            errors.append(abs(grad[index] - difference))
+            scale = max(scale, abs(difference))
+        worst = max(worst, max(errors) / scale if scale > 0 else max(errors))
+    return worst
+
+
+def _solver_options(args, precision: str) -> dict:
+    known = {o.name for o in solver_specs()[args.solver].options}
+    options = {"precision": precision, "softening": args.softening, "threads": args.threads,
+               "simd": args.simd, "device": args.device}
+    return {k: v for k, v in options.items() if k in known and v is not None}

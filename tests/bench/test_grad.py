@@ -1,0 +1,34 @@
+"""``orrery bench grad`` end to end at tiny sizes: rows carry the ratio, reversibility and, with
+--check, an error against central differences."""
+
+import json
+
+import pytest
+
+from orrery.app.cli import main
+from orrery.bench import grad
+from orrery.engine.errors import InvalidInputError
+
+
+def test_bench_grad_rows(tmp_path, capsys):
+    out = tmp_path / "grad.json"
+    assert main(["bench", "grad", "--n", "64", "--steps", "3", "--trials", "2", "--warmup", "0",
+                 "--check", "--check-samples", "2", "--softening", "0.05", "--threads", "1",
+                 "--json", str(out)]) == 0
+    assert "grad_over_forward" in capsys.readouterr().out
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["solver"] == "cpu-direct" and row["precision"] == "f64" and row["n"] == 64
+    assert row["reversible"] is True
+    assert row["fd_error"] < 1e-6
+    assert row["gradient_s"] > row["forward_s"] > 0
+    assert row["grad_over_forward"] == pytest.approx(row["gradient_s"] / row["forward_s"])
+
+
+def test_bench_grad_runs_the_reference_as_a_function():
+    (row,) = grad.run(n=[32], steps=2, trials=1, warmup=0, solver="reference")
+    assert row["reversible"] and "fd_error" not in row
+
+
+def test_bench_grad_refuses_solvers_without_a_vjp():
+    with pytest.raises(InvalidInputError, match="no force VJP for solver 'cpu-tree'"):
+        grad.run(n=[32], steps=1, trials=1, warmup=0, solver="cpu-tree")
