@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from ._errors import REPORTED, report, stop_on_signals
+from ._mpi import ranks_agree
 
 # Subcommand modules, in the order ``orrery --help`` lists them.
 _COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render", "serve")
@@ -48,9 +50,16 @@ def _version_text(version: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     prog = "orrery"
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:
+            ranks_agree(argv, parsed=False)  # the other ranks of an MPI run must not wait for it
+            raise
         prog = f"orrery {args.command}"
+        if not ranks_agree(argv, parsed=True):
+            return 2
         with stop_on_signals():
             return int(args.handler(args) or 0)
     except REPORTED as error:

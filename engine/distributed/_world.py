@@ -139,6 +139,8 @@ def guard(world: World):
         where = f"orrery (rank {world.rank} of {world.size})"
         if isinstance(error, OrreryError):
             report = f"{where}: error: {error}\n"
+        elif isinstance(error, KeyboardInterrupt):  # Ctrl-C, or a stop signal (a subclass)
+            report = f"{where}: {'stopped by ' + str(error) if str(error) else 'interrupted'}\n"
         else:
             report = (f"{where} failed: {type(error).__name__}: {error}\n"
                       + "".join(traceback.format_exception(error)))

@@ -147,3 +147,56 @@ def test_direct_kernel_evaluates_a_range_of_targets_as_the_same_bits(plummer, si
     assert np.array_equal(part, whole[333:1110]) and np.array_equal(part_pot, whole_pot[333:1110])
     with pytest.raises(ValueError, match="within the sources"):
         _native.direct_accelerations_f64(pos, mass, 0.0, first=1400, count=200)
+
+
+def _mpmd(first, second):
+    """mpiexec running ``first`` on rank 0 and ``second`` on rank 1 (argument lists for
+    ``python -m orrery.app.cli``)."""
+    command = [_mpiexec(), "-n", "1", sys.executable, "-m", "orrery.app.cli", *first, ":",
+               "-n", "1", sys.executable, "-m", "orrery.app.cli", *second]
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+RUN = ["run", "--n", "64", "--steps", "4", "--quiet", "--threads", "1"]
+
+
+@pytest.mark.parametrize("other, message", [
+    (["--solver", "cpu-tree"], "rank(s) 1 were given other options than rank 0"),
+    (["--steps", "8"], "rank(s) 1 were given other options than rank 0"),
+    (["--no-such-flag"], "rank(s) 1 could not parse their options"),
+    (["--record", "{dir}/x.h5"], "rank(s) 1 were given other options than rank 0"),
+])
+def test_ranks_started_with_different_options_end_together_with_one_message(tmp_path, other,
+                                                                            message):
+    import time
+
+    other = [argument.format(dir=tmp_path) for argument in other]
+    start = time.monotonic()
+    done = _mpmd([*RUN, "--solver", "cpu-direct"], [*RUN, "--solver", "cpu-direct", *other])
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert done.stderr.count("every rank must run the same command") == 1, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_a_stopped_distributed_run_ends_every_rank_without_a_traceback(tmp_path):
+    import signal
+    import time
+
+    command = [_mpiexec(), "-n", "2", sys.executable, "-m", "orrery.app.cli", "run", "--n",
+               "64", "--steps", "100000000", "--solver", "cpu-direct", "--threads", "1",
+               "--quiet", "--every", "1", "--record", str(tmp_path / "run.h5")]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (tmp_path / "run.h5").exists() or (tmp_path / "run.h5").stat().st_size < 50_000:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode != 0
+    assert "Traceback" not in err and "interrupted" in err, err
