@@ -30,6 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 
+from ..engine.errors import InvalidInputError
+
 STORE = Path("docs/results")
 CATALOGUE = "catalogue.toml"
 
@@ -136,7 +138,11 @@ class Catalogue:
 
 
 def load_catalogue(store: Path = STORE) -> Catalogue:
-    data = tomllib.loads((Path(store) / CATALOGUE).read_text())
+    path = Path(store) / CATALOGUE
+    if not path.is_file():
+        raise InvalidInputError(f"no results store at {store} ({path} is missing): run from the "
+                                f"checkout's root or name the store")
+    data = tomllib.loads(path.read_text())
     measurements = tuple(Measurement(**m) for m in data.get("measurement", ()))
     ids = {m.id for m in measurements}
     if len(ids) != len(measurements):

@@ -77,9 +77,12 @@ def run(args) -> int:
     module = benchmark_module(args.kind)
     options = {o.name: getattr(args, o.name) for o in module.SPEC.options
                if getattr(args, o.name) is not None}
+    # The store is read before the benchmark runs, so a wrong one costs no measuring.
+    record = getattr(args, "record", None)
+    catalogue = results.load_catalogue(Path(record)) if record else None
     rows = module.run(**options)
-    if getattr(args, "record", None):
-        _record(args.kind, module.SPEC, options, rows, args.record)
+    if catalogue is not None:
+        _record(args.kind, module.SPEC, options, rows, catalogue, Path(record))
     if args.json:
         _write(rows, args.json, meta={"benchmark": args.kind})
     if args.csv:
@@ -127,12 +130,12 @@ def command_line(kind: str, spec, options: dict) -> str:
     return " ".join(parts)
 
 
-def _record(kind: str, spec, options: dict, rows: list[dict], store: str) -> None:
+def _record(kind: str, spec, options: dict, rows: list[dict], catalogue, store: Path) -> None:
     stored = results.rows_from_benchmark(
-        kind, rows, results.load_catalogue(Path(store)), command=command_line(kind, spec, options),
+        kind, rows, catalogue, command=command_line(kind, spec, options),
         machine=results.machine(), commit=results.commit(), date=results.now(),
         options=vars(spec.resolve(options)))
-    path = results.append_rows(stored, Path(store))
+    path = results.append_rows(stored, store)
     taken = sum(row["measurement"] is not None for row in stored)
     print(f"recorded {len(stored)} rows ({taken} of catalogued measurements) in {path}",
           file=sys.stderr)

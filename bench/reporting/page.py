@@ -127,8 +127,9 @@ def _how_to_read() -> list[str]:
             "that run's interquartile range (IQR) of timed trials, or the range of the day's runs, "
             "or the range of a benchmark's rounds.",
             "- A goal's verdict is computed from these figures, condition by condition.",
-            "- A ratio against a peer (pytreegrav, REBOUND, jz-fmm) is from one run that timed both, "
-            "trial by trial in turn; the row says at which precision and thread count each ran.",
+            "- A ratio against a peer (pytreegrav, REBOUND, jz-fmm) is from one run that timed "
+            "both, trial by trial in turn; the row says at which precision and thread count each "
+            "ran.",
             "- `run` says when the newest run was made; `recorded` marks a figure copied from the "
             "hand-written page this one replaced (the store row says from which commit), "
             "`measured` rows carry the commit they ran.",

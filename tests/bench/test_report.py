@@ -162,3 +162,12 @@ def test_the_catalogue_maps_benchmark_rows_by_their_columns_and_the_runs_options
                                            options={"resident": True, "device": "cuda:0"})
     assert {r["measurement"]: r["value"] for r in resident} == {
         "gpu-tree-1m": pytest.approx(6.0), "gpu-tree-1m-walk-rate": 1.2}
+
+
+def test_a_missing_store_is_refused_before_the_benchmark_runs(tmp_path, capsys, monkeypatch):
+    from orrery.bench import direct
+
+    monkeypatch.setattr(direct, "run", lambda **options: pytest.fail("the benchmark ran"))
+    assert main(["bench", "direct", "--n", "64", "--record", str(tmp_path / "nowhere")]) == 2
+    assert "no results store at" in capsys.readouterr().err
+    assert main(["bench", "report", "--store", str(tmp_path / "nowhere")]) == 2
