@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_env.sh
+started=$SECONDS
+# One line as each phase starts, with the seconds since setup began: the first run takes minutes.
+phase() { echo "== $1 ($((SECONDS - started)) s)"; }
 
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "Orrery needs Python 3.11 or newer; python3 here is $(python3 -V 2>&1)." >&2
@@ -26,6 +29,7 @@ for package in "${system_packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+  phase "system packages (apt): ${missing[*]}"
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
@@ -33,6 +37,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! in_active_venv && [ ! -x "$PROJECT_VENV/bin/python" ]; then
+  phase "a virtual environment in .venv (python3 -m venv)"
   python3 -m venv "$PROJECT_VENV"
 fi
 use_orrery_env
@@ -40,8 +45,36 @@ use_orrery_env
 # the native module builds in place (build/) and a second run recompiles only what changed.
 read -r -a build_requires < <(python -c 'import tomllib
 print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+phase "build tools into $VIRTUAL_ENV (pip): ${build_requires[*]} cmake ninja"
 python -m pip install -q --upgrade pip "${build_requires[@]}" cmake ninja
-python -m pip install -q --no-build-isolation -e ".[$ORRERY_EXTRAS]"
+phase "Orrery with the extras $ORRERY_EXTRAS (pip), compiling the native module: minutes the first time"
+# pip's verbose output goes to a log; what shows is each package pip fetches, each step of the
+# C++ build ([step/steps]), a line every 30 s of silence (the last compiles take minutes), and
+# the log's end if it fails.
+log=build/setup-pip.log
+mkdir -p build
+progress() {
+  local line quiet=0
+  while true; do
+    if IFS= read -r -t 30 line; then
+      quiet=0
+      if [[ $line =~ ^\ *\[[0-9]+/[0-9]+\]\  || $line =~ ^(Collecting|Installing\ collected|Successfully\ installed)\  ]]; then
+        echo "$line"
+      fi
+    elif [ $? -gt 128 ]; then
+      quiet=$((quiet + 30))
+      echo "  still working: ${quiet} s since the last line above ($((SECONDS - started)) s in all)"
+    else
+      return 0
+    fi
+  done
+}
+if ! python -m pip install -v --no-build-isolation -e ".[$ORRERY_EXTRAS]" 2>&1 | tee "$log" | progress; then
+  echo "pip failed; the end of its log ($log):" >&2
+  tail -n 40 "$log" >&2
+  exit 1
+fi
+phase "done"
 if [ "$VIRTUAL_ENV" = "$PROJECT_VENV" ]; then
   echo "Installed into .venv; 'source .venv/bin/activate' puts orrery, orrery-viewer and its python on PATH."
 fi
