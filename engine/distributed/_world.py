@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -24,6 +25,12 @@ FAILED = 2
 # rank's output from a pipe it reads on its own schedule, and an abort that reaches it first
 # drops what is still in the pipe (seen in CI, two ranks under load: both reports lost).
 ABORT_GRACE_SECONDS = 0.5
+# A rank waiting in one collective for longer than this (or than STALL_FACTOR times its longest
+# wait so far, if that is longer) takes another rank to have stopped (SIGSTOP, a hung device) or
+# died without MPI noticing, and ends every rank (:func:`guard`). ORRERY_MPI_STALL_SECONDS
+# changes it (the tests use a few seconds).
+STALL_SECONDS = 120.0
+STALL_FACTOR = 20.0
 
 
 class DistributedError(OrreryError):
@@ -46,60 +53,92 @@ class World:
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank = node.Get_rank()
         node.Free()
+        self.waiting_since: float | None = None  # when the collective now under way began
+        self.longest_wait = 0.0
+        self._depth = 0
+
+    @contextlib.contextmanager
+    def _collective(self):
+        """Time a collective call (the outermost, when one calls another) for the watchdog."""
+        self._depth += 1
+        if self._depth == 1:
+            self.waiting_since = time.monotonic()
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.longest_wait = max(self.longest_wait, time.monotonic() - self.waiting_since)
+                self.waiting_since = None
+
+    def stall_limit(self) -> float:
+        """Seconds one collective may wait before the run is taken to be stuck."""
+        try:
+            floor = float(os.environ.get("ORRERY_MPI_STALL_SECONDS", STALL_SECONDS))
+        except ValueError:
+            floor = STALL_SECONDS
+        return max(floor, STALL_FACTOR * self.longest_wait)
 
     def allgather_arrays(self, array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every rank's ``array`` (same trailing shape and dtype) joined in rank order, and the
         row count each rank gave."""
-        MPI = _mpi()
-        array = np.ascontiguousarray(array)
-        rows = np.array(self.comm.allgather(len(array)), dtype=np.int64)
-        width = int(np.prod(array.shape[1:], dtype=np.int64))
-        out = np.empty((int(rows.sum()), *array.shape[1:]), dtype=array.dtype)
-        counts = rows * width
-        displacements = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self.comm.Allgatherv(array.reshape(-1), [out.reshape(-1), counts, displacements,
-                                                 MPI._typedict[array.dtype.char]])
-        return out, rows
+        with self._collective():
+            MPI = _mpi()
+            array = np.ascontiguousarray(array)
+            rows = np.array(self.comm.allgather(len(array)), dtype=np.int64)
+            width = int(np.prod(array.shape[1:], dtype=np.int64))
+            out = np.empty((int(rows.sum()), *array.shape[1:]), dtype=array.dtype)
+            counts = rows * width
+            displacements = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            self.comm.Allgatherv(array.reshape(-1), [out.reshape(-1), counts, displacements,
+                                                     MPI._typedict[array.dtype.char]])
+            return out, rows
 
     def exchange(self, array: np.ndarray, destination: np.ndarray) -> np.ndarray:
         """Send row i of ``array`` to rank ``destination[i]``; returns the rows this rank
         received, in sender order (within a sender, in the sender's order)."""
-        MPI = _mpi()
-        array = np.ascontiguousarray(array)
-        order = np.argsort(destination, kind="stable")
-        outgoing = np.ascontiguousarray(array[order])
-        width = int(np.prod(array.shape[1:], dtype=np.int64))
-        send_rows = np.bincount(destination, minlength=self.size).astype(np.int64)
-        receive_rows = np.empty(self.size, dtype=np.int64)
-        self.comm.Alltoall(send_rows, receive_rows)
-        incoming = np.empty((int(receive_rows.sum()), *array.shape[1:]), dtype=array.dtype)
-        kind = MPI._typedict[array.dtype.char]
-        send, receive = send_rows * width, receive_rows * width
-        self.comm.Alltoallv(
-            [outgoing.reshape(-1), send, np.concatenate([[0], np.cumsum(send)[:-1]]), kind],
-            [incoming.reshape(-1), receive, np.concatenate([[0], np.cumsum(receive)[:-1]]), kind])
-        return incoming
+        with self._collective():
+            MPI = _mpi()
+            array = np.ascontiguousarray(array)
+            order = np.argsort(destination, kind="stable")
+            outgoing = np.ascontiguousarray(array[order])
+            width = int(np.prod(array.shape[1:], dtype=np.int64))
+            send_rows = np.bincount(destination, minlength=self.size).astype(np.int64)
+            receive_rows = np.empty(self.size, dtype=np.int64)
+            self.comm.Alltoall(send_rows, receive_rows)
+            incoming = np.empty((int(receive_rows.sum()), *array.shape[1:]), dtype=array.dtype)
+            kind = MPI._typedict[array.dtype.char]
+            send, receive = send_rows * width, receive_rows * width
+            self.comm.Alltoallv(
+                [outgoing.reshape(-1), send, np.concatenate([[0], np.cumsum(send)[:-1]]), kind],
+                [incoming.reshape(-1), receive, np.concatenate([[0], np.cumsum(receive)[:-1]]),
+                 kind])
+            return incoming
 
     def send_each(self, parts: list[np.ndarray]) -> list[np.ndarray]:
         """Send ``parts[r]`` to rank r (same trailing shape and dtype); returns what each rank
         sent this one, by rank."""
-        destination = np.concatenate([np.full(len(p), r, np.int64) for r, p in enumerate(parts)])
-        joined = np.concatenate(parts) if parts else np.empty(0)
-        received = self.exchange(joined, destination)
-        sizes = self.comm.alltoall([len(p) for p in parts])
-        return np.split(received, np.cumsum(sizes)[:-1])
+        with self._collective():
+            destination = np.concatenate([np.full(len(p), r, np.int64)
+                                          for r, p in enumerate(parts)])
+            joined = np.concatenate(parts) if parts else np.empty(0)
+            received = self.exchange(joined, destination)
+            sizes = self.comm.alltoall([len(p) for p in parts])
+            return np.split(received, np.cumsum(sizes)[:-1])
 
     def allreduce_min(self, value: np.ndarray) -> np.ndarray:
-        MPI = _mpi()
-        out = np.empty_like(value)
-        self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MIN)
-        return out
+        with self._collective():
+            MPI = _mpi()
+            out = np.empty_like(value)
+            self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MIN)
+            return out
 
     def allreduce_max(self, value: np.ndarray) -> np.ndarray:
-        MPI = _mpi()
-        out = np.empty_like(value)
-        self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MAX)
-        return out
+        with self._collective():
+            MPI = _mpi()
+            out = np.empty_like(value)
+            self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MAX)
+            return out
 
     def abort(self, code: int = FAILED) -> None:
         self.comm.Abort(code)
@@ -126,10 +165,32 @@ def world() -> World | None:
     return World() if launched_under_mpi() else None
 
 
+def _watch(world: World, done: threading.Event) -> None:
+    """End every rank when this one has waited in a collective past ``world.stall_limit()``:
+    another rank stopped, or died where MPI did not notice."""
+    while not done.wait(1.0):
+        since = world.waiting_since
+        if since is None:
+            continue
+        waited, limit = time.monotonic() - since, world.stall_limit()
+        if waited > limit:
+            sys.stderr.write(f"orrery (rank {world.rank} of {world.size}): error: waited "
+                             f"{waited:.0f} s for the other ranks (the limit is {limit:.0f} s): "
+                             "one of them stopped or died; ending every rank\n")
+            sys.stderr.flush()
+            time.sleep(ABORT_GRACE_SECONDS)
+            world.abort(FAILED)
+
+
 @contextlib.contextmanager
 def guard(world: World):
     """Run a block on every rank; if it raises on one, print the error with the rank's number and
-    end every rank (MPI_Abort), so the others never wait for it in a collective."""
+    end every rank (MPI_Abort), so the others never wait for it in a collective. A rank stuck in
+    a collective past its limit (:meth:`World.stall_limit`) ends every rank too."""
+    done = threading.Event()
+    watchdog = threading.Thread(target=_watch, args=(world, done), name="orrery-mpi-watchdog",
+                                daemon=True)
+    watchdog.start()
     try:
         yield
     except BaseException as error:  # noqa: BLE001 - any failure must end the whole run
@@ -148,3 +209,5 @@ def guard(world: World):
         sys.stderr.flush()
         time.sleep(ABORT_GRACE_SECONDS)
         world.abort(FAILED)
+    finally:
+        done.set()

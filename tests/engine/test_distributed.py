@@ -200,3 +200,56 @@ def test_a_stopped_distributed_run_ends_every_rank_without_a_traceback(tmp_path)
         process.wait()
     assert process.returncode != 0
     assert "Traceback" not in err and "interrupted" in err, err
+
+
+def _rank_process(rank: int, marker: str) -> int:
+    """The pid of the rank ``rank`` whose command line holds ``marker``."""
+    import os
+
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if marker.encode() not in cmdline.read():
+                    continue
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if f"PMI_RANK={rank}".encode() in environ.read().split(b"\0"):
+                    return int(entry)
+        except OSError:
+            continue
+    raise AssertionError(f"no rank {rank} running {marker}")
+
+
+def test_a_stopped_rank_ends_the_others_within_the_stall_limit(tmp_path):
+    import os
+    import signal
+    import time
+
+    marker = str(tmp_path / "run.h5")
+    command = [_mpiexec(), "-n", "2", sys.executable, "-m", "orrery.app.cli", "run", "--n",
+               "64", "--steps", "100000000", "--solver", "cpu-direct", "--threads", "1",
+               "--quiet", "--every", "1", "--record", marker]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "ORRERY_MPI_STALL_SECONDS": "3"})
+    stopped = None
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(marker) or os.path.getsize(marker) < 50_000:
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        stopped = _rank_process(1, marker)
+        os.kill(stopped, signal.SIGSTOP)
+        start = time.monotonic()
+        _, err = process.communicate(timeout=60)
+        assert time.monotonic() - start < 30
+    finally:
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        process.kill()
+        process.wait()
+    assert process.returncode != 0
+    assert "rank 0 of 2): error: waited" in err and "one of them stopped or died" in err, err
