@@ -1,0 +1,101 @@
+"""A satellite's initial position and velocity recovered from where its particles end up and
+how they move then, by L-BFGS on whole-run gradients (``engine/gradients.py``): the FMM paper's demonstration of a
+differentiable simulation, at a size a test can run.
+
+The system is a Hernquist host (mass 1) and a small Plummer satellite on an orbit through it.
+The unknowns are the satellite's offset, six numbers: the position and velocity its centre
+starts at (every satellite particle carries the same offset). The loss is
+``0.5 * sum (|x_K - target x_K|^2 + |v_K - target v_K|^2)`` over the satellite's particles after
+K steps, and its gradient with respect to the offset is the sum of those particles' gradients at
+the start. (Positions alone leave the problem nearly degenerate while the satellite holds
+together: its particles then move as one, three numbers for six unknowns.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from . import ics
+from .gradients import ReversibleRun
+from .lattice import Lattice
+from .particles import Particles
+
+
+@dataclass(frozen=True)
+class SatelliteSystem:
+    """A host and a satellite whose particles are given about its own centre."""
+
+    host: Particles
+    satellite: Particles
+
+    @property
+    def satellite_slice(self) -> slice:
+        return slice(self.host.n, self.host.n + self.satellite.n)
+
+    def particles(self, offset) -> Particles:
+        """Host and satellite, the satellite's centre at ``offset[:3]`` moving at ``offset[3:]``."""
+        offset = np.asarray(offset, dtype=np.float64)
+        return Particles(np.concatenate([self.host.pos, self.satellite.pos + offset[:3]]),
+                         np.concatenate([self.host.vel, self.satellite.vel + offset[3:]]),
+                         np.concatenate([self.host.mass, self.satellite.mass]))
+
+
+def make_system(host_n: int = 64, satellite_n: int = 16, *, satellite_mass: float = 0.02,
+                satellite_size: float = 0.05, seed: int = 0) -> SatelliteSystem:
+    """A Hernquist host (mass 1, scale 1) and a Plummer satellite of ``satellite_mass`` scaled
+    to ``satellite_size`` (positions and velocities scaled to stay in equilibrium)."""
+    host = ics.hernquist(host_n, seed=seed)
+    cluster = ics.plummer(satellite_n, seed=seed + 1)
+    # Plummer in Henon units has mass 1 and size ~1: r -> r * size, v -> v * sqrt(M / size).
+    speed = np.sqrt(satellite_mass / satellite_size)
+    satellite = Particles(cluster.pos * satellite_size, cluster.vel * speed,
+                          cluster.mass * satellite_mass)
+    return SatelliteSystem(host, satellite)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    offset: np.ndarray
+    loss: float
+    iterations: int
+    evaluations: int
+    converged: bool
+    message: str
+
+
+def fit(system: SatelliteSystem, solver, *, dt: float, steps: int, target_positions,
+        target_velocities, start, max_iterations: int = 200) -> FitResult:
+    """The offset whose run ends with the satellite's particles nearest ``target_positions``
+    and ``target_velocities`` (the satellite's, (satellite n, 3) each), by L-BFGS from
+    ``start``. Every run uses the lattice of the starting guess, so the loss is one function of
+    the offset."""
+    target = (np.asarray(target_positions, dtype=np.float64),
+              np.asarray(target_velocities, dtype=np.float64))
+    lattice = Lattice.for_state(*_state(system.particles(start)), solver.softening)
+    satellite = system.satellite_slice
+    evaluations = 0
+
+    def loss_and_gradient(offset):
+        nonlocal evaluations
+        evaluations += 1
+        run = ReversibleRun(system.particles(offset), solver, dt=dt, steps=steps, lattice=lattice)
+        miss_x, miss_v = np.zeros_like(run.positions), np.zeros_like(run.velocities)
+        miss_x[satellite] = run.positions[satellite] - target[0]
+        miss_v[satellite] = run.velocities[satellite] - target[1]
+        gradient = run.backward(miss_x, miss_v)
+        loss = 0.5 * float(np.sum(miss_x * miss_x) + np.sum(miss_v * miss_v))
+        return loss, np.concatenate(
+            [gradient.pos[satellite].sum(axis=0), gradient.vel[satellite].sum(axis=0)])
+
+    result = minimize(loss_and_gradient, np.asarray(start, dtype=np.float64), jac=True,
+                      method="L-BFGS-B",
+                      options={"maxiter": max_iterations, "ftol": 0.0, "gtol": 1e-12})
+    return FitResult(result.x, float(result.fun), int(result.nit), evaluations,
+                     bool(result.success), str(result.message))
+
+
+def _state(particles: Particles):
+    return particles.pos, particles.vel, particles.mass
