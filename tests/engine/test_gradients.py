@@ -133,3 +133,23 @@ def test_bad_arguments_are_refused():
         run.backward(np.zeros((4, 3)), np.zeros(4))
     with pytest.raises(InvalidInputError, match="loss_grad must return"):
         run_gradient(p, solver, dt=0.1, steps=1, loss_grad=lambda *s: (0.0,))
+
+
+def test_memory_does_not_grow_with_the_number_of_steps():
+    import tracemalloc
+
+    p = ics.plummer(256, seed=2)
+    solver = make_solver("cpu-direct", precision="f64", softening=SOFTENING)
+
+    def peak(steps):
+        tracemalloc.start()
+        gradient = run_gradient(p, solver, dt=1e-3, steps=steps, loss_grad=_loss_grad)
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert gradient.reversible
+        return top
+
+    few, many = peak(4), peak(64)
+    # A stored trajectory would add 64 * 256 * 48 bytes (786 kB); a few arrays of the state
+    # (256 * 48 bytes each) is all the difference allowed.
+    assert many - few < 4 * 256 * 48
