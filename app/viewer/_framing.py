@@ -16,6 +16,9 @@ from ..render._style import DIM_WEIGHT
 VIEW_PITCH = math.radians(70.0)
 # Share of the bright particles the camera keeps in view: a galaxy's tails are a few percent.
 FIT_FRACTION = 0.98
+# A scene this much longer one way than the other across the x-y plane is turned to lie along
+# the picture's width (two galaxies side by side, not one above the other).
+ELONGATED = 1.5
 # Share of the way (in log distance) the following camera moves towards the fitted distance per
 # frame: slow enough not to pump with every step, fast enough to keep up with a collision.
 FOLLOW_SHARE = 0.05
@@ -40,11 +43,44 @@ def bright(positions: np.ndarray, population, weights) -> np.ndarray:
     return sample[mask] if mask.any() else sample
 
 
-def framed_camera(positions: np.ndarray) -> Camera:
-    """The first view of ``positions`` (the bright particles): from above, all of them in it."""
+def framed_camera(positions: np.ndarray, normals=()) -> Camera:
+    """The first view of ``positions`` (the bright particles): from above, all of them in it,
+    an elongated scene turned to lie along the picture's width, from the side where the disks
+    of ``normals`` (unit vectors, :func:`disk_normals`) look most face-on."""
     camera = Camera(pitch=VIEW_PITCH)
+    finite = positions[np.isfinite(positions).all(axis=1)]
+    if len(finite) >= 3:
+        spread, axes = np.linalg.eigh(np.cov(finite[:, :2].astype(np.float64), rowvar=False))
+        if spread[1] > ELONGATED ** 2 * max(spread[0], 0.0):
+            longest = axes[:, 1]
+            # the camera's right is (-sin yaw, cos yaw, 0): along the longest axis, either way
+            sides = [float(np.arctan2(longest[1], longest[0]) + turn)
+                     for turn in (np.pi / 2, -np.pi / 2)]
+            camera.yaw = max(sides, key=lambda yaw: _openness(yaw, normals))
     camera.fit(positions, fraction=FIT_FRACTION)
     return camera
+
+
+def _openness(yaw: float, normals) -> float:
+    """How face-on disks with these normals look from (yaw, VIEW_PITCH): the summed |cosine|
+    between the line of sight and each normal."""
+    sight = Camera(yaw=yaw, pitch=VIEW_PITCH, distance=1.0).eye
+    return float(sum(abs(np.dot(sight, normal)) for normal in normals))
+
+
+def disk_normals(positions: np.ndarray, population, names) -> list[np.ndarray]:
+    """The normal of each population named "... disk": its thinnest direction (the covariance's
+    smallest axis), as a unit vector."""
+    if population is None or len(population) != len(positions):
+        return []
+    population = np.asarray(population)
+    normals = []
+    for label, name in enumerate(names):
+        disk = positions[population == label]
+        if name.endswith("disk") and len(disk) >= 3:
+            sample = disk[:: max(1, len(disk) // 5000)].astype(np.float64)
+            normals.append(np.linalg.eigh(np.cov(sample, rowvar=False))[1][:, 0])
+    return normals
 
 
 def follow(camera: Camera, positions: np.ndarray) -> None:

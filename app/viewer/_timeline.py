@@ -12,6 +12,7 @@ from __future__ import annotations
 from imgui_bundle import imgui
 
 from ._branch import can_branch
+from ._panel import slider
 
 PLAYBACK_MEMBERS = ("seek", "play", "pause", "frame_count", "position", "speed", "loop")
 # Range of the speed slider, frames of recording per second (either direction).
@@ -76,8 +77,8 @@ class TimelinePanel:
             player.loop = loop
         imgui.same_line()
         imgui.set_next_item_width(200)
-        changed, speed = imgui.slider_float("frames/s", float(player.speed), -MAX_SPEED,
-                                            MAX_SPEED, "%.1f", imgui.SliderFlags_.logarithmic)
+        changed, speed = slider("frames/s", float(player.speed), -MAX_SPEED, MAX_SPEED, "%.1f",
+                                imgui.SliderFlags_.logarithmic)
         if changed:
             player.speed = speed
         if getattr(player, "live", False):
@@ -87,10 +88,12 @@ class TimelinePanel:
             imgui.same_line()
             if imgui.button("Branch live run (B)"):
                 self.on_branch()
-        imgui.set_next_item_width(-1)
         last = max(int(player.frame_count) - 1, 0)
-        changed, index = imgui.slider_int("##frame", int(player.position), 0, last,
-                                          f"frame %d / {last}")
+        label = f"frame {int(player.position)} / {last}"
+        # the frame number beside the scrubber, not under its handle
+        imgui.set_next_item_width(-imgui.calc_text_size(f"frame {last} / {last}").x - 10)
+        changed, index = imgui.slider_int(f"{label}###frame", int(player.position), 0, last, "",
+                                          imgui.SliderFlags_.no_input)
         if changed:
             player.seek(index)
         imgui.end()

@@ -25,8 +25,8 @@ from ..render import _pacing
 from ._branch import branch
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
 from ._clock import FrameClock
-from ._framing import (BETTER_BY, FOLLOW_BIG_EVERY, SAMPLE, bright, follow, framed_camera,
-                       tail_length)
+from ._framing import (BETTER_BY, FOLLOW_BIG_EVERY, SAMPLE, bright, disk_normals, follow,
+                       framed_camera, tail_length)
 from ._panel import ControlPanel, live_ratio
 from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
@@ -159,7 +159,8 @@ class ViewerWindow(pyglet.window.Window):
             return
         shown = bright(frame.positions, self.source.population, self.point_style.weights)
         if new_run:  # first frame, or a new scenario
-            self.camera = framed_camera(shown)
+            self.camera = framed_camera(shown, disk_normals(frame.positions, self.source.population,
+                                                            self._population_names))
             self._camera_fitted_to = run
             self.camera_follows = True
         else:

@@ -172,3 +172,17 @@ def test_auto_exposure_opens_each_scene_neither_blown_out_nor_black(kind):
     assert np.percentile(lit, 50) > 20, "the picture is close to black"
     if kind == "big snapshot":  # what the fixed exposure of old did to it
         assert np.percentile(fixed[fixed > 8], 99) >= 254
+
+
+def test_two_galaxies_lie_side_by_side_seen_from_where_their_disks_open_up():
+    from orrery.app.viewer._framing import disk_normals
+
+    positions, population, names = _two_galaxies(1.0)
+    normals = disk_normals(positions, population, names)
+    assert len(normals) == 2 and all(abs(normal[2]) > 0.99 for normal in normals)
+    disks = positions[(population == 0) | (population == 3)]
+    camera = framed_camera(disks)
+    assert abs(np.cos(camera.yaw)) < 0.01  # the camera's right, (-sin yaw, cos yaw), is along x
+    tilted = [np.array([0.0, -np.sin(np.radians(60)), np.cos(np.radians(60))])] * 2
+    camera = framed_camera(disks, tilted)
+    assert camera.eye[1] < camera.target[1]  # from -y, where the tilted disks face
