@@ -26,7 +26,7 @@ CPU_SOLVERS = [("cpu-direct", {}), ("cpu-tree", {"theta": 0.6}), ("cpu-fmm", {})
                ("reference", {})]
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 7])
 @pytest.mark.parametrize("name, options", CPU_SOLVERS)
 def test_steps_back_return_every_cpu_solver_to_the_start_bit_for_bit(name, options, threads):
     precisions = ["f64"] if name == "reference" else ["f32", "f64"]
