@@ -114,23 +114,32 @@ def _quantize(values, unit: float, what: str) -> np.ndarray:
     return scaled.astype(np.int64)
 
 
-def _check_within(scaled: np.ndarray, what: str, span: float) -> None:
-    # "not <=" also catches NaN.
-    if not float(np.abs(scaled).max(initial=0.0)) <= LATTICE_LIMIT:
-        bad = np.flatnonzero(~(np.abs(scaled) <= LATTICE_LIMIT).reshape(len(scaled), -1).all(axis=1))
-        particle = int(bad[0])
+def _check_within(values: np.ndarray, what: str, span: float) -> None:
+    """Refuse lattice coordinates beyond ``LATTICE_LIMIT`` (or NaN), naming the particle."""
+    inside = np.abs(values) <= LATTICE_LIMIT
+    if not inside.all():
+        particle = int(np.flatnonzero(~inside.reshape(len(values), -1).all(axis=1))[0])
         raise InvalidInputError(
             f"the {what} of particle {particle} left the reversible integrator's lattice "
-            f"(|{what}| <= {span:.6g} a component, "
-            f"got {(scaled[particle] * (span / LATTICE_LIMIT)).tolist()}): give the run a wider "
+            f"(|{what}| <= {span:.6g} a component, got "
+            f"{(values[particle] * (span / LATTICE_LIMIT)).tolist()}): give the run a wider "
             "lattice (Lattice.covering, or a larger headroom in Lattice.for_state)")
 
 
 def _advance(q: np.ndarray, increment: np.ndarray, what: str, span: float) -> None:
     """``q += rint(increment)`` with every result checked before any is written."""
     increment = np.rint(increment)
-    _check_within(increment, what, span)
-    moved = q + increment.astype(np.int64)  # |q|, |increment| <= 2**62: no int64 overflow
+    # Strictly below the limit (so at most 2**62 - 512 as a float64): added to |q| <= 2**62 it
+    # stays below 2**63, so the int64 sum cannot wrap. NaN fails the test too.
+    fits = np.abs(increment) < LATTICE_LIMIT
+    if not fits.all():
+        particle = int(np.flatnonzero(~fits.reshape(len(q), -1).all(axis=1))[0])
+        raise InvalidInputError(
+            f"one step would change the {what} of particle {particle} by "
+            f"{(increment[particle] * (span / LATTICE_LIMIT)).tolist()}, beyond the reversible "
+            f"integrator's lattice (|{what}| <= {span:.6g} a component): give the run a wider "
+            "lattice (Lattice.covering, or a larger headroom in Lattice.for_state) or a smaller dt")
+    moved = q + increment.astype(np.int64)
     _check_within(moved, what, span)
     q[...] = moved
 

@@ -106,3 +106,16 @@ def test_step_back_needs_the_reversible_integrator():
     with pytest.raises(InvalidInputError, match="reversible"):
         sim.step_back()
 
+
+
+def test_a_step_larger_than_the_lattice_is_refused_before_it_can_wrap():
+    from orrery.engine.lattice import _advance
+
+    q = np.array([[LATTICE_LIMIT, 0, 0]], dtype=np.int64)
+    with pytest.raises(InvalidInputError, match="one step would change the position of particle 0"):
+        _advance(q, np.array([[float(LATTICE_LIMIT), 0.0, 0.0]]), "position", 1.0)
+    with pytest.raises(InvalidInputError, match="particle 0"):
+        _advance(q, np.array([[np.nan, 0.0, 0.0]]), "position", 1.0)
+    with pytest.raises(InvalidInputError, match="left the reversible integrator's lattice"):
+        _advance(q, np.array([[1.0, 0.0, 0.0]]), "position", 1.0)
+    assert q[0, 0] == LATTICE_LIMIT  # untouched by the refused steps
