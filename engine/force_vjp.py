@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import _native
 from .errors import InvalidInputError
-from .particles import check_positions_and_masses
+from .particles import check_no_coincident, check_positions_and_masses
 
 # Solvers whose evaluation is the plain direct sum above.
 DIRECT_SOLVERS = ("cpu-direct", "gpu-direct", "reference")
@@ -110,6 +110,8 @@ def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, n
     _check_solver(solver)
     if solver.name == "cpu-direct" and solver.precision == "f64":
         pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
+        if solver.softening == 0:  # as solver.accelerations refuses: an infinite force
+            check_no_coincident(pos)
         pos_bar, mass_bar, acc = _native.direct_vjp_f64(pos, mass, acc_bar, None,
                                                         solver.softening, solver.threads,
                                                         solver.simd, True)

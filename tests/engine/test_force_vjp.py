@@ -102,6 +102,13 @@ def test_numpy_vjp_does_not_depend_on_the_block_size(monkeypatch):
     np.testing.assert_array_equal(whole[1], blocked[1])
 
 
+def test_coincident_particles_without_softening_are_refused():
+    pos = np.array([[0.0, 0, 0], [1.0, 0, 0], [1.0, 0, 0]])
+    solver = make_solver("cpu-direct", precision="f64", softening=0.0)
+    with pytest.raises(InvalidInputError, match="coincide"):
+        force_and_vjp(solver, pos, np.ones(3), np.zeros((3, 3)))
+
+
 def test_solvers_without_a_vjp_say_so():
     p = ics.plummer(16)
     with pytest.raises(InvalidInputError, match="no force VJP for solver 'cpu-tree'"):
