@@ -9,5 +9,7 @@ to browsers and Jupyter, each client with its own camera, over one TCP port.
 from ._controls import ViewSettings
 from ._hub import Hub, Viewer
 from ._protocol import PROTOCOL_VERSION, ProtocolError
+from ._widget import SimulationFrames, show
 
-__all__ = ["Hub", "PROTOCOL_VERSION", "ProtocolError", "ViewSettings", "Viewer"]
+__all__ = ["Hub", "PROTOCOL_VERSION", "ProtocolError", "SimulationFrames", "ViewSettings",
+           "Viewer", "show"]

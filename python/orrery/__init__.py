@@ -11,4 +11,14 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+
+def show(*args, **kwargs):
+    """Show a run in a Jupyter notebook (JupyterLab or Notebook): a Simulation you step in cells,
+    a recording, or a live scenario, with the browser client's controls. See
+    :func:`orrery.app.serve.show` (``pip install 'orrery[jupyter]'``)."""
+    from .app.serve import show as _show
+
+    return _show(*args, **kwargs)
+
+
+__all__ = ["__version__", "show"]
