@@ -153,3 +153,13 @@ def test_memory_does_not_grow_with_the_number_of_steps():
     # A stored trajectory would add 64 * 256 * 48 bytes (786 kB); a few arrays of the state
     # (256 * 48 bytes each) is all the difference allowed.
     assert many - few < 4 * 256 * 48
+
+
+def test_a_float32_solvers_run_has_a_gradient_close_to_float64s():
+    p = ics.plummer(64, seed=1)
+    gradients = [run_gradient(p, make_solver("cpu-direct", precision=precision, softening=0.05),
+                              dt=1e-3, steps=10, loss_grad=_loss_grad)
+                 for precision in ("f32", "f64")]
+    assert gradients[0].reversible
+    for a, b in zip(*((g.pos, g.vel, g.mass) for g in gradients)):
+        assert _relative_error(a, b) < 1e-6
