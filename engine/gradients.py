@@ -19,34 +19,23 @@ state is the start again, bit for bit (``Gradient.reversible`` says whether it w
 lattice's rounding is treated as the identity: the gradient is that of the leapfrog in exact
 arithmetic, evaluated along the run's trajectory, which agrees with finite differences of the
 lattice run to the differences' own accuracy (the lattice is finer than float64 there).
+
+``run_gradient(..., integrator="kdk" or "dkd")`` differentiates the floating-point leapfrogs
+instead, by checkpoints (``engine/checkpointed.py``): memory about 2 sqrt(K) states.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from ._adjoint import Gradient, check_run_arguments, start_cotangents
+from .checkpointed import CheckpointedRun
 from .errors import InvalidInputError
 from .force_vjp import force_and_vjp
 from .lattice import Lattice, LatticeState
 from .particles import Particles
-
-
-@dataclass(frozen=True)
-class Gradient:
-    """dL/d(initial state), float64 arrays shaped like the state; ``loss`` as the loss function
-    returned it; ``reversible``: the backward pass came back to the initial lattice state bit
-    for bit (so every step's state it used was the forward run's)."""
-
-    loss: float | None
-    pos: np.ndarray
-    vel: np.ndarray
-    mass: np.ndarray
-    reversible: bool
 
 
 class ReversibleRun:
@@ -56,10 +45,7 @@ class ReversibleRun:
 
     def __init__(self, particles: Particles, solver, *, dt: float, steps: int,
                  lattice: Lattice | None = None):
-        if not (isinstance(dt, numbers.Real) and math.isfinite(dt) and dt > 0):
-            raise InvalidInputError(f"time step dt must be a positive finite number, got {dt!r}")
-        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
-            raise InvalidInputError(f"steps must be a non-negative integer, got {steps!r}")
+        check_run_arguments(dt, steps)
         self.solver, self.dt, self.steps = solver, float(dt), int(steps)
         state = LatticeState(solver, particles, lattice)
         self.lattice, self.mass = state.lattice, state.mass
@@ -80,11 +66,7 @@ class ReversibleRun:
     def backward(self, pos_bar, vel_bar, mass_bar=None, *, loss: float | None = None) -> Gradient:
         """The gradient at the start of a loss whose gradient at the end is ``pos_bar``,
         ``vel_bar`` (and ``mass_bar`` where the loss reads the masses directly)."""
-        n = len(self.mass)
-        x_bar = _cotangent(pos_bar, (n, 3), "pos_bar").copy()
-        v_bar = _cotangent(vel_bar, (n, 3), "vel_bar").copy()
-        m_bar = (np.zeros(n) if mass_bar is None
-                 else _cotangent(mass_bar, (n,), "mass_bar").copy())
+        x_bar, v_bar, m_bar = start_cotangents(len(self.mass), pos_bar, vel_bar, mass_bar)
         qpos, qvel = self._end[0].copy(), self._end[1].copy()
         lattice, dt, half = self.lattice, self.dt, 0.5 * self.dt
         for _ in range(self.steps):
@@ -103,14 +85,22 @@ class ReversibleRun:
 
 
 def run_gradient(particles: Particles, solver, *, dt: float, steps: int,
-                 loss_grad: Callable, lattice: Lattice | None = None) -> Gradient:
-    """Run ``steps`` reversible steps, then the gradient of a loss of the final state with
-    respect to the initial positions, velocities and masses.
+                 loss_grad: Callable, integrator: str = "reversible",
+                 lattice: Lattice | None = None, interval: int | None = None) -> Gradient:
+    """Run ``steps`` steps, then the gradient of a loss of the final state with respect to the
+    initial positions, velocities and masses.
 
     ``loss_grad(pos, vel, mass)`` gets the final state (float64) and returns ``(loss, pos_bar,
     vel_bar)`` or ``(loss, pos_bar, vel_bar, mass_bar)``: the loss and its gradient there.
+    ``integrator``: ``"reversible"`` (a :class:`ReversibleRun` on ``lattice``; memory
+    independent of ``steps``) or ``"kdk"``/``"dkd"`` (a :class:`CheckpointedRun` keeping a
+    state every ``interval`` steps).
     """
-    run = ReversibleRun(particles, solver, dt=dt, steps=steps, lattice=lattice)
+    if integrator == "reversible":
+        run = ReversibleRun(particles, solver, dt=dt, steps=steps, lattice=lattice)
+    else:
+        run = CheckpointedRun(particles, solver, dt=dt, steps=steps, integrator=integrator,
+                              interval=interval)
     loss, *bars = loss_grad(run.positions, run.velocities, run.mass.copy())
     if len(bars) not in (2, 3):
         raise InvalidInputError("loss_grad must return (loss, pos_bar, vel_bar) or "
@@ -123,10 +113,3 @@ def _step(state: LatticeState, dt: float) -> None:
     state.compute_accelerations()
     state.kick(dt)
     state.drift(0.5 * dt)
-
-
-def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
-    values = np.asarray(values, dtype=np.float64)
-    if values.shape != shape:
-        raise InvalidInputError(f"{name} must have shape {shape}, got {values.shape}")
-    return values
