@@ -29,7 +29,7 @@ from ._options import BenchmarkSpec, Several
 
 BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "movie",
                                "live",
-                               "playback", "boids", "suite", "grad", "report")
+                               "serve", "playback", "boids", "suite", "grad", "report")
 
 
 def benchmark_module(name: str) -> ModuleType:

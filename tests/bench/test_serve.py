@@ -1,0 +1,40 @@
+"""`orrery bench serve` end to end at a tiny size: a real server, clients that decode, the rates
+and latencies measured, the baselines in the same run."""
+
+import json
+
+import pytest
+
+from orrery.app.cli import main
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("egl")
+def test_bench_serve_measures_delivered_pictures_latency_and_steps_against_headless(tmp_path):
+    out = tmp_path / "serve.json"
+    assert main(["bench", "serve", "--n", "400", "--scenario", "plummer", "--solver",
+                 "cpu-direct", "--clients", "1", "2", "--seconds", "2", "--warmup", "1",
+                 "--size", "160x96", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["clients"] for row in rows] == [1, 2]
+    for row in rows:
+        assert row["delivered_fps"] > 1 and row["steps_per_second"] > 0
+        assert row["ratio"] == pytest.approx(row["steps_per_second"] /
+                                             row["headless_steps_per_second"])
+        assert row["viewer_steps_per_second"] > 0
+        assert row["mbit_per_s"] > 0 and row["encode_ms"] > 0
+        assert 0 < row["frame_latency_p50_ms"] <= row["frame_latency_p95_ms"]
+        assert 0 < row["input_latency_p50_ms"] <= row["input_latency_p95_ms"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("egl", "chromium")
+def test_bench_serve_reads_what_a_chromium_page_decoded(tmp_path):
+    out = tmp_path / "serve.json"
+    assert main(["bench", "serve", "--n", "400", "--scenario", "plummer", "--solver",
+                 "cpu-direct", "--client", "chromium", "--seconds", "3", "--warmup", "2",
+                 "--size", "320x192", "--no-baselines", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["delivered_fps"] > 1 and row["steps_per_second"] > 0
+    assert row["input_latency_p95_ms"] is not None and row["frame_latency_p50_ms"] > 0
+    assert row["ratio"] is None  # no baselines asked for
