@@ -56,7 +56,16 @@ class CheckpointedRun:
             if step % self.interval == 0:
                 self._checkpoints.append((pos.copy(), vel.copy()))
             pos, vel, acc = self._step(pos, vel, acc)
-        self.positions, self.velocities = pos, vel
+        self._end = pos, vel
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The final positions, float64 (a copy)."""
+        return self._end[0].copy()
+
+    @property
+    def velocities(self) -> np.ndarray:
+        return self._end[1].copy()
 
     @property
     def checkpoints(self) -> int:
@@ -81,7 +90,7 @@ class CheckpointedRun:
         ``vel_bar`` (and ``mass_bar``); a :class:`~orrery.engine.gradients.Gradient` whose
         ``reversible`` is None (nothing was reconstructed)."""
         x_bar, v_bar, m_bar = start_cotangents(len(self.mass), pos_bar, vel_bar, mass_bar)
-        end = self.positions
+        end = self._end[0]
         for segment in reversed(range(len(self._checkpoints))):
             pos, vel = self._checkpoints[segment]
             states, acc = [(pos, vel)], None

@@ -97,8 +97,14 @@ def run_gradient(particles: Particles, solver, *, dt: float, steps: int,
     state every ``interval`` steps).
     """
     if integrator == "reversible":
+        if interval is not None:
+            raise InvalidInputError("interval is a checkpointed run's (integrator 'kdk' or "
+                                    "'dkd'); a reversible run keeps no checkpoints")
         run = ReversibleRun(particles, solver, dt=dt, steps=steps, lattice=lattice)
     else:
+        if lattice is not None:
+            raise InvalidInputError("lattice is the reversible integrator's; integrator "
+                                    f"{integrator!r} runs in floating point")
         run = CheckpointedRun(particles, solver, dt=dt, steps=steps, integrator=integrator,
                               interval=interval)
     loss, *bars = loss_grad(run.positions, run.velocities, run.mass.copy())

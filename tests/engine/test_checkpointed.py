@@ -79,3 +79,8 @@ def test_bad_arguments_are_refused(case):
         CheckpointedRun(p, solver, dt=0.1, steps=2, integrator="rk4")
     with pytest.raises(InvalidInputError, match="interval"):
         CheckpointedRun(p, solver, dt=0.1, steps=2, interval=0)
+    with pytest.raises(InvalidInputError, match="keeps no checkpoints"):
+        run_gradient(p, solver, dt=0.1, steps=2, loss_grad=_loss_grad, interval=3)
+    with pytest.raises(InvalidInputError, match="runs in floating point"):
+        run_gradient(p, solver, dt=0.1, steps=2, loss_grad=_loss_grad, integrator="kdk",
+                     lattice=object())
