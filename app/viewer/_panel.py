@@ -143,9 +143,9 @@ class ControlPanel:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_RED, source_error)
             imgui.pop_text_wrap_pos()
-        if self.runner is not None:
-            self._summary(stats, render_fps)
+        if self.runner is not None:  # the buttons first: lines below them come and go
             self._run_buttons(frame)
+            self._summary(stats, render_fps)
         if self.runner is not None and imgui.collapsing_header("Scenario"):
             self._scenario_controls()
         if self.runner is not None:
