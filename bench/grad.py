@@ -3,7 +3,9 @@ reversible steps forward, then the backward pass that reconstructs each step and
 adjoint back) against K reversible steps forward alone, taking turns in the same run.
 
 Rows: ``forward_s`` and ``gradient_s`` (medians, with interquartile ranges), their ratio
-``grad_over_forward``, ``reversible`` (the backward pass came back to the initial lattice state
+``grad_over_forward``, ``memory_over_forward`` (the peak of host memory allocated through Python
+during one untimed gradient over that of one untimed forward run, by ``tracemalloc``: native
+buffers the solvers allocate themselves are not seen), ``reversible`` (the backward pass came back to the initial lattice state
 bit for bit) and, with ``--check``, ``fd_error``: over ``--check-samples`` coordinates of each of
 the initial positions, velocities and masses (chosen at random, fixed by ``--seed``), the
 largest relative error |gradient - difference| / |difference| against five-point central
@@ -20,6 +22,7 @@ smooth in each).
 
 from __future__ import annotations
 
+import tracemalloc
 from dataclasses import replace
 
 import numpy as np
@@ -35,7 +38,8 @@ from .harness import format_table, time_interleaved
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 
 COLUMNS = ["solver", "precision", "n", "steps", "threads", "forward_s", "gradient_s",
-           "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "reversible", "fd_error"]
+           "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "memory_over_forward",
+           "reversible", "fd_error"]
 
 POSITION_STEP = 3e-4  # positions and velocities, absolute
 MASS_STEP = 0.1  # relative
@@ -95,11 +99,22 @@ def _measure(args, solver, particles) -> dict:
            "forward_s": timings["forward"].median, "forward_iqr_s": timings["forward"].iqr,
            "gradient_s": timings["gradient"].median, "gradient_iqr_s": timings["gradient"].iqr,
            "grad_over_forward": timings["gradient"].median / timings["forward"].median,
+           "memory_over_forward": _peak_memory(gradient) / _peak_memory(forward),
            "reversible": results["gradient"].reversible}
     if args.check:
         row["fd_error"] = _fd_error(args, solver, particles, lattice, loss_grad,
                                     results["gradient"], rng)
     return row
+
+
+def _peak_memory(fn) -> int:
+    """Peak bytes allocated through Python's allocators while ``fn()`` runs."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def _fd_error(args, solver, particles, lattice, loss_grad, gradient, rng) -> float:
