@@ -83,6 +83,7 @@ class ControlPanel:
         self.collapsed = collapsed  # start as a slim title bar (--panel collapsed)
         self._collapse_next = collapsed
         self._slow_since: float | None = None
+        self.theta_name = "theta"  # "θ" where the window's font has the letter
         # a run started from a snapshot (--load) keeps it as the first choice
         self._scenarios = list(scenarios.names())
         if self.runner is not None and not isinstance(self.runner.settings.scenario, str):
@@ -172,7 +173,7 @@ class ControlPanel:
         """The run in a sentence (its full description on hover), and a line on why the window
         is slow, once it has been slow for a while."""
         imgui.push_text_wrap_pos(0.0)
-        imgui.text(run_sentence(stats) if stats else "starting ...")
+        imgui.text(run_sentence(stats, theta_name=self.theta_name) if stats else "starting ...")
         imgui.pop_text_wrap_pos()
         self._remember("summary")
         if stats.get("solver") and imgui.is_item_hovered():

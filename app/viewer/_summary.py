@@ -40,13 +40,14 @@ def solver_in_use(description: str) -> str:
     return name or "starting"
 
 
-def run_sentence(stats: dict) -> str:
+def run_sentence(stats: dict, *, theta_name: str = "theta") -> str:
     """"cpu-tree, theta 0.3 for accuracy 1e-3 · 30,000 particles · 4.8 steps/s": the solver,
-    its opening angle (and the accuracy that chose it), the particle count and the rate."""
+    its opening angle (and the accuracy that chose it), the particle count and the rate.
+    ``theta_name``: "θ" where the font has the letter."""
     solver = solver_in_use(stats.get("solver") or "")
     theta = stats.get("theta")
     if theta is not None:
-        solver += f", theta {theta:g}"
+        solver += f", {theta_name} {theta:g}"
         accuracy = _ACCURACY.search(stats.get("solver") or "")
         if accuracy:
             solver += f" for accuracy {short_number(float(accuracy.group(1)))}"

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import imgui_bundle
+
 import moderngl
 import numpy as np
 import pyglet
@@ -34,6 +36,8 @@ from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 STATS_INTERVAL = 0.5
 # Seconds of waiting for the solver thread at exit before saying why the exit takes longer.
 SHUTDOWN_WAIT = 1.0
+# A font of imgui-bundle's whose letters ImGui's default (Latin-1 only) lacks, θ among them.
+EXTRA_LETTERS_FONT = Path(imgui_bundle.__file__).parent / "assets" / "fonts" / "DroidSans.ttf"
 # Seconds between two measurements of the light for the automatic exposure.
 EXPOSURE_INTERVAL = 0.25
 # A scripted run (``run(frames=...)``) draws nothing but new steps (and inputs) while its source
@@ -41,6 +45,19 @@ EXPOSURE_INTERVAL = 0.25
 # and on a slow machine; a source that stops (paused, failed, a still replay) is redrawn for the
 # panel's clocks as usual.
 STALLED_S = 1.0
+
+
+def _add_letters() -> bool:
+    """ImGui's default font, with the letters it lacks (θ, ...) taken from EXTRA_LETTERS_FONT;
+    whether they were (a wheel without the font keeps the default alone)."""
+    fonts = imgui.get_io().fonts
+    fonts.add_font_default()
+    if not EXTRA_LETTERS_FONT.is_file():
+        return False
+    merged = imgui.ImFontConfig()
+    merged.merge_mode = True
+    fonts.add_font_from_file_ttf(str(EXTRA_LETTERS_FONT), 0.0, merged)  # 0: the default's size
+    return True
 
 
 class ViewerWindow(pyglet.window.Window):
@@ -90,12 +107,15 @@ class ViewerWindow(pyglet.window.Window):
         imgui.create_context()
         implot.create_context()
         imgui.get_io().set_ini_filename("")
+        greek = _add_letters()
         self._imgui = create_renderer(self)
         self.timeline = TimelinePanel(source, self.branch_live) if has_playback(source) else None
         self.panel = ControlPanel(source, self.point_style, self.tone,
                                   bottom_margin=TIMELINE_HEIGHT if self.timeline else 0.0,
                                   collapsed=panel == "collapsed")
         self.panel.density_pass = self.renderer.density
+        if greek:
+            self.panel.theta_name = "\u03b8"
 
     # Frame ---------------------------------------------------------------------------------
 
@@ -398,6 +418,7 @@ class ViewerWindow(pyglet.window.Window):
         panel = ControlPanel(runner, self.point_style, self.tone, density=self.panel.density,
                              mode=self.panel.mode)
         panel.density_pass = self.renderer.density
+        panel.theta_name = self.panel.theta_name
         self.panel = panel
         self.capture_message = f"live run branched off {replay.path} at step " \
                                f"{runner.latest().step}"

@@ -186,3 +186,8 @@ def test_two_galaxies_lie_side_by_side_seen_from_where_their_disks_open_up():
     tilted = [np.array([0.0, -np.sin(np.radians(60)), np.cos(np.radians(60))])] * 2
     camera = framed_camera(disks, tilted)
     assert camera.eye[1] < camera.target[1]  # from -y, where the tilted disks face
+
+
+def test_the_sentence_writes_theta_as_a_letter_where_the_font_has_it():
+    assert run_sentence(AUTO_STATS, theta_name="\u03b8").startswith(
+        "cpu-tree, \u03b8 0.3 for accuracy 1e-3")
