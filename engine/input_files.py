@@ -16,6 +16,18 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"))
 
 
+def not_a_regular_file(path) -> str | None:
+    """What ``path`` is if it exists and is not a regular file ("a FIFO (named pipe)", ...),
+    looked up without opening it (opening a FIFO blocks until a writer comes); else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 def read_small_text(path, *, what: str, limit: int) -> str:
     """The UTF-8 text of ``path`` if it is a regular file of at most ``limit`` bytes; else
     :class:`InvalidInputError` naming it as ``what`` (``"camera path"``, say). The file is

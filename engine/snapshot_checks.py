@@ -36,6 +36,9 @@ _PYNBODY_BYTES_PER_PARTICLE = 7 * 4
 def check_snapshot(path: str, declared_particles: int, error) -> None:
     """Raise ``error`` (an exception class) if the file at ``path`` contradicts itself or
     declares more particles than this process has memory to load."""
+    if os.path.isdir(path):  # a RAMSES output: its files are pynbody's to check
+        _check_memory(path, declared_particles, error)
+        return
     with open(path, "rb") as handle:
         head = handle.read(_TIPSY_HEADER.size)
     held = 0

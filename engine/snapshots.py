@@ -29,6 +29,7 @@ import numpy as np
 from ._optional import MissingPackageError, require
 from .errors import InvalidInputError, OrreryError
 from .particles import Particles
+from .input_files import not_a_regular_file
 from .snapshot_checks import check_snapshot
 
 DEFAULT_LENGTH_UNIT = "kpc"
@@ -117,9 +118,12 @@ def expand(pattern: str) -> list[str]:
 
 def open_raw(path: str):
     """The pynbody snapshot object behind ``path`` (lazy: arrays load on first use)."""
-    pynbody = _pynbody()
     if not os.path.exists(path):
         raise SnapshotError(f"{path}: no such file")
+    kind = not_a_regular_file(path)
+    if kind is not None and kind != "a folder":  # RAMSES outputs are folders
+        raise SnapshotError(f"{path} is {kind}, not a snapshot file")
+    pynbody = _pynbody()
     try:
         with quiet():
             return pynbody.load(path)

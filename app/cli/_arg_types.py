@@ -14,8 +14,8 @@ from pathlib import Path
 MAX_WINDOW_SIDE = 8192
 
 
-def integer(*, minimum: int):
-    """An integer >= ``minimum``."""
+def integer(*, minimum: int, maximum: int | None = None):
+    """An integer >= ``minimum`` (and <= ``maximum``)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -23,6 +23,8 @@ def integer(*, minimum: int):
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum:,}, got {value}")
         return value
     return parse
 

@@ -40,10 +40,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--max-eval", type=number(at_least=0),
                         help="stop growing N for a solver once one evaluation takes longer "
                              "(seconds, default: 1)")
-    parser.add_argument("--trials", type=integer(minimum=1),
-                        help="timed trials per size (default: 5)")
-    parser.add_argument("--warmup", type=integer(minimum=0),
-                        help="untimed trials first (default: 1)")
+    parser.add_argument("--trials", type=integer(minimum=1, maximum=MAX_TRIALS),
+                        help=f"timed trials per size, at most {MAX_TRIALS:,} (default: 5)")
+    parser.add_argument("--warmup", type=integer(minimum=0, maximum=MAX_TRIALS),
+                        help=f"untimed trials first, at most {MAX_TRIALS:,} (default: 1)")
     parser.add_argument("--precision", default="f32", choices=("f32", "f64"),
                         help="precision to calibrate (default: f32; `auto` uses the one it runs at)")
     parser.add_argument("--solvers", nargs="+", metavar="NAME",
@@ -76,6 +76,9 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+# More trials than anyone times: the budget is checked between sizes, so 10**30 trials of one
+# size never ended.
+MAX_TRIALS = 10_000
 # The options of the timing mode (without --accuracy) and their defaults.
 TIMING_DEFAULTS = {"n_min": 256, "n_max": 262_144, "factor": 2.0, "budget": 60.0,
                    "max_eval": 1.0, "trials": 5, "warmup": 1, "ic": "plummer"}

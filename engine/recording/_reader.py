@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import frame_encoding as encodings
 from ..errors import InvalidInputError, NotARecordingError, RecordingError
+from ..input_files import not_a_regular_file
 from . import _format as fmt
 from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
                     marked_open_for_writing, open_swmr)
@@ -55,7 +56,9 @@ class RecordingFile:
     def __init__(self, path):
         self.path = Path(path)
         if not self.path.is_file():
-            raise NotARecordingError(f"{self.path}: no such file")
+            kind = not_a_regular_file(self.path)
+            raise NotARecordingError(f"{self.path}: no such file" if kind is None
+                                     else f"{self.path} is {kind}, not a recording")
         self.file_size = self.path.stat().st_size
         self._fd = -1
         self._h5 = None

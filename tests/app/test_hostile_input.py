@@ -91,3 +91,24 @@ def test_a_camera_path_that_cannot_be_saved_is_one_error_and_leaves_nothing(tmp_
     path.save(target)
     assert CameraPath.load(target).keys == path.keys
     assert sorted(entry.name for entry in tmp_path.iterdir()) == ["camera.toml", "saved.toml"]
+
+
+@pytest.mark.parametrize("command", [["info"], ["run", "--quiet", "--steps", "1", "--load"]])
+def test_a_fifo_given_as_a_recording_or_snapshot_is_refused_without_waiting(tmp_path, command):
+    fifo = tmp_path / "snap.hdf5"
+    os.mkfifo(fifo)
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from orrery.app.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", *command, str(fifo)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "is a FIFO (named pipe), not a" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_calibrate_refuses_more_trials_than_anyone_times(capsys):
+    from orrery.app.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["calibrate", "--dry-run", "--trials", "9" * 30])
+    assert "argument --trials: must be <= 10,000" in capsys.readouterr().err
