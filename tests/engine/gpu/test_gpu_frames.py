@@ -5,7 +5,9 @@ that holds what a host recording of the same run holds."""
 import numpy as np
 import pytest
 
+from orrery import _native
 from orrery.engine import Simulation, frame_encoding, ics, make_solver
+from orrery.engine.errors import InvalidInputError
 from orrery.engine.particles import Particles
 from orrery.engine.recording import Recorder, RecordingFile
 
@@ -38,13 +40,18 @@ def test_device_float16_frames_have_the_bits_of_the_hosts_native_narrowing(devic
     positions = _hard_half_values(solver.dtype)
     state = solver.bind(_particles(positions))
     staged = state.stage_frame(frame_encoding.FLOAT16).host()
-    expected = frame_encoding.encode_on_host(positions, frame_encoding.FLOAT16)
+    # The host's native narrowing itself: encode_on_host refuses these values (some narrow to
+    # infinity), and the kernel must still give the same bits for the recorder to refuse them.
+    expected = np.empty(positions.shape, np.float16)
+    _native.narrow_to_half(np.ascontiguousarray(positions, dtype=np.float32), expected)
     assert staged.dtype == np.float16 and staged.shape == positions.shape
     assert np.array_equal(staged.view(np.uint16), expected.view(np.uint16))
     # and the host's narrowing is numpy's (float64 states round to float32 first, as the host)
     with np.errstate(over="ignore"):  # past 65519.99 is infinity, as intended
         numpy_bits = positions.astype(np.float32).astype(np.float16).view(np.uint16)
     assert np.array_equal(expected.view(np.uint16), numpy_bits)
+    with pytest.raises(InvalidInputError, match="float16's largest value"):
+        frame_encoding.check_narrowed(frame_encoding.FLOAT16, staged, source=positions)
 
 
 def test_device_fixed16_frames_stay_within_the_stated_error_of_every_position(device):
