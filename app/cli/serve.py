@@ -12,6 +12,7 @@ from pathlib import Path
 from ...engine._optional import require
 from ..viewer._main import add_source_arguments, open_source
 from ._arg_types import integer, number
+from ._errors import STOP_SIGNALS
 
 DEFAULT_PORT = 8765
 TOKEN_VARIABLE = "ORRERY_SERVE_TOKEN"
@@ -42,6 +43,16 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ...engine import distributed
+
+    mpi = distributed.world()
+    if mpi is None:
+        return _run(args, None)
+    with distributed.guard(mpi):  # one rank failing ends every rank, with its error
+        return _run(args, mpi)
+
+
+def _run(args, mpi) -> int:
     web = require("aiohttp.web")
     from ..serve import Hub, ViewSettings
     from ..serve._web import make_app, new_token
@@ -60,7 +71,12 @@ def run(args) -> int:
     logging.basicConfig(level=logging.INFO, format="orrery serve: %(message)s")
     view = ViewSettings(colour=args.colour, render=args.render, colour_map=args.colour_map,
                         **({"exposure": args.exposure} if args.exposure else {}))
-    source = open_source(args)
+    if mpi is None:
+        source = open_source(args)
+    else:
+        source = _distributed_run(args, mpi)
+        if mpi.rank != 0:
+            return 0  # it followed rank 0's steps until rank 0 stopped
     hub = Hub(source, view=view, recordings=recordings, max_fps=args.max_fps)
     try:
         asyncio.run(_serve(web, make_app(hub, token), args.host, args.port, token, source))
@@ -99,8 +115,57 @@ async def _serve(web, app, host: str, port: int, token: str, source) -> None:
         await runner.cleanup()
 
 
+def _distributed_run(args, mpi):
+    """Every rank's share of the run; rank 0 gets the source it serves, the others follow its
+    steps here until it stops."""
+    from ...engine import distributed, scenarios
+    from ...engine.errors import InvalidInputError
+    from ...engine.runner import RunSettings, solver_options
+    from ...engine.solvers import make_solver
+    from ..serve._distributed import DistributedRun, follow
+    from ..viewer._main import default_scenario
+
+    if args.play or args.load:
+        raise InvalidInputError("a replay or snapshots are served from one process: run "
+                                "orrery serve without mpiexec")
+    name = args.scenario or default_scenario()
+    scenario = scenarios.load(name, n=args.n, seed=args.seed)
+    if scenario.model == "flock":
+        raise InvalidInputError("a flock runs on one process: run it without mpiexec")
+    settings = RunSettings(scenario=name, n=args.n, seed=args.seed, solver=args.solver,
+                           dt=args.dt)
+    solver_name = args.solver or scenario.solver
+    options = solver_options(solver_name, scenario, settings)
+    if solver_name.startswith("gpu") and options.get("device") is None:
+        options["device"] = distributed.rank_device(mpi)
+    simulation = distributed.DistributedSimulation(
+        mpi, scenario.particles, make_solver(solver_name, **options),
+        dt=args.dt if args.dt is not None else scenario.dt, integrator=scenario.integrator)
+    particles = simulation.particles  # gathered: a collective every rank joins
+    if mpi.rank != 0:
+        # mpiexec hands a stop signal to every rank: rank 0 stops the run and tells the others,
+        # who leave at the next step; stopped in a collective, they would abort the job.
+        ignored = {signum: signal.signal(signum, signal.SIG_IGN)
+                   for signum in (signal.SIGINT, *STOP_SIGNALS)}
+        try:
+            follow(mpi, simulation)
+        finally:
+            for signum, handler in ignored.items():
+                signal.signal(signum, handler)
+        return None
+    return DistributedRun(mpi, simulation, particles, scenario=name, solver=solver_name,
+                          paused=args.paused)
+
+
 def _describe(source) -> str:
-    settings = getattr(source, "settings", None)
-    if settings is not None:
-        return f"{settings.scenario} live"
-    return f"a replay of {getattr(source, 'path', None) or 'snapshots'}"
+    from ...engine.recording import Player
+    from ...engine.runner import SimulationRunner
+    from ..serve._distributed import DistributedRun
+
+    if isinstance(source, DistributedRun):
+        return f"{source.scenario} live over {source.world.size} MPI ranks"
+    if isinstance(source, SimulationRunner):
+        return f"{source.settings.scenario} live"
+    if isinstance(source, Player):
+        return f"a replay of {source.path}"
+    return "snapshots"

@@ -23,6 +23,7 @@ from ...engine.solvers import solver_specs
 from ...engine.solvers._options import SOFTENING, THETA
 from ..cli._arg_types import integer, number
 from ..render import COLOUR_MODES, colour_maps
+from ._distributed import DistributedRun
 from ._protocol import ProtocolError
 
 RENDER_MODES = ("sprites", "density")
@@ -134,17 +135,29 @@ VIEW_CONTROLS = {
 }
 
 
+# A run over MPI ranks steps as rank 0 decides (``_distributed``); changing what runs would
+# mean rebuilding every rank's share.
+DISTRIBUTED_CONTROLS = {name: RUN_CONTROLS[name] for name in ("pause", "step")}
+_EVERY_CONTROL = {*RUN_CONTROLS, *REPLAY_CONTROLS, *VIEW_CONTROLS}
+
+
 def controls_for(source) -> dict:
     """The controls a client of ``source`` may send, by name."""
     run = RUN_CONTROLS if isinstance(source, SimulationRunner) else \
+        DISTRIBUTED_CONTROLS if isinstance(source, DistributedRun) else \
         REPLAY_CONTROLS if isinstance(source, Player) else {}
     return {**run, **VIEW_CONTROLS}
 
 
 def check(source, name: str, value):
-    """``value`` as the control ``name`` takes it; ProtocolError for a control that does not
-    exist here, ControlRefused for a value its rule refuses."""
-    rule = controls_for(source).get(name)
+    """``value`` as the control ``name`` takes it; ProtocolError for a name no source takes,
+    ControlRefused for a control this source does not offer (a replay's ``solver``) or a value
+    its rule refuses."""
+    offered = controls_for(source)
+    rule = offered.get(name)
+    if rule is None and name in _EVERY_CONTROL:
+        raise ControlRefused(f"{name}: not a control of this run (it takes "
+                             f"{', '.join(sorted(offered))})")
     if rule is None:
         raise ProtocolError(f"unknown control {name!r}")
     try:
@@ -162,7 +175,7 @@ def apply(source, view: ViewSettings, recording: RecordingRequest, name: str, va
     """Apply a checked control: to ``view`` if it is a view control, else to the source."""
     if name in VIEW_CONTROLS:
         setattr(view, name, value)
-    elif isinstance(source, SimulationRunner):
+    elif isinstance(source, (SimulationRunner, DistributedRun)):
         _apply_run(source, recording, name, value)
     else:
         _apply_replay(source, name, value)
@@ -212,14 +225,18 @@ def _apply_replay(player: Player, name: str, value) -> None:
 def run_settings(source) -> dict:
     """What every client is shown of the run's settings (after any client changed them)."""
     if isinstance(source, SimulationRunner):
-        settings = source.settings
+        settings, frame = source.settings, source.latest()
         return {"kind": "live", "scenario": str(settings.scenario),
-                "scenarios": list(scenarios.names()), "n": source.latest().stats.get("n")
-                if source.latest() else settings.n, "seed": settings.seed,
+                "scenarios": list(scenarios.names()),
+                "n": frame.stats.get("n") if frame else settings.n, "seed": settings.seed,
                 "solver": source.solver_name, "solvers": list(solver_choices()),
-                "dt": source.latest().stats.get("dt") if source.latest() else settings.dt,
+                "dt": frame.stats.get("dt") if frame else settings.dt,
                 "theta": settings.theta, "softening": source.softening,
                 "paused": source.paused}
+    if isinstance(source, DistributedRun):
+        return {"kind": "live", "scenario": source.scenario, "scenarios": [source.scenario],
+                "solver": source.solver_name, "solvers": [source.solver_name],
+                "n": source.simulation.n, "dt": source.simulation.dt, "paused": source.paused}
     if isinstance(source, Player):
         return {"kind": "replay", "frames": source.frame_count, "position": source.position,
                 "playing": source.playing, "speed": source.speed}

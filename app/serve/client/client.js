@@ -298,20 +298,22 @@ export function mount(root, transport, { width = null, height = null } = {}) {
   function buildPanel(welcome) {
     const settings = welcome.settings;
     const sections = [];
+    // only what this server takes (a run over MPI takes pause and step, say)
+    const offered = (name, make) => (controls.includes(name) ? [make()] : []);
     if (settings.kind === "live") {
       sections.push(section("Run", [
         element("div", { class: "orrery-buttons" }, [
           button(settings.paused ? "Resume" : "Pause", "pause", () => control("pause", !state.settings.paused)),
           button("Step", "step", () => control("step", 1)),
-          button("Restart", "restart", () => control("restart", null)),
+          ...offered("restart", () => button("Restart", "restart", () => control("restart", null))),
         ]),
-        selectField("scenario", "scenario", settings.scenarios),
-        numberField("particles", "n", { step: "1", min: 1 }),
-        selectField("solver", "solver", settings.solvers),
-        numberField("dt", "dt", { min: 0 }),
-        numberField("θ", "theta", { min: 0, placeholder: "solver's choice" }),
-        numberField("softening", "softening", { min: 0 }),
-        ...(welcome.recordings ? [element("div", { class: "orrery-buttons" }, [
+        ...offered("scenario", () => selectField("scenario", "scenario", settings.scenarios)),
+        ...offered("n", () => numberField("particles", "n", { step: "1", min: 1 })),
+        ...offered("solver", () => selectField("solver", "solver", settings.solvers)),
+        ...offered("dt", () => numberField("dt", "dt", { min: 0 })),
+        ...offered("theta", () => numberField("θ", "theta", { min: 0, placeholder: "solver's choice" })),
+        ...offered("softening", () => numberField("softening", "softening", { min: 0 })),
+        ...(welcome.recordings && controls.includes("record") ? [element("div", { class: "orrery-buttons" }, [
           button("Record", "record", () => control("record", !(state.stats.recording))),
           numberField("every K steps", "record_every", { step: "1", min: 1 }),
         ])] : []),

@@ -15,11 +15,12 @@ URL_LINE = re.compile(r"at (http://\S+/\?token=\S+)")
 class Server:
     """``orrery serve ARGS`` as a child process; ``url`` is the page's (with the token)."""
 
-    def __init__(self, *arguments, token=TOKEN, startup=120.0):
+    def __init__(self, *arguments, token=TOKEN, startup=120.0, launcher=()):
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orrery.app.cli", "serve", "--port", "0", "--token", token,
-             *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+            [*launcher, sys.executable, "-m", "orrery.app.cli", "serve", "--port", "0",
+             "--token", token, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env=env)
         self.lines: list[str] = []
         self.url = None
         found = threading.Event()

@@ -167,3 +167,47 @@ def test_sigterm_closes_a_recording_started_from_a_client(serve, tmp_path):
     with RecordingFile(path) as recording:
         assert recording.frame_count > 5
         assert not recording.being_written
+
+
+def test_a_run_over_two_mpi_ranks_is_served_from_rank_0(serve):
+    from ...engine.test_distributed import _mpiexec
+
+    server = serve("--scenario", "plummer", "--n", "1500", "--solver", "cpu-direct",
+                   launcher=(_mpiexec(), "-n", "2"))
+
+    async def steps_and_pause():
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(server.ws) as ws:
+                await ws.send_str(json.dumps(HELLO))
+                steps, welcome = [], None
+                while len(steps) < 10:
+                    message = await ws.receive(timeout=60)
+                    if message.type == aiohttp.WSMsgType.TEXT:
+                        text = json.loads(message.data)
+                        welcome = text if text["type"] == "welcome" else welcome
+                        continue
+                    assert message.type == aiohttp.WSMsgType.BINARY, message
+                    _, sequence, _, _, step, _ = unpack_picture(message.data)
+                    steps.append(step)
+                    await ws.send_str(json.dumps({"type": "ack", "sequence": sequence}))
+                await ws.send_str(json.dumps({"type": "control", "name": "solver",
+                                              "value": "cpu-tree"}))
+                refused = None
+                while refused is None:
+                    message = await ws.receive(timeout=30)
+                    if message.type == aiohttp.WSMsgType.TEXT:
+                        text = json.loads(message.data)
+                        refused = text if text["type"] == "error" else None
+                    else:
+                        assert message.type == aiohttp.WSMsgType.BINARY, message
+                        sequence = unpack_picture(message.data)[1]
+                        await ws.send_str(json.dumps({"type": "ack", "sequence": sequence}))
+                return steps, welcome, refused
+
+    steps, welcome, refused = asyncio.run(steps_and_pause())
+    assert steps[-1] > steps[0], "the ranks step together"
+    assert sorted(welcome["controls"]) == sorted(
+        ["pause", "step", "exposure", "point_size", "colour", "render", "colour_map"])
+    assert refused["message"].startswith("solver: not a control of this run"), refused
+    assert server.stop() == 0, server.output
+    assert "Traceback" not in server.output
