@@ -24,6 +24,7 @@ decoded picture that shows it), p50 and p95 over every client's pictures.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import statistics
@@ -34,6 +35,7 @@ import time
 
 import numpy as np
 
+from ..app.serve._protocol import CODECS, JPEG_PICTURE
 from ..engine.solvers._options import Option
 from ._options import BenchmarkSpec, several
 from .harness import format_table
@@ -42,7 +44,7 @@ from .render import window_size
 HELP = "orrery serve: pictures delivered to N clients, latency, bitrate, steps/s vs headless"
 CLIENTS = ("python", "chromium")
 ORBIT_HZ = 30.0
-_COLUMNS = ["solver", "n", "clients", "client", "size", "delivered_fps", "steps_per_second",
+_COLUMNS = ["solver", "n", "clients", "client", "codec", "size", "delivered_fps", "steps_per_second",
             "headless_steps_per_second", "ratio", "viewer_steps_per_second", "viewer_ratio",
             "encode_ms", "mbit_per_s", "frame_latency_p50_ms", "frame_latency_p95_ms",
             "input_latency_p50_ms", "input_latency_p95_ms"]
@@ -54,6 +56,8 @@ SPEC = BenchmarkSpec("serve", HELP, options=(
     several(Option("clients", int, None, "client counts", minimum=1), (1,)),
     Option("client", str, "python", "how a client decodes: PyAV (python) or Debian's headless "
                                      "Chromium (chromium)", choices=CLIENTS),
+    Option("codec", str, "h264", "what the python client asks for: H.264 or JPEG pictures",
+           choices=CODECS),
     Option("size", window_size, "1280x720", "picture size WxH of each client"),
     Option("seconds", float, 10.0, "timed seconds per run", minimum=0.0, exclusive_minimum=True),
     Option("warmup", float, 3.0, "untimed seconds first", minimum=0.0),
@@ -157,6 +161,7 @@ class _ClientLog:
         self.input_latency: list[float] = []
         self.bytes = 0
         self.encode_ms: list[float] = []
+        self.codec = "h264"  # what the server sent: h264, or jpeg where the client asked for it
 
 
 async def _python_clients(url: str, count: int, args) -> list[_ClientLog]:
@@ -175,6 +180,7 @@ async def _python_client(session, url: str, args) -> _ClientLog:
     from ..app.serve._protocol import unpack_picture
 
     log = _ClientLog()
+    log.codec = args.codec
     decoder = av.CodecContext.create("h264", "r")
     pool = ThreadPoolExecutor(1, thread_name_prefix="bench-serve-decode")
     loop = asyncio.get_running_loop()
@@ -183,7 +189,7 @@ async def _python_client(session, url: str, args) -> _ClientLog:
     start = loop.time() + args.warmup
     end = start + args.seconds
     async with session.ws_connect(url, max_msg_size=0) as ws:
-        await ws.send_str(json.dumps({"type": "hello", "version": 1, "codecs": ["h264"],
+        await ws.send_str(json.dumps({"type": "hello", "version": 1, "codecs": [args.codec],
                                       "width": width, "height": height}))
 
         async def orbit():
@@ -210,7 +216,7 @@ async def _python_client(session, url: str, args) -> _ClientLog:
                 if message.type != aiohttp.WSMsgType.BINARY:
                     break
                 kind, sequence, made, input_shown, step, payload = unpack_picture(message.data)
-                await loop.run_in_executor(pool, _decode, decoder, payload)
+                await loop.run_in_executor(pool, _decode, decoder, kind, payload)
                 now, decoded_at = time.time(), time.perf_counter()
                 await ws.send_str(json.dumps({"type": "ack", "sequence": sequence}))
                 shown = [number for number in sent if number <= input_shown]
@@ -229,9 +235,14 @@ async def _python_client(session, url: str, args) -> _ClientLog:
     return log
 
 
-def _decode(decoder, payload: bytes) -> None:
+def _decode(decoder, kind: int, payload: bytes) -> None:
     import av
 
+    if kind == JPEG_PICTURE:
+        from PIL import Image
+
+        np.asarray(Image.open(io.BytesIO(payload)).convert("RGB"))
+        return
     for frame in decoder.decode(av.Packet(payload)):
         frame.to_ndarray(format="yuv420p")  # as a browser, the picture is made, not just parsed
 
@@ -267,7 +278,8 @@ def _chromium_clients(url: str, count: int, args) -> list[_ClientLog]:
                     " action: 'orbit', dx: 2, dy: 0}), 1000 / arguments[0]);", ORBIT_HZ)
         read = ("const s = window.orrery; return {decoded: s.decoded, step: s.step, bytes: "
                 "s.pictureBytes, frames: s.frameLatencies.length, inputs: "
-                "s.inputLatencies.length, encode: s.stats.encode_ms || null, now: Date.now()}")
+                "s.inputLatencies.length, encode: s.stats.encode_ms || null, codec: s.codec || null, "
+                "now: Date.now()}")
         before = [driver.execute_script(read) for driver in drivers]
         time.sleep(args.seconds)
         after = [driver.execute_script(read) for driver in drivers]
@@ -286,6 +298,7 @@ def _chromium_clients(url: str, count: int, args) -> list[_ClientLog]:
             log.frame_latency = [value / 1e3 for value in latencies[0]]
             log.input_latency = [value / 1e3 for value in latencies[1]]
             log.encode_ms = [last["encode"]] if last["encode"] else []
+            log.codec = "h264" if last["codec"] else "jpeg"  # the page decodes H.264 or JPEG
             logs.append(log)
         return logs
     finally:
@@ -307,7 +320,8 @@ def _summarise(logs: list[_ClientLog], args) -> dict:
     frames = [value for log in logs for value in log.frame_latency]
     inputs = [value for log in logs for value in log.input_latency]
     encode = [value for log in logs for value in log.encode_ms]
-    return {"delivered_fps": statistics.median(fps) if fps else 0.0,
+    return {"codec": "/".join(sorted({log.codec for log in logs})),
+            "delivered_fps": statistics.median(fps) if fps else 0.0,
             "delivered_fps_min": min(fps) if fps else 0.0,
             "steps_per_second": statistics.median(steps) if steps else 0.0,
             "encode_ms": statistics.median(encode) if encode else None,

@@ -25,6 +25,18 @@ def test_bench_serve_measures_delivered_pictures_latency_and_steps_against_headl
         assert row["mbit_per_s"] > 0 and row["encode_ms"] > 0
         assert 0 < row["frame_latency_p50_ms"] <= row["frame_latency_p95_ms"]
         assert 0 < row["input_latency_p50_ms"] <= row["input_latency_p95_ms"]
+        assert row["codec"] == "h264"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("egl")
+def test_bench_serve_python_client_can_ask_for_jpeg_pictures(tmp_path):
+    out = tmp_path / "serve.json"
+    assert main(["bench", "serve", "--n", "400", "--scenario", "plummer", "--solver",
+                 "cpu-direct", "--codec", "jpeg", "--seconds", "2", "--warmup", "1",
+                 "--size", "160x96", "--no-baselines", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["codec"] == "jpeg" and row["delivered_fps"] > 1 and row["encode_ms"] > 0
 
 
 @pytest.mark.slow
@@ -38,3 +50,4 @@ def test_bench_serve_reads_what_a_chromium_page_decoded(tmp_path):
     assert row["delivered_fps"] > 1 and row["steps_per_second"] > 0
     assert row["input_latency_p95_ms"] is not None and row["frame_latency_p50_ms"] > 0
     assert row["ratio"] is None  # no baselines asked for
+    assert row["codec"] == "h264"  # a page on localhost is a secure context: WebCodecs
