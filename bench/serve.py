@@ -15,8 +15,9 @@ For each solver, N and client count:
 
 Reported for the served run: ``delivered_fps`` (pictures decoded per second, the median over
 the clients), ``steps_per_second`` (from the step numbers the pictures carry) and its
-``ratio`` to the headless and ``viewer_ratio`` to the viewer's rate, the server's
-``encode_ms`` per picture, ``mbit_per_s`` per client, ``frame_latency`` (the frame taken by the
+``ratio`` to the headless and ``viewer_ratio`` to the viewer's rate, the server's medians of
+``upload_ms`` (a new frame into the render thread's buffers), ``draw_ms`` (a picture drawn and
+read back) and ``encode_ms`` (a picture encoded), ``mbit_per_s`` per client, ``frame_latency`` (the frame taken by the
 server's render thread -> decoded by the client) and ``input_latency`` (an input sent -> the first
 decoded picture that shows it), p50 and p95 over every client's pictures.
 """
@@ -46,7 +47,7 @@ CLIENTS = ("python", "chromium")
 ORBIT_HZ = 30.0
 _COLUMNS = ["solver", "n", "clients", "client", "codec", "size", "delivered_fps", "steps_per_second",
             "headless_steps_per_second", "ratio", "viewer_steps_per_second", "viewer_ratio",
-            "encode_ms", "mbit_per_s", "frame_latency_p50_ms", "frame_latency_p95_ms",
+            "upload_ms", "draw_ms", "encode_ms", "mbit_per_s", "frame_latency_p50_ms", "frame_latency_p95_ms",
             "input_latency_p50_ms", "input_latency_p95_ms"]
 
 SPEC = BenchmarkSpec("serve", HELP, options=(
@@ -161,6 +162,8 @@ class _ClientLog:
         self.input_latency: list[float] = []
         self.bytes = 0
         self.encode_ms: list[float] = []
+        self.draw_ms: list[float] = []
+        self.upload_ms: list[float] = []
         self.codec = "h264"  # what the server sent: h264, or jpeg where the client asked for it
 
 
@@ -210,8 +213,10 @@ async def _python_client(session, url: str, args) -> _ClientLog:
                     break
                 if message.type == aiohttp.WSMsgType.TEXT:
                     stats = json.loads(message.data)
-                    if stats["type"] == "stats" and stats.get("encode_ms") and loop.time() > start:
-                        log.encode_ms.append(stats["encode_ms"])
+                    if stats["type"] == "stats" and loop.time() > start:
+                        for name in ("encode_ms", "draw_ms", "upload_ms"):
+                            if stats.get(name):
+                                getattr(log, name).append(stats[name])
                     continue
                 if message.type != aiohttp.WSMsgType.BINARY:
                     break
@@ -278,7 +283,8 @@ def _chromium_clients(url: str, count: int, args) -> list[_ClientLog]:
                     " action: 'orbit', dx: 2, dy: 0}), 1000 / arguments[0]);", ORBIT_HZ)
         read = ("const s = window.orrery; return {decoded: s.decoded, step: s.step, bytes: "
                 "s.pictureBytes, frames: s.frameLatencies.length, inputs: "
-                "s.inputLatencies.length, encode: s.stats.encode_ms || null, codec: s.codec || null, "
+                "s.inputLatencies.length, encode: s.stats.encode_ms || null, draw: s.stats.draw_ms || "
+                "null, upload: s.stats.upload_ms || null, codec: s.codec || null, "
                 "now: Date.now()}")
         before = [driver.execute_script(read) for driver in drivers]
         time.sleep(args.seconds)
@@ -298,6 +304,8 @@ def _chromium_clients(url: str, count: int, args) -> list[_ClientLog]:
             log.frame_latency = [value / 1e3 for value in latencies[0]]
             log.input_latency = [value / 1e3 for value in latencies[1]]
             log.encode_ms = [last["encode"]] if last["encode"] else []
+            log.draw_ms = [last["draw"]] if last["draw"] else []
+            log.upload_ms = [last["upload"]] if last["upload"] else []
             log.codec = "h264" if last["codec"] else "jpeg"  # the page decodes H.264 or JPEG
             logs.append(log)
         return logs
@@ -319,12 +327,16 @@ def _summarise(logs: list[_ClientLog], args) -> dict:
              for log in logs if len(log.steps) > 1 and log.steps[-1][0] > log.steps[0][0]]
     frames = [value for log in logs for value in log.frame_latency]
     inputs = [value for log in logs for value in log.input_latency]
-    encode = [value for log in logs for value in log.encode_ms]
+    def server_ms(name):  # the server's own medians, as its statistics reported them
+        values = [value for log in logs for value in getattr(log, name)]
+        return statistics.median(values) if values else None
+
     return {"codec": "/".join(sorted({log.codec for log in logs})),
             "delivered_fps": statistics.median(fps) if fps else 0.0,
             "delivered_fps_min": min(fps) if fps else 0.0,
             "steps_per_second": statistics.median(steps) if steps else 0.0,
-            "encode_ms": statistics.median(encode) if encode else None,
+            "upload_ms": server_ms("upload_ms"), "draw_ms": server_ms("draw_ms"),
+            "encode_ms": server_ms("encode_ms"),
             "mbit_per_s": statistics.median([8 * log.bytes / args.seconds / 1e6 for log in logs]),
             "frame_latency_p50_ms": percentile(frames, 50),
             "frame_latency_p95_ms": percentile(frames, 95),

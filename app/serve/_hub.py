@@ -78,6 +78,7 @@ class Viewer:
         self.next_due = 0.0
         self.delivered = deque(maxlen=64)  # send times of recent pictures
         self.encode_seconds = deque(maxlen=64)
+        self.draw_seconds = deque(maxlen=64)  # drawing a picture and reading it back
         self.bytes_sent = deque(maxlen=64)
         self.closed = False
         # render-thread state: renderer and target at this viewer's size, encoder
@@ -207,6 +208,7 @@ class Hub:
         self._settings_dirty = True
         self._stats_due = 0.0
         self._frame_seen = 0.0  # when the render thread first took the frame it shows (time.time)
+        self._upload_seconds = deque(maxlen=64)  # a new frame into the scene's buffers
         self.error: str | None = None  # why the render thread stopped, if it did
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name="orrery-serve-render", daemon=True)
@@ -301,7 +303,9 @@ class Hub:
                 self._news.wait(IDLE_WAIT)
                 self._news.clear()
             return
+        started = time.perf_counter()
         if scene.show(frame, self.source.population):
+            self._upload_seconds.append(time.perf_counter() - started)
             self._frame_seen = time.time()
         for viewer in due:
             try:
@@ -344,10 +348,12 @@ class Hub:
                                weights=weights)
         tone = ToneMap(exposure=view.exposure)
         width, height = size
+        started = time.perf_counter()
         viewer.renderer.render(scene, camera.view_projection(width / height), style, tone,
                                viewer.target)
         pixels = viewer.target.read(components=3, alignment=1)
         rgb = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
+        viewer.draw_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
         kind, payload = viewer.encoder.encode(np.ascontiguousarray(rgb), key=key)
         viewer.encode_seconds.append(time.perf_counter() - started)
@@ -371,9 +377,11 @@ class Hub:
         frame = self.source.latest()
         stats = {} if frame is None else {key: value for key, value in frame.stats.items()
                                           if _jsonable(value)}
+        upload = self._upload_seconds
         common = {"type": "stats", "step": None if frame is None else frame.step,
                   "time": None if frame is None else frame.time,
-                  "viewers": len(viewers), **stats}
+                  "viewers": len(viewers), **stats,
+                  "upload_ms": 1e3 * float(np.median(upload)) if upload else None}
         history = getattr(self.source, "energy_history", None)
         if history is not None:
             times, errors = history()
@@ -391,6 +399,8 @@ class Hub:
             viewer.send(json.dumps({
                 **common, "fps": viewer.delivered_fps(),
                 "encode_ms": 1e3 * float(np.median(encode)) if encode else None,
+                "draw_ms": 1e3 * float(np.median(viewer.draw_seconds))
+                if viewer.draw_seconds else None,
                 "bitrate_mbit": 8 * sum(recent) / 1e6,
                 "frame_path": getattr(viewer, "frame_path", None)}))
 

@@ -23,6 +23,7 @@ def test_bench_serve_measures_delivered_pictures_latency_and_steps_against_headl
                                              row["headless_steps_per_second"])
         assert row["viewer_steps_per_second"] > 0
         assert row["mbit_per_s"] > 0 and row["encode_ms"] > 0
+        assert row["draw_ms"] > 0 and row["upload_ms"] > 0
         assert 0 < row["frame_latency_p50_ms"] <= row["frame_latency_p95_ms"]
         assert 0 < row["input_latency_p50_ms"] <= row["input_latency_p95_ms"]
         assert row["codec"] == "h264"
