@@ -85,8 +85,11 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
 def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
     """The solver name and options, dt and integrator a recording was made with."""
     model = attributes.get("model", "gravity")
+    if not isinstance(model, str):  # an array here compares element-wise: say it is damaged
+        raise RecordingError(f"{path}: its model attribute {model!r:.80} is not a name: damaged")
     if model != "gravity":
-        raise RecordingError(f"{path} records a {model!r} run: --resume continues gravity runs")
+        raise RecordingError(f"{path} records a {model!r:.80} run: --resume continues gravity "
+                             "runs")
     missing = [name for name in ("solver", "solver_params", "dt", "integrator")
                if name not in attributes]
     if missing:

@@ -112,6 +112,7 @@ def _with_attributes(tmp_path, **changes):
     ({"solver": np.array([1, 2])}, "unknown to this Orrery"),
     ({"integrator": np.int64(3)}, "integrator 3 is not a name"),
     ({"model": "flock"}, "records a 'flock' run"),
+    ({"model": np.array([1, 2])}, "its model attribute array([1, 2]) is not a name"),
 ])
 def test_resume_refuses_a_recording_whose_run_settings_are_damaged(tmp_path, capsys, changes,
                                                                    message):
