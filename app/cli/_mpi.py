@@ -1,4 +1,4 @@
-"""``orrery run`` under an MPI launcher: every rank must run the same command. Each rank's
+"""``orrery run`` and ``orrery serve`` under an MPI launcher: every rank must run the same command. Each rank's
 command line is digested and the digests compared across the ranks before any work (and before
 a rank whose command line argparse refused exits), so ranks started with different options end
 together with one message from rank 0 instead of hanging in a collective or failing in one
@@ -10,11 +10,15 @@ import hashlib
 import sys
 
 
+# The commands whose ranks work together on one run.
+DISTRIBUTED_COMMANDS = ("run", "serve")
+
+
 def ranks_agree(argv: list[str], *, parsed: bool) -> bool:
-    """Whether every rank of an MPI-launched ``orrery run`` was given the same ``argv`` and
-    parsed it (``parsed``); True without a launcher and for other commands. A disagreement is
-    printed by rank 0 alone; every rank gets False."""
-    if argv[:1] != ["run"]:
+    """Whether every rank of an MPI-launched ``orrery run`` or ``serve`` was given the same
+    ``argv`` and parsed it (``parsed``); True without a launcher and for other commands. A
+    disagreement is printed by rank 0 alone; every rank gets False."""
+    if not argv or argv[0] not in DISTRIBUTED_COMMANDS:
         return True
     from ...engine.distributed import World, launched_under_mpi  # run imports it anyway
 
@@ -36,6 +40,6 @@ def ranks_agree(argv: list[str], *, parsed: bool) -> bool:
         if differing:
             said.append(f"rank(s) {', '.join(map(str, differing))} were given other options "
                         "than rank 0")
-        print(f"orrery run: error: every rank must run the same command: {'; '.join(said)}",
-              file=sys.stderr)
+        print(f"orrery {argv[0]}: error: every rank must run the same command: "
+              f"{'; '.join(said)}", file=sys.stderr)
     return False

@@ -253,3 +253,13 @@ def test_a_stopped_rank_ends_the_others_within_the_stall_limit(tmp_path):
         process.wait()
     assert process.returncode != 0
     assert "rank 0 of 2): error: waited" in err and "one of them stopped or died" in err, err
+
+
+def test_served_ranks_started_with_different_options_end_together_with_one_message():
+    serve = ["serve", "--scenario", "plummer", "--n", "64", "--solver", "cpu-direct", "--port",
+             "0", "--token", "test-token"]
+    done = _mpmd(serve, [*serve, "--dt", "0.002"])
+    assert done.returncode != 0
+    assert done.stderr.count("orrery serve: error: every rank must run the same command") == 1, \
+        done.stderr
+    assert "Traceback" not in done.stderr
