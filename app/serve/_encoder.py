@@ -17,6 +17,7 @@ from fractions import Fraction
 import numpy as np
 
 from ...engine._optional import require
+from ..export._video import BT709, LIMITED_RANGE
 from ._protocol import DELTA_PICTURE, JPEG_PICTURE, KEY_PICTURE
 
 # x264's constant-rate factor for the default quality: 1080p60 of the galaxy collision stays
@@ -47,18 +48,33 @@ class H264Encoder:
         context.gop_size = KEY_INTERVAL
         context.max_b_frames = 0
         context.thread_count = threads
+        # BT.709, limited range, and the stream says so: what the GPU's conversion
+        # (render/_yuv420_pass) writes and what encode() converts to
+        context.color_primaries = context.color_trc = context.colorspace = BT709
+        context.color_range = LIMITED_RANGE
         context.options = {"preset": "ultrafast", "tune": "zerolatency", "crf": str(crf),
                            "x264-params": f"vbv-maxrate={MAX_BITRATE_KBIT}:"
                                           f"vbv-bufsize={MAX_BITRATE_KBIT // 2}"}
         self._context = context
         self._picture_type = av.video.frame.PictureType
         self._from_ndarray = av.VideoFrame.from_ndarray
+        self._from_numpy_buffer = av.VideoFrame.from_numpy_buffer
         self._count = 0
         self.codec_string: str | None = None  # 'avc1.PPCCLL', known after the first picture
 
     def encode(self, rgb: np.ndarray, *, key: bool = False) -> tuple[int, bytes]:
-        """(picture kind, Annex-B bytes) of one picture; ``key`` forces a key picture."""
-        frame = self._from_ndarray(rgb, format="rgb24")
+        """(picture kind, Annex-B bytes) of one RGB picture, converted here (swscale);
+        ``key`` forces a key picture."""
+        frame = self._from_ndarray(rgb, format="rgb24").reformat(
+            format="yuv420p", dst_colorspace=BT709, dst_color_range=LIMITED_RANGE)
+        return self._encode(frame, key)
+
+    def encode_yuv420(self, image: np.ndarray, *, key: bool = False) -> tuple[int, bytes]:
+        """As :meth:`encode`, of a picture already converted to yuv420p (``yuv420_layout``: the
+        GPU's ``Yuv420Pass`` gives it so), which costs the encoder no conversion."""
+        return self._encode(self._from_numpy_buffer(image, format="yuv420p"), key)
+
+    def _encode(self, frame, key: bool) -> tuple[int, bytes]:
         frame.pts = self._count
         self._count += 1
         if key:

@@ -29,6 +29,7 @@ from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
                       headless_context, population_weights)
+from ..render._yuv420_pass import Yuv420Pass
 from . import _controls
 from ._controls import RecordingRequest, ViewSettings
 from ._encoder import make_encoder
@@ -85,6 +86,7 @@ class Viewer:
         self.renderer = None
         self.target = None
         self.encoder = None
+        self.yuv420 = None  # the GPU's colour conversion, for an H.264 viewer
 
     # Transport side ------------------------------------------------------------------------
 
@@ -175,7 +177,9 @@ class Viewer:
             self._colour.release()
         if self.encoder is not None:
             self.encoder.close()
-        self.renderer = self.target = self.encoder = None
+        if self.yuv420 is not None:
+            self.yuv420.release()
+        self.renderer = self.target = self.encoder = self.yuv420 = None
 
 
 class Hub:
@@ -331,7 +335,7 @@ class Hub:
         if viewer.renderer is None or viewer.target.size != size:
             viewer.release()
             viewer.renderer = Renderer(ctx)
-            viewer._colour = ctx.texture(size, 3)
+            viewer._colour = ctx.texture(size, 4)
             viewer.target = ctx.framebuffer(color_attachments=[viewer._colour])
             key = True
         if viewer.encoder is None or viewer.encoder.codec != codec or viewer.encoder.size != size:
@@ -351,11 +355,21 @@ class Hub:
         started = time.perf_counter()
         viewer.renderer.render(scene, camera.view_projection(width / height), style, tone,
                                viewer.target)
-        pixels = viewer.target.read(components=3, alignment=1)
-        rgb = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
+        if codec == "h264":  # converted on the GPU: half the bytes back, no swscale
+            if viewer.yuv420 is None:
+                viewer.yuv420 = Yuv420Pass(ctx, viewer._colour, size)
+            viewer.yuv420.submit()
+            picture = viewer.yuv420.collect()
+        else:
+            pixels = viewer.target.read(components=3, alignment=1)
+            picture = np.ascontiguousarray(
+                np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1])
         viewer.draw_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
-        kind, payload = viewer.encoder.encode(np.ascontiguousarray(rgb), key=key)
+        if codec == "h264":
+            kind, payload = viewer.encoder.encode_yuv420(picture, key=key)
+        else:
+            kind, payload = viewer.encoder.encode(picture, key=key)
         viewer.encode_seconds.append(time.perf_counter() - started)
         if key and viewer.encoder.codec_string:
             viewer.send(json.dumps({"type": "stream", "codec": viewer.encoder.codec_string,

@@ -7,13 +7,15 @@ import json
 import threading
 import time
 
+import av
 import numpy as np
 import pytest
 from PIL import Image
 
 from orrery.app.serve import Hub, ProtocolError
 from orrery.app.serve._hub import PICTURES_IN_FLIGHT
-from orrery.app.serve._protocol import JPEG_PICTURE, parse, unpack_picture
+from orrery.app.serve._protocol import (DELTA_PICTURE, JPEG_PICTURE, KEY_PICTURE, parse,
+                                        unpack_picture)
 from orrery.engine.recording import RecordingFile
 from orrery.engine.runner import RunSettings, SimulationRunner
 
@@ -25,11 +27,12 @@ pytestmark = pytest.mark.usefixtures("egl")
 class Client:
     """A viewer's transport that keeps every message; ``pictures`` decoded as they arrive."""
 
-    def __init__(self, hub, *, size=(160, 96), ack=True):
-        self.texts, self.pictures, self.ack = [], [], ack
+    def __init__(self, hub, *, size=(160, 96), ack=True, codec="jpeg"):
+        self.texts, self.pictures, self.ack, self.codec = [], [], ack, codec
+        self.decoder = av.CodecContext.create("h264", "r") if codec == "h264" else None
         self.lock = threading.Lock()
         self.viewer = hub.attach(self.send)
-        self.say({"type": "hello", "version": 1, "codecs": ["jpeg"], "width": size[0],
+        self.say({"type": "hello", "version": 1, "codecs": [codec], "width": size[0],
                   "height": size[1]})
 
     def send(self, message):
@@ -38,8 +41,13 @@ class Client:
                 self.texts.append(json.loads(message))
             return
         kind, sequence, made, input_sequence, step, payload = unpack_picture(message)
-        assert kind == JPEG_PICTURE
-        image = np.asarray(Image.open(io.BytesIO(payload)).convert("L"), float)
+        if self.codec == "h264":
+            assert kind in (KEY_PICTURE, DELTA_PICTURE)
+            (frame,) = self.decoder.decode(av.Packet(payload))
+            image = frame.to_ndarray(format="rgb24").astype(float)
+        else:
+            assert kind == JPEG_PICTURE
+            image = np.asarray(Image.open(io.BytesIO(payload)).convert("RGB"), float)
         with self.lock:
             self.pictures.append((sequence, input_sequence, step, image))
         if self.ack:
@@ -75,6 +83,21 @@ def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
     wait_for(lambda: keeping_up.count() > 20, what="pictures for the viewer that keeps up")
     assert stalled.count() == PICTURES_IN_FLIGHT
     assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
+
+
+def test_h264_pictures_converted_on_the_gpu_show_what_jpeg_pictures_show(hub):
+    """The H.264 viewer's pictures are converted to BT.709 yuv420p by the GPU and tagged so:
+    decoded, their colours are the JPEG viewer's of the same frame."""
+    hub.source.pause()
+    jpeg, h264 = Client(hub), Client(hub, codec="h264")
+    wait_for(lambda: jpeg.count() and h264.count(), what="first pictures")
+    time.sleep(0.3)
+    reference, decoded = jpeg.latest()[3], h264.latest()[3]
+    assert reference.shape == decoded.shape == (96, 160, 3)
+    lit = reference.max(axis=2) > 60
+    assert lit.sum() > 50, "the cluster is in the picture"
+    assert np.abs(decoded[lit].mean(axis=0) - reference[lit].mean(axis=0)).max() < 4
+    assert np.abs(decoded - reference).mean() < 3
 
 
 def test_each_viewer_turns_its_own_camera(hub):
