@@ -85,10 +85,23 @@ def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
     assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
 
 
-def test_h264_pictures_converted_on_the_gpu_show_what_jpeg_pictures_show(hub):
-    """The H.264 viewer's pictures are converted to BT.709 yuv420p by the GPU and tagged so:
-    decoded, their colours are the JPEG viewer's of the same frame."""
-    hub.source.pause()
+@pytest.mark.parametrize("on_gpu", [True, False], ids=["gpu-conversion", "swscale"])
+def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
+    """The H.264 viewer's pictures are converted to BT.709 yuv420p, by the GPU's pass (where
+    GL draws on a GPU) or by swscale (where it draws on the CPU), and tagged so: decoded,
+    their colours are the JPEG viewer's of the same frame."""
+    from orrery.app.serve import _hub
+
+    monkeypatch.setattr(_hub, "is_software", lambda ctx: not on_gpu)
+    hub = Hub(SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct")))
+    try:
+        hub.source.pause()
+        _compare_h264_with_jpeg(hub)
+    finally:
+        hub.close()
+
+
+def _compare_h264_with_jpeg(hub):
     jpeg, h264 = Client(hub), Client(hub, codec="h264")
     wait_for(lambda: jpeg.count() and h264.count(), what="first pictures")
     time.sleep(0.3)
