@@ -81,13 +81,20 @@ def machine() -> dict:
 
 
 def commit() -> str | None:
-    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside a checkout."""
+    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside a checkout.
+    Changes to the results store itself do not count: the first of several ``--record`` runs
+    writes it, and the runs after it measure the same code."""
+    def git(*arguments) -> str:
+        return subprocess.run(["git", *arguments], capture_output=True, text=True, timeout=10,
+                              check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=10"],
-                              capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip() or None
+        head = git("rev-parse", "--short=10", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                      f":(exclude){STORE.as_posix()}")
     except (OSError, subprocess.SubprocessError):
         return None
+    return f"{head}-dirty" if changed else head or None
 
 
 def now() -> str:

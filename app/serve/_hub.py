@@ -357,7 +357,7 @@ class Hub:
         viewer.renderer.render(scene, camera.view_projection(width / height), style, tone,
                                viewer.target)
         # Converted on the GPU: half the bytes back and no swscale. Where GL draws on the CPU
-        # the pass costs more than swscale does (the 30k collision at 720p on 2 cores: 14.5
+        # the pass costs more than swscale does (the 30k collision at 720p on 2 cores: 14.7
         # pictures/s against 17.1 with swscale, bench serve --client chromium).
         convert_on_gpu = codec == "h264" and not is_software(ctx)
         if convert_on_gpu:

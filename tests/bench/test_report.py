@@ -171,3 +171,26 @@ def test_a_missing_store_is_refused_before_the_benchmark_runs(tmp_path, capsys, 
     assert main(["bench", "direct", "--n", "64", "--record", str(tmp_path / "nowhere")]) == 2
     assert "no results store at" in capsys.readouterr().err
     assert main(["bench", "report", "--store", str(tmp_path / "nowhere")]) == 2
+
+
+def test_runs_recorded_one_after_another_carry_the_same_commit(tmp_path, monkeypatch):
+    """The first --record writes the store; the runs after it measure the same code, so a
+    changed store does not make their commit -dirty (they would not be pooled otherwise)."""
+    import subprocess
+
+    def git(*arguments):
+        subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "kind.jsonl").write_text("")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
+    monkeypatch.chdir(tmp_path)
+    clean = results.commit()
+    assert clean and not clean.endswith("-dirty")
+    (tmp_path / "docs" / "results" / "kind.jsonl").write_text("{}\n")
+    assert results.commit() == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results.commit() == clean + "-dirty"
