@@ -35,7 +35,7 @@ _SLIDER_SHARE = 0.55
 _RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
 _AMBER = imgui.ImVec4(1.0, 0.75, 0.3, 1.0)
 _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
-# Where the record button writes (relative to the working directory), as DESIGN.md lays out.
+# Where the record button writes: recordings/ under the working directory (as the README says).
 RECORDINGS_FOLDER = Path("recordings")
 
 
