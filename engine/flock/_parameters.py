@@ -4,7 +4,7 @@ the presets, the viewer's panel, the CLI and the recordings read one table.
 
 The world is a periodic box ``[0, world)^3``: a boid leaving one face enters at the opposite
 one and neighbours are found across the faces (minimum image), so there are no walls to steer
-around and the density stays uniform on average (docs/adr/0090-flock-periodic-box.md).
+around and the density stays uniform on average (docs/adr/0095-flock-exact-fixed-point-sums.md).
 """
 
 from __future__ import annotations
