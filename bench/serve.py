@@ -17,8 +17,9 @@ Reported for the served run: ``delivered_fps`` (pictures decoded per second, the
 the clients), ``steps_per_second`` (from the step numbers the pictures carry) and its
 ``ratio`` to the headless and ``viewer_ratio`` to the viewer's rate, the server's medians of
 ``upload_ms`` (a new frame into the render thread's buffers), ``draw_ms`` (a picture drawn and
-read back) and ``encode_ms`` (a picture encoded), ``mbit_per_s`` per client, ``frame_latency`` (the frame taken by the
-server's render thread -> decoded by the client) and ``input_latency`` (an input sent -> the first
+read back) and ``encode_ms`` (a picture encoded), ``mbit_per_s`` per client, ``frame_latency`` (a frame taken by the
+server's render thread -> its first picture decoded by the client; pictures that show the same
+frame again for a turned camera count under input latency) and ``input_latency`` (an input sent -> the first
 decoded picture that shows it), p50 and p95 over every client's pictures.
 """
 
@@ -189,6 +190,7 @@ async def _python_client(session, url: str, args) -> _ClientLog:
     loop = asyncio.get_running_loop()
     width, height = args.size
     sent: dict[int, float] = {}
+    frame_made = None  # when the server took the frame the newest picture shows
     start = loop.time() + args.warmup
     end = start + args.seconds
     async with session.ws_connect(url, max_msg_size=0) as ws:
@@ -230,7 +232,9 @@ async def _python_client(session, url: str, args) -> _ClientLog:
                     continue
                 log.decoded.append(now)
                 log.steps.append((now, step))
-                log.frame_latency.append(now - made)
+                if made != frame_made:  # a frame's first picture; later ones show it again
+                    log.frame_latency.append(now - made)
+                    frame_made = made
                 log.bytes += len(payload)
                 log.input_latency += latencies
         finally:

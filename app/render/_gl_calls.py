@@ -16,7 +16,9 @@ from collections import deque
 
 import numpy as np
 
-# GL_COPY_WRITE_BUFFER: a binding point no draw call reads, so moderngl's bindings stay intact.
+# GL_COPY_READ_BUFFER / GL_COPY_WRITE_BUFFER: binding points no draw call reads, so moderngl's
+# bindings stay intact.
+_COPY_READ_BUFFER = 0x8F36
 _COPY_WRITE_BUFFER = 0x8F37
 _SYNC_GPU_COMMANDS_COMPLETE = 0x9117
 _SYNC_FLUSH_COMMANDS_BIT = 0x1
@@ -38,14 +40,16 @@ def _gl():
 def _library():
     try:
         gl = _gl()
-        finish, bind, sub_data, flush = (gl.glFinish, gl.glBindBuffer, gl.glBufferSubData,
-                                         gl.glFlush)
+        finish, bind, sub_data, flush, get_sub_data = (
+            gl.glFinish, gl.glBindBuffer, gl.glBufferSubData, gl.glFlush, gl.glGetBufferSubData)
     except AttributeError:  # no library (None), or one without these functions
         return None
     finish.restype = bind.restype = sub_data.restype = flush.restype = None
+    get_sub_data.restype = None
     bind.argtypes = (ctypes.c_uint, ctypes.c_uint)
-    sub_data.argtypes = (ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_void_p)
-    return finish, bind, sub_data, flush
+    sub_data.argtypes = get_sub_data.argtypes = (ctypes.c_uint, ctypes.c_ssize_t,
+                                                 ctypes.c_ssize_t, ctypes.c_void_p)
+    return finish, bind, sub_data, flush, get_sub_data
 
 
 @functools.cache
@@ -74,27 +78,38 @@ class FramesInFlight:
         self._fences: deque = deque()
 
     def submitted(self) -> None:
-        calls = _sync_calls()
-        if calls is None:
-            finish(self.ctx)
-            return
-        self._fences.append(calls[0](_SYNC_GPU_COMMANDS_COMPLETE, 0))
-        flush(self.ctx)  # the GPU may start the frame while this thread waits or sleeps
+        self._fences.append(fence(self.ctx))
         while len(self._fences) > self.depth - 1:
-            self._wait(self._fences.popleft())
+            wait(self.ctx, self._fences.popleft())
 
     def drain(self) -> None:
         while self._fences:
-            self._wait(self._fences.popleft())
+            wait(self.ctx, self._fences.popleft())
         finish(self.ctx)
 
-    @staticmethod
-    def _wait(fence) -> None:
-        _, wait, delete = _sync_calls()
-        if wait(fence, _SYNC_FLUSH_COMMANDS_BIT, _FOREVER_NS) == _WAIT_FAILED:
-            delete(fence)
-            raise RuntimeError("glClientWaitSync failed")
-        delete(fence)
+
+def fence(ctx):
+    """A GL fence after every command issued so far, which are handed to the GPU (flushed) so it
+    may start them while this thread does other work; None where fences cannot be called."""
+    calls = _sync_calls()
+    if calls is None:
+        return None
+    marker = calls[0](_SYNC_GPU_COMMANDS_COMPLETE, 0)
+    flush(ctx)
+    return marker
+
+
+def wait(ctx, marker) -> None:
+    """Wait, without the GIL, until the GPU has passed ``marker`` (from :func:`fence`); with no
+    marker (no fences here), until it has done every command (``finish``)."""
+    if marker is None:
+        finish(ctx)
+        return
+    _, client_wait, delete = _sync_calls()
+    failed = client_wait(marker, _SYNC_FLUSH_COMMANDS_BIT, _FOREVER_NS) == _WAIT_FAILED
+    delete(marker)
+    if failed:
+        raise RuntimeError("glClientWaitSync failed")
 
 
 def flush(ctx) -> None:
@@ -120,7 +135,22 @@ def write(buffer, data: np.ndarray) -> None:
     if calls is None or data.nbytes > buffer.size:
         buffer.write(data)
         return
-    _, bind, sub_data, _ = calls
+    _, bind, sub_data, _, _ = calls
     bind(_COPY_WRITE_BUFFER, buffer.glo)
     sub_data(_COPY_WRITE_BUFFER, 0, data.nbytes, data.ctypes.data)
     bind(_COPY_WRITE_BUFFER, 0)
+
+
+def read(buffer, out: np.ndarray) -> np.ndarray:
+    """``buffer``'s first ``out.nbytes`` bytes copied into ``out`` without the GIL (moderngl's
+    ``Buffer.read`` holds it while the GPU finishes what the buffer waits for, stalling every
+    other thread: the served run's WebSocket loop and solver among them)."""
+    calls = _library()
+    if calls is None or not out.flags.c_contiguous or out.nbytes > buffer.size:
+        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(buffer.read(out.nbytes), np.uint8)
+        return out
+    _, bind, _, _, get_sub_data = calls
+    bind(_COPY_READ_BUFFER, buffer.glo)
+    get_sub_data(_COPY_READ_BUFFER, 0, out.nbytes, out.ctypes.data)
+    bind(_COPY_READ_BUFFER, 0)
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _gl_calls
 from ._shaders import program
 
 # Frames in flight between the GPU and the host: one being drawn while one is read.
@@ -39,6 +40,7 @@ class Yuv420Pass:
         self._target = ctx.texture((width, self.shape[0]), 1, dtype="f1")
         self._framebuffer = ctx.framebuffer(color_attachments=[self._target])
         self._buffers = [ctx.buffer(reserve=width * self.shape[0]) for _ in range(PIXEL_BUFFERS)]
+        self._fences = [None] * PIXEL_BUFFERS  # each buffer's copy done: a GL fence
         self._next = 0      # the buffer the next submit reads into
         self.pending = 0
 
@@ -56,6 +58,7 @@ class Yuv420Pass:
         self._triangle.render(ctx.TRIANGLES, vertices=3)
         # into a pixel buffer: the call returns at once, the copy runs after the draw
         self._framebuffer.read_into(self._buffers[self._next], components=1, alignment=1)
+        self._fences[self._next] = _gl_calls.fence(ctx)
         self._next = (self._next + 1) % PIXEL_BUFFERS
         self.pending += 1
 
@@ -64,9 +67,16 @@ class Yuv420Pass:
             raise RuntimeError("no frame submitted")
         oldest = (self._next - self.pending) % PIXEL_BUFFERS
         self.pending -= 1
-        return np.frombuffer(self._buffers[oldest].read(), np.uint8).reshape(self.shape)
+        # The wait for the GPU (the draw, behind whatever else it runs) and the copy are made
+        # without the GIL, so the threads beside this one keep running meanwhile.
+        _gl_calls.wait(self.ctx, self._fences[oldest])
+        self._fences[oldest] = None
+        return _gl_calls.read(self._buffers[oldest], np.empty(self.shape, np.uint8))
 
     def release(self) -> None:
+        for marker in self._fences:  # a copy still running: let it end before its buffer goes
+            if marker is not None:
+                _gl_calls.wait(self.ctx, marker)
         for buffer in self._buffers:
             buffer.release()
         self._framebuffer.release()

@@ -95,6 +95,7 @@ export function mount(root, transport, { width = null, height = null } = {}) {
     inputLatencies: [], frameLatencies: [], pictureBytes: 0, panelVisible: true,
   };
   let decoder = null, codec = null, inputSent = new Map(), pendingKey = true;
+  let lastFrameMade = null;
   let controls = [], helloSent = false;
 
   // --- transport ----------------------------------------------------------------------
@@ -145,7 +146,10 @@ export function mount(root, transport, { width = null, height = null } = {}) {
     state.sequence = sequence;
     state.pictureBytes += bytes;
     const now = performance.now();
-    state.frameLatencies.push(Date.now() - made);
+    // A frame's latency: taken by the server -> the first picture of it shown; the pictures
+    // that show it again (the camera turned meanwhile) carry the same time and are not counted.
+    if (made !== lastFrameMade) state.frameLatencies.push(Date.now() - made);
+    lastFrameMade = made;
     for (const [input, sent] of inputSent) {
       if (input > inputShown) break;
       state.inputLatencies.push(now - sent);

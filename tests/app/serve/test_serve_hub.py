@@ -85,6 +85,19 @@ def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
     assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
 
 
+def test_a_viewer_that_leaves_gives_back_its_renderer_and_encode_thread(hub):
+    leaving, staying = Client(hub), Client(hub)
+    wait_for(lambda: leaving.count() > 2 and staying.count() > 2, what="pictures for both")
+    name = f"orrery-serve-encode-{leaving.viewer.number}"
+    assert any(thread.name == name for thread in threading.enumerate())
+    hub.detach(leaving.viewer)
+    wait_for(lambda: leaving.viewer.renderer is None and leaving.viewer.encoding is None,
+             what="the departed viewer released on the render thread")
+    assert not any(thread.name == name for thread in threading.enumerate())
+    before = staying.count()
+    wait_for(lambda: staying.count() > before + 2, what="pictures for the viewer that stayed")
+
+
 @pytest.mark.parametrize("on_gpu", [True, False], ids=["gpu-conversion", "swscale"])
 def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
     """The H.264 viewer's pictures are converted to BT.709 yuv420p, by the GPU's pass (where
