@@ -2,10 +2,10 @@
 // Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
 // walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
 // M2L per target cell, downward pass (L2L by depth), and P2P with L2P at the leaves: each leaf
-// pair once for both leaves (fmm_p2p_kernel.hpp, docs/adr/0161), then each body's far field.
+// pair once for both leaves (fmm_p2p_kernel.hpp, docs/fmm-tuning-log.md#0161), then each body's far field.
 // Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
 // on the keys; expansion arithmetic is in double at both precisions, the
-// particle sums in T, except M2L with float expansions (docs/adr/0165): the signed multipoles
+// particle sums in T, except M2L with float expansions (docs/fmm-tuning-log.md#0165): the signed multipoles
 // rounded to float, the cell pairs in float lanes, each local widened back to double.
 // Determinism: every output is written in an order fixed by the tree and the lists, never by
 // the threads. A cell's expansion and a body's far field are written by one task that adds its
@@ -56,7 +56,7 @@ struct FmmStageSeconds {
 FmmP2PFn<float> mutual_for(const SimdKernels& k, float) { return k.fmm_p2p_f32; }
 FmmP2PFn<double> mutual_for(const SimdKernels& k, double) { return k.fmm_p2p_f64; }
 
-// Bodies per group of the mutual P2P's schedule (docs/adr/0161): a fixed count, so the
+// Bodies per group of the mutual P2P's schedule (docs/fmm-tuning-log.md#0161): a fixed count, so the
 // schedule, and with it every sum's order, depends on the tree alone; large enough that most
 // pairs stay inside a group, small enough for a few hundred tasks at N = 10^6.
 constexpr std::size_t kP2PGroupBodies = 2048;
@@ -327,7 +327,7 @@ class FmmEngine {
     }
   }
 
-  // The mutual P2P's schedule (docs/adr/0161), from the tree and lists alone: leaves in
+  // The mutual P2P's schedule (docs/fmm-tuning-log.md#0161), from the tree and lists alone: leaves in
   // contiguous groups of at least kP2PGroupBodies bodies; each leaf a's list entries with a
   // source b > a (the upper half of its sorted list) get the place b's reactions go: b's own
   // sums when b is in a's group, else the group's slot for b (past the n bodies' sums, one per
@@ -401,7 +401,7 @@ class FmmEngine {
     }
   }
 
-  // Mutual P2P (docs/adr/0161): phase one, one task per group, its leaves in index order: each
+  // Mutual P2P (docs/fmm-tuning-log.md#0161): phase one, one task per group, its leaves in index order: each
   // leaf's own pairs and its pairs with the upper half of its list, each pair once by fmm_p2p,
   // both halves: the target's into its sums, the source's into its sums or the group's slot for
   // it. A task writes only its group's sums and slots. Phase two, per leaf: its imports' slots

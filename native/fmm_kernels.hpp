@@ -1,6 +1,6 @@
 // The FMM's M2L kernel, written once over a SIMD traits type S (simd_*.hpp) and compiled in each
 // simd_*.cpp file like the tree kernels, for S of double and of float (the `expansions` option,
-// docs/adr/0165: the same code with E = S::Scalar, twice the lanes per vector in float). The
+// docs/fmm-tuning-log.md#0165: the same code with E = S::Scalar, twice the lanes per vector in float). The
 // sources of a batch sit in the lanes: their derivative tensors come from the recurrence of
 // fmm_expansions.hpp, one vector per term, and the contraction L_k += D_{k+n} S_n runs on
 // whole vectors, so one FMA serves S::lanes cell pairs. A short last batch is padded with

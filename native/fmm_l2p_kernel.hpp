@@ -4,7 +4,7 @@
 // of the expansion's coefficients. Each lane does exactly the arithmetic of fmm_monomials and
 // fmm_l2p (fmm_expansions.hpp), in the same order, so the same bits as the loop the orders above
 // 7 take. One body at a time in the baseline instruction set, L2P took 7% of a single-thread
-// evaluation at N = 262144, p 5 (docs/adr/0165).
+// evaluation at N = 262144, p 5 (docs/fmm-tuning-log.md#0165).
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 // the keys alone, so the lists depend only on the keys, the topology and theta, never on how a
 // device rounded a centre of mass; expansions are about the box centres.
 //
-// Heavy nodes (docs/adr/0189): a pair whose larger node holds more than a share of all bodies
+// Heavy nodes (docs/fmm-tuning-log.md#0189): a pair whose larger node holds more than a share of all bodies
 // (`heavy` of them) takes a smaller angle, theta * 2^(-(k+1)/(p+1)) for c bodies with
 // floor(log2(c / heavy)) = k: its expansion error, about rho^(p+1) of its pull, is the largest
 // part of a target's force where one node pulls most of it (a Plummer sphere's outskirts,

@@ -24,7 +24,7 @@ struct FmmM2LTables {
 // One target cell and its sources: local[k] = sum over sources j (in list order, in batches of
 // kFmmBatch<E> sources, lanes folded in one fixed order) of sum_n D_{k+n}(z_target - z_j) S_n(j),
 // computed in E (the `expansions` option: double, or float for twice the lanes per vector;
-// docs/adr/0165) and widened to double.
+// docs/fmm-tuning-log.md#0165) and widened to double.
 template <typename E>
 struct FmmM2LTask {
   const double* centre;             // 3 per node

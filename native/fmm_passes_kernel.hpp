@@ -5,7 +5,7 @@
 // pairwise (lane k with lane k + half) in one fixed order and added to the multipole. So a
 // multipole's terms are summed in an order fixed by the tree alone (not body after body or child
 // after child as in fmm_expansions.hpp's loops: the same sums up to rounding). One body or child
-// at a time in the baseline instruction set, they took the upward pass's time (docs/adr/0169).
+// at a time in the baseline instruction set, they took the upward pass's time (docs/fmm-tuning-log.md#0169).
 // L2L needs no fold (each lane is one child's): each lane does exactly the arithmetic of
 // fmm_monomials and fmm_l2l (fmm_expansions.hpp), in the same order, so the same bits.
 #pragma once

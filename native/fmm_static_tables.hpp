@@ -1,6 +1,6 @@
 // The index tables of fmm_expansions.hpp for one order as compile-time constants, so that the
 // M2L kernel of that order (fmm_kernels.hpp) is straight-line code: every table index is an
-// immediate offset, no index loads, no branches on absent terms (docs/adr/0116).
+// immediate offset, no index loads, no branches on absent terms (docs/fmm-tuning-log.md#0116).
 // The same numbering as fmm_tables.cpp; fmm_tables() checks, for every order that has these,
 // that both generators agree entry for entry, so there is still one definition in effect.
 #pragma once

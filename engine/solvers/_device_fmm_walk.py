@@ -1,4 +1,4 @@
-"""gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/adr/0157): the
+"""gpu-fmm's dual tree walk on the device (``fmm.cl``'s walk kernels, docs/fmm-tuning-log.md#0157): the
 interaction lists of native ``fmm_lists`` (cpu-fmm's), computed breadth first over node pairs.
 
 Each step (``walk_step``, one launch) takes the frontier's pairs two levels down and appends
@@ -6,7 +6,7 @@ their M2L pairs, P2P pairs and next frontier to arrays, each work-group reservin
 one atomic add per array; the walk's state (pairs so far, an overflow flag, the frontier sizes)
 stays on the device. The arrays hold the same pairs every run in an order that varies. The
 unordered pairs then become per-target lists without a global sort (``fmm_lists.cl``,
-docs/adr/0172: :class:`DeviceLists`): integer atomics count each node's entries, one exclusive
+docs/fmm-tuning-log.md#0172: :class:`DeviceLists`): integer atomics count each node's entries, one exclusive
 scan places the segments, a second atomic pass scatters both directions of every pair into
 them, and a sub-group sorts each segment (sources ascending). The lists are exactly
 the host's, entry for entry, whatever order the pairs and the atomics came in.
@@ -15,7 +15,7 @@ Host round trips: the first walk (and any walk after an overflow) reads the stat
 step, and grows an array that overflowed to the size the step counted and runs the step again;
 it keeps the steps' widths and the arrays' sizes, each with a quarter to spare, as a plan.
 Later walks queue every step of the plan at once and read nothing: the lists take the pair
-counts where the walk left them, launched over the arrays' capacities (docs/adr/0191). The
+counts where the walk left them, launched over the arrays' capacities (docs/fmm-tuning-log.md#0191). The
 solver reads the state once its whole evaluation is queued (``complete``): a tree that outgrew
 the plan (a wider frontier, more pairs, more steps) set the overflow flag or left a frontier,
 and is walked again step by step, which renews the plan; either way the lists are the same

@@ -43,7 +43,7 @@ ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0
 # default for both, so that equal settings give equal trees and lists. The accuracy table's FMM
 # rows were measured at 96.
 FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=96)
-# Heavy nodes (native fmm_lists.hpp, docs/adr/0189): where one node pulls most of a target's
+# Heavy nodes (native fmm_lists.hpp, docs/fmm-tuning-log.md#0189): where one node pulls most of a target's
 # force (a Plummer sphere's outskirts, pulled by a node holding its core), that pair's expansion
 # error is most of the target's, and it sets the tail of the relative errors that their RMS
 # follows. One record for both FMMs, so that equal settings still give equal lists.
@@ -53,7 +53,7 @@ FMM_HEAVY_SHARE = Option("heavy_share", float, None,
                          "share (default: none is heavy, theta alone decides)",
                          minimum=0.0, exclusive_minimum=True, maximum=0.5)
 # The precision of the expansions, one record for both FMMs (each solver sets its default and
-# says what it rounds: docs/adr/0165).
+# says what it rounds: docs/fmm-tuning-log.md#0165).
 FMM_EXPANSIONS = Option("expansions", str, None, "precision of the expansions", choices=("f64", "f32"))
 
 

@@ -1,5 +1,5 @@
 """gpu-fmm's expansion operators of one order as straight-line kernel code, generated from the
-expansion tables (``native/fmm_expansions.hpp``; docs/adr/0157): the monomials t_n(v) = v^n / n!,
+expansion tables (``native/fmm_expansions.hpp``; docs/fmm-tuning-log.md#0157): the monomials t_n(v) = v^n / n!,
 M2M, M2L, L2L and L2P, declared in ``fmm.cl``.
 
 Table-driven loops index the expansions with values read from memory, so a GPU compiler keeps
@@ -33,7 +33,7 @@ class ExpansionCode:
 # in registers: the tensor, L and S of order 7 (120 terms each) spilled 1 KiB a work-item and
 # the M2L of 10M bodies took 11.6 ms, streamed 544 bytes and 7.8 ms. At orders 5 and 6 the
 # terms held are faster (4.6 against 5.5 ms and 6.0 against 6.9 ms at 10M on the H200,
-# docs/adr/0184).
+# docs/fmm-tuning-log.md#0184).
 STREAMED_FROM_ORDER = 7
 
 

@@ -4,9 +4,9 @@ cpu-tree's Morton sort and depth-first octree (ADR-0010), a dual tree walk emitt
 (M2L) and leaf-leaf (P2P) lists with the opening test ``theta * |c_A - c_B| > r_A + r_B`` on
 the nodes' key boxes, multipole and local Taylor expansions of order ``order`` about the box
 centres (docs/adr/0110). Cost about N; P2P evaluates each leaf pair once for both leaves on the
-SIMD level's kernel (``simd`` option; docs/adr/0161), the expansions in double except M2L with
+SIMD level's kernel (``simd`` option; docs/fmm-tuning-log.md#0161), the expansions in double except M2L with
 ``expansions="f32"``: there the cell pairs run in float lanes, twice as many per vector
-(docs/adr/0165). Results do not
+(docs/fmm-tuning-log.md#0165). Results do not
 depend on the thread count, bit for bit, and the lists are symmetric, so the total force sums to
 zero up to rounding. ``accuracy=`` instead of ``theta``
 picks theta (and, unless ``order`` is given, the order) for each particle count from the
@@ -27,7 +27,7 @@ from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 # By default the precision's: float32 bodies get float lanes in M2L, 0.6-0.75x its f64 time at
 # N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of |a| (RMS 5e-8)
 # at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
-# accuracy= picks the same settings either way (docs/adr/0165).
+# accuracy= picks the same settings either way (docs/fmm-tuning-log.md#0165).
 EXPANSIONS = replace(FMM_EXPANSIONS, default=None,
                      doc="precision of the expansions, f32 or f64; cpu-fmm: of M2L, the cell-cell stage (f32: "
                          "twice the cell pairs per vector, the multipoles rounded to float, each local "

@@ -12,9 +12,9 @@ gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly 
 node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
 leaves, a work-group per leaf) and ``l2p`` (which writes each body's result in the caller's
 order). Expansions in double where the device
-has it (docs/adr/0157).
+has it (docs/fmm-tuning-log.md#0157).
 
-Plans (docs/adr/0191): the passes launch over the node slots of the solver's arrays and for the
+Plans (docs/fmm-tuning-log.md#0191): the passes launch over the node slots of the solver's arrays and for the
 cell levels it planned, and read the tree's node count on the device; the walk queues its
 planned steps and the lists take their pair counts on the device. So an evaluation queues whole
 and reads back once, at its end: the evaluation's state (36 bytes). A tree that outgrew a plan
@@ -22,7 +22,7 @@ and reads back once, at its end: the evaluation's state (36 bytes). A tree that 
 the passes run again with the plan renewed from it. The first evaluation reads the tree's counts
 and walks step by step, which makes the plans.
 
-Replay (docs/adr/0192): on CUDA the second evaluation in a row that fits its plans with the same
+Replay (docs/fmm-tuning-log.md#0192): on CUDA the second evaluation in a row that fits its plans with the same
 arrays and settings is captured, build and passes, into a graph, and later ones replay it (one
 launch and the read of the state: the host's ~90 launches are gone). A replayed evaluation that
 outgrew the plans is run again launched, and the graph dropped. ``replay = False`` launches
@@ -56,14 +56,14 @@ M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
 # The bits of a list length in M2L's schedule keys (longer lists sort as the longest).
 SCHEDULE_LENGTH_BITS = 16
-# The P2P kernel's host defines (fmm.cl's p2p, docs/adr/0173, 0176), read when a solver is made
+# The P2P kernel's host defines (fmm.cl's p2p, docs/fmm-tuning-log.md#0173, #0176), read when a solver is made
 # so that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
 # share each target's sources: leaves hold ~30 bodies on a Plummer sphere at the default leaf
 # capacity of 96), targets a work-item (each local read of a source feeds that many pairs),
 # source bodies staged per barrier pair (four per work-item: 8 KiB of local memory in float32
 # at 128), a tile pass's cost in lane-sums per group of sources, above which a leaf's last
 # targets go in two batches that divide the group better (None: never), and the most lanes a
-# target (None: as many as the group has; 1: one lane a target, the scheme before ADR 0173).
+# target (None: as many as the group has; 1: one lane a target, the scheme before docs/fmm-tuning-log.md#0173).
 # On the H200 (p 6, theta 0.75, 10M bodies) two targets a work-item took P2P 8.3 ms at leaf
 # capacity 64 against 8.9 at one, and groups of 128 12.2 ms at capacity 96 against 12.7 at 64
 # (8.3 either way at 64).
@@ -171,7 +171,7 @@ class GpuFmmSolver(GpuSolver):
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
         self._last = None  # the last evaluation's tree, interaction lists and their pair counts
-        # Planned evaluations replayed from a CUDA graph (docs/adr/0192): the second in a row
+        # Planned evaluations replayed from a CUDA graph (docs/fmm-tuning-log.md#0192): the second in a row
         # with the same key (``_replay_key``) is captured, later ones replay it.
         self.replay = True
         self.replay_unavailable: str | None = None

@@ -2,7 +2,7 @@
  * nodes), the same arithmetic as cpu-fmm (native/fmm.cpp, native/fmm_expansions.hpp).
  *
  * Algorithm (docs/adr/0110): Cartesian Taylor expansions of the softened 1/r to order ORDER
- * about the centre of each node's key box, every stage on the device (docs/adr/0157):
+ * about the centre of each node's key box, every stage on the device (docs/fmm-tuning-log.md#0157):
  *   upward       the leaves (upward_leaves, a few lanes a leaf), then the cells once per
  *                level, deepest first (upward): each node's key box, centre and walk geometry,
  *                and its signed multipole S_n = (-1)^|n| M_n, M_n = sum m t_n(x - z),
@@ -18,7 +18,7 @@
  *                expansion re-expanded about its own centre;
  *   p2p          every body: the pairwise pull of its own leaf (itself excluded) and its P2P
  *                leaves, a work-group per leaf whose lanes split the sources among a few
- *                lanes per target (docs/adr/0173);
+ *                lanes per target (docs/fmm-tuning-log.md#0173);
  *   l2p_bodies   every body adds its leaf's local expansion (L2P).
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
@@ -26,7 +26,7 @@
  * MULTIPOLE_STRIDE, P2M_LANES, M2L_GROUP, M2L_LANES, SCHEDULE_LENGTH_BITS, P2P_GROUP,
  * P2P_TARGETS, P2P_TILE, P2P_SPLIT_COST, P2P_MOST_PARTS, P2P_MASK_SELF, WITH_POTENTIAL,
  * STATE_NODES, STATE_TREE_NODES, STATE_LEVELS (the evaluation's state: below).
- * Node counts stay on the device (docs/adr/0191): the host launches the node passes over the
+ * Node counts stay on the device (docs/fmm-tuning-log.md#0191): the host launches the node passes over the
  * node slots its arrays hold and the level passes for the levels it planned, and every pass
  * takes the tree's node count from the evaluation's state (plan_nodes).
  * Determinism: one work-item per output (a node's box and expansion, a body's sum), adding its

@@ -1,6 +1,6 @@
 /* fmm_lists.cl: gpu-fmm's per-target interaction lists from the dual walk's unordered pairs
  * (fmm.cl's walk: a << 32 | b, each pair once, never a node with itself), without a global sort
- * (docs/adr/0172). The sources of target t are source[start[t] .. start[t + 1]), ascending:
+ * (docs/fmm-tuning-log.md#0172). The sources of target t are source[start[t] .. start[t + 1]), ascending:
  * exactly native fmm_lists' directed lists (cpu-fmm's), entry for entry.
  *
  * Algorithm, one list (M2L or P2P) at a time, over the first totals[total] pairs (a count on the
@@ -20,7 +20,7 @@
  *                 LIST_GROUP (padded with 0xffffffff, above every node index; strides below
  *                 LIST_GROUP exchange lanes by shuffles, longer ones slots within a work-item):
  *                 about n log^2 n compare-exchanges against ranking's n^2 compares, whose
- *                 instructions bound it (docs/adr/0182). A longer segment (rare: see below)
+ *                 instructions bound it (docs/fmm-tuning-log.md#0182). A longer segment (rare: see below)
  *                 places each entry at
  *                 start[t] + rank, rank = how many of the segment's sources are smaller. The
  *                 sources of a segment are distinct (the walk emits each unordered pair once and

@@ -84,7 +84,7 @@ def test_total_force_vanishes(precision, bound):
             assert np.abs(weighted.sum(axis=0)).max() < bound * np.abs(weighted).sum(), (seed, order)
 
 
-# theta = 0: every pair is a P2P pair, evaluated once for both bodies (docs/adr/0161), so
+# theta = 0: every pair is a P2P pair, evaluated once for both bodies (docs/fmm-tuning-log.md#0161), so
 # m_i a_i + m_j a_j differs from 0 only by the rounding of m_i (m_j v^3 d) against
 # m_j (m_i v^3 d) and of the sums: measured 1e-9 to 3e-9 (f32) and 5e-18 to 3e-17 (f64) of
 # sum m |a| over these cases, the bounds 10x above.
@@ -197,7 +197,7 @@ def test_lists_are_symmetric_and_cover_every_pair_once(heavy_share):
         assert meetings == 1, (a, b)
 
 
-# Heavy nodes (docs/adr/0189) against theta alone, 2048 sampled targets of a 65536-body Plummer
+# Heavy nodes (docs/fmm-tuning-log.md#0189) against theta alone, 2048 sampled targets of a 65536-body Plummer
 # sphere, p 6, theta 0.85: the pairs of the node holding its core set the error tail of the
 # outskirts (measured RMS 1.95e-3 -> 8.9e-4, p90 1.18e-3 -> 7.2e-4, the largest 3.5e-2 ->
 # 1.5e-2, for 13% more M2L pairs).
@@ -236,7 +236,7 @@ def test_orrery_run_with_cpu_fmm(capsys):
     assert "solver cpu-fmm" in capsys.readouterr().out
 
 
-# Float expansions (M2L in float lanes, docs/adr/0165) against double ones, both with float64
+# Float expansions (M2L in float lanes, docs/fmm-tuning-log.md#0165) against double ones, both with float64
 # bodies so that only M2L's rounding differs: measured at most 4.3e-7 of |a| per body (RMS
 # 5e-8) on Plummer and Hernquist spheres at p 5-7, theta 0.3-0.7; the bounds are 5x above. At
 # p 7, theta 0.3 (RMS error 3.2e-6 against the reference) this is float expansions' floor:
@@ -302,7 +302,7 @@ def test_float_expansions_fall_back_to_double_past_floats_range():
 
 # The mutual P2P runs two targets per block of the other leaves' bodies at AVX-512 (one at the
 # other levels), P2M and M2M sum a leaf's bodies or a node's children in double lanes, folded per
-# term, and L2L shifts to a node's children in lanes (docs/adr/0169). Every level against the
+# term, and L2L shifts to a node's children in lanes (docs/fmm-tuning-log.md#0169). Every level against the
 # scalar one, which takes one target, one body and one child at a time, at orders 1, 5 and 7: leaf
 # capacities 1 to 7 give leaves with fewer targets than a pair and every remainder of one, 64
 # leaves of several blocks. Measured: at most 3.3e-16 (f64) and 3.5e-7 (f32) of the largest
