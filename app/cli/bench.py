@@ -125,6 +125,8 @@ def command_line(kind: str, spec, options: dict) -> str:
             parts.append(flag(option.name) if value else "--no-" + flag(option.name)[2:])
         elif isinstance(option, Several):
             parts += [flag(option.name), *map(str, value)]
+        elif isinstance(value, tuple):  # a picture size, parsed to (w, h): written as typed, WxH
+            parts += [flag(option.name), "x".join(map(str, value))]
         else:
             parts += [flag(option.name), str(value)]
     return " ".join(parts)

@@ -52,3 +52,11 @@ def test_bench_serve_reads_what_a_chromium_page_decoded(tmp_path):
     assert row["input_latency_p95_ms"] is not None and row["frame_latency_p50_ms"] > 0
     assert row["ratio"] is None  # no baselines asked for
     assert row["codec"] == "h264"  # a page on localhost is a secure context: WebCodecs
+
+
+def test_a_recorded_command_gives_the_picture_size_as_it_is_typed():
+    from orrery.app.cli.bench import command_line
+    from orrery.bench import serve
+
+    command = command_line("serve", serve.SPEC, {"n": (10000000,), "size": (1920, 1080)})
+    assert command == "orrery bench serve --n 10000000 --size 1920x1080"
