@@ -87,7 +87,7 @@ def _replay(player, scene, renderer, output, view_projection, style, tone, ctx, 
         wanted = player.position
         while True:
             frame = player.latest()
-            if frame is not None and frame.stats["index"] == wanted:
+            if frame is not None and frame.stats.index == wanted:
                 break
             time.sleep(0)
         shown = time.perf_counter()

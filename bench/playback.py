@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine import Simulation, ics
+from ..engine import frame_encoding
 from ..engine.errors import InvalidInputError
 from ..engine.recording import Player, Recorder, RecordingFile
 from ..engine.recording import _format as fmt
@@ -71,7 +72,7 @@ def run(**options) -> list[dict]:
     rows = []
     for precision, compression in itertools.product(args.precision, args.compression):
         try:
-            fmt.compression_filter(compression, fmt.frame_encoding(precision))
+            fmt.compression_filter(compression, frame_encoding.named(precision))
         except InvalidInputError as error:
             rows.append({"stage": "write", "precision": precision, "compression": compression,
                          "note": f"skipped: {error}"})
@@ -212,7 +213,7 @@ def _player_pass(path: Path, trials: int) -> dict:
                 player.seek(index)
                 while True:
                     frame = player.latest()
-                    if frame is not None and frame.stats["index"] == index:
+                    if frame is not None and frame.stats.index == index:
                         break
                     time.sleep(0)
 

@@ -1,7 +1,8 @@
 """How a recorded frame's positions are stored: float32, float16, or 16-bit fixed point on the
-frame's bounding box. The device narrows frames with ``native/kernels/frames.cl`` (so only the
-stored bytes cross the bus); this module is the host's side of the same encodings, bit for bit,
-for states kept in host memory, and the decoding every reader uses.
+frame's bounding box, in one place: the names, the stored dtypes, the device's narrowing
+(:class:`DeviceFrames`, ``native/kernels/frames.cl``, so only the stored bytes cross the bus),
+the host's side of the same encodings, bit for bit, for states kept in host memory, and the
+decoding every reader uses.
 
 fixed16: each coordinate is q = rint((x - lo) * scale) clamped to 0..65535 (float32 arithmetic,
 ties to even), with lo the frame's minimum on that axis, step = extent / 65535 and
@@ -24,6 +25,10 @@ FLOAT16 = "float16"
 FIXED16 = "fixed16"
 ENCODINGS = (FLOAT32, FLOAT16, FIXED16)
 
+# The names an encoding goes by where one is chosen (a Recorder's dtype, the runner's and the
+# command line's precision): long and short.
+NAMES = {"float32": FLOAT32, "f32": FLOAT32, "float16": FLOAT16, "f16": FLOAT16,
+         "fixed16": FIXED16}
 # The dtype each encoding stores positions as.
 STORED_DTYPES = {FLOAT32: np.dtype("<f4"), FLOAT16: np.dtype("<f2"), FIXED16: np.dtype("<u2")}
 # fixed16: a frame's box is 9 float32 values (lo xyz, step xyz, scale xyz); the device appends
@@ -37,8 +42,10 @@ FIXED16_ROUNDING = 2.0**-20
 HALF_MAX = 65504.0
 _HALF_EXPONENT_AND_SIGNIFICAND = 0x7FFF
 _HALF_INFINITY = 0x7C00
-# Work-group size of frames.cl's bounds kernels (a power of two).
+# Work-group size of frames.cl's bounds kernels (a power of two), and the work-groups of the
+# fixed16 box's first pass.
 BOUNDS_GROUP = 256
+BOUNDS_GROUPS = 64
 WIDEN_GROUP = 256
 
 
@@ -46,6 +53,58 @@ def frame_program(context, real_bits: int):
     """``frames.cl`` built on ``context`` for states of ``real_bits`` precision."""
     return context.build(["frames.cl"], defines={"REAL_BITS": real_bits,
                                                   "BOUNDS_GROUP": BOUNDS_GROUP})
+
+
+class DeviceFrames:
+    """Frames and keyframes of a device state's rows, made by ``frames.cl`` on ``context`` in
+    queue order and downloaded without waiting: a state of ``real_bits`` precision whose
+    kernels cover ``n`` rows with ``launch`` work-items in groups of ``group``."""
+
+    def __init__(self, context, real_bits: int, n: int, launch: int, group: int):
+        self._context, self._n, self._launch, self._group = context, n, launch, group
+        self._program = frame_program(context, real_bits)
+        # The first pass's partials, then the box, reused by every frame: the queue orders one
+        # frame's kernels before the next frame's.
+        self._partials = context.empty(6 * BOUNDS_GROUPS, np.float32)
+        self._box = context.empty(BOX_VALUES, np.float32)
+
+    def narrowed(self, encoding: str, body):
+        """The positions of ``body`` (``real4`` rows x, y, z, mass) as a staged frame in
+        ``encoding`` (float16 or fixed16: :func:`staged_shape`), a snapshot whose
+        ``kernel_events`` time the narrowing."""
+        count = np.int32(self._n)
+        events = []  # the narrowing's device time, read by whoever waits for the copy
+        program = self._program
+
+        def write_half(out):
+            events.append(program.kernel("frame_half").launch(self._launch, self._group, body,
+                                                              count, out))
+
+        def write_fixed(out):
+            events.append(program.kernel("bounds_partials").launch(
+                BOUNDS_GROUPS * BOUNDS_GROUP, BOUNDS_GROUP, body, count, self._partials))
+            events.append(program.kernel("bounds_finish").launch(
+                BOUNDS_GROUP, BOUNDS_GROUP, self._partials, np.int32(BOUNDS_GROUPS), self._box))
+            events.append(program.kernel("frame_fixed16").launch(
+                self._launch, self._group, body, count, self._box, out))
+
+        half = check_encoding(encoding) == FLOAT16
+        if not half and encoding != FIXED16:
+            raise InvalidInputError(f"the device narrows frames to {FLOAT16} or {FIXED16}, not "
+                                    f"{encoding}")
+        snapshot = self._context.snapshot(staged_shape(encoding, self._n),
+                                          np.float16 if half else np.uint16,
+                                          write_half if half else write_fixed)
+        snapshot.kernel_events = events
+        return snapshot
+
+    def rows(self, rows, dtype):
+        """The first three columns of ``rows`` (``real4``) as (n, 3) in ``dtype``, the state's
+        precision: a keyframe's exact positions or velocities."""
+        def write(out):
+            self._program.kernel("state_xyz").launch(self._launch, self._group, rows,
+                                                     np.int32(self._n), out)
+        return self._context.snapshot((self._n, 3), dtype, write)
 
 
 def widened_on_device(context, positions: np.ndarray):
@@ -59,6 +118,16 @@ def widened_on_device(context, positions: np.ndarray):
         frame_program(context, 32).kernel("frame_widen_half").launch(
             launch, WIDEN_GROUP, context.upload(halves.view(np.uint16)), np.int32(values), wide)
     return wide
+
+
+def named(name) -> str:
+    """``"float32"``/``"f32"``, ``"float16"``/``"f16"`` (or the numpy dtype), or ``"fixed16"``
+    -> the encoding's name (one of ``ENCODINGS``)."""
+    key = np.dtype(name).name if not isinstance(name, str) else name
+    if key not in NAMES:
+        raise InvalidInputError(f"recording dtype must be float32, float16 or fixed16, got "
+                                f"{name!r}")
+    return NAMES[key]
 
 
 def check_encoding(name: str) -> str:

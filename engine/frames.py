@@ -1,15 +1,48 @@
-"""Frames and the ``FrameSource`` interface: what the renderer and the recorder consume.
+"""Frames, their statistics and the ``FrameSource`` interface: what the renderer consumes.
 
 A live simulation (the solver thread) and a replayed recording both implement ``FrameSource``,
-so the renderer never knows which one it is drawing.
+so the renderer never knows which one it is drawing; ``PublishedFrames`` is the publishing the
+live sources share.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+
+from .particles import Particles
+
+
+@dataclass(frozen=True)
+class FrameStats:
+    """What a source says about the run behind a frame. A field is None where the source does
+    not know it: a replay has no solver, a live run no frame index."""
+
+    n: int | None = None
+    dt: float | None = None
+    solver: str | None = None  # the solver in use (a flock: where it runs), described
+    theta: float | None = None  # the opening angle in use, where the solver has one
+    steps_per_second: float | None = None  # 0 while paused
+    solver_seconds_per_step: float | None = None
+    energy_error: float | None = None  # None until the first sample after a (re)start
+    paused: bool | None = None
+    error: str | None = None  # the exception that stopped the run, with its traceback
+    recording: tuple[str, int] | None = None  # (path, frames appended) while recording
+    recording_error: str | None = None  # why the last recording stopped early
+    # Recorder.stats(): frames narrowed on the device, how often the run waited for the disk
+    recording_stats: dict | None = None
+    index: int | None = None  # a replayed frame's index in its recording ...
+    frame_count: int | None = None  # ... and the recording's frames
+
+    def as_dict(self) -> dict:
+        """Every field by name (for JSON: the viewer's statistics file, the served client)."""
+        return dataclasses.asdict(self)
 
 
 class Frame:
@@ -25,7 +58,7 @@ class Frame:
     __slots__ = ("_positions", "snapshot", "time", "step", "sequence", "stats")
 
     def __init__(self, positions: np.ndarray | None, time: float, step: int, sequence: int,
-                 stats: dict | None = None, *, snapshot=None):
+                 stats: FrameStats = FrameStats(), *, snapshot=None):
         if positions is None and snapshot is None:
             raise ValueError("a frame needs positions or a snapshot of them")
         self._positions = positions
@@ -33,7 +66,7 @@ class Frame:
         self.time = time
         self.step = step
         self.sequence = sequence  # increases by one for every frame a source publishes
-        self.stats = {} if stats is None else stats
+        self.stats = stats
 
     @property
     def positions(self) -> np.ndarray:
@@ -49,7 +82,7 @@ class Frame:
             source = self.positions
         return int(source.shape[0])
 
-    def relabelled(self, *, sequence: int, stats: dict) -> "Frame":
+    def relabelled(self, *, sequence: int, stats: FrameStats) -> "Frame":
         """The same positions published again with a new sequence number and statistics."""
         return Frame(self._positions, self.time, self.step, sequence, stats,
                      snapshot=self.snapshot)
@@ -72,6 +105,22 @@ class FrameSource(ABC):
     def population_names(self) -> tuple[str, ...]:
         """Names of the population labels."""
 
+    @property
+    def masses(self) -> np.ndarray | None:
+        """Per-particle masses (for density images), or None where the source has none: the
+        density pass then weighs every particle the same."""
+        return None
+
+    @property
+    def error(self) -> str | None:
+        """Why the run behind the source stopped (None while it has not)."""
+        return None
+
+    def energy_history(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Sampled (time, relative energy error) of the run, or None for a source that does not
+        sample it (a replay, a flock)."""
+        return None
+
     @abstractmethod
     def latest(self) -> Frame | None:
         """The newest complete frame, or None before the first one exists."""
@@ -86,3 +135,69 @@ class FrameSource(ABC):
         drawing a frame that would show nothing new. A source that cannot tell sleeps
         ``timeout``."""
         time.sleep(timeout)
+
+
+class PublishedFrames(FrameSource):
+    """A source whose frames are made by a thread of its own (or by the caller) and published
+    one at a time: the newest is handed out by ``latest()``, and ``wait_for_newer`` waits for
+    the next on a condition the publisher notifies. The live runner, the served distributed run
+    and the notebook's simulation are this.
+
+    ``_condition`` is re-entrant: a subclass may publish while holding it.
+    """
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._front: Frame | None = None
+        self._sequence = 0
+        self._population = np.zeros(0, np.uint8)
+        self._population_names: tuple[str, ...] = ()
+        self._masses: np.ndarray | None = None
+
+    @property
+    def population(self) -> np.ndarray:
+        return self._population
+
+    @property
+    def population_names(self) -> tuple[str, ...]:
+        return self._population_names
+
+    @property
+    def masses(self) -> np.ndarray | None:
+        return self._masses
+
+    def latest(self) -> Frame | None:
+        with self._condition:
+            self._frame_taken()
+            return self._front
+
+    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
+        """Wait (the GIL released) until a frame other than ``sequence`` is published, the
+        source stops, or ``timeout`` seconds pass."""
+        with self._condition:
+            self._frame_taken()
+            self._condition.wait_for(lambda: self._stopping() or (
+                self._front is not None and self._front.sequence != sequence), timeout)
+
+    def _frame_taken(self) -> None:
+        """Called (the lock held) when a reader takes or waits for a frame: a publisher that
+        makes frames only when they are read hears of it here."""
+
+    def _stopping(self) -> bool:
+        """Whether the publisher has stopped, so waiting for a newer frame is over."""
+        return False
+
+    def _label(self, particles: Particles) -> None:
+        """The population labels, their names and the masses of the frames published from now
+        on (call it with the lock held where frames of another run may be read meanwhile)."""
+        self._population = particles.population
+        self._population_names = particles.population_names
+        self._masses = particles.mass
+
+    def _publish_frame(self, make: Callable[[int], Frame]) -> Frame:
+        """Publish ``make(sequence)``, the frame numbered next, and wake the waiting readers."""
+        with self._condition:
+            self._sequence += 1
+            self._front = make(self._sequence)
+            self._condition.notify_all()
+            return self._front

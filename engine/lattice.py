@@ -32,6 +32,7 @@ import numpy as np
 
 from .compute import HostSnapshot
 from .errors import InvalidInputError
+from .host_frames import HostFrames
 from .particles import Particles, check_positions_and_masses
 
 # |q| never exceeds this: one increment (also below it) more still fits in int64.
@@ -144,7 +145,7 @@ def _advance(q: np.ndarray, increment: np.ndarray, what: str, span: float) -> No
     q[...] = moved
 
 
-class LatticeState:
+class LatticeState(HostFrames):
     """A :class:`~orrery.engine.Simulation`'s state under the reversible integrator: positions
     and velocities on a :class:`Lattice` in host memory, masses in float64, the accelerations
     from ``solver.accelerations`` (a GPU solver's through its host interface)."""

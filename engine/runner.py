@@ -30,11 +30,12 @@ from typing import Callable
 
 import numpy as np
 
-from . import scenarios
+from . import frame_encoding, scenarios
 from .errors import InvalidInputError, OrreryError
 from .flock import FlockSimulation
-from .frames import Frame, FrameSource
+from .frames import Frame, FrameStats, PublishedFrames
 from .recording import Recorder
+from .contracts import SteppedSimulation
 from .simulation import Simulation
 from .solvers import Solver, make_solver, solver_specs
 
@@ -71,7 +72,7 @@ class RunSettings:
     flock: dict | None = None  # rule changes over a flock scenario's own (FlockParameters fields)
 
 
-class SimulationRunner(FrameSource):
+class SimulationRunner(PublishedFrames):
     """Advance a simulation on a background thread and publish its latest frame.
 
     Parameters
@@ -99,20 +100,18 @@ class SimulationRunner(FrameSource):
         self._energy_every = int(energy_every)
         self._energy_interval = float(energy_interval)
         self._solver_factory = solver_factory
-        self._condition = threading.Condition()
+        super().__init__()
         self._commands: deque[list] = deque()
         self._paused = paused
         self._steps_left = 0
         self._stop = False
         self._wanted = False  # a reader has taken the newest frame and wants the next
-        self._front: Frame | None = None
-        self._sequence = 0
         self._published = 0
         self._published_step = -1
         self._error: str | None = None
         self._recording_error: str | None = None
         self._energy_history: list[tuple[float, float]] = []
-        self._sim: Simulation | None = None
+        self._sim: SteppedSimulation | None = None
         self._recorder: Recorder | None = None
         self._record_every = 1
         self._solver_description = ""
@@ -124,32 +123,11 @@ class SimulationRunner(FrameSource):
 
     # FrameSource ---------------------------------------------------------------------------
 
-    @property
-    def population(self) -> np.ndarray:
-        return self._population
+    def _frame_taken(self) -> None:
+        self._wanted = True  # the solver thread makes the next frame after its next step
 
-    @property
-    def population_names(self) -> tuple[str, ...]:
-        return self._population_names
-
-    @property
-    def masses(self) -> np.ndarray:
-        """The run's particle masses (for density images); they change only with the scenario."""
-        return self._scenario.particles.mass
-
-    def latest(self) -> Frame | None:
-        """The newest frame; the solver thread makes the next one after its next step."""
-        with self._condition:
-            self._wanted = True
-            return self._front
-
-    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
-        """Wait (the GIL released) until the solver thread publishes a frame other than
-        ``sequence``, it stops, or ``timeout`` seconds pass; it publishes after its next step."""
-        with self._condition:
-            self._wanted = True
-            self._condition.wait_for(lambda: self._stop or (
-                self._front is not None and self._front.sequence != sequence), timeout)
+    def _stopping(self) -> bool:
+        return self._stop
 
     def close(self, timeout: float | None = None) -> bool:
         """Stop the solver thread and wait for it (it finishes the step in progress first, not
@@ -196,10 +174,7 @@ class SimulationRunner(FrameSource):
         that cannot be written stops with a message in ``recording_error``; the run goes on."""
         if int(every) < 1:
             raise InvalidInputError(f"every must be >= 1, got {every}")
-        if precision not in ("f16", "f32", "fixed16"):
-            raise InvalidInputError(f"precision must be 'f16', 'f32' or 'fixed16', got "
-                                    f"{precision!r}")
-        self._submit("record", (str(path), int(every), precision))
+        self._submit("record", (str(path), int(every), frame_encoding.named(precision)))
 
     def stop_recording(self) -> None:
         """Finish the recording (every frame queued so far is written)."""
@@ -343,13 +318,12 @@ class SimulationRunner(FrameSource):
                 if value is not None:
                     self._begin_recording(*value)
 
-    def _begin_recording(self, path: str, every: int, precision: str) -> None:
+    def _begin_recording(self, path: str, every: int, encoding: str) -> None:
         self._recording_error = None
-        dtype = {"f16": "float16", "f32": "float32"}.get(precision, precision)
         try:
             self._recorder = Recorder.for_simulation(path, self._sim,
                                                      scenario=str(self._settings.scenario),
-                                                     source=self._scenario.metadata, dtype=dtype)
+                                                     source=self._scenario.metadata, dtype=encoding)
             self._record_every = every
             self._recorder.append_simulation(self._sim)
         except Exception as error:  # noqa: BLE001 - a recording must not stop the run
@@ -408,8 +382,7 @@ class SimulationRunner(FrameSource):
             sim.time, sim.steps = scenario.start
         with self._condition:  # re-entrant: the new labels and their first frame appear together
             self._scenario = scenario
-            self._population = scenario.particles.population
-            self._population_names = scenario.particles.population_names
+            self._label(scenario.particles)
             self._commit(sim, description, settings)
             self._publish()
 
@@ -421,13 +394,12 @@ class SimulationRunner(FrameSource):
         with self._condition:
             self._commit(sim, description, settings)
 
-    def _commit(self, sim: Simulation, description: str, settings: RunSettings) -> None:
+    def _commit(self, sim: SteppedSimulation, description: str, settings: RunSettings) -> None:
         # Called with the lock held, so a reader never sees a population of one run beside the
         # positions of another.
         self._sim = sim
         self._solver_description = description
-        solver = getattr(sim, "solver", None)  # a flock has none
-        self._theta = None if solver is None else solver.theta_in_use(sim.n)
+        self._theta = sim.theta_in_use()
         self._settings = settings
         self._energy_history = [(sim.time, 0.0)]
         self._energy_step, self._energy_at = sim.steps, time.perf_counter()
@@ -443,7 +415,7 @@ class SimulationRunner(FrameSource):
         solver = self._solver_factory(name, **solver_options(name, scenario, settings))
         sim = Simulation(particles, solver, dt=dt, integrator=scenario.integrator)
         # Described after binding: ``auto`` has chosen by then and says which solver and why.
-        return sim, solver.describe()
+        return sim, sim.describe()
 
     def _advance(self) -> None:
         sim = self._sim
@@ -472,36 +444,29 @@ class SimulationRunner(FrameSource):
             snapshot = None
         with self._condition:
             history = self._energy_history
-            stats = {
-                "n": sim.n,
-                "solver": self._solver_description,
-                "theta": self._theta,
-                "steps_per_second": 0.0 if self._paused else self._rate.steps_per_second,
-                "solver_seconds_per_step": self._rate.seconds_per_step,
-                # None until the first sample after a (re)start
-                "energy_error": history[-1][1] if len(history) > 1 else None,
-                "dt": sim.dt,
-                "paused": self._paused,
-                "error": self._error,
-                "recording": (None if self._recorder is None else
-                              (str(self._recorder.path), self._recorder.frames_appended)),
-                "recording_error": self._recording_error,
-                # frames narrowed on the device, and how often the run waited for the disk
-                "recording_stats": None if self._recorder is None else self._recorder.stats(),
-            }
-            self._sequence += 1
+            stats = FrameStats(
+                n=sim.n, solver=self._solver_description, theta=self._theta,
+                steps_per_second=0.0 if self._paused else self._rate.steps_per_second,
+                solver_seconds_per_step=self._rate.seconds_per_step,
+                energy_error=history[-1][1] if len(history) > 1 else None,
+                dt=sim.dt, paused=self._paused, error=self._error,
+                recording=(None if self._recorder is None else
+                           (str(self._recorder.path), self._recorder.frames_appended)),
+                recording_error=self._recording_error,
+                recording_stats=None if self._recorder is None else self._recorder.stats())
+            last = self._front
+
+            def make(sequence: int) -> Frame:
+                if snapshot is not None:
+                    return Frame(None, sim.time, sim.steps, sequence, stats, snapshot=snapshot)
+                if last is not None:  # after an error that left no readable state
+                    return last.relabelled(sequence=sequence, stats=stats)
+                return Frame(np.zeros((sim.n, 3), np.float32), sim.time, sim.steps, sequence,
+                             stats)
             self._published += 1
-            if snapshot is not None:
-                self._front = Frame(None, sim.time, sim.steps, self._sequence, stats,
-                                    snapshot=snapshot)
-            elif self._front is not None:  # after an error that left no readable state
-                self._front = self._front.relabelled(sequence=self._sequence, stats=stats)
-            else:
-                self._front = Frame(np.zeros((sim.n, 3), np.float32), sim.time, sim.steps,
-                                    self._sequence, stats)
             self._published_step = sim.steps
             self._wanted = False
-            self._condition.notify_all()  # a render loop waiting for a newer frame
+            self._publish_frame(make)  # wakes a render loop waiting for a newer frame
 
 
 def solver_options(name: str, scenario, settings: RunSettings) -> dict:

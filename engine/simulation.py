@@ -17,13 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import frame_encoding
-from .compute import HostSnapshot
+from .compute import Snapshot
+from .contracts import SimulationState
 from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
 from .lattice import Lattice, LatticeState
 from .particles import Particles
 from .solvers import Solver
+from .solvers._gpu import GpuSolver
+from .solvers.auto import AutoSolver
 
 INTEGRATORS = ("kdk", "dkd", "reversible")
 
@@ -48,6 +50,17 @@ def checked_step_count(count) -> int:
     if value < 0:
         raise InvalidInputError(f"a step count must be 0 or more, got {value}")
     return value
+
+
+def solver_attributes(requested: Solver, n: int) -> dict:
+    """What a recording stores about the solver of a gravity run of ``n`` particles: for
+    ``auto``, the solver it chose (and why)."""
+    solver = requested.select(n) if isinstance(requested, AutoSolver) else requested
+    choice = {} if solver is requested else {"solver_requested": requested.name,
+                                             "solver_choice": str(requested.reason)}
+    return {"solver": solver.name, "solver_params": dict(solver.params), **choice,
+            "softening": float(solver.softening), "G": 1.0,
+            "units": "N-body units (G = 1; length, mass and time dimensionless)"}
 
 
 class DeviceView(NamedTuple):
@@ -76,16 +89,15 @@ class Simulation:
         """A simulation starting from device arrays on a GPU solver's device (CuPy, PyTorch,
         dpnp, ...: DLPack or the CUDA/SYCL array interfaces), copied into the solver's state on
         the device. Only the initial energy is measured on the host (one copy, here)."""
-        bind_device = getattr(solver, "bind_device", None)
         if integrator == "reversible":
             raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
                                     "build the Simulation from Particles")
-        if bind_device is None:
+        if not isinstance(solver, GpuSolver):
             raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
                                     "build the Simulation from Particles")
         simulation = cls.__new__(cls)
-        simulation._start(solver, dt, integrator, lambda: bind_device(pos, vel, mass), None,
-                          ("all",))
+        simulation._start(solver, dt, integrator, lambda: solver.bind_device(pos, vel, mass),
+                          None, ("all",))
         return simulation
 
     def _start(self, solver, dt, integrator, bind, population, population_names) -> None:
@@ -98,7 +110,7 @@ class Simulation:
         self.integrator = integrator
         self.time = 0.0
         self.steps = 0
-        self._state = bind()
+        self._state: SimulationState = bind()
         self._population = (population if population is not None
                             else np.zeros(self._state.n, np.uint8))
         self._population_names = population_names
@@ -137,16 +149,12 @@ class Simulation:
                 state.drift(0.5 * dt)
 
         count = checked_step_count(count)
-        # A device state may replay the step from a graph (DeviceState.advance).
-        advance = getattr(self._state, "advance", None)
         for _ in range(count):
             if kdk and not self._accelerations_current:
                 state.compute_accelerations()
                 self._accelerations_current = True
-            if advance is None:
-                step()
-            else:
-                advance((self.integrator, dt), step)
+            # A device state may replay the step from a graph (DeviceState.advance).
+            state.advance((self.integrator, dt), step)
             self.steps += 1
             self.time += dt
 
@@ -179,45 +187,46 @@ class Simulation:
         ``__sycl_usm_array_interface__`` arrays on SYCL): views of the state, no transfer; they
         follow later steps, and writing to them changes the state. For analysis on the GPU
         between steps; ``particles`` stays the host copy."""
-        device_arrays = getattr(self._state, "device_arrays", None)
-        if device_arrays is None:
+        arrays = self._state.device_arrays()
+        if arrays is None:
             raise InvalidInputError(f"solver {self.solver.name!r} keeps its state in host memory: "
                                     "use particles or positions()")
-        return DeviceView(*device_arrays())
+        return DeviceView(*arrays)
 
-    def stage_positions(self):
+    def stage_positions(self) -> Snapshot:
         """Current positions as a float32 (n, 3) :class:`~orrery.engine.compute.Snapshot` taken
         without waiting for the device (what a frame is made of)."""
-        stage = getattr(self._state, "stage_positions", None)
-        if stage is None:  # a state without snapshots: a synchronous host copy
-            return HostSnapshot(np.asarray(self._state.positions(), dtype=np.float32).copy())
-        return stage()
+        return self._state.stage_positions()
 
-    def stage_frame(self, encoding: str):
+    def stage_frame(self, encoding: str) -> Snapshot:
         """Current positions as a recorded frame in ``encoding`` (``frame_encoding``: float32,
         float16 or fixed16), a :class:`~orrery.engine.compute.Snapshot`: a device state
         narrows them there and downloads only the stored bytes, without waiting; a host state
         encodes them here, the same bits."""
-        stage = getattr(self._state, "stage_frame", None)
-        if stage is None:
-            return HostSnapshot(frame_encoding.encode_on_host(self._state.positions(), encoding))
-        return stage(encoding)
+        return self._state.stage_frame(encoding)
 
     def prepare_frames(self) -> None:
         """Get ``stage_frame`` ready (a device state compiles its frame kernels), so that a
         recording's first frame costs what every other does."""
-        prepare = getattr(self._state, "prepare_frames", None)
-        if prepare is not None:
-            prepare()
+        self._state.prepare_frames()
 
-    def stage_state(self):
+    def stage_state(self) -> tuple[Snapshot, Snapshot]:
         """(positions, velocities) in the run's precision as two snapshots (a keyframe), taken
         on a device state without waiting."""
-        stage = getattr(self._state, "stage_state", None)
-        if stage is None:
-            pos, vel, _ = self._state.snapshot()
-            return HostSnapshot(pos), HostSnapshot(vel)
-        return stage()
+        return self._state.stage_state()
+
+    def describe(self) -> str:
+        return self.solver.describe()
+
+    def theta_in_use(self) -> float | None:
+        return self.solver.theta_in_use(self.n)
+
+    def run_attributes(self) -> dict:
+        """What a recording of this run stores about it (besides the scenario). For ``auto``,
+        the solver it chose for this run (and why), so that a resumed run is this run whatever
+        auto would choose on the machine resuming it."""
+        return {"dt": self.dt, "integrator": self.integrator, "n": self.n,
+                **solver_attributes(self.solver, self.n)}
 
     @property
     def particles(self) -> Particles:
@@ -233,10 +242,7 @@ class Simulation:
     def energy(self) -> float:
         """Total energy now, summed where the state lives (one potential evaluation; a device
         state downloads only partial sums)."""
-        energies = getattr(self._state, "energies", None)
-        if energies is None:  # a state that cannot sum its own energy
-            return self.diagnostics().total
-        kinetic, potential = energies()
+        kinetic, potential = self._state.energies()
         return kinetic + potential
 
     def energy_error(self, diagnostics: Diagnostics | None = None) -> float:

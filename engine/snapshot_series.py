@@ -1,6 +1,6 @@
 """A sequence of snapshots (``snap_*.hdf5``) as one timeline, interpolated between snapshots.
 
-:class:`SnapshotSeries` reads like a recording (``frame_count``, ``times``, ``read_into`` ...), so
+:class:`SnapshotSeries` is stored frames as a recording is (``contracts.StoredFrames``), so
 the same :class:`~orrery.engine.recording.Player` plays it, with the viewer's timeline, and
 ``orrery render`` turns it into a movie. Between two snapshots ``frames_between`` frames are made
 by cubic Hermite interpolation of positions with the snapshots' velocities (positions and
@@ -55,8 +55,9 @@ class SnapshotSeries:
         self.attributes = {**first.attributes(), "source_files": len(paths),
                            "frames_between": self.frames_between}
         self.has_velocities = True
+        self.being_written = False  # the files are read as they are
 
-    # -- the recording-like surface the Player reads --------------------------------------------
+    # -- StoredFrames: what the Player reads ----------------------------------------------------
 
     @property
     def frame_count(self) -> int:
@@ -91,6 +92,10 @@ class SnapshotSeries:
 
     def read(self, index: int, *, velocities: bool = False) -> np.ndarray:
         return self.read_into(index, np.empty((self.n, 3), self.dtype), velocities=velocities)
+
+    def refresh(self) -> int:
+        """No frames are ever added to a series: 0 new."""
+        return 0
 
     def close(self) -> None:
         with self._lock:

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from ...engine.errors import InvalidInputError, RecordingError
+from ...engine.frame_encoding import FLOAT32
 from ...engine.recording import Recorder, default_keyframe_every, keyframe_due
 
 
@@ -81,11 +82,13 @@ class CommandLineRecording:
         self._frames += 1
         if keyframe:
             self._last_keyframe_step = simulation.steps
-        if self._recorder is None:
-            if self._velocities or keyframe:
+        if self._recorder is None:  # the reads Recorder.append_simulation makes, in its order
+            if self._velocities:
                 simulation.particles  # noqa: B018 - the gather
-            else:
-                simulation.positions()
+                return
+            if keyframe:
+                simulation.stage_state()
+            simulation.stage_frame(FLOAT32)  # float32: a frame no encoding limit refuses
             return
         try:
             self._recorder.append_simulation(simulation)
@@ -98,7 +101,7 @@ class CommandLineRecording:
             return
         self._last_keyframe_step = simulation.steps
         if self._recorder is None:
-            simulation.particles  # noqa: B018 - the gather
+            simulation.stage_state()
             return
         try:
             self._recorder.append_last_keyframe(simulation)

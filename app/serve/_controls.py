@@ -228,9 +228,9 @@ def run_settings(source) -> dict:
         settings, frame = source.settings, source.latest()
         return {"kind": "live", "scenario": str(settings.scenario),
                 "scenarios": list(scenarios.names()),
-                "n": frame.stats.get("n") if frame else settings.n, "seed": settings.seed,
+                "n": frame.stats.n if frame else settings.n, "seed": settings.seed,
                 "solver": source.solver_name, "solvers": list(solver_choices()),
-                "dt": frame.stats.get("dt") if frame else settings.dt,
+                "dt": frame.stats.dt if frame else settings.dt,
                 "theta": settings.theta, "softening": source.softening,
                 "paused": source.paused}
     if isinstance(source, DistributedRun):

@@ -16,31 +16,27 @@ import time
 
 import numpy as np
 
-from ...engine.frames import Frame, FrameSource
+from ...engine.frames import Frame, FrameStats, PublishedFrames
 
 STEP, STOP = "step", "stop"
 
 
-class DistributedRun(FrameSource):
+class DistributedRun(PublishedFrames):
     """Rank 0's side: ``simulation`` stepped on a thread, controlled like a live run's pause and
     step, published as frames of every rank's particles (``particles``: the run gathered)."""
 
     def __init__(self, world, simulation, particles, *, scenario: str, solver: str,
                  paused: bool = False):
+        super().__init__()
         self.world = world
         self.simulation = simulation
         # ``particles``: the whole run now, gathered (with every rank) by the caller; its labels
         # and masses do not change
-        self._population = particles.population
-        self._population_names = particles.population_names
-        self.masses = particles.mass
+        self._label(particles)
         self.scenario, self.solver_name = scenario, solver
         self._paused = paused
         self._steps_left = 0
         self._stop = False
-        self._condition = threading.Condition()
-        self._front: Frame | None = None
-        self._sequence = 0
         self._seconds_per_step = 0.0
         self._rate = 0.0
         self._publish(particles.pos)
@@ -48,24 +44,11 @@ class DistributedRun(FrameSource):
         self._thread.start()
 
     @property
-    def population(self) -> np.ndarray:
-        return self._population
-
-    @property
-    def population_names(self) -> tuple[str, ...]:
-        return self._population_names
-
-    @property
     def paused(self) -> bool:
         return self._paused
 
-    def latest(self) -> Frame | None:
-        return self._front
-
-    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
-        with self._condition:
-            self._condition.wait_for(lambda: self._front is not None and
-                                     self._front.sequence != sequence, timeout)
+    def _stopping(self) -> bool:
+        return self._stop
 
     def pause(self) -> None:
         with self._condition:
@@ -113,16 +96,12 @@ class DistributedRun(FrameSource):
 
     def _publish(self, positions) -> None:
         sim = self.simulation
-        with self._condition:
-            self._sequence += 1
-            self._front = Frame(np.asarray(positions, np.float32), sim.time, sim.steps,
-                                self._sequence,
-                                {"n": sim.n, "dt": sim.dt, "paused": self._paused,
-                                 "solver": f"{self.solver_name} over {self.world.size} MPI ranks",
-                                 "steps_per_second": 0.0 if self._paused else self._rate,
-                                 "solver_seconds_per_step": self._seconds_per_step,
-                                 "energy_error": None, "error": None})
-            self._condition.notify_all()
+        stats = FrameStats(n=sim.n, dt=sim.dt, paused=self._paused,
+                           solver=f"{self.solver_name} over {self.world.size} MPI ranks",
+                           steps_per_second=0.0 if self._paused else self._rate,
+                           solver_seconds_per_step=self._seconds_per_step)
+        self._publish_frame(lambda sequence: Frame(np.asarray(positions, np.float32), sim.time,
+                                                   sim.steps, sequence, stats))
 
 
 def follow(world, simulation) -> None:

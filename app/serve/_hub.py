@@ -90,6 +90,7 @@ class Viewer:
         self.encoder = None
         self.encoding: EncodeThread | None = None
         self.yuv420 = None  # the GPU's colour conversion, for an H.264 viewer
+        self.frame_path: str | None = None  # how its last picture was uploaded and drawn
 
     # Transport side ------------------------------------------------------------------------
 
@@ -392,7 +393,7 @@ class Hub:
         weights = population_weights(self.source.population_names)
         if view.render == "density":
             style = DensityStyle(colour_map=view.colour_map, weights=weights)
-            scene.set_masses(getattr(self.source, "masses", None))
+            scene.set_masses(self.source.masses)
         else:
             style = PointStyle(point_size=view.point_size, colour_mode=view.colour,
                                weights=weights)
@@ -450,16 +451,17 @@ class Hub:
         if not viewers:
             return
         frame = self.source.latest()
-        stats = {} if frame is None else {key: value for key, value in frame.stats.items()
-                                          if _jsonable(value)}
+        # what the source does not know is left out (the client shows a dash for it)
+        stats = {} if frame is None else {key: value for key, value in
+                                          frame.stats.as_dict().items() if value is not None}
         upload = self._upload_seconds
         common = {"type": "stats", "step": None if frame is None else frame.step,
                   "time": None if frame is None else frame.time,
                   "viewers": len(viewers), **stats,
                   "upload_ms": 1e3 * float(np.median(upload)) if upload else None}
-        history = getattr(self.source, "energy_history", None)
+        history = self.source.energy_history()
         if history is not None:
-            times, errors = history()
+            times, errors = history
             common["energy"] = [times[-ENERGY_POINTS:].tolist(), errors[-ENERGY_POINTS:].tolist()]
         if self._settings_dirty:
             self._settings_dirty = False
@@ -477,12 +479,4 @@ class Hub:
                 "draw_ms": 1e3 * float(np.median(viewer.draw_seconds))
                 if viewer.draw_seconds else None,
                 "bitrate_mbit": 8 * sum(recent) / 1e6,
-                "frame_path": getattr(viewer, "frame_path", None)}))
-
-
-def _jsonable(value) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
+                "frame_path": viewer.frame_path}))

@@ -11,13 +11,13 @@ frame is taken on the kernel's thread, between steps, never during one.
 from __future__ import annotations
 
 import json
-import threading
+import os
 
 import numpy as np
 
 from ...engine._optional import require
 from ...engine.errors import InvalidInputError
-from ...engine.frames import Frame, FrameSource
+from ...engine.frames import Frame, FrameSource, FrameStats, PublishedFrames
 from . import _controls
 from ._controls import ViewSettings
 from ._hub import Hub
@@ -27,28 +27,15 @@ from ._web import client_file
 DEFAULT_SIZE = (960, 540)
 
 
-class SimulationFrames(FrameSource):
+class SimulationFrames(PublishedFrames):
     """A :class:`~orrery.engine.Simulation` driven by the caller, as a frame source: ``publish()``
     (on the thread that steps it) makes its current state the latest frame."""
 
     def __init__(self, simulation):
+        super().__init__()
         self.simulation = simulation
-        particles = simulation.particles
-        self._population = particles.population
-        self._population_names = particles.population_names
-        self.masses = particles.mass
-        self._front: Frame | None = None
-        self._sequence = 0
-        self._condition = threading.Condition()
+        self._label(simulation.particles)
         self.publish()
-
-    @property
-    def population(self) -> np.ndarray:
-        return self._population
-
-    @property
-    def population_names(self) -> tuple[str, ...]:
-        return self._population_names
 
     def publish(self) -> None:
         sim = self.simulation
@@ -56,23 +43,12 @@ class SimulationFrames(FrameSource):
                 self._front.time == sim.time:
             return
         positions = np.asarray(sim.positions(), dtype=np.float32).copy()
-        with self._condition:
-            self._sequence += 1
-            self._front = Frame(positions, float(sim.time), int(sim.steps), self._sequence,
-                                {"n": sim.n, "solver": sim.solver.describe() if
-                                 hasattr(sim, "solver") else "", "dt": sim.dt})
-            self._condition.notify_all()
-
-    def latest(self) -> Frame | None:
-        return self._front
-
-    def wait_for_newer(self, sequence: int | None, timeout: float) -> None:
-        with self._condition:
-            self._condition.wait_for(lambda: self._front is not None and
-                                     self._front.sequence != sequence, timeout)
+        stats = FrameStats(n=sim.n, solver=sim.describe(), dt=sim.dt)
+        self._publish_frame(lambda sequence: Frame(positions, float(sim.time), int(sim.steps),
+                                                   sequence, stats))
 
     def close(self) -> None:
-        pass
+        """Nothing to stop: the caller steps the simulation."""
 
 
 def _widget_class():
@@ -150,7 +126,7 @@ def show(source=None, *, scenario: str | None = None, n: int | None = None, seed
     frames = None
     if isinstance(source, Simulation):
         frames = source = SimulationFrames(source)
-    elif source is None or isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+    elif source is None or isinstance(source, (str, bytes, os.PathLike)):
         from types import SimpleNamespace
 
         from ..viewer._main import open_source

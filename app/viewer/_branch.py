@@ -11,6 +11,7 @@ pausing, changing the solver or recording it work as for any live run.
 from __future__ import annotations
 
 from ...engine.errors import OrreryError
+from ...engine.recording import Player
 from ...engine.runner import RunSettings, SimulationRunner
 from ...engine.scenarios import KeyframeScenario
 
@@ -18,7 +19,7 @@ from ...engine.scenarios import KeyframeScenario
 def can_branch(source) -> bool:
     """Whether ``source`` is a replay of a recording (a Player with a file), which may hold
     keyframes to branch from."""
-    return getattr(source, "path", None) is not None and hasattr(source, "keyframe_before")
+    return isinstance(source, Player) and source.path is not None
 
 
 def branch_settings(player) -> RunSettings:

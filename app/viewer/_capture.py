@@ -45,6 +45,7 @@ def png_settings(path: str | Path) -> dict:
     from PIL import Image
 
     with Image.open(path) as image:
+        # PIL gives text chunks only on the image classes of formats that have them (PNG)
         text = image.text.get(SETTINGS_CHUNK) if hasattr(image, "text") else None
     return json.loads(text) if text else {}
 

@@ -17,6 +17,7 @@ from imgui_bundle import imgui, implot
 from ...engine import flock, scenarios
 from ...engine.compute import list_devices
 from ...engine.errors import InvalidInputError
+from ...engine.frames import FrameStats
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
 from ...engine.solvers._options import THETA
@@ -39,11 +40,11 @@ _DIM = imgui.ImVec4(0.7, 0.7, 0.7, 1.0)
 RECORDINGS_FOLDER = Path("recordings")
 
 
-def live_ratio(stats: dict) -> float | None:
+def live_ratio(stats: FrameStats) -> float | None:
     """Steps per second over the rate the solver's own step time allows (1 / seconds per step):
     the share of the solver's speed the live run keeps; None while unknown or paused."""
-    seconds = stats.get("solver_seconds_per_step") or 0.0
-    rate = stats.get("steps_per_second") or 0.0
+    seconds = stats.solver_seconds_per_step or 0.0
+    rate = stats.steps_per_second or 0.0
     return rate * seconds if seconds > 0 and rate > 0 else None
 
 
@@ -101,7 +102,7 @@ class ControlPanel:
         if self.runner is not None:
             settings = self.runner.settings
             self._scenario_index = self._index(self._scenarios, settings.scenario)
-            self._n = settings.n or self.runner.latest().stats["n"]
+            self._n = settings.n or self.runner.latest().stats.n
 
     @staticmethod
     def _index(items, value) -> int:
@@ -139,7 +140,7 @@ class ControlPanel:
         imgui.end()
 
     def _contents(self, render_fps, frame, source_error, upload_path) -> None:
-        stats = frame.stats if frame else {}
+        stats = frame.stats if frame else FrameStats()
         if source_error:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_RED, source_error)
@@ -169,15 +170,16 @@ class ControlPanel:
             imgui.pop_text_wrap_pos()
         self._remember("last")
 
-    def _summary(self, stats: dict, render_fps: float) -> None:
+    def _summary(self, stats: FrameStats, render_fps: float) -> None:
         """The run in a sentence (its full description on hover), and a line on why the window
         is slow, once it has been slow for a while."""
         imgui.push_text_wrap_pos(0.0)
-        imgui.text(run_sentence(stats, theta_name=self.theta_name) if stats else "starting ...")
+        imgui.text(run_sentence(stats, theta_name=self.theta_name) if stats != FrameStats()
+                   else "starting ...")
         imgui.pop_text_wrap_pos()
         self._remember("summary")
-        if stats.get("solver") and imgui.is_item_hovered():
-            imgui.set_tooltip(stats["solver"])
+        if stats.solver and imgui.is_item_hovered():
+            imgui.set_tooltip(stats.solver)
         hint = slow_hint(render_fps, stats, gpu_solver=self._gpu_solver)
         if hint is not None and not self._gpu_looked_for:
             self._gpu_solver = self._find_gpu_solver()
@@ -233,7 +235,7 @@ class ControlPanel:
         """Record: float16 frames every K steps (set in the Scenario section) into a new file
         under recordings/; while recording, Stop and what is being written."""
         runner = self.runner
-        recording = frame.stats.get("recording") if frame else None
+        recording = frame.stats.recording if frame else None
         if recording is None:
             if imgui.button("Record", imgui.ImVec2(-1, 0)):
                 runner.start_recording(new_recording_path(runner.settings.scenario),
@@ -250,7 +252,7 @@ class ControlPanel:
         imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(_RED, f"recording: {frames} frames to {path}")
         imgui.pop_text_wrap_pos()
-        waits = (frame.stats.get("recording_stats") or {}).get("queue_waits", 0)
+        waits = (frame.stats.recording_stats or {}).get("queue_waits", 0)
         if waits:  # the disk is behind: the run waited rather than drop frames
             imgui.text_colored(_RED, f"the run waited for the disk {waits} time(s)")
 
@@ -265,18 +267,22 @@ class ControlPanel:
         _, every = imgui.input_int("record every K", self._record_every)
         self._record_every = max(1, int(every))
 
-    def _solver_controls(self, frame) -> None:
+    def _where_steps_run(self, label: str, names: list[str], labels: list[str]) -> None:
+        """The choice of what makes the steps (``names``, shown as ``labels``: the solvers, or a
+        flock's devices), and what is in use, in words."""
         runner = self.runner
-        settings = runner.settings
-        current = self._index(self._solver_names, runner.solver_name)
-        changed, chosen = imgui.combo("solver", current, self._solver_labels)
+        changed, chosen = imgui.combo(label, self._index(names, runner.solver_name), labels)
         if changed:
-            runner.update(solver=self._solver_names[chosen])
+            runner.update(solver=names[chosen])
         imgui.push_text_wrap_pos(0.0)
         imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
         imgui.pop_text_wrap_pos()
-        dt = frame.stats.get("dt", settings.dt or scenarios.DT.default) if frame else \
-            scenarios.DT.default
+
+    def _solver_controls(self, frame) -> None:
+        runner = self.runner
+        settings = runner.settings
+        self._where_steps_run("solver", self._solver_names, self._solver_labels)
+        dt = frame.stats.dt if frame else scenarios.DT.default
         _, new_dt = slider("dt", float(dt), 1e-5, 0.5, "%.5f", imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(dt=new_dt)
@@ -289,7 +295,7 @@ class ControlPanel:
         has_theta = spec is not None and any(option.name == "theta" for option in spec.options)
         imgui.begin_disabled(not has_theta)
         # the theta in use: the one set here, else the one the solver was given or chose
-        in_use = frame.stats.get("theta") if frame else None
+        in_use = frame.stats.theta if frame else None
         theta = settings.theta if settings.theta is not None else \
             in_use if in_use is not None else THETA.default
         _, new_theta = slider("theta", float(theta), THETA.minimum, THETA.maximum, "%.2f")
@@ -307,18 +313,13 @@ class ControlPanel:
         if self._flock_devices is None:  # the kernels compute in float64
             self._flock_devices = ["cpu", *(info.spec for info in list_devices().devices
                                             if info.fp64)]
-        current = self._index(self._flock_devices, runner.solver_name)
-        changed, chosen = imgui.combo("runs on", current, self._flock_devices)
-        if changed:
-            runner.update(solver=self._flock_devices[chosen])
-        imgui.push_text_wrap_pos(0.0)
-        imgui.text_colored(_DIM, f"in use: {runner.solver_description}")
-        imgui.pop_text_wrap_pos()
-        dt = frame.stats.get("dt", 0.2) if frame else 0.2
+        self._where_steps_run("runs on", self._flock_devices, self._flock_devices)
+        dt = frame.stats.dt if frame else 0.2
         _, new_dt = slider("dt", float(dt), 0.01, 1.0, "%.3f", imgui.SliderFlags_.logarithmic)
         if imgui.is_item_deactivated_after_edit():
             runner.update(dt=new_dt)
         changes = dict(runner.settings.flock or {})
+        # the options table names the rules' fields: read by name, one control per option
         for option in flock.SEARCH_OPTIONS:
             choices = list(option.choices)
             changed, index = imgui.combo(option.name.replace("_", " "),
@@ -416,16 +417,16 @@ class ControlPanel:
         _, density.colour_bar = imgui.checkbox("colour bar", density.colour_bar)
 
     def _statistics(self, frame, render_fps: float, upload_path: str | None = None) -> None:
-        stats = frame.stats if frame else {}
+        stats = frame.stats if frame else FrameStats()
         imgui.text(f"render        {render_fps:8.1f} fps")
-        if "steps_per_second" in stats:
-            imgui.text(f"simulation    {stats['steps_per_second']:8.1f} steps/s")
-            imgui.text(f"solver        {1e3 * stats['solver_seconds_per_step']:8.2f} ms/step")
+        if stats.steps_per_second is not None:
+            imgui.text(f"simulation    {stats.steps_per_second:8.1f} steps/s")
+            imgui.text(f"solver        {1e3 * stats.solver_seconds_per_step:8.2f} ms/step")
             ratio = live_ratio(stats)
             if ratio is not None:
                 # what the solver thread keeps of the rate its own step time allows
                 imgui.text(f"live/solver   {100 * ratio:8.1f} %")
-            error = stats.get("energy_error")
+            error = stats.energy_error
             imgui.text(f"energy error  {error:+.2e}" if error is not None else
                        "energy error  (not sampled yet)")
         count = frame.count if frame else 0

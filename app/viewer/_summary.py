@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 import re
 
+from ...engine.frames import FrameStats
+
 # Below this many frames a second the window feels slow enough to say why.
 SLOW_FPS = 12.0
 # Seconds the rate must stay low before the panel says so (the first frames are always slow).
@@ -40,28 +42,29 @@ def solver_in_use(description: str) -> str:
     return name or "starting"
 
 
-def run_sentence(stats: dict, *, theta_name: str = "theta") -> str:
+def run_sentence(stats: FrameStats, *, theta_name: str = "theta") -> str:
     """"cpu-tree, theta 0.3 for accuracy 1e-3 · 30,000 particles · 4.8 steps/s": the solver,
     its opening angle (and the accuracy that chose it), the particle count and the rate.
     ``theta_name``: "θ" where the font has the letter."""
-    solver = solver_in_use(stats.get("solver") or "")
-    theta = stats.get("theta")
+    solver = solver_in_use(stats.solver or "")
+    theta = stats.theta
     if theta is not None:
         solver += f", {theta_name} {theta:g}"
-        accuracy = _ACCURACY.search(stats.get("solver") or "")
+        accuracy = _ACCURACY.search(stats.solver or "")
         if accuracy:
             solver += f" for accuracy {short_number(float(accuracy.group(1)))}"
     parts = [solver]
-    if stats.get("n"):
-        parts.append(f"{int(stats['n']):,} particles")
-    if stats.get("paused"):
+    if stats.n:
+        parts.append(f"{int(stats.n):,} particles")
+    if stats.paused:
         parts.append("paused")
-    elif stats.get("steps_per_second"):
-        parts.append(f"{stats['steps_per_second']:.1f} steps/s")
+    elif stats.steps_per_second:
+        parts.append(f"{stats.steps_per_second:.1f} steps/s")
     return " \u00b7 ".join(parts)
 
 
-def slow_hint(render_fps: float, stats: dict, *, gpu_solver: str | None = None) -> str | None:
+def slow_hint(render_fps: float, stats: FrameStats, *,
+              gpu_solver: str | None = None) -> str | None:
     """One line on why the window draws fewer than ``SLOW_FPS`` frames a second and what would
     help, or None when it does not. ``gpu_solver``: a GPU solver this machine offers, if any.
 
@@ -70,11 +73,11 @@ def slow_hint(render_fps: float, stats: dict, *, gpu_solver: str | None = None) 
        movie, recording headless and rendering afterwards: ``SMOOTH_MOVIE``, the line's tooltip).
     2. Otherwise drawing is the reason: fewer particles or smaller points help.
     """
-    if render_fps >= SLOW_FPS or render_fps <= 0 or stats.get("paused"):
+    if render_fps >= SLOW_FPS or render_fps <= 0 or stats.paused:
         return None
-    seconds = stats.get("solver_seconds_per_step") or 0.0
+    seconds = stats.solver_seconds_per_step or 0.0
     if seconds * SLOW_FPS > 1.0:
-        on_gpu = (stats.get("solver") or "").removeprefix("auto: ").startswith("gpu")
+        on_gpu = (stats.solver or "").removeprefix("auto: ").startswith("gpu")
         remedy = "a smaller N" + (f" or {gpu_solver}" if gpu_solver and not on_gpu else "")
         return f"Slow: {1e3 * seconds:.0f} ms a step; try {remedy}."
     return f"Slow drawing ({render_fps:.0f} fps); try a smaller N or point size."

@@ -1,20 +1,16 @@
-"""The timeline panel for sources with playback controls (a recording being replayed).
-
-Duck-typed: a source qualifies when it has ``seek``, ``play``, ``pause``, ``frame_count``,
-``position``, ``speed`` and ``loop``. ``position`` is a frame index; ``speed`` is frames of the
-recording per second of wall time (negative plays backwards) and ``loop`` a flag, both writable.
-A ``playing`` flag and a ``step(delta)`` method are used when the source has them, and a
-``live`` flag (a recording still being written, followed as it grows) is shown as "live".
+"""The timeline panel for sources with playback controls (a recording being replayed): those
+that keep ``contracts.Playback``. A ``live`` source (a recording still being written, followed as
+it grows) is marked "live".
 """
 
 from __future__ import annotations
 
 from imgui_bundle import imgui
 
+from ...engine.contracts import Playback
 from ._branch import can_branch
 from ._panel import slider
 
-PLAYBACK_MEMBERS = ("seek", "play", "pause", "frame_count", "position", "speed", "loop")
 # Range of the speed slider, frames of recording per second (either direction).
 MAX_SPEED = 240.0
 # Height of the panel at the bottom of the window, and the gap above it (window pixels).
@@ -24,37 +20,29 @@ LIVE_COLOUR = imgui.ImVec4(1.0, 0.35, 0.3, 1.0)
 
 
 def has_playback(source) -> bool:
-    return all(hasattr(source, member) for member in PLAYBACK_MEMBERS)
+    return isinstance(source, Playback)
 
 
 class TimelinePanel:
     """``on_branch`` (optional): called by the "Branch live run" button, shown for a replay of
     a recording (``_branch.can_branch``)."""
 
-    def __init__(self, player, on_branch=None):
+    def __init__(self, player: Playback, on_branch=None):
         self.player = player
         self.on_branch = on_branch
-        self._playing = False  # used only for sources without a ``playing`` flag
 
     @property
     def playing(self) -> bool:
-        return bool(getattr(self.player, "playing", self._playing))
+        return self.player.playing
 
     def toggle(self) -> None:
         if self.playing:
             self.player.pause()
         else:
             self.player.play()
-        self._playing = not self._playing
 
     def step(self, delta: int) -> None:
-        player = self.player
-        if hasattr(player, "step"):
-            player.step(delta)
-            return
-        if self.playing:
-            self.toggle()
-        player.seek(min(max(int(player.position) + delta, 0), int(player.frame_count) - 1))
+        self.player.step(delta)
 
     def draw(self, window_size: tuple[int, int]) -> None:
         player = self.player
@@ -81,7 +69,7 @@ class TimelinePanel:
                                 imgui.SliderFlags_.logarithmic)
         if changed:
             player.speed = speed
-        if getattr(player, "live", False):
+        if player.live:
             imgui.same_line()
             imgui.text_colored(LIVE_COLOUR, "live")
         if self.on_branch is not None and can_branch(player):

@@ -19,7 +19,7 @@ from imgui_bundle.python_backends.pyglet_backend import create_renderer
 from pyglet.window import key, mouse
 
 from ...engine.errors import OrreryError
-from ...engine.frames import FrameSource
+from ...engine.frames import FrameSource, FrameStats
 from ...engine.runner import SimulationRunner
 from ..render import (DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap, auto_exposure,
                       ease_exposure, population_weights)
@@ -141,7 +141,7 @@ class ViewerWindow(pyglet.window.Window):
         if frame is not None:
             self.scene.show(frame, self.source.population)
             if self.panel.mode == "density":
-                self.scene.set_masses(getattr(self.source, "masses", None))
+                self.scene.set_masses(self.source.masses)
             self._aim_camera(frame)
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
@@ -349,14 +349,15 @@ class ViewerWindow(pyglet.window.Window):
             return
         self._stats_due = time.monotonic() + STATS_INTERVAL
         frame = self._frame
-        stats = dict(frame.stats) if frame else {}
-        stats.pop("error", None)
+        stats = frame.stats if frame else FrameStats()
         record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
                   "upload": self.scene.upload_path, "particles": self.renderer.particle_path,
                   "live_ratio": live_ratio(stats),
                   "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
-                  "stats": stats,
-                  "error": getattr(self.source, "error", None) or self.source_error,
+                  # the error is the record's own, below
+                  "stats": {key: value for key, value in stats.as_dict().items()
+                            if key != "error"},
+                  "error": self.source.error or self.source_error,
                   "panel": self.panel.rect, "widgets": self.panel.widgets,
                   "window": [self.width, self.height]}
         with self._stats_path.open("a") as handle:

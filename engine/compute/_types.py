@@ -167,11 +167,15 @@ class Snapshot(ABC):
     ``locality_order``: where the solver has one, a device snapshot (``Context.device_snapshot``)
     taken in queue order with this one of the bodies in an order that keeps neighbours in space
     together (uint32 (n,), a permutation: entry k is the caller's index of the k-th body; the
-    tree solvers' Morton order), which the compute splat draws in; else None."""
+    tree solvers' Morton order), which the compute splat draws in; else None.
+
+    ``kernel_events``: where kernels wrote the copy (a frame narrowed on the device), their
+    events, whose device seconds a reader may add up once the copy has arrived; else None."""
 
     device: "DeviceArray | None" = None
     context: "Context | None" = None  # the context ``device`` belongs to
     locality_order: "Snapshot | None" = None
+    kernel_events: "list | None" = None
 
     @abstractmethod
     def ready(self) -> bool:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import frame_encoding
+from ..compute import HostSnapshot
 from ..diagnostics import Diagnostics, measure
 from ..errors import InvalidInputError
 from ..particles import Particles
-from ..simulation import Simulation
+from ..simulation import Simulation, solver_attributes
 from ..solvers import Solver
 from ._let import morton_keys
 from ._solver import DistributedSolver, kind_of
@@ -33,7 +35,11 @@ _SAMPLES_PER_RANK = 512
 
 
 class DistributedSimulation:
-    """``particles``: the whole run's initial conditions (the same on every rank)."""
+    """``particles``: the whole run's initial conditions (the same on every rank). Every
+    member that reads the state is a collective call: every rank makes it, in the same order."""
+
+    model = "gravity"
+    tracks_energy = True
 
     def __init__(self, world: World, particles: Particles, solver: Solver, *, dt: float,
                  integrator: str = "kdk", rebalance_every: int = DEFAULT_REBALANCE_EVERY):
@@ -129,6 +135,33 @@ class DistributedSimulation:
     def positions(self) -> np.ndarray:
         """Every particle's position, in index order (on every rank)."""
         return self.gathered(self._sim.positions())[0]
+
+    def stage_positions(self) -> HostSnapshot:
+        """Every particle's position as a float32 snapshot (a frame), on every rank."""
+        return HostSnapshot(np.array(self.positions(), np.float32))
+
+    def stage_frame(self, encoding: str) -> HostSnapshot:
+        """Every particle's position as a recorded frame in ``encoding``, on every rank."""
+        return HostSnapshot(frame_encoding.encode_on_host(self.positions(), encoding))
+
+    def stage_state(self) -> tuple[HostSnapshot, HostSnapshot]:
+        """(positions, velocities) of every particle (a keyframe), on every rank."""
+        particles = self.particles
+        return HostSnapshot(particles.pos), HostSnapshot(particles.vel)
+
+    def prepare_frames(self) -> None:
+        """Nothing to build: frames are gathered and encoded on the host."""
+
+    def describe(self) -> str:
+        return f"{self.solver.local.describe()} over {self.world.size} MPI ranks"
+
+    def theta_in_use(self) -> float | None:
+        return self.solver.local.theta_in_use(self.n)
+
+    def run_attributes(self) -> dict:
+        """What a recording stores about the run (as for one process: the same file)."""
+        return {"dt": self.dt, "integrator": self.integrator, "n": self.n,
+                **solver_attributes(self.solver, self.n)}
 
     @property
     def particles(self) -> Particles:

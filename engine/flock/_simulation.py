@@ -1,11 +1,12 @@
 """FlockSimulation: a flock advanced with a fixed time step on the CPU or a compute device,
-behind the same surface the runner, the recorder and the renderer use for a gravity
-:class:`~orrery.engine.Simulation` (n, dt, time, steps, step, positions, particles)."""
+behind the same contract the runner, the recorder and the renderer use for a gravity
+:class:`~orrery.engine.Simulation` (:class:`~orrery.engine.contracts.SteppedSimulation`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import frame_encoding
 from ..compute import HostSnapshot
 from ..errors import InvalidInputError
 from ..particles import Particles
@@ -120,6 +121,22 @@ class FlockSimulation:
         """The current positions as a float32 (n, 3) snapshot, a frame (a host copy: the next
         steps reuse the backend's buffers)."""
         return HostSnapshot(np.array(self._backend.positions(), np.float32, copy=True))
+
+    def stage_frame(self, encoding: str) -> HostSnapshot:
+        """The current positions as a recorded frame in ``encoding``, encoded on the host."""
+        return HostSnapshot(frame_encoding.encode_on_host(self._backend.positions(), encoding))
+
+    def stage_state(self) -> tuple[HostSnapshot, HostSnapshot]:
+        """(positions, velocities) as a keyframe stores them."""
+        particles = self.particles
+        return HostSnapshot(particles.pos), HostSnapshot(particles.vel)
+
+    def prepare_frames(self) -> None:
+        """Nothing to build: a flock's frames are encoded on the host."""
+
+    def theta_in_use(self) -> None:
+        """None: a flock has no opening angle."""
+        return None
 
     def velocities(self) -> np.ndarray:
         return self._backend.state()[1]

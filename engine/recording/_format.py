@@ -60,7 +60,7 @@ def default_keyframe_every(frame_dtype, velocities: bool, keyframe_dtype) -> int
     """Recorded frames between two keyframes (from the first) for which the keyframes take
     KEYFRAME_SHARE of what the frames take: 40 for float16 frames of a float32 run, 20 for
     float32 frames, 10 for float32 frames with velocities."""
-    frame = np.dtype(encodings.STORED_DTYPES[frame_encoding(frame_dtype)]).itemsize
+    frame = np.dtype(encodings.STORED_DTYPES[encodings.named(frame_dtype)]).itemsize
     frame *= 2 if velocities else 1
     keyframe = 2 * np.dtype(keyframe_dtype).itemsize
     return max(1, math.ceil(keyframe / (KEYFRAME_SHARE * frame)))
@@ -87,11 +87,6 @@ MAX_CHUNK_BYTES = 256 << 20
 # one when a frame is larger, so reading one frame never touches another frame's chunk.
 CHUNK_TARGET_BYTES = 256 << 10
 
-# Names of the position encodings a Recorder takes (short and long).
-FRAME_ENCODINGS = {"float32": encodings.FLOAT32, "f32": encodings.FLOAT32,
-                   "float16": encodings.FLOAT16, "f16": encodings.FLOAT16,
-                   "fixed16": encodings.FIXED16}
-
 # Frame compression through hdf5plugin (pip install hdf5plugin): Blosc2 with zstd and a byte
 # or bit shuffle (lossless, any encoding), or zfp in fixed-accuracy mode (lossy, float32
 # frames only: "zfp=A" keeps every coordinate within A, absolute).
@@ -100,16 +95,6 @@ COMPRESSIONS = ("none", "blosc2", "blosc2-bitshuffle", "zfp=ACCURACY")
 # Attributes holding dicts are stored as JSON text under the same name, marked by this suffix
 # in a companion attribute so a reader can decode them without guessing.
 _JSON_MARK = "__json"
-
-
-def frame_encoding(name) -> str:
-    """``"float32"``/``"f32"``, ``"float16"``/``"f16"`` (or the numpy dtype), or ``"fixed16"``
-    -> the encoding's name (``frame_encoding.ENCODINGS``)."""
-    key = np.dtype(name).name if not isinstance(name, str) else name
-    if key not in FRAME_ENCODINGS:
-        raise InvalidInputError(f"recording dtype must be float32, float16 or fixed16, got "
-                                f"{name!r}")
-    return FRAME_ENCODINGS[key]
 
 
 def compression_filter(name: str | None, encoding: str) -> dict:

@@ -17,6 +17,7 @@ frames every ``REFRESH_SECONDS``, and a play head that reaches the last frame wa
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time as _time
@@ -24,7 +25,8 @@ import time as _time
 import numpy as np
 
 from ..errors import InvalidInputError, RecordingError
-from ..frames import Frame, FrameSource
+from ..contracts import StoredFrames
+from ..frames import Frame, FrameSource, FrameStats
 from ._reader import RecordingFile
 
 # More buffers than this buys no smoother playback (the ring only needs the frames just ahead).
@@ -48,8 +50,8 @@ class Player(FrameSource):
     Parameters
     ----------
     path
-        The recording (see ``docs/recording-format.md``), or an object that reads like an open
-        one (``read_into``, ``times``, ``frame_count`` ...: a
+        The recording (see ``docs/recording-format.md``), or other
+        :class:`~orrery.engine.contracts.StoredFrames` (a
         :class:`~orrery.engine.snapshot_series.SnapshotSeries`).
     speed
         Play rate in frames of the recording per second of wall time (default 30). Negative plays
@@ -69,8 +71,9 @@ class Player(FrameSource):
         if not isinstance(buffers, (int, np.integer)) or not 4 <= buffers <= MAX_BUFFERS:
             raise InvalidInputError(f"buffers must be an integer from 4 to {MAX_BUFFERS}, got "
                                     f"{buffers!r}")
-        # A path opens a recording; anything that reads like one (a SnapshotSeries) plays as it is.
-        self._file = path if hasattr(path, "read_into") else RecordingFile(path)
+        # A path opens a recording; stored frames (a SnapshotSeries) play as they are.
+        self._file: StoredFrames = RecordingFile(path) if isinstance(path, (str, os.PathLike)) \
+            else path
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False
@@ -101,16 +104,17 @@ class Player(FrameSource):
     @property
     def live(self) -> bool:
         """The recording is still being written: new frames appear as they are committed."""
-        return bool(getattr(self._file, "being_written", False))
+        return self._file.being_written
 
     @property
     def path(self):
         """The recording's file (None for a sequence of snapshots)."""
-        return getattr(self._file, "path", None) if hasattr(self._file, "keyframe_before") \
-            else None
+        return self._file.path if isinstance(self._file, RecordingFile) else None
 
     def keyframe_before(self, index: int) -> int:
         """The keyframe a run branched off frame ``index`` starts from (``RecordingFile``)."""
+        if not isinstance(self._file, RecordingFile):
+            raise RecordingError("a sequence of snapshots holds no keyframes")
         return self._file.keyframe_before(self._checked_index(index))
 
     @property
@@ -236,7 +240,8 @@ class Player(FrameSource):
             positions.flags.writeable = False
             self._last_frame = Frame(positions=positions, time=float(self._file.times[index]),
                                      step=int(self._file.steps[index]), sequence=self._sequence,
-                                     stats={"index": index, "frame_count": self.frame_count})
+                                     stats=FrameStats(index=index,
+                                                      frame_count=self.frame_count))
             self._last_index = index
             self._sequence += 1
             self._cond.notify_all()  # the previous frame's buffer may be free now

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import frame_encoding as encodings
 from ..compute import Snapshot
+from ..contracts import SteppedSimulation
 from ..errors import InvalidInputError, RecordingError
 from . import _format as fmt
 from ._hdf5 import H5_ERRORS, error_text
@@ -128,7 +129,7 @@ class Recorder:
                  keyframe_dtype=None, keyframe_every: int | None = None,
                  fsync_every: int = 0, flush_seconds: float = 2.0,
                  queue_bytes: int = 256 << 20, overwrite: bool = False):
-        self.encoding = fmt.frame_encoding(dtype)
+        self.encoding = encodings.named(dtype)
         self.dtype = encodings.STORED_DTYPES[self.encoding]
         self.compression = compression or "none"
         self._filter = fmt.compression_filter(compression, self.encoding)
@@ -220,16 +221,14 @@ class Recorder:
         cannot represent (beyond float16's 65,504, say) raise :class:`InvalidInputError` before
         the file is created."""
         particles = simulation.particles
-        encoding = fmt.frame_encoding(options.get("dtype", "float32"))
+        encoding = encodings.named(options.get("dtype", "float32"))
         if encoding != encodings.FLOAT32:  # refused now, before the file exists
             try:
                 encodings.encode_on_host(particles.pos, encoding)
             except InvalidInputError as error:
                 raise InvalidInputError(f"cannot record {path} as {encoding}: {error}") from None
         attributes = {**run_attributes(simulation, scenario=scenario), **(source or {})}
-        prepare = getattr(simulation, "prepare_frames", None)
-        if prepare is not None:  # compile a device's frame kernels before the run is timed
-            prepare()
+        simulation.prepare_frames()  # a device's frame kernels, built before the run is timed
         options.setdefault("keyframe_dtype", particles.pos.dtype)  # the run's own precision
         return cls(path, masses=particles.mass, population=particles.population,
                    population_names=particles.population_names, attributes=attributes, **options)
@@ -322,7 +321,7 @@ class Recorder:
         self._put((False, positions, velocities, time, step))
         self._last_step, self._last_time = step, time
         self.frames_appended += 1
-        self.device_frames += hasattr(positions, "kernel_events")  # narrowed by a device
+        self.device_frames += staged and positions.kernel_events is not None  # by a device
 
     def append_keyframe(self, positions, velocities, time: float, step: int) -> None:
         """Queue one keyframe: the whole state (arrays in the run's precision, stored exactly)
@@ -360,41 +359,33 @@ class Recorder:
         return keyframe_due(self.frames_appended, self.keyframe_every) \
             and self.keyframe_dtype is not None
 
-    def append_simulation(self, simulation) -> None:
+    def append_simulation(self, simulation: SteppedSimulation) -> None:
         """Append ``simulation``'s current state (positions, velocities if recorded, time, step)
         as a frame, and as a keyframe when one is due (:meth:`keyframe_due`). A simulation that
         stages frames on its device (``stage_frame``, ``stage_state``) hands them over without
-        waiting for them."""
-        keyframe = self.keyframe_due()
-        stage = getattr(simulation, "stage_frame", None)
-        if stage is not None and not self.records_velocities:
-            self.append(stage(self.encoding), simulation.time, simulation.steps)
-            if keyframe:
-                self._append_staged_keyframe(simulation)
-            return
-        if self.records_velocities or keyframe:
-            particles = simulation.particles
-            self.append(particles.pos, simulation.time, simulation.steps,
-                        velocities=particles.vel if self.records_velocities else None)
-            if keyframe:
-                self.append_keyframe(particles.pos, particles.vel, simulation.time,
-                                     simulation.steps)
-        else:
-            self.append(simulation.positions(), simulation.time, simulation.steps)
+        waiting for them.
 
-    def append_last_keyframe(self, simulation) -> None:
+        The state is read in one order whatever happens after: the keyframe's state, then the
+        frame (a distributed run's reads are collectives its other ranks make in that order,
+        ``app/cli/_record_args.py``)."""
+        keyframe = self.keyframe_due()
+        time, step = simulation.time, simulation.steps
+        if self.records_velocities:
+            particles = simulation.particles
+            self.append(particles.pos, time, step, velocities=particles.vel)
+            if keyframe:
+                self.append_keyframe(particles.pos, particles.vel, time, step)
+            return
+        state = simulation.stage_state() if keyframe else None
+        self.append(simulation.stage_frame(self.encoding), time, step)
+        if state is not None:
+            self.append_keyframe(*state, time, step)
+
+    def append_last_keyframe(self, simulation: SteppedSimulation) -> None:
         """Store ``simulation``'s state as a keyframe unless the last one is of this step (call
         it when the run ends, so the recording can be continued from its last state)."""
         if self.keyframe_dtype is not None and self._last_keyframe_step != simulation.steps:
-            self._append_staged_keyframe(simulation)
-
-    def _append_staged_keyframe(self, simulation) -> None:
-        stage = getattr(simulation, "stage_state", None)
-        if stage is None:
-            particles = simulation.particles
-            self.append_keyframe(particles.pos, particles.vel, simulation.time, simulation.steps)
-        else:
-            self.append_keyframe(*stage(), simulation.time, simulation.steps)
+            self.append_keyframe(*simulation.stage_state(), simulation.time, simulation.steps)
 
     def stats(self) -> dict:
         """What the recording did so far: frames appended and committed, how many came narrowed
@@ -599,7 +590,7 @@ class Recorder:
         self._writer_seconds["wait_for_copies"] += waited
         self._writer_seconds["write"] -= waited  # counted apart from the write it is inside
         self._writer_seconds["device_narrowing"] += sum(
-            event.seconds() for event in getattr(array, "kernel_events", ()))
+            event.seconds() for event in array.kernel_events or ())
         expected = encodings.staged_shape(self.encoding, self.n) if what == "frame" \
             else (self.n, 3)
         if host.shape != expected or host.dtype.str != np.dtype(dtype).str:
@@ -788,21 +779,7 @@ def _checked_population(population, names, n):
     return population.astype(np.uint8), names
 
 
-def run_attributes(simulation, *, scenario: str) -> dict:
-    """The attributes that describe a :class:`~orrery.engine.Simulation` run, or the model's
-    own where it has them (``run_attributes()``: a flock's rules)."""
-    if hasattr(simulation, "run_attributes"):
-        return {"scenario": scenario, fmt.MODEL: simulation.model, **simulation.run_attributes()}
-    requested = simulation.solver
-    # auto: the solver it chose for this run (and why), so that a resumed run is this run
-    # whatever auto would choose on the machine resuming it
-    select = getattr(requested, "select", None)
-    solver = requested if select is None else select(simulation.n)
-    choice = {} if solver is requested else {
-        "solver_requested": requested.name, "solver_choice": str(getattr(requested, "reason", ""))}
-    return {"scenario": scenario, fmt.MODEL: "gravity", "solver": solver.name,
-            "solver_params": dict(solver.params), **choice,
-            "n": simulation.n,
-            "integrator": simulation.integrator, "dt": simulation.dt,
-            "softening": float(solver.softening), "G": 1.0,
-            "units": "N-body units (G = 1; length, mass and time dimensionless)"}
+def run_attributes(simulation: SteppedSimulation, *, scenario: str) -> dict:
+    """The attributes that describe ``simulation``'s run: the scenario, the model and the
+    model's own (``run_attributes()``: a gravity run's solver, a flock's rules)."""
+    return {"scenario": scenario, fmt.MODEL: simulation.model, **simulation.run_attributes()}

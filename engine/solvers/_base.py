@@ -9,6 +9,7 @@ import numpy as np
 
 from ..compute import HostSnapshot
 from ..errors import InvalidInputError
+from ..host_frames import HostFrames
 from ..particles import (Particles, as_dtype, check_fits, check_no_coincident,
                          check_positions_and_masses)
 
@@ -108,8 +109,9 @@ class Solver(ABC):
         return f"{self.name} ({options})" + (f"; {clause}" if clause else "")
 
 
-class HostState:
-    """Positions, velocities and masses in host memory, in the solver's precision."""
+class HostState(HostFrames):
+    """Positions, velocities and masses in host memory, in the solver's precision (a
+    :class:`~orrery.engine.contracts.SimulationState`)."""
 
     def __init__(self, solver: Solver, particles: Particles):
         self.solver = solver

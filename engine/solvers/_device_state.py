@@ -27,10 +27,6 @@ INTEGRATE_GROUP = 64
 # The energy reduction: work-group size and most work-groups (partial sums downloaded).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
-# The fixed16 frame's bounding box: work-groups of the first pass (their size:
-# frame_encoding.BOUNDS_GROUP, a define of frames.cl).
-BOUNDS_GROUP = encoding.BOUNDS_GROUP
-BOUNDS_GROUPS = 64
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -80,8 +76,7 @@ class DeviceState:
         self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))
         self._partials = context.empty(2 * self._energy_groups, accum)
         self._scratch = None
-        self._frames = None  # frames.cl, built when a frame is first recorded
-        self._box = None
+        self._frames: encoding.DeviceFrames | None = None  # built when a frame is first recorded
         self._in_flight = InFlight()  # one entry per queued force evaluation (a step)
         # Steps replayed from a graph: off where the context or the solver cannot (and once a
         # capture failed: ``graph_unavailable`` says why).
@@ -205,56 +200,25 @@ class DeviceState:
         """The current positions in a recorded frame's encoding (``frame_encoding``: float32,
         float16 or fixed16), narrowed on the device (``frames.cl``) and taken in queue order
         without waiting: the download carries only the stored bytes (6 per body for float16)."""
-        encoding.check_encoding(kind)
-        if kind == encoding.FLOAT32:
+        if encoding.check_encoding(kind) == encoding.FLOAT32:
             return self.stage_positions(download=True)  # the recorder writes all of it
-        frames = self._frame_program()
-        count = np.int32(self._n)
-        events = []  # the narrowing's device time, read by whoever waits for the copy
-
-        def write_half(out):
-            events.append(frames.kernel("frame_half").launch(self._global, INTEGRATE_GROUP,
-                                                             self.body, count, out))
-
-        def write_fixed(out):
-            events.append(frames.kernel("bounds_partials").launch(
-                BOUNDS_GROUPS * BOUNDS_GROUP, BOUNDS_GROUP, self.body, count, self._box[0]))
-            events.append(frames.kernel("bounds_finish").launch(
-                BOUNDS_GROUP, BOUNDS_GROUP, self._box[0], np.int32(BOUNDS_GROUPS), self._box[1]))
-            events.append(frames.kernel("frame_fixed16").launch(
-                self._global, INTEGRATE_GROUP, self.body, count, self._box[1], out))
-
-        half = kind == encoding.FLOAT16
-        snapshot = self.solver.context.snapshot(
-            encoding.staged_shape(kind, self._n), np.float16 if half else np.uint16,
-            write_half if half else write_fixed)
-        snapshot.kernel_events = events
-        return snapshot
+        return self._frame_kernels().narrowed(kind, self.body)
 
     def stage_state(self) -> tuple[Snapshot, Snapshot]:
         """(positions, velocities) as (n, 3) arrays in the run's precision, taken in queue
         order without waiting (a keyframe: the state exactly)."""
-        frames, dtype = self._frame_program(), self.solver.dtype
-
-        def rows(source):
-            def write(out):
-                frames.kernel("state_xyz").launch(self._global, INTEGRATE_GROUP, source,
-                                                  np.int32(self._n), out)
-            return self.solver.context.snapshot((self._n, 3), dtype, write)
-        return rows(self.body), rows(self.vel)
+        frames, dtype = self._frame_kernels(), self.solver.dtype
+        return frames.rows(self.body, dtype), frames.rows(self.vel, dtype)
 
     def prepare_frames(self) -> None:
         """Build the frame kernels now (a recording about to start), not inside its first frame."""
-        self._frame_program()
+        self._frame_kernels()
 
-    def _frame_program(self):
+    def _frame_kernels(self) -> encoding.DeviceFrames:
         if self._frames is None:
-            context = self.solver.context
-            self._frames = encoding.frame_program(context, self.solver.dtype.itemsize * 8)
-            # The first pass's partials, then the box (frames.cl), reused by every frame: the
-            # queue orders one frame's kernels before the next frame's.
-            self._box = (context.empty(6 * BOUNDS_GROUPS, np.float32),
-                         context.empty(encoding.BOX_VALUES, np.float32))
+            self._frames = encoding.DeviceFrames(self.solver.context,
+                                                 self.solver.dtype.itemsize * 8, self._n,
+                                                 self._global, INTEGRATE_GROUP)
         return self._frames
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,19 +2,22 @@
 the camera's framing, the screenshot's moment and the automatic exposure, first as functions,
 then through the renderer (EGL) on the three kinds of scene a first open shows."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from orrery.app.render._exposure import BRIGHT_LIGHT, MAX_EXPOSURE, auto_exposure, ease_exposure
 from orrery.app.viewer._framing import bright, framed_camera, tail_length
 from orrery.app.viewer._summary import SLOW_FPS, run_sentence, short_number, slow_hint
+from orrery.engine.frames import FrameStats
 
-AUTO_STATS = {
-    "n": 30000, "theta": 0.3, "steps_per_second": 4.83, "paused": False,
-    "solver": "auto: cpu-tree (accuracy=0.001, leaf_capacity=16, precision=f32, quadrupole=False, "
+AUTO_STATS = FrameStats(
+    n=30000, theta=0.3, steps_per_second=4.83, paused=False,
+    solver="auto: cpu-tree (accuracy=0.001, leaf_capacity=16, precision=f32, quadrupole=False, "
               "simd=avx512, softening=0.05); theta 0.3 chosen for accuracy 0.001 at N = 30,000 "
               "(worst measured RMS 0.00047: galaxy-collision, N = 4,096; shipped defaults); not "
-              "calibrated (run `orrery calibrate`): default thresholds"}
+              "calibrated (run `orrery calibrate`): default thresholds")
 
 
 def test_the_run_reads_as_a_short_sentence():
@@ -23,11 +26,11 @@ def test_the_run_reads_as_a_short_sentence():
 
 
 def test_the_sentence_of_a_solver_without_theta_and_of_a_paused_flock():
-    direct = {"n": 2000, "theta": None, "steps_per_second": 61.2,
-              "solver": "cpu-direct (precision=f32, simd=avx512, softening=0.01)"}
+    direct = FrameStats(n=2000, theta=None, steps_per_second=61.2,
+                        solver="cpu-direct (precision=f32, simd=avx512, softening=0.01)")
     assert run_sentence(direct) == "cpu-direct \u00b7 2,000 particles \u00b7 61.2 steps/s"
-    flock = {"n": 3000, "paused": True, "steps_per_second": 0.0,
-             "solver": "flock, coherent-grid, cell width 1.0x, cpu (2 threads, avx512)"}
+    flock = FrameStats(n=3000, paused=True, steps_per_second=0.0,
+                       solver="flock, coherent-grid, cell width 1.0x, cpu (2 threads, avx512)")
     assert run_sentence(flock) == "flock, coherent-grid \u00b7 3,000 particles \u00b7 paused"
 
 
@@ -38,19 +41,19 @@ def test_tolerances_are_written_as_people_write_them(value, text):
 
 
 def test_a_slow_solver_is_named_as_the_reason_with_what_helps_in_one_line():
-    stats = dict(AUTO_STATS, solver_seconds_per_step=0.21)
+    stats = replace(AUTO_STATS, solver_seconds_per_step=0.21)
     hint = slow_hint(4.5, stats, gpu_solver="gpu-tree")
     assert hint == "Slow: 210 ms a step; try a smaller N or gpu-tree."
     assert "gpu" not in slow_hint(4.5, stats, gpu_solver=None)
-    on_gpu = dict(stats, solver="auto: gpu-tree (accuracy=0.001)")
+    on_gpu = replace(stats, solver="auto: gpu-tree (accuracy=0.001)")
     assert "or gpu-tree" not in slow_hint(4.5, on_gpu, gpu_solver="gpu-tree")
 
 
 def test_slow_drawing_is_told_apart_and_a_fast_or_paused_window_says_nothing():
-    quick_solver = dict(AUTO_STATS, solver_seconds_per_step=0.01)
+    quick_solver = replace(AUTO_STATS, solver_seconds_per_step=0.01)
     assert slow_hint(5.0, quick_solver).startswith("Slow drawing (5 fps)")
-    assert slow_hint(SLOW_FPS + 1, dict(AUTO_STATS, solver_seconds_per_step=0.5)) is None
-    assert slow_hint(2.0, dict(AUTO_STATS, solver_seconds_per_step=0.5, paused=True)) is None
+    assert slow_hint(SLOW_FPS + 1, replace(AUTO_STATS, solver_seconds_per_step=0.5)) is None
+    assert slow_hint(2.0, replace(AUTO_STATS, solver_seconds_per_step=0.5, paused=True)) is None
 
 
 def _two_galaxies(spread: float, *, seed: int = 0):

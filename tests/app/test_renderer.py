@@ -8,6 +8,7 @@ pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 from orrery.app.render import (  # noqa: E402
     PALETTE_SIZE, Camera, ParticleScene, PointStyle, Renderer, ToneMap, headless_context)
 from orrery.app.render._style import PALETTE  # noqa: E402
+from orrery.engine.contracts import FrameConsumer  # noqa: E402
 from orrery.engine.frames import Frame  # noqa: E402
 
 # Odd sizes put the centre of the view on a pixel centre, so a 1-pixel point covers one pixel.
@@ -39,6 +40,14 @@ def _expected_pixel(camera, point):
     clip = camera.view_projection(WIDTH / HEIGHT) @ np.append(point, 1.0)
     ndc = clip[:2] / clip[3]
     return (int((ndc[1] + 1) / 2 * HEIGHT), int((ndc[0] + 1) / 2 * WIDTH))  # (row, column)
+
+
+def test_the_scene_keeps_the_frame_consumer_contract_and_shows_a_frame_once(ctx):
+    scene = ParticleScene(ctx)
+    assert isinstance(scene, FrameConsumer)
+    frame = Frame(np.zeros((4, 3), np.float32), 0.0, 0, 1)
+    assert scene.show(frame, np.zeros(4, np.uint8))
+    assert not scene.show(frame, np.zeros(4, np.uint8))
 
 
 def test_particle_lands_where_the_camera_projects_it(ctx):

@@ -162,7 +162,7 @@ from orrery.app.viewer._window import ViewerWindow
 class FakePlayer(FrameSource):
     population = np.zeros(500, np.uint8)
     population_names = ("stars",)
-    frame_count, speed, loop = 10, 1.0, False
+    frame_count, speed, loop, playing = 10, 1.0, False, False
     live = len(sys.argv) > 2 and sys.argv[2] == "live"
 
     def __init__(self):
@@ -174,6 +174,9 @@ class FakePlayer(FrameSource):
     def seek(self, index):
         self.calls.append(("seek", index))
         self.position = index
+
+    def step(self, delta=1):
+        self.seek(self.position + delta)
 
     def play(self):
         self.calls.append(("play",))

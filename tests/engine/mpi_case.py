@@ -2,8 +2,9 @@
 
 Cases: ``forces SOLVER`` (accelerations and potentials of every particle, gathered), ``run
 SOLVER`` (energies and positions after 50 steps), ``balance`` (each rank's work after
-re-balancing a clustered start), ``fail`` (rank 1 raises while the others wait in a collective).
-Rank 0 writes OUT (.npz).
+re-balancing a clustered start), ``fail`` (rank 1 raises while the others wait in a collective),
+``contracts`` (whether the simulation keeps ``contracts.GravitySimulation``). Rank 0 writes OUT
+(.npz).
 """
 
 import sys
@@ -11,6 +12,7 @@ import sys
 import numpy as np
 
 from orrery.engine import Particles, ics, make_solver
+from orrery.engine.contracts import GravitySimulation
 from orrery.engine.distributed import DistributedSimulation, guard, world
 
 
@@ -50,6 +52,11 @@ def main(case, out, *rest):
             return
         solver = rest[0]
         sim = DistributedSimulation(mpi, _plummer(), _solver(solver), dt=2e-3, rebalance_every=10)
+        if case == "contracts":
+            kept = isinstance(sim, GravitySimulation)
+            if mpi.rank == 0:
+                np.savez(out, kept=kept)
+            return
         if case == "forces":
             local = sim._sim.particles
             acc, pot = sim.solver.accelerations(local.pos, local.mass, potential=True)

@@ -97,6 +97,10 @@ def test_rebalancing_a_clustered_start_evens_out_the_work(tmp_path, ranks):
     assert int(result["rebalances"]) == 3
 
 
+def test_a_distributed_simulation_keeps_the_contract_of_a_gravity_simulation(tmp_path):
+    assert bool(_case(tmp_path, 2, "contracts", "cpu-direct")["kept"])
+
+
 def test_a_failing_rank_ends_the_whole_run_with_its_error(tmp_path):
     done = _launch(3, str(CASE), "fail", str(tmp_path / "x.npz"), check=False)
     assert done.returncode != 0

@@ -229,8 +229,8 @@ def test_the_runner_runs_a_flock_takes_rule_changes_and_records_it_as_a_flock(tm
         frame = runner.latest()
         assert runner.error is None and frame.step == 7
         assert runner.flock.cohesion_weight == 0.2 and runner.flock.search == "scattered-grid"
-        assert "flock, scattered-grid" in frame.stats["solver"]
-        assert frame.stats["energy_error"] is None
+        assert "flock, scattered-grid" in frame.stats.solver
+        assert frame.stats.energy_error is None
     finally:
         runner.close()
     with RecordingFile(tmp_path / "school.h5") as reading:

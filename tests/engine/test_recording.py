@@ -193,7 +193,7 @@ def frame_at(player, index, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         frame = player.latest()
-        if frame is not None and frame.stats["index"] == index:
+        if frame is not None and frame.stats.index == index:
             return frame
         time.sleep(0.001)
     raise AssertionError(f"frame {index} did not arrive")

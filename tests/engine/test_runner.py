@@ -81,7 +81,7 @@ def test_pause_single_step_and_resume():
     try:
         assert _wait_until(lambda: runner.latest().step >= 3)
         runner.pause()
-        assert _wait_until(lambda: runner.latest().stats["paused"])
+        assert _wait_until(lambda: runner.latest().stats.paused)
         frozen = runner.latest().step
         time.sleep(0.1)
         assert runner.latest().step == frozen
@@ -101,7 +101,7 @@ def test_parameter_changes_apply_between_steps_and_reset_restarts():
     try:
         assert _wait_until(lambda: runner.latest().step >= 4)
         runner.update(dt=2e-3, softening=0.05)
-        assert _wait_until(lambda: runner.latest().stats["dt"] == 2e-3)
+        assert _wait_until(lambda: runner.latest().stats.dt == 2e-3)
         assert "softening=0.05" in runner.solver_description
         times, errors = runner.energy_history()
         assert times.size == errors.size and np.all(np.abs(errors) < 1e-2)
@@ -109,7 +109,7 @@ def test_parameter_changes_apply_between_steps_and_reset_restarts():
         assert _wait_until(lambda: runner.latest().positions.shape == (96, 3))
         assert runner.population.shape == (96,)
         frame = runner.latest()
-        assert frame.stats["n"] == 96 and frame.stats["steps_per_second"] >= 0
+        assert frame.stats.n == 96 and frame.stats.steps_per_second >= 0
     finally:
         runner.close()
 
@@ -120,7 +120,7 @@ def test_solver_exception_is_reported_and_stops_the_simulation():
     try:
         assert _wait_until(lambda: runner.error is not None)
         assert "solver exploded on purpose" in runner.error
-        assert _wait_until(lambda: runner.latest().stats["error"] is not None)
+        assert _wait_until(lambda: runner.latest().stats.error is not None)
         stopped = runner.latest().step
         time.sleep(0.1)
         assert runner.latest().step == stopped and runner.is_alive
@@ -171,10 +171,10 @@ def test_recording_from_the_runner_holds_every_kth_step_and_ends_with_a_restart(
         runner.start_recording(path, every=2, precision="f32")
         runner.step(6)
         assert _wait_until(lambda: runner.latest().step == 6)
-        assert runner.latest().stats["recording"] == (str(path), 4)
+        assert runner.latest().stats.recording == (str(path), 4)
         runner.update(n=32)  # a restart finishes the file
-        assert _wait_until(lambda: runner.latest().stats["n"] == 32)
-        assert runner.latest().stats["recording"] is None
+        assert _wait_until(lambda: runner.latest().stats.n == 32)
+        assert runner.latest().stats.recording is None
     finally:
         assert runner.close(timeout=10)
     with RecordingFile(path) as recording:
@@ -309,7 +309,7 @@ def test_pause_stops_a_run_of_steps():
         runner.step(10**7)
         assert _wait_until(lambda: runner.latest().step >= 5)
         runner.pause()
-        assert _wait_until(lambda: runner.latest().stats["paused"])
+        assert _wait_until(lambda: runner.latest().stats.paused)
         time.sleep(0.05)
         frozen = runner.latest().step
         time.sleep(0.1)
@@ -328,10 +328,10 @@ def test_a_failure_reading_positions_is_reported_and_the_thread_survives():
         runner.latest()  # ask for a frame: the next snapshot raises
         assert _wait_until(lambda: runner.error is not None)
         assert "positions could not be read on purpose" in runner.error
-        assert _wait_until(lambda: runner.latest().stats["error"] is not None)
+        assert _wait_until(lambda: runner.latest().stats.error is not None)
         assert runner.is_alive and runner.paused
         runner.reset()  # a fresh state reads fine again
-        assert _wait_until(lambda: runner.error is None and runner.latest().stats["error"] is None)
+        assert _wait_until(lambda: runner.error is None and runner.latest().stats.error is None)
         runner.resume()
         assert _wait_until(lambda: runner.latest().step >= 3)
     finally:
@@ -352,7 +352,7 @@ def test_controls_of_one_kind_merge_and_the_queue_stays_bounded(monkeypatch):
             runner.step(1)
             longest = max(longest, len(runner._commands))
         assert longest <= runner_module.MAX_QUEUED_CONTROLS
-        assert _wait_until(lambda: runner.latest().stats["dt"] == 2e-3)
+        assert _wait_until(lambda: runner.latest().stats.dt == 2e-3)
         start = time.perf_counter()
         assert runner.close(timeout=5)
         assert time.perf_counter() - start < 1.0
@@ -406,10 +406,10 @@ def test_recording_to_an_existing_file_fails_with_a_message_and_the_run_goes_on(
         assert runner.error is None and not runner.paused
         reached = runner.latest().step
         assert _wait_until(lambda: runner.latest().step > reached + 10)
-        assert runner.latest().stats["recording"] is None
-        assert runner.latest().stats["recording_error"] == runner.recording_error
+        assert runner.latest().stats.recording is None
+        assert runner.latest().stats.recording_error == runner.recording_error
         runner.start_recording(tmp_path / "fresh.h5")  # a new recording clears the message
-        assert _wait_until(lambda: runner.latest().stats["recording"] is not None)
+        assert _wait_until(lambda: runner.latest().stats.recording is not None)
         assert runner.recording_error is None
     finally:
         assert runner.close(timeout=10)
@@ -451,7 +451,7 @@ def test_a_disk_filling_up_mid_recording_stops_the_recording_not_the_run(tmp_pat
         runner.step(10)
         assert _wait_until(lambda: runner.latest().step == 10)
         assert "No space left on device" in runner.recording_error
-        assert runner.error is None and runner.latest().stats["recording"] is None
+        assert runner.error is None and runner.latest().stats.recording is None
         runner.resume()
         assert _wait_until(lambda: runner.latest().step > 20)
     finally:
@@ -487,7 +487,7 @@ def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
 
     runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))
     try:
-        used = runner.latest().stats["theta"]
+        used = runner.latest().stats.theta
         if solver == "cpu-direct":
             assert used is None
         elif solver == "auto":

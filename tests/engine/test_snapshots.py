@@ -14,6 +14,7 @@ from ..extras import package
 package("pynbody")
 
 from orrery.engine import scenarios  # noqa: E402
+from orrery.engine.contracts import StoredFrames  # noqa: E402
 from orrery.engine.errors import OrreryError  # noqa: E402
 from orrery.engine.recording import Player  # noqa: E402
 from orrery.engine.snapshot_series import SnapshotSeries  # noqa: E402
@@ -172,6 +173,13 @@ def _series_files(tmp_path, count=3):
     return paths, data
 
 
+def test_a_series_is_stored_frames_as_a_recording_is(tmp_path):
+    _series_files(tmp_path)
+    series = SnapshotSeries(str(tmp_path / "snap_*.hdf5"))
+    assert isinstance(series, StoredFrames)
+    assert series.refresh() == 0 and not series.being_written
+
+
 def test_a_series_plays_as_a_timeline_and_interpolates_between_snapshots(tmp_path):
     paths, _ = _series_files(tmp_path)
     series = SnapshotSeries(str(tmp_path / "snap_*.hdf5"), frames_between=4)
@@ -188,7 +196,7 @@ def test_a_series_plays_as_a_timeline_and_interpolates_between_snapshots(tmp_pat
         player.seek(6)
         for _ in range(200):
             frame = player.latest()
-            if frame is not None and frame.stats["index"] == 6:
+            if frame is not None and frame.stats.index == 6:
                 break
             import time
 

@@ -7,6 +7,7 @@ import pytest
 
 from orrery import _native
 from orrery.engine import Simulation, frame_encoding, ics, make_solver
+from orrery.engine.contracts import SimulationState
 from orrery.engine.errors import InvalidInputError
 from orrery.engine.particles import Particles
 from orrery.engine.recording import Recorder, RecordingFile
@@ -32,6 +33,12 @@ def _hard_half_values(dtype) -> np.ndarray:
     values = np.concatenate([ties, edges, spread])
     values = np.resize(values, 3 * (len(values) // 3 + 1))
     return values.reshape(-1, 3).astype(dtype)
+
+
+def test_a_device_state_keeps_the_state_contract_and_hands_out_its_arrays(device):
+    state = make_solver("gpu-direct", device=device, softening=0.01).bind(ics.plummer(64, seed=1))
+    assert isinstance(state, SimulationState)
+    assert len(state.device_arrays()) == 3
 
 
 @pytest.mark.parametrize("precision", ["f32", "f64"])
