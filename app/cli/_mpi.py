@@ -2,12 +2,15 @@
 command line is digested and the digests compared across the ranks before any work (and before
 a rank whose command line argparse refused exits), so ranks started with different options end
 together with one message from rank 0 instead of hanging in a collective or failing in one
-("Message truncated")."""
+("Message truncated"); then the command runs on every rank under the world's guard
+(:func:`on_every_rank`)."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import sys
+from collections.abc import Callable
 
 
 # The commands whose ranks work together on one run.
@@ -43,3 +46,17 @@ def ranks_agree(argv: list[str], *, parsed: bool) -> bool:
         print(f"orrery {argv[0]}: error: every rank must run the same command: "
               f"{'; '.join(said)}", file=sys.stderr)
     return False
+
+
+def on_every_rank(command: Callable[[argparse.Namespace, object], int],
+                  args: argparse.Namespace) -> int:
+    """``command(args, mpi)``: with ``mpi`` None on one process, else on every rank of the MPI
+    world (``engine.distributed.World``) under its guard, so that one rank failing ends every
+    rank, with its error."""
+    from ...engine import distributed
+
+    mpi = distributed.world()
+    if mpi is None:
+        return command(args, None)
+    with distributed.guard(mpi):
+        return command(args, mpi)

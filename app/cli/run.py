@@ -16,6 +16,7 @@ from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
 from ._arg_types import integer
 from ._errors import raise_if_stopped, stops_at_safe_points
+from ._mpi import on_every_rank
 from ._record_args import (CommandLineRecording, add_record_arguments, inherit_record_format,
                            keyframe_every, open_recorder)
 from ._solver_args import add_solver_arguments, solver_options
@@ -69,11 +70,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    mpi = distributed.world()
-    if mpi is None:
-        return _run(args, None)
-    with distributed.guard(mpi):  # one rank failing ends every rank, with its error
-        return _run(args, mpi)
+    return on_every_rank(_run, args)
 
 
 def _run(args, mpi) -> int:
@@ -107,7 +104,7 @@ def _flock(args, scenario, dt) -> FlockSimulation:
     reach the CPU code."""
     return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
                            device=args.solver or scenario.solver,
-                           threads=getattr(args, "threads", None), simd=getattr(args, "simd", None))
+                           threads=args.threads, simd=args.simd)
 
 
 def _run_resumed(args, mpi) -> int:

@@ -13,6 +13,7 @@ from ...engine._optional import require
 from ..viewer._main import add_source_arguments, open_source
 from ._arg_types import integer, number
 from ._errors import STOP_SIGNALS
+from ._mpi import on_every_rank
 
 DEFAULT_PORT = 8765
 TOKEN_VARIABLE = "ORRERY_SERVE_TOKEN"
@@ -43,13 +44,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ...engine import distributed
-
-    mpi = distributed.world()
-    if mpi is None:
-        return _run(args, None)
-    with distributed.guard(mpi):  # one rank failing ends every rank, with its error
-        return _run(args, mpi)
+    return on_every_rank(_run, args)
 
 
 def _run(args, mpi) -> int:

@@ -127,17 +127,16 @@ class World:
             return np.split(received, np.cumsum(sizes)[:-1])
 
     def allreduce_min(self, value: np.ndarray) -> np.ndarray:
-        with self._collective():
-            MPI = _mpi()
-            out = np.empty_like(value)
-            self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MIN)
-            return out
+        return self._allreduce(value, _mpi().MIN)
 
     def allreduce_max(self, value: np.ndarray) -> np.ndarray:
+        return self._allreduce(value, _mpi().MAX)
+
+    def _allreduce(self, value: np.ndarray, op) -> np.ndarray:
+        """``value`` reduced element-wise with ``op`` over every rank, on every rank."""
         with self._collective():
-            MPI = _mpi()
             out = np.empty_like(value)
-            self.comm.Allreduce(np.ascontiguousarray(value), out, op=MPI.MAX)
+            self.comm.Allreduce(np.ascontiguousarray(value), out, op=op)
             return out
 
     def abort(self, code: int = FAILED) -> None:
