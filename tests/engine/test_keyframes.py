@@ -116,16 +116,16 @@ def test_resume_continues_the_run_bit_for_bit(tmp_path):
 
 
 def test_fsync_every_n_frames_syncs_what_was_committed(tmp_path, monkeypatch):
-    import orrery.engine.recording._recorder as recorder_module
+    import orrery.engine.recording._layout as layout_module
 
     synced = []
-    real_fsync = recorder_module.os.fsync
+    real_fsync = layout_module.os.fsync
 
     def counting_fsync(fd):
         synced.append(recorder.frames_committed)
         real_fsync(fd)
 
-    monkeypatch.setattr(recorder_module.os, "fsync", counting_fsync)
+    monkeypatch.setattr(layout_module.os, "fsync", counting_fsync)
     recorder = Recorder(tmp_path / "run.h5", masses=np.ones(8), fsync_every=3,
                         flush_seconds=3600)
     with recorder:

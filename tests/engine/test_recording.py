@@ -9,6 +9,7 @@ import pytest
 
 from orrery.engine import Simulation, ics, make_solver
 from orrery.engine.errors import InvalidInputError, RecordingError
+from orrery.engine.recording._writer import RecordingWriter
 from orrery.engine.recording import (FORMAT_VERSION, MAX_PARTICLES, Player, Recorder,
                                      RecordingFile, run_attributes)
 
@@ -75,13 +76,13 @@ def test_plain_h5py_reads_a_recording(recorded):
 
 def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
     release = threading.Event()
-    original = Recorder._write_frame
+    original = RecordingWriter._write_frame
 
     def stalled_write(self, item):
         release.wait()
         original(self, item)
 
-    monkeypatch.setattr(Recorder, "_write_frame", stalled_write)
+    monkeypatch.setattr(RecordingWriter, "_write_frame", stalled_write)
     frame = np.zeros((64, 3), np.float32)
     recorder = Recorder(tmp_path / "slow.h5", masses=np.ones(64), queue_bytes=1)
     capacity = recorder.queue_capacity
@@ -101,7 +102,7 @@ def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
     time.sleep(0.2)
     # One frame is held by the stalled writer, `capacity` wait in the queue, the next append waits.
     assert thread.is_alive() and len(appended) == capacity + 1
-    assert recorder._queue.qsize() == capacity
+    assert recorder._writer.queue.qsize() == capacity
     release.set()
     thread.join(timeout=10)
     recorder.close()
@@ -113,11 +114,11 @@ def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
 def test_writer_starts_the_disk_on_its_frames_as_they_arrive(tmp_path, monkeypatch):
     """Every WRITEBACK_BYTES of frames the writer asks the OS to write back the recording's own
     file, so the disk works beside the run rather than all at once at its end."""
-    from orrery.engine.recording import _recorder, _writeback
+    from orrery.engine.recording import _layout, _writeback, _writer
 
     started = []
-    monkeypatch.setattr(_recorder, "WRITEBACK_BYTES", 3 * 64 * 3 * 4)  # three frames
-    monkeypatch.setattr(_recorder, "start_writeback",
+    monkeypatch.setattr(_writer, "WRITEBACK_BYTES", 3 * 64 * 3 * 4)  # three frames
+    monkeypatch.setattr(_layout, "start_writeback",
                         lambda fd: started.append((fd, _writeback.start_writeback(fd))))
     path = tmp_path / "run.h5"
     with Recorder(path, masses=np.ones(64)) as recorder:
@@ -137,7 +138,7 @@ def test_writer_failure_is_reported_to_the_caller(tmp_path, monkeypatch):
     def failing_write(self, item):
         raise OSError("disk full")
 
-    monkeypatch.setattr(Recorder, "_write_frame", failing_write)
+    monkeypatch.setattr(RecordingWriter, "_write_frame", failing_write)
     recorder = Recorder(tmp_path / "fail.h5", masses=np.ones(8))
     recorder.append(np.zeros((8, 3)), 0.0, 0)
     with pytest.raises(RecordingError, match="disk full"):

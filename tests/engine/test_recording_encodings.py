@@ -13,7 +13,7 @@ from orrery.engine import Simulation, frame_encoding, ics, make_solver
 from orrery.engine.compute import HostSnapshot
 from orrery.engine.errors import InvalidInputError, RecordingError
 from orrery.engine.recording import Recorder, RecordingFile
-from orrery.engine.recording import _recorder as recorder_module
+from orrery.engine.recording._writer import RecordingWriter
 
 from ..extras import package
 
@@ -83,13 +83,13 @@ def test_zfp_keeps_float32_frames_within_its_accuracy_and_refuses_others(tmp_pat
 
 
 def test_a_full_queue_is_waited_for_and_counted_and_no_frame_is_lost(tmp_path, monkeypatch):
-    write = recorder_module.Recorder._write_frame
+    write = RecordingWriter._write_frame
 
     def slow_write(self, item):
         time.sleep(0.02)
         write(self, item)
 
-    monkeypatch.setattr(recorder_module.Recorder, "_write_frame", slow_write)
+    monkeypatch.setattr(RecordingWriter, "_write_frame", slow_write)
     frames = _frames(count=12, n=100)
     with Recorder(tmp_path / "r.h5", masses=np.ones(100), queue_bytes=1) as recorder:
         assert recorder.queue_capacity == 2
@@ -128,7 +128,7 @@ def test_a_staged_frame_of_a_whole_chunk_is_written_from_its_read_only_buffer(tm
     positions = _frames(count=1, n=n)[0]
     staged = HostSnapshot(frame_encoding.encode_on_host(positions, fmt_name(dtype)))
     with Recorder(tmp_path / "r.h5", masses=np.ones(n), dtype=dtype) as recorder:
-        assert recorder._frames_per_chunk == 1
+        assert recorder._layout.frames_per_chunk == 1
         recorder.append(staged, 0.0, 0)
     with RecordingFile(tmp_path / "r.h5") as recording:
         if dtype == "f16":

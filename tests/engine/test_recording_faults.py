@@ -15,6 +15,8 @@ import pytest
 
 from orrery.engine.errors import InvalidInputError, RecordingError
 from orrery.engine.recording import Player, Recorder, RecordingFile
+from orrery.engine.recording._layout import RecordingLayout
+from orrery.engine.recording._writer import RecordingWriter
 from orrery.engine.recording._writer_lock import WriterLock
 
 N = 2000  # 24 KB float32 frames: a 1 MiB disk fills after a few dozen
@@ -105,7 +107,7 @@ def test_creation_failing_inside_hdf5_removes_the_file(tmp_path, monkeypatch):
     def no_space(self, *args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Recorder, "_create", no_space)
+    monkeypatch.setattr(RecordingLayout, "_create", no_space)
     path = tmp_path / "run.h5"
     with pytest.raises(RecordingError, match="No space left"):
         Recorder(path, masses=np.ones(4))
@@ -325,7 +327,7 @@ def test_close_returns_when_the_final_commit_fails(tmp_path, monkeypatch):
         if pending:
             raise OSError("the device went away")
 
-    monkeypatch.setattr(Recorder, "_commit", failing_commit)
+    monkeypatch.setattr(RecordingWriter, "_commit", failing_commit)
     recorder = Recorder(tmp_path / "x.h5", masses=np.ones(100))
     recorder.append(np.zeros((100, 3)), 0.0, 0)
     outcome = []
@@ -348,7 +350,7 @@ def test_close_returns_when_the_writer_died_with_a_full_queue(tmp_path, monkeypa
     def failing_write(self, item):
         raise OSError("the device went away")
 
-    monkeypatch.setattr(Recorder, "_write_frame", failing_write)
+    monkeypatch.setattr(RecordingWriter, "_write_frame", failing_write)
     recorder = Recorder(tmp_path / "x.h5", masses=np.ones(64), queue_bytes=1)
     with pytest.raises(RecordingError, match="went away"):
         for step in range(100):
