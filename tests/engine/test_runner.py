@@ -363,9 +363,10 @@ def test_controls_of_one_kind_merge_and_the_queue_stays_bounded(monkeypatch):
 def test_a_full_queue_behind_a_stuck_step_is_refused_with_a_clear_error(monkeypatch):
     import threading
 
+    import orrery.engine._runner_commands as commands_module
     import orrery.engine.runner as runner_module
 
-    monkeypatch.setattr(runner_module, "QUEUE_WAIT", 0.2)
+    monkeypatch.setattr(commands_module, "QUEUE_WAIT", 0.2)
     release = threading.Event()
 
     class _StuckSolver(_SleepingSolver):
