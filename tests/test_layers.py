@@ -64,3 +64,19 @@ def test_only_the_compute_layer_imports_a_gpu_api(folder):
             if name.split(".")[0] in ("cupy", "dpctl"):
                 offences.append(f"{path.relative_to(ROOT)} imports {name}")
     assert offences == []
+
+
+def test_recording_stores_and_reads_runs_and_builds_none():
+    """The recording package imports no solver, nor the simulation or runner that build runs:
+    continuing a recorded run is ``engine/resume.py``, beside the runner."""
+    builders = ("orrery.engine.solvers", "orrery.engine.simulation", "orrery.engine.runner",
+                "orrery.engine.resume")
+    offences = []
+    for path, package in modules_of("engine"):
+        if not package.startswith("orrery.engine.recording"):
+            continue
+        for name in imported_modules(path, package):
+            if any(name == b or name.startswith(b + ".") for b in builders):
+                offences.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert offences == []
+    assert any(package == "orrery.engine.recording" for _, package in modules_of("engine"))

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
 from ...engine.flock import FlockSimulation
-from ...engine.recording import resume
+from ...engine.resume import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
 from ._arg_types import integer

@@ -2,8 +2,8 @@
 
 ``Recorder`` writes frames on its own thread behind a bounded queue, crash-safe up to the last
 flush; ``Player`` replays a file as a :class:`~orrery.engine.frames.FrameSource`;
-``RecordingFile`` opens and validates a file for reading frames directly; ``resume`` continues
-a recorded run from one of its keyframes.
+``RecordingFile`` opens and validates a file for reading frames directly. Continuing a recorded
+run is ``engine.resume``: this package builds no simulation.
 """
 
 from ..errors import NotARecordingError, RecordingError
@@ -12,9 +12,7 @@ from ._format import (FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES,
 from ._player import Player
 from ._reader import RecordingFile
 from ._recorder import Recorder, keyframe_due, run_attributes
-from ._resume import KeyframeStart, Resumed, keyframe_start, resume
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES",
            "NotARecordingError", "Player", "Recorder", "RecordingError", "RecordingFile",
-           "KeyframeStart", "Resumed", "keyframe_due", "keyframe_start", "resume",
-           "run_attributes"]
+           "keyframe_due", "run_attributes"]

@@ -7,7 +7,8 @@ import pytest
 
 from orrery.engine import Simulation, ics, make_solver
 from orrery.engine.errors import InvalidInputError, RecordingError
-from orrery.engine.recording import Recorder, RecordingFile, resume
+from orrery.engine.recording import Recorder, RecordingFile
+from orrery.engine.resume import resume
 
 
 def _simulation(n=32, solver="cpu-direct", **options):

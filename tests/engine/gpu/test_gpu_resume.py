@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from orrery.engine import Simulation, ics, make_solver
-from orrery.engine.recording import Recorder, resume
+from orrery.engine.recording import Recorder
+from orrery.engine.resume import resume
 
 # After 100 steps of a 512-particle Plummer sphere (scale radius ~1) in float32.
 RESUME_TOLERANCE = 1e-4

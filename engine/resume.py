@@ -1,4 +1,5 @@
-"""Continuing a recorded run from one of its keyframes.
+"""Continuing a recorded run from one of its keyframes: a run built from a recording, beside the
+runner that builds live runs (the recording package stores and reads runs, and builds none).
 
 A keyframe holds the whole state in the run's precision, and the file's attributes hold the
 solver, its options, the integrator and dt, so the continued run is the original one: the
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidInputError, RecordingError
-from ..particles import Particles
-from ..simulation import INTEGRATORS, Simulation, checked_dt
-from ..solvers import make_solver, solver_specs
-from ._reader import RecordingFile
+from .errors import InvalidInputError, RecordingError
+from .particles import Particles
+from .recording import RecordingFile
+from .simulation import INTEGRATORS, Simulation, checked_dt
+from .solvers import make_solver, solver_specs
 
 
 @dataclass(frozen=True)
