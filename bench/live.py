@@ -183,9 +183,8 @@ def _reader_only(runner, args) -> dict:
 
 
 def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
-    from ..app.render import (Camera, DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap,
-                               headless_context)
-    from ..app.render import _gl_calls, _pacing
+    from ..app.render import (POLL_S, Camera, DrawPacing, FramesInFlight, ParticleScene,
+                              PointStyle, Renderer, ToneMap, headless_context, next_tick)
 
     width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
@@ -202,7 +201,7 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
     view_projection = camera.view_projection(width / height)
     period = 1.0 / args.fps
     shown = 0
-    queued = _gl_calls.FramesInFlight(ctx, args.frames_in_flight)
+    queued = FramesInFlight(ctx, args.frames_in_flight)
     pacing = DrawPacing()
     origin = time.perf_counter()  # the cap's first tick
 
@@ -210,7 +209,7 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
         nonlocal shown
         latest = runner.latest()
         if paced and not pacing.due(latest.sequence != scene.sequence):
-            runner.wait_for_newer(scene.sequence, _pacing.POLL_S)
+            runner.wait_for_newer(scene.sequence, POLL_S)
             return False
         changed = scene.show(latest, runner.population)
         shown += changed
@@ -223,7 +222,7 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
         pacing.drawn()
         if capped:
             now = time.perf_counter()
-            rest = _pacing.next_tick(origin, period, now) - now
+            rest = next_tick(origin, period, now) - now
             if rest > 0:
                 time.sleep(rest)
         return True

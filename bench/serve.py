@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from ..app.serve._protocol import CODECS, JPEG_PICTURE
+from ..app.serve import CODECS, JPEG_PICTURE
 from ..engine.solvers._options import Option
 from ._options import BenchmarkSpec, several
 from .harness import format_table
@@ -181,7 +181,7 @@ async def _python_client(session, url: str, args) -> _ClientLog:
     import av
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..app.serve._protocol import unpack_picture
+    from ..app.serve import unpack_picture
 
     log = _ClientLog()
     log.codec = args.codec

@@ -9,7 +9,8 @@ from ._colormaps import colour_map, colour_maps
 from ._density_pass import DensityPass, default_smoothing
 from ._exposure import auto_exposure, ease_exposure
 from ._host_splat_pass import HostSplatPass
-from ._pacing import DrawPacing
+from ._gl_calls import FramesInFlight
+from ._pacing import POLL_S, DrawPacing, next_tick
 from ._context import GLContextError, describe, headless_context
 from ._particle_pass import BarePointPass, ParticlePass
 from ._renderer import DEFAULT_TARGET_FORMAT, TARGET_FORMATS, Renderer
@@ -22,7 +23,7 @@ from ._tonemap_pass import ToneMapPass
 __all__ = [
     "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_TARGET_FORMAT",
     "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "DrawPacing",
-    "GLContextError",
+    "FramesInFlight", "GLContextError", "POLL_S", "next_tick",
     "HostParticles", "HostSplatPass",
     "SplatPass", "PALETTE_SIZE", "auto_exposure", "colour_map",
     "colour_maps", "default_smoothing",

@@ -8,8 +8,8 @@ to browsers and Jupyter, each client with its own camera, over one TCP port.
 
 from ._controls import ViewSettings
 from ._hub import Hub, Viewer
-from ._protocol import PROTOCOL_VERSION, ProtocolError
+from ._protocol import CODECS, JPEG_PICTURE, PROTOCOL_VERSION, ProtocolError, unpack_picture
 from ._widget import SimulationFrames, show
 
-__all__ = ["Hub", "PROTOCOL_VERSION", "ProtocolError", "SimulationFrames", "ViewSettings",
-           "Viewer", "show"]
+__all__ = ["CODECS", "Hub", "JPEG_PICTURE", "PROTOCOL_VERSION", "ProtocolError",
+           "SimulationFrames", "ViewSettings", "Viewer", "show", "unpack_picture"]

@@ -32,11 +32,12 @@ def test_bench_live_measures_the_runner_and_the_rendered_path_against_headless(t
 
 def test_live_ratio_is_the_share_of_the_solvers_own_rate():
     from orrery.app.viewer._panel import live_ratio
+    from orrery.engine.frames import FrameStats
 
-    assert live_ratio({"steps_per_second": 90.0, "solver_seconds_per_step": 0.01}) == \
+    assert live_ratio(FrameStats(steps_per_second=90.0, solver_seconds_per_step=0.01)) == \
         pytest.approx(0.9)
-    assert live_ratio({"steps_per_second": 0.0, "solver_seconds_per_step": 0.01}) is None
-    assert live_ratio({}) is None
+    assert live_ratio(FrameStats(steps_per_second=0.0, solver_seconds_per_step=0.01)) is None
+    assert live_ratio(FrameStats()) is None
 
 
 def test_rounds_give_medians_and_the_range_of_each_rounds_ratio():
