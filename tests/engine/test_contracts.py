@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from orrery.engine import Simulation, ics, make_solver
-from orrery.engine.contracts import (GravitySimulation, SimulationRecorder, SimulationState,
-                                     SteppedSimulation, StoredFrames)
+from orrery.engine.contracts import (GravitySimulation, Playback, SimulationRecorder,
+                                     SimulationState, SteppedSimulation, StoredFrames)
 from orrery.engine.flock import FlockParameters, FlockSimulation
 from orrery.engine.lattice import LatticeState
-from orrery.engine.recording import Recorder, RecordingFile
+from orrery.engine.recording import Player, Recorder, RecordingFile
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_a_host_state_stages_the_frames_a_recording_stores(particles, solver):
     assert state.device_arrays() is None
 
 
-def test_a_recorder_and_its_file_keep_their_contracts(tmp_path, particles, solver):
+def test_a_recorder_its_file_and_its_player_keep_their_contracts(tmp_path, particles, solver):
     simulation = Simulation(particles, solver, dt=1e-3)
     with Recorder.for_simulation(tmp_path / "run.h5", simulation, scenario="plummer") as recorder:
         assert isinstance(recorder, SimulationRecorder)
@@ -63,3 +63,6 @@ def test_a_recorder_and_its_file_keep_their_contracts(tmp_path, particles, solve
     with RecordingFile(tmp_path / "run.h5") as recording:
         assert isinstance(recording, StoredFrames)
         assert recording.frame_count == 1 and not recording.being_written
+    with Player(tmp_path / "run.h5") as player:
+        assert isinstance(player, Playback)
+        assert player.frame_count == 1 and not player.live and player.energy_history() is None
