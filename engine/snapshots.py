@@ -30,7 +30,7 @@ from ._optional import MissingPackageError, require
 from .errors import InvalidInputError, OrreryError
 from .particles import Particles
 from .input_files import not_a_regular_file
-from .snapshot_checks import check_snapshot
+from .snapshot_checks import check_memory, check_snapshot, declares_a_snapshot
 
 DEFAULT_LENGTH_UNIT = "kpc"
 DEFAULT_MASS_UNIT = "1e10 Msol"
@@ -116,13 +116,17 @@ def expand(pattern: str) -> list[str]:
     return [pattern]
 
 
-def open_raw(path: str):
-    """The pynbody snapshot object behind ``path`` (lazy: arrays load on first use)."""
+def _check_path(path: str) -> None:
     if not os.path.exists(path):
         raise SnapshotError(f"{path}: no such file")
     kind = not_a_regular_file(path)
     if kind is not None and kind != "a folder":  # RAMSES outputs are folders
         raise SnapshotError(f"{path} is {kind}, not a snapshot file")
+
+
+def open_raw(path: str):
+    """The pynbody snapshot object behind ``path`` (lazy: arrays load on first use)."""
+    _check_path(path)
     pynbody = _pynbody()
     try:
         with quiet():
@@ -168,9 +172,11 @@ def _pynbody_errors(path: str):
 
 
 def _load(path: str, family: str | None, length_unit: str, mass_unit: str) -> Snapshot:
+    _check_path(path)
+    held = check_snapshot(path, SnapshotError)  # before pynbody trusts its header
     raw = open_raw(path)
     units = UnitSystem.of(length_unit, mass_unit)
-    check_snapshot(path, len(raw), SnapshotError)
+    check_memory(path, max(held, len(raw)), SnapshotError)
     counts = family_counts(raw)
     if family is not None:
         if family not in counts:
@@ -202,7 +208,7 @@ def _load(path: str, family: str | None, length_unit: str, mass_unit: str) -> Sn
         particles = Particles(pos, vel, mass, population, names)
     except InvalidInputError as error:
         raise SnapshotError(f"{path}: {error}") from None
-    return Snapshot(path, type(raw).__name__, particles, _time(raw, units), units, identities)
+    return Snapshot(path, type(raw).__name__, particles, _time(path, raw, units), units, identities)
 
 
 def _converted(selection, name: str, unit: str, context: dict, scale: float = 1.0) -> np.ndarray:
@@ -232,16 +238,22 @@ def _dimensionless(unit) -> bool:
     return isinstance(unit, pynbody.units.NoUnit)
 
 
-def _time(raw, units: UnitSystem) -> float:
+def _time(path: str, raw, units: UnitSystem) -> float:
     time = raw.properties.get("time")
     if time is None:
         return 0.0
     if hasattr(time, "in_units"):
         try:
-            return float(time.in_units("Gyr", **raw.conversion_context())) / units.time_gyr
+            time = float(time.in_units("Gyr", **raw.conversion_context())) / units.time_gyr
         except Exception:
             return 0.0  # a time pynbody cannot place in physical units: start the clock at 0
-    return float(time)
+    try:
+        time = float(time)
+    except (TypeError, ValueError):
+        raise SnapshotError(f"{path}: its time {time!r:.60} is not a number") from None
+    if not math.isfinite(time):
+        raise SnapshotError(f"{path}: its time is {time}, not a finite number")
+    return time
 
 
 def describe(path: str) -> str:
@@ -251,8 +263,9 @@ def describe(path: str) -> str:
 
 
 def _describe(path: str) -> str:
+    _check_path(path)
+    check_snapshot(path, SnapshotError)  # what it declares agrees with itself
     raw = open_raw(path)
-    check_snapshot(path, 0, SnapshotError)  # what it declares agrees with itself
     counts = family_counts(raw)
     properties = raw.properties
     lines = [f"file:          {path} ({os.path.getsize(path) / 1e6:.1f} MB)",
@@ -269,7 +282,10 @@ def _describe(path: str) -> str:
 
 
 def looks_like_snapshot(path: str) -> bool:
-    """Whether pynbody recognises ``path`` (False without pynbody)."""
+    """Whether pynbody recognises ``path`` (False without pynbody), or it starts as a GADGET-2
+    or Tipsy file does (so that reading it says what is wrong with it)."""
+    if declares_a_snapshot(path):
+        return True
     try:
         open_raw(path)
     except (SnapshotError, MissingPackageError):

@@ -3,27 +3,17 @@ should pass (NaN, 1e308, folders, FIFOs, devices, random bytes, cut recordings),
 in a forked child under a time and memory limit. A case fails on a traceback, a crash, a hang or
 an output left incomplete; refusing in one line is what is expected (issue 42)."""
 
-import io
-import multiprocessing
 import os
 import random
-import resource
-import signal
-import sys
-import traceback
-import warnings
 
 import numpy as np
-import pytest
 
-from orrery.app.cli import main
 from orrery.engine.recording import Recorder, RecordingFile
+
+from .fuzz_child import run_case
 
 SEED = 42
 CASES = 60
-CASE_SECONDS = 30
-CASE_MEMORY = 3 << 30  # bytes a case may add to the parent's address space
-TRACEBACK = 99  # a child's exit code for an exception main() let through
 
 NUMBERS = ["0", "-1", "1", "2", "1e308", "-1e308", "nan", "inf", "-inf", "1e-320", "abc", "",
            "9" * 30, "0x10", "1_0", "-0", "3.5", "1e6"]
@@ -104,45 +94,15 @@ def _cases(files, folder):
              if argument != ""] for i in range(CASES)]
 
 
-def _child(arguments, folder):
-    """Run one case; exit with its code, or TRACEBACK after printing what main() let through."""
-    os.chdir(folder)
-    warnings.resetwarnings()  # as a user's `orrery` runs: warnings are printed, not raised
-    warnings.simplefilter("default")
-    in_use = resource.getrlimit(resource.RLIMIT_AS)[0]
-    with open("/proc/self/status") as status:
-        size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
-    if in_use == resource.RLIM_INFINITY:
-        resource.setrlimit(resource.RLIMIT_AS, (size + CASE_MEMORY, resource.RLIM_INFINITY))
-    sys.stdout = sys.stderr = io.StringIO()  # one line is expected; only tracebacks matter
-    try:
-        code = main(arguments)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 2
-    except BaseException:  # noqa: BLE001 - what the fuzz looks for
-        sys.__stderr__.write(traceback.format_exc())
-        os._exit(TRACEBACK)
-    os._exit(code or 0)
-
-
 def test_the_command_line_never_tracebacks_crashes_hangs_or_leaves_a_partial_file(
         tmp_path, monkeypatch):
     monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path / "cache"))
     files = _files(tmp_path)
-    context = multiprocessing.get_context("fork")
     failures = []
     for arguments in _cases(files, tmp_path):
-        child = context.Process(target=_child, args=(arguments, tmp_path))
-        child.start()
-        child.join(CASE_SECONDS)
-        if child.is_alive():
-            os.kill(child.pid, signal.SIGKILL)
-            child.join()
-            failures.append(("hang", arguments))
-        elif child.exitcode == TRACEBACK:
-            failures.append(("traceback", arguments))
-        elif child.exitcode < 0:
-            failures.append((f"crash (signal {-child.exitcode})", arguments))
+        failure = run_case(arguments, tmp_path)
+        if failure is not None:
+            failures.append((failure, arguments))
         partial = sorted(str(path) for path in tmp_path.rglob("*partial*"))
         if partial:
             failures.append((f"left {partial}", arguments))

@@ -68,15 +68,15 @@ def test_a_gadget_hdf5_file_that_contradicts_itself_is_refused_naming_the_field(
 
 def test_a_snapshot_declaring_more_particles_than_memory_holds_is_refused_before_loading(
         tmp_path, monkeypatch):
-    count = 1 << 24  # stored compressed and unwritten: the file is a few KB
+    count = 1 << 24  # stored compressed, one chunk written: the file is a few KB
 
     def huge(h5):
         del h5["PartType1"]
         group = h5.create_group("PartType1")
         for name, shape in (("Coordinates", (count, 3)), ("Velocities", (count, 3)),
-                            ("Masses", (count,))):
+                            ("Masses", (count,)), ("ParticleIDs", (count,))):
             group.create_dataset(name, shape=shape, dtype="f4", compression="gzip",
-                                 chunks=(1 << 16,) + shape[1:])
+                                 chunks=(1 << 16,) + shape[1:])[:1] = 1
         numbers = np.array([0, count, 0, 0, 500, 0], np.uint32)
         h5["Header"].attrs["NumPart_ThisFile"] = numbers
         h5["Header"].attrs["NumPart_Total"] = numbers.astype(np.uint64)
@@ -134,3 +134,85 @@ def test_orrery_info_on_a_contradictory_snapshot_is_one_line(tmp_path, capsys):
     assert main(["info", path]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "expected (n, 3)" in err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda h5: h5.__delitem__("PartType1"),
+     "NumPart_ThisFile declares 1,000 PartType1 particles but the file has no PartType1 group"),
+    (lambda h5: h5.__delitem__("PartType1/ParticleIDs"),
+     "PartType1 has Coordinates but no ParticleIDs"),
+    (lambda h5: h5["Header"].attrs.__setitem__("MassTable", "abc"),
+     r"Header/MassTable .* is not one number per particle type \(6\)"),
+    (lambda h5: h5["Header"].attrs.modify("MassTable", [0, -1.0, 0, 0, 0, 0]),
+     "Header/MassTable .* holds a mass that is negative or not finite"),
+    (lambda h5: h5["Header"].attrs.__setitem__("NumPart_ThisFile",
+                                                           [[0, 20, 0, 0, 8, 0]] * 2),
+     "Header/NumPart_ThisFile .* is not a list of integers"),
+    (lambda h5: h5.__delitem__("Header"), "has PartType groups but no Header group"),
+])
+def test_a_gadget_hdf5_file_whose_header_names_what_pynbody_would_drop_is_refused(
+        tmp_path, edit, message):
+    path = _gadget4(tmp_path, edit)
+    for read in (load_snapshot, describe):
+        with pytest.raises(SnapshotError, match=message):
+            read(path)
+
+
+def test_a_compressed_dataset_declaring_particles_it_never_stored_is_refused(tmp_path):
+    def unwritten(h5):
+        del h5["PartType1/Coordinates"]
+        h5["PartType1"].create_dataset("Coordinates", shape=(1000, 3), dtype="f4",
+                                       compression="gzip")
+    path = _gadget4(tmp_path, unwritten)
+    with pytest.raises(SnapshotError, match="PartType1/Coordinates declares 1,000 particles but "
+                                            "stores no data"):
+        load_snapshot(path)
+
+
+def _gadget2(tmp_path, *edits):
+    """A GADGET-2 file (format 2: the header's fields start at byte 20) with fields set, each
+    edit an (offset, struct format, value)."""
+    path = tmp_path / "snap"
+    write_gadget2_binary(path)
+    data = bytearray(path.read_bytes())
+    for offset, form, value in edits:
+        struct.pack_into(form, data, offset, value)
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("edits, message", [
+    ([(24, "<i", -5)], r"header's npart \[100, -5, 200, 0, 0, 0\] holds a negative count"),
+    ([(120, "<i", 601)], r"header's nall \[100, 601, 200, 0, 0, 0\] differs from npart"),
+    ([(52, "<d", float("nan"))], "mass table .* holds a mass that is negative or not finite"),
+    ([(32, "<i", 7), (128, "<i", 7)],
+     "its POS block holds 10,800 bytes, but the 907 particles its header declares need 10,884 "
+     "or 21,768"),
+    ([(296, "<i", 1 << 30)], "its POS block declares 1,073,741,824 bytes but the file ends"),
+    ([(16, "<i", 255)], "its GADGET-2 header record is not 256 bytes"),
+])
+def test_a_gadget2_header_that_disagrees_with_its_blocks_is_refused_naming_the_field(
+        tmp_path, edits, message):
+    path = _gadget2(tmp_path, *edits)
+    for read in (load_snapshot, describe):
+        with pytest.raises(SnapshotError, match=message):
+            read(path)
+
+
+def test_a_snapshot_whose_time_is_not_finite_is_refused(tmp_path):
+    path = tmp_path / "galaxy.tipsy"
+    write_tipsy(path)
+    with open(path, "r+b") as handle:
+        handle.write(struct.pack(">d", float("inf")))
+    with pytest.raises(SnapshotError, match="its time is inf, not a finite number"):
+        load_snapshot(str(path))
+
+
+def test_orrery_info_on_a_damaged_gadget2_file_says_what_is_wrong_not_that_it_is_no_recording(
+        tmp_path, capsys):
+    path = _gadget2(tmp_path, (24, "<i", -5))
+    assert main(["info", path]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"orrery info: error: {path}: its GADGET-2 header's npart [100, -5, 200, 0, 0, 0] "
+        "holds a negative count"]
