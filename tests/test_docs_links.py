@@ -12,6 +12,9 @@ Checked:
    and a cited file name is that ADR's file. ``docs/fmm-tuning-log.md#NNNN`` names an entry of
    the log.
 3. docs/adr holds one file per number, each with a status line, and its README lists them all.
+4. The pages that state the present (README.md and docs/, but not the ADRs and the FMM tuning
+   log, which are history) name only repository paths that exist: a path such as
+   ``engine/runner.py`` or ``native/kernels/`` in the text, or ``module.attribute``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ CITING_SUFFIXES = {".py", ".pyi", ".cpp", ".hpp", ".h", ".cl", ".cu", ".glsl", "
 ADR_PATH = re.compile(r"docs/adr/(\d{4})([A-Za-z0-9._-]*)")
 ADR_NAMED = re.compile(r"\bADRs?[- ](\d{4})(?:\s*(?:-|–|to)\s*(\d{4}))?")
 LOG_ENTRY = re.compile(r"docs/fmm-tuning-log\.md#([A-Za-z0-9_-]+)")
+TOP_FOLDERS = ("docs", "engine", "app", "bench", "native", "python", "shaders", "assets", "scripts", "tests")
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:%s)/[\w./<>*-]*[\w>*]/?)" % "|".join(TOP_FOLDERS))
+# A placeholder in a path (docs/results/<kind>.jsonl, bench/NAME.py) names no file.
+PLACEHOLDER = re.compile(r"[<*]|NAME")
 
 
 def markdown_files(root: Path = ROOT) -> list[Path]:
@@ -166,8 +173,37 @@ def broken_adr_citations(files, root: Path = ROOT) -> list[str]:
     return problems
 
 
+def present_tense_pages(root: Path = ROOT) -> list[Path]:
+    return [p for p in markdown_files(root)
+            if "adr" not in p.relative_to(root).parts and p.name != "fmm-tuning-log.md"
+            and p.name != "CHANGELOG.md" and "report" not in p.relative_to(root).parts]
+
+
+def missing_paths(files: list[Path], root: Path = ROOT) -> list[str]:
+    """'file:line: path' for every repository path a page names that exists neither from the
+    repository's root nor from the page's folder. ``module.attribute`` counts as its module,
+    and an ADR's number (``docs/adr/0090``) as its file."""
+    problems = []
+    for page in files:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in REPO_PATH.finditer(line):
+                path = match.group(1)
+                if PLACEHOLDER.search(path):
+                    continue
+                candidates = [root / path, page.parent / path]
+                if not any(c.exists() or c.with_suffix(".py").exists()
+                           or (c.suffix and c.with_suffix("").with_suffix(".py").exists())
+                           or any(c.parent.glob(c.name + "-*")) for c in candidates):
+                    problems.append(f"{page.relative_to(root)}:{number}: {path}")
+    return problems
+
+
 def test_every_relative_link_in_the_docs_resolves():
     assert broken_links(markdown_files()) == []
+
+
+def test_every_repository_path_the_pages_name_exists():
+    assert missing_paths(present_tense_pages()) == []
 
 
 def test_every_cited_adr_exists():
@@ -233,3 +269,22 @@ def test_the_adr_check_fails_on_a_missing_adr(tree, line, broken):
     source.parent.mkdir()
     source.write_text(f"# {line}\n")
     assert bool(broken_adr_citations([source], root=tree)) == broken
+
+
+@pytest.mark.parametrize("line, missing", [
+    ("the runner (`engine/runner.py`) and `engine/recording/`", False),
+    ("`engine/recording/_player.Player` plays it", False),
+    ("one row a run in docs/results/<kind>.jsonl, bench/NAME.py", False),
+    ("docs/page.md, relative to the root", False),
+    ("the limits of docs/adr/0001", False),
+    ("the limits of docs/adr/0002", True),
+    ("`engine/recording/_resume.py`", True),
+    ("native/kernels/gone.cl", True),
+])
+def test_the_path_check_fails_on_a_path_that_is_gone(tree, line, missing):
+    (tree / "engine" / "recording").mkdir(parents=True)
+    (tree / "engine" / "runner.py").write_text("")
+    (tree / "engine" / "recording" / "_player.py").write_text("")
+    page = tree / "docs" / "guide.md"
+    page.write_text(f"# Guide\n\n{line}\n")
+    assert bool(missing_paths([page], root=tree)) == missing
