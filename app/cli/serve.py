@@ -49,7 +49,9 @@ def run(args) -> int:
 
 def _run(args, mpi) -> int:
     web = require("aiohttp.web")
+    from ...engine.errors import InvalidInputError
     from ..serve import Hub, ViewSettings
+    from ..serve._controls import VIEW_CONTROLS
     from ..serve._web import make_app, new_token
 
     if args.port > 65535:
@@ -66,6 +68,11 @@ def _run(args, mpi) -> int:
     logging.basicConfig(level=logging.INFO, format="orrery serve: %(message)s")
     view = ViewSettings(colour=args.colour, render=args.render, colour_map=args.colour_map,
                         **({"exposure": args.exposure} if args.exposure else {}))
+    for name, value in view.as_dict().items():  # as a client's look controls are checked
+        try:
+            VIEW_CONTROLS[name](value)
+        except InvalidInputError as refused:
+            raise InvalidInputError(f"--{name.replace('_', '-')} {refused}") from None
     if mpi is None:
         source = open_source(args)
     else:
@@ -86,11 +93,12 @@ async def _serve(web, app, host: str, port: int, token: str, source) -> None:
     site = web.TCPSite(runner, host, port)
     try:
         await site.start()
-    except OSError as error:
+    except (OSError, UnicodeError) as error:  # UnicodeError: a host name IDNA cannot encode
         await runner.cleanup()
         from ...engine.errors import OrreryError
 
-        raise OrreryError(f"cannot listen on {host}:{port} ({error.strerror or error})") from None
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise OrreryError(f"cannot listen on {host}:{port} ({reason})") from None
     bound = site._server.sockets[0].getsockname()[1]
     shown = "localhost" if host in ("127.0.0.1", "::1", "localhost") else host
     print(f"orrery serve: {_describe(source)} at http://{shown}:{bound}/?token={token}",

@@ -8,6 +8,7 @@ import sys
 
 from ...engine import scenarios
 from ...engine._optional import require
+from ...engine.errors import InvalidInputError
 from ..cli._arg_types import integer, number, output_file, window_size
 from ..cli._errors import REPORTED, report
 
@@ -98,7 +99,16 @@ def _display_problem() -> str | None:
 
 
 def open_source(args):
-    """The FrameSource ``add_source_arguments``' flags name: a live run, a replay or snapshots."""
+    """The FrameSource ``add_source_arguments``' flags name: a live run, a replay or snapshots.
+    Flags the source would ignore (a replay's run is the recorded one) are refused."""
+    given = {"--scenario": args.scenario}
+    if args.play:
+        given.update({"--load": args.load, "--n": args.n, "--solver": args.solver,
+                      "--dt": args.dt})
+    ignored = [flag for flag, value in given.items() if value is not None]
+    if (args.play or args.load) and ignored:
+        raise InvalidInputError(f"{', '.join(ignored)} cannot apply to "
+                                f"{'--play' if args.play else '--load'}")
     if args.load:
         return _open_snapshots(args)
     if args.play:

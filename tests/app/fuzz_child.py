@@ -17,6 +17,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -29,8 +30,12 @@ OUT_OF_MEMORY = 98  # and for main() reporting that it ran out of memory
 CLEAN_CODES = (0, 1, 2)
 
 
-def _child(main, arguments, folder, sender):
+def _child(main, arguments, folder, sender, stop_after):
     os.chdir(folder)
+    if stop_after is not None:
+        stop = threading.Timer(stop_after, os.kill, (os.getpid(), signal.SIGTERM))
+        stop.daemon = True
+        stop.start()
     warnings.resetwarnings()  # as a user's `orrery` runs: warnings are printed, not raised
     warnings.simplefilter("default")
     if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
@@ -52,15 +57,17 @@ def _child(main, arguments, folder, sender):
     os._exit(code or 0)
 
 
-def run_case(arguments, folder, main=None, refusal=None) -> str | None:
+def run_case(arguments, folder, main=None, refusal=None, stop_after=None) -> str | None:
     """Run one case in a forked child; what went wrong, or None if it ended cleanly.
     ``refusal(output)``, if given, judges what a case refused with (exit code 2): what is wrong
-    with it, or None."""
+    with it, or None. With ``stop_after``, the child is sent SIGTERM that many seconds after it
+    starts (a server that would serve for ever), and ending by it (128 + SIGTERM) is clean."""
     if main is None:
         from orrery.app.cli import main
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(main, arguments, folder, sender))
+    child = context.Process(target=_child,
+                            args=(main, arguments, folder, sender, stop_after))
     child.start()
     sender.close()
     deadline = time.monotonic() + CASE_SECONDS
@@ -82,7 +89,8 @@ def run_case(arguments, folder, main=None, refusal=None) -> str | None:
         return "runaway memory"
     if child.exitcode < 0:
         return f"crash (signal {-child.exitcode})"
-    if child.exitcode not in CLEAN_CODES:
+    stopped = () if stop_after is None else (128 + signal.SIGTERM,)
+    if child.exitcode not in (*CLEAN_CODES, *stopped):
         return f"exit code {child.exitcode}"
     if child.exitcode == 2 and refusal is not None:
         return refusal(output)

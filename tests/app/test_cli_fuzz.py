@@ -1,7 +1,11 @@
 """A seeded fuzz of the command line: arguments drawn from numbers, names and files no one
 should pass (NaN, 1e308, folders, FIFOs, devices, random bytes, cut recordings), each case run
-in a forked child under a time and memory limit. A case fails on a traceback, a crash, a hang or
-an output left incomplete; refusing in one line is what is expected (issue 42)."""
+in a forked child under a time and memory limit (tests/app/fuzz_child.py). A case fails on a
+traceback, a crash, a hang, running out of memory or an output left incomplete; refusing in one
+line is what is expected (issue 42). ``orrery run``, ``render``, ``info``, ``calibrate``,
+``bench`` and ``devices`` run whole; ``orrery play`` and ``orrery-viewer`` open their source
+and stop at the window (no X server), and ``orrery serve`` is stopped by SIGTERM once it
+serves."""
 
 import os
 import random
@@ -113,3 +117,108 @@ def test_the_command_line_never_tracebacks_crashes_hangs_or_leaves_a_partial_fil
             path.unlink()
     assert not failures, "\n".join(f"{kind}: orrery {' '.join(arguments)}"
                                    for kind, arguments in failures)
+
+
+# Where the viewer's window would open: no X server listens there, so `orrery play` and
+# `orrery-viewer` open their source (a recording, a snapshot, a live run) and stop at the
+# window, in one line.
+NO_X_SERVER = ":4242"
+# A case of `orrery serve` that starts serving is stopped (SIGTERM) this long after it began;
+# ending then, by that signal, is clean.
+SERVE_SECONDS = 2.0
+WINDOW_CASES = 30
+
+
+def _serve_case(files, rng, out):
+    options = {"--host": ["127.0.0.1", "", "256.1.1.1", "x" * 300, "::1"],
+               "--port": ["0", "-1", "65536", "x", "1e308", "99999999999999999999"],
+               "--max-fps": NUMBERS, "--recordings": files, "--exposure": NUMBERS,
+               "--colour-map": ["magma", "nope"], "--render": ["density", "x"],
+               "--play": files, "--load": files, "--n": ["0", "-1", "nan", "16"],
+               "--dt": NUMBERS, "--token": ["", "t" * 10_000]}
+    return ["serve", "--port", "0", *_source_flags(options, rng, 2)]
+
+
+def _viewer_case(files, rng, out):
+    options = {"--size": ["0x0", "64x48", "1e9x2", "axb", "-5x5"], "--bloom": NUMBERS,
+               "--max-fps": NUMBERS, "--frames": ["0", "-1", "x", "2"],
+               "--screenshot": [*files, out + ".png"], "--stats": [*files, out + ".jsonl"],
+               "--screenshot-at": ["last", "x"], "--panel": ["open", "x"],
+               "--play": files, "--load": files, "--n": ["0", "-1", "nan", "16"],
+               "--dt": NUMBERS, "--seed": NUMBERS, "--solver": ["cpu-tree", "x", "cuda:99"],
+               "--exposure": NUMBERS, "--colour-map": ["magma", "nope"],
+               "--scenario": ["plummer-cluster", "x", ""]}
+    return _source_flags(options, rng, 3)
+
+
+def _source_flags(options, rng, most):
+    """Up to ``most`` flags drawn from ``options``; a live run (neither --play nor --load) of
+    16 particles unless they name its scenario or size."""
+    flags = rng.sample(sorted(options), rng.randint(1, most))
+    arguments = [] if {"--play", "--load", "--scenario", "--n"} & set(flags) else [
+        "--scenario", "plummer-cluster", "--n", "16"]
+    for flag in flags:
+        arguments += [flag, rng.choice(options[flag])]
+    return arguments
+
+
+def test_play_serve_and_the_viewer_never_traceback_crash_or_hang_on_their_arguments(
+        tmp_path, monkeypatch):
+    from orrery.app.viewer import main as viewer_main
+
+    monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DISPLAY", NO_X_SERVER)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    files = _files(tmp_path)
+    rng = random.Random(SEED)
+    failures = []
+    for i in range(WINDOW_CASES):
+        out = str(tmp_path / f"out{i}")
+        kind = rng.choice(["play", "serve", "viewer"])
+        if kind == "play":
+            failure = run_case(["play", rng.choice(files)], tmp_path)
+            arguments = ["orrery", "play"]
+        elif kind == "serve":
+            arguments = [a for a in _serve_case(files, rng, out) if a != ""]
+            failure = run_case(arguments, tmp_path, stop_after=SERVE_SECONDS)
+            arguments = ["orrery", *arguments]
+        else:
+            arguments = [a for a in _viewer_case(files, rng, out) if a != ""]
+            failure = run_case(arguments, tmp_path, main=viewer_main)
+            arguments = ["orrery-viewer", *arguments]
+        if failure is not None:
+            failures.append(f"{failure}: {' '.join(arguments)}"[:400])
+    assert not failures, "\n".join(failures)
+
+
+# What the fuzz of play, serve and the viewer found, each as its own test.
+
+def test_serve_on_a_host_name_no_resolver_takes_is_one_line(capsys):
+    from orrery.app.cli import main
+
+    host = "x" * 300  # a label longer than 63 characters: IDNA refuses to encode it
+    assert main(["serve", "--port", "0", "--scenario", "plummer-cluster", "--n", "16",
+                 "--host", host]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"orrery serve: error: cannot listen on {host}:0")
+
+
+def test_serve_refuses_a_look_its_clients_could_not_ask_for(capsys):
+    from orrery.app.cli import main
+
+    assert main(["serve", "--port", "0", "--colour-map", "nope"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "orrery serve: error: --colour-map must be one of cividis, inferno, magma, plasma, "
+        "viridis; got 'nope'")
+
+
+def test_the_viewer_refuses_run_flags_a_replay_would_ignore(tmp_path, monkeypatch, capsys):
+    from orrery.app.viewer import main as viewer_main
+
+    monkeypatch.setenv("DISPLAY", NO_X_SERVER)  # never reached: the flags are refused first
+    recording = _files(tmp_path)[0]
+    assert viewer_main(["--play", recording, "--n", "16", "--load", recording]) == 2
+    assert viewer_main(["--load", recording, "--scenario", "plummer-cluster"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "orrery-viewer: error: --load, --n cannot apply to --play",
+        "orrery-viewer: error: --scenario cannot apply to --load"]
