@@ -11,13 +11,17 @@ order agree to their rounding instead (``docs/recording-format.md``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from .errors import InvalidInputError, RecordingError
 from .particles import Particles
 from .recording import RecordingFile
 from .simulation import INTEGRATORS, Simulation, checked_dt
 from .solvers import make_solver, solver_specs
+from .solvers._options import SOFTENING
 
 
 @dataclass(frozen=True)
@@ -74,13 +78,45 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
         attributes = dict(recording.attributes)
         time, step = float(recording.keyframe_times[index]), int(recording.keyframe_steps[index])
         frame_step = step if from_frame is None else int(recording.steps[from_frame])
-        particles = Particles(positions, velocities, recording.masses.astype(positions.dtype),
-                              recording.population, recording.population_names)
-    solver, options, dt, integrator = _run_settings(path, attributes)
+        try:
+            particles = Particles(positions, velocities,
+                                  recording.masses.astype(positions.dtype),
+                                  recording.population, recording.population_names)
+        except InvalidInputError as error:
+            raise RecordingError(f"{path}: keyframe {index}: {error}: damaged") from None
+        solver, options, dt, integrator = _run_settings(path, attributes)
+        _check_clock(path, dt, index, recording)
     if integrator not in INTEGRATORS:
         raise RecordingError(f"{path}: integrator {integrator!r} is not one of {INTEGRATORS}")
     return KeyframeStart(particles, time, step, solver, options, dt, integrator, attributes,
                          index, frame_step)
+
+
+# How far a keyframe's time may stray from what its step and dt say (relative): a float64 sum
+# of dt, step after step, strays far less.
+_CLOCK_TOLERANCE = 1e-6
+
+
+def _check_clock(path, dt: float, index: int, recording: RecordingFile) -> None:
+    """Keyframe ``index`` agrees with the run's dt (from the keyframe before it) and with the
+    frame recorded at its step: a dt, time or step edited after the fact would otherwise
+    continue some other run."""
+    times, steps = recording.keyframe_times, recording.keyframe_steps
+    time, step = float(times[index]), int(steps[index])
+    if index > 0 and step > steps[index - 1]:
+        per_step = (time - float(times[index - 1])) / (step - int(steps[index - 1]))
+        if not math.isclose(per_step, dt, rel_tol=_CLOCK_TOLERANCE):
+            raise RecordingError(
+                f"{path}: its keyframes advance {per_step:g} a step from step "
+                f"{int(steps[index - 1])} to {step}, but its dt attribute is {dt:g}: damaged, "
+                "or dt changed while it was recorded")
+    same_step = np.flatnonzero(recording.steps == step)
+    if same_step.size:
+        frame_time = float(recording.times[same_step[0]])
+        if not math.isclose(frame_time, time, rel_tol=_CLOCK_TOLERANCE,
+                            abs_tol=_CLOCK_TOLERANCE * dt):
+            raise RecordingError(f"{path}: keyframe {index} at step {step} has time {time:g}, "
+                                 f"but its frame at that step has {frame_time:g}: damaged")
 
 
 def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
@@ -113,4 +149,25 @@ def _run_settings(path, attributes: dict) -> tuple[str, dict, float, str]:
     integrator = attributes["integrator"]
     if not isinstance(integrator, str):
         raise RecordingError(f"{path}: integrator {integrator!r:.80} is not a name: damaged")
+    _check_constants(path, attributes, options if "softening" in known else None)
     return name, options, dt, integrator
+
+
+def _check_constants(path, attributes: dict, options: dict | None) -> None:
+    """G, where recorded, is Orrery's 1; the softening, where recorded beside the solver's
+    options, is the one they give (``options``: None for a solver without one)."""
+    gravity = attributes.get("G", 1.0)
+    if not _is_number(gravity) or gravity != 1.0:
+        raise RecordingError(f"{path}: its G attribute {gravity!r:.80} is not Orrery's G = 1: "
+                             "damaged, or not an Orrery run")
+    if "softening" not in attributes or options is None:
+        return
+    recorded, used = attributes["softening"], options.get("softening", SOFTENING.default)
+    if not _is_number(recorded) or recorded != used:
+        raise RecordingError(f"{path}: its softening attribute {recorded!r:.80} differs from "
+                             f"its solver_params' {used!r}: damaged")
+
+
+def _is_number(value) -> bool:
+    number = isinstance(value, (int, float, np.integer, np.floating))
+    return number and not isinstance(value, bool)
