@@ -1,8 +1,8 @@
 """The control panel: a one-line summary of the run, the run's buttons, then collapsible sections
 (scenario, solver, view, statistics and the energy-error plot), most used first. It fits a
-1280x720 window (and scales with the font on HiDPI displays): the window is as tall as its open
-sections and never taller than the screen. Records where its main widgets are, so scripts can
-click them."""
+1280x720 window, and on a HiDPI display (``scale_style``) it reads as at scale 1: the window is as
+tall as its open sections and never taller than the screen. Records where its main widgets are, so
+scripts can click them."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ RENDER_MODES = ("sprites", "density")
 # Panel width at ImGui's default 13-pixel font; it grows with the font (HiDPI).
 PANEL_WIDTH = 330
 _DEFAULT_FONT_SIZE = 13.0
+# Gap between the panels and the window's edges, at scale 1 (window pixels).
+PANEL_MARGIN = 10.0
 # Share of the panel's width a slider takes; its label, with the value, goes to the right.
 _SLIDER_SHARE = 0.55
 _RED = imgui.ImVec4(1.0, 0.4, 0.35, 1.0)
@@ -56,6 +58,23 @@ def new_recording_path(scenario) -> Path:
     return RECORDINGS_FOLDER / f"{scenario}-{stamp}.h5"
 
 
+def scale_style(scale: float) -> None:
+    """Draw the panels for a display of content scale ``scale`` (ImGui units per pixel of a
+    scale-1 display: 2 on a desktop set to 200%): ImGui's default style with its spacing scaled,
+    and its fonts rasterised at the scaled size, so the text is as sharp as at scale 1. Starts
+    afresh from the default style, so a window moved to a display of another scale is scaled
+    once, not twice."""
+    style = imgui.Style()
+    style.scale_all_sizes(scale)
+    style.font_scale_dpi = scale
+    imgui.get_current_context().style = style
+
+
+def ui_scale() -> float:
+    """Widget sizes follow the font: 1 at ImGui's default size, more on HiDPI (inside a frame)."""
+    return imgui.get_font_size() / _DEFAULT_FONT_SIZE
+
+
 def slider(label: str, value: float, low: float, high: float, shown: str,
            flags: int = 0) -> tuple[bool, float]:
     """A slider whose value is written in its label (``shown``, a %-format), beside the handle
@@ -78,7 +97,7 @@ class ControlPanel:
         self.density_pass = None  # the renderer's, for showing its smoothing and ranges
         self.runner = source if isinstance(source, SimulationRunner) else None
         self._record_every = 5
-        self.bottom_margin = bottom_margin  # room left below the panel (for the timeline)
+        self.bottom_margin = bottom_margin  # room below the panel at scale 1 (the timeline's)
         self.widgets: dict[str, tuple[float, float, float, float]] = {}
         self.rect = (0.0, 0.0, 0.0, 0.0)
         self.collapsed = collapsed  # start as a slim title bar (--panel collapsed)
@@ -112,18 +131,14 @@ class ControlPanel:
         low, high = imgui.get_item_rect_min(), imgui.get_item_rect_max()
         self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
 
-    @staticmethod
-    def scale() -> float:
-        """Widget sizes follow the font: 1 at ImGui's default size, more on HiDPI."""
-        return imgui.get_font_size() / _DEFAULT_FONT_SIZE
-
     def draw(self, window_size: tuple[int, int], render_fps: float, frame,
              source_error: str | None = None, upload_path: str | None = None) -> None:
         """Draw the panel for ``frame`` (the frame on screen, or None); ``upload_path`` says
         how frames reach the GPU's vertex buffer."""
-        width = PANEL_WIDTH * self.scale()
-        tallest = max(window_size[1] - 20 - self.bottom_margin, 60.0)
-        imgui.set_next_window_pos(imgui.ImVec2(10, 10), imgui.Cond_.first_use_ever)
+        unit = ui_scale()
+        width, margin = PANEL_WIDTH * unit, PANEL_MARGIN * unit
+        tallest = max(window_size[1] - 2 * margin - self.bottom_margin * unit, 60.0)
+        imgui.set_next_window_pos(imgui.ImVec2(margin, margin), imgui.Cond_.first_use_ever)
         # As tall as the open sections, never taller than the window: it scrolls instead.
         imgui.set_next_window_size_constraints(imgui.ImVec2(width, 0), imgui.ImVec2(width, tallest))
         if self._collapse_next:
@@ -211,7 +226,7 @@ class ControlPanel:
     def _run_buttons(self, frame) -> None:
         """Pause, step, restart and record: one row, always in view."""
         runner = self.runner
-        unit = self.scale()
+        unit = ui_scale()
         if imgui.button("Resume" if runner.paused else "Pause", imgui.ImVec2(70 * unit, 0)):
             runner.resume() if runner.paused else runner.pause()
         self._remember("pause")
@@ -367,7 +382,7 @@ class ControlPanel:
     def _sprite_controls(self) -> None:
         tone = self.tone
         # narrower than the other sliders: its "auto" box shares the line
-        imgui.set_next_item_width(imgui.calc_item_width() - 45 * self.scale())
+        imgui.set_next_item_width(imgui.calc_item_width() - 45 * ui_scale())
         changed, exposure = slider("exposure", tone.exposure, 0.001, 50.0, "%.2g",
                                    imgui.SliderFlags_.logarithmic)
         if changed:  # a hand on the slider takes over from the automatic exposure
@@ -443,7 +458,7 @@ class ControlPanel:
         if times.size < 2:
             imgui.text_colored(_DIM, "(after a few samples)")
             return
-        if implot.begin_plot("energy error", imgui.ImVec2(-1, 120 * self.scale()),
+        if implot.begin_plot("energy error", imgui.ImVec2(-1, 120 * ui_scale()),
                              implot.Flags_.no_legend):
             implot.setup_axes("time", "|dE/E|", implot.AxisFlags_.auto_fit,
                               implot.AxisFlags_.auto_fit)

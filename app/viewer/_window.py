@@ -29,7 +29,7 @@ from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_scr
 from ._clock import FrameClock
 from ._framing import (BETTER_BY, FOLLOW_BIG_EVERY, SAMPLE, bright, disk_normals, follow,
                        framed_camera, tail_length)
-from ._panel import ControlPanel, live_ratio
+from ._panel import ControlPanel, live_ratio, scale_style
 from ._timeline import TIMELINE_HEIGHT, TimelinePanel, has_playback
 
 # Seconds between two lines of the --stats report.
@@ -107,6 +107,7 @@ class ViewerWindow(pyglet.window.Window):
         imgui.create_context()
         implot.create_context()
         imgui.get_io().set_ini_filename("")
+        scale_style(self._ui_scale())
         greek = _add_letters()
         self._imgui = create_renderer(self)
         self.timeline = TimelinePanel(source, self.branch_live) if has_playback(source) else None
@@ -120,7 +121,17 @@ class ViewerWindow(pyglet.window.Window):
     # Frame ---------------------------------------------------------------------------------
 
     def pixel_ratio(self) -> float:
-        return self.get_framebuffer_size()[1] / max(self.height, 1)
+        """Framebuffer pixels per pixel of a scale-1 display (a point sprite's size grows by
+        it): pyglet's content scale, 2 on a Retina Mac (a framebuffer twice the window) and on
+        an X11 or Windows desktop set to 200% (a window in pixels already; Xft.dpi 192 on X11)."""
+        return self.scale
+
+    def _ui_scale(self) -> float:
+        """ImGui's units (the window's) per pixel of a scale-1 display."""
+        return self.scale * self.height / max(self.get_framebuffer_size()[1], 1)
+
+    def on_scale(self, scale, dpi):  # moved to a display of another scale
+        scale_style(self._ui_scale())
 
     def _latest(self):
         # A replay can fail to read its file; show that in the panel, keep the last frame.

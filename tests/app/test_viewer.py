@@ -1,6 +1,8 @@
 """The real viewer window under Xvfb: frames with the solver thread running, a screenshot with
 the UI, a click on the pause button; and the message when there is no display."""
 
+import contextlib
+import ctypes
 import json
 import os
 import subprocess
@@ -16,20 +18,31 @@ from orrery.app.viewer import main
 SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "--seed", "2"]
 
 
-@pytest.fixture(scope="module")
-def display(xvfb):
-    """A private Xvfb server; yields its DISPLAY value."""
+@contextlib.contextmanager
+def _xvfb_server(screen: str):
+    """A private Xvfb server of ``screen`` pixels (WxH); yields its DISPLAY value. It keeps its
+    root window's properties when its last client goes (-noreset): the desktop's settings a
+    test writes there stay for the viewer."""
     read_end, write_end = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x720x24",
-                               "-nolisten", "tcp"], pass_fds=(write_end,),
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{screen}x24",
+                               "-nolisten", "tcp", "-noreset"], pass_fds=(write_end,),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(write_end)
     with os.fdopen(read_end) as pipe:
         number = pipe.readline().strip()
     assert number, "Xvfb did not report its display number"
-    yield f":{number}"
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield f":{number}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def display(xvfb):
+    """A private 1280x720 Xvfb server at scale 1; yields its DISPLAY value."""
+    with _xvfb_server("1280x720") as name:
+        yield name
 
 
 def _viewer(display, arguments, **popen):
@@ -536,3 +549,79 @@ def test_with_every_section_open_the_panel_still_ends_inside_the_window(display)
     x, y, width, height = shown["panel"]
     assert y + height <= 720, "the panel runs off the window"
     assert shown["last"][1] > y + height, "everything fitted: this test opens nothing"
+
+
+def _ask_for_scale(display: str, dpi: int) -> None:
+    """Set the desktop's scale as GNOME and KDE do on X11: Xft.dpi in the root window's
+    RESOURCE_MANAGER property (96 is scale 1), which pyglet reads as the window's ``scale``."""
+    from pyglet.libs.x11 import xlib
+
+    connection = xlib.XOpenDisplay(display.encode())
+    assert connection, f"cannot open {display}"
+    resources = f"Xft.dpi:\t{dpi}\n".encode()
+    string_type = 31  # XA_STRING
+    xlib.XChangeProperty(connection, xlib.XDefaultRootWindow(connection),
+                         xlib.XInternAtom(connection, b"RESOURCE_MANAGER", False), string_type, 8,
+                         xlib.PropModeReplace, (ctypes.c_ubyte * len(resources))(*resources),
+                         len(resources))
+    xlib.XSync(connection, False)
+    xlib.XCloseDisplay(connection)
+
+
+@pytest.fixture(scope="module")
+def hidpi_display(xvfb):
+    """A private 2560x1440 Xvfb server whose desktop is set to 200% (Xft.dpi 192)."""
+    with _xvfb_server("2560x1440") as name:
+        _ask_for_scale(name, 192)
+        yield name
+
+
+def _shot_with_panel(display, tmp_path, size, panel):
+    """The screenshot (RGB, int) and the last statistics record of a small run at ``size``."""
+    shot, stats = tmp_path / f"{size}-{panel}.png", tmp_path / f"{size}-{panel}.jsonl"
+    viewer = _viewer(display, [*SMALL_RUN, "--frames", "8", "--size", size, "--panel", panel,
+                               "--screenshot", str(shot), "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=180)
+    assert viewer.returncode == 0, err
+    return np.asarray(Image.open(shot).convert("RGB")).astype(int), _records(stats)[-1]
+
+
+def _text_height(image, panel) -> int:
+    """Rows of the panel's rectangle holding white text (the collapsed bar's title)."""
+    x, y, width, height = (int(v) for v in panel)
+    text = image[y: y + height, x: x + width].min(axis=2) > 180
+    return int(np.count_nonzero(text.any(axis=1)))
+
+
+def test_on_a_hidpi_display_the_panel_reads_as_at_scale_1(display, hidpi_display, tmp_path):
+    """A desktop at 200%: the window's 2560x1440 pixels are all drawn, the collapsed panel's
+    title is twice as tall as at scale 1 and still leaves the picture to the scene."""
+    small, small_record = _shot_with_panel(display, tmp_path, "1280x720", "collapsed")
+    large, large_record = _shot_with_panel(hidpi_display, tmp_path, "2560x1440", "collapsed")
+    assert large.shape == (1440, 2560, 3), "the framebuffer is not drawn at full resolution"
+    ratio = _text_height(large, large_record["panel"]) / _text_height(small, small_record["panel"])
+    assert 1.7 < ratio < 2.3, f"the panel's text is {ratio:.2f} times as tall at scale 2"
+    _, _, width, height = large_record["panel"]
+    assert width == pytest.approx(2 * small_record["panel"][2], rel=0.05)
+    assert width * height <= 0.10 * 2560 * 1440, "the collapsed panel covers the scene"
+    lit = np.argwhere(large.max(axis=2) > 40)
+    assert len(lit) > 800, "no particles in the picture"
+    assert abs(np.median(lit[:, 1]) - 1280) < 160 and abs(np.median(lit[:, 0]) - 720) < 160
+
+
+def test_on_a_hidpi_display_the_open_panel_still_ends_inside_the_window(hidpi_display, tmp_path):
+    image, record = _shot_with_panel(hidpi_display, tmp_path, "2560x1440", "open")
+    x, y, width, height = record["panel"]
+    assert record["window"] == [2560, 1440]
+    assert y + height <= 1440 and x + width <= 2560, "the panel runs off the window"
+    _, last_y, _, last_height = record["widgets"]["last"]
+    assert last_y + last_height <= y + height, "the panel's last row is cut off"
+    summary = record["widgets"]["summary"]
+    assert summary[3] > 1.7 * 13, "the summary line is not drawn at scale 2"
+
+
+def test_on_a_hidpi_display_the_timeline_grows_with_its_text(hidpi_display, tmp_path):
+    image = _replay_shot(hidpi_display, tmp_path)
+    top = 600 - 2 * 90  # twice its height at scale 1
+    title = image[top + 8: top + 28, 60:700]
+    assert (title[..., 2] - title[..., 0]).mean() > 30, "no timeline title bar where scale 2 puts it"
