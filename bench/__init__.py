@@ -27,7 +27,7 @@ from types import ModuleType
 from ..engine.errors import InvalidInputError
 from ._options import BenchmarkSpec, Several
 
-BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "interchange", "render", "movie",
+BENCHMARKS: tuple[str, ...] = ("ceilings", "direct", "tree", "fmm", "accuracy", "interchange", "render", "movie",
                                "live",
                                "serve", "playback", "boids", "suite", "grad", "report")
 

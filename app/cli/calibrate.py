@@ -132,6 +132,7 @@ def run(args) -> int:
                                 seed=args.seed, warmup=args.warmup, trials=args.trials,
                                 budget_s=args.budget, max_eval_s=args.max_eval, on_point=advance)
     settings = {"ic": args.ic, "seed": args.seed, "trials": args.trials, "warmup": args.warmup,
+                "accuracy": accuracy_table.DEFAULT_ACCURACY,
                 "options": {name: timing_kwargs(name, args.precision) for name in solvers},
                 "note": "approximate solvers at auto's default accuracy, the others at their defaults"}
     calibration = Calibration(precision=args.precision, curves=as_timing_curves(curves),
@@ -185,6 +186,7 @@ def run_accuracy(args) -> int:
             thetas = [t for t in grid if theta_option.maximum is None or t <= theta_option.maximum]
             rows.update(accuracy_table.measure(name, variants, thetas, names, args.sizes,
                                                seed=args.seed, solver_options=options,
+                                               reference_device=options.get("device"),
                                                on_point=advance))
     settings = {"precision": args.precision, "seed": args.seed, "targets": accuracy_table.TARGETS,
                 "scenarios": names, "sizes": args.sizes,
@@ -209,13 +211,13 @@ def _accuracy_summary(table, rows, sizes) -> str:
         for target in (1e-2, 1e-3, 1e-4):
             try:
                 choice = table.choose(solver, [variant], target, max(sizes))
-                row[f"theta @ {target:g}"] = f"{choice.theta:g} ({choice.worst_rms:.2g})"
+                row[f"theta @ {target:g}"] = f"{choice.theta:g} ({choice.error:.2g})"
             except InvalidInputError:
                 row[f"theta @ {target:g}"] = "unreachable"
         out.append(row)
     columns = ["solver", "variant"] + [f"theta @ {t:g}" for t in (1e-2, 1e-3, 1e-4)]
     return ("\nTheta chosen for each target at N >= " + f"{max(sizes):,}" +
-            " (worst RMS over the scenarios and sizes):\n" + format_table(out, columns))
+            " (the worst scenario's larger of RMS and 90th percentile there):\n" + format_table(out, columns))
 
 
 def _timing_table(curves, sizes) -> str:

@@ -112,12 +112,10 @@ class DeviceTreeBuilder:
     """Builds :class:`DeviceTree` s for one solver's settings, keeping its scratch arrays
     between builds (they are reallocated only when the body count or node count grows)."""
 
-    def __init__(self, context: Context, dtype, *, theta: float, leaf_capacity: int,
-                 group_capacity: int, quadrupole: bool):
+    def __init__(self, context: Context, dtype, *, leaf_capacity: int, group_capacity: int,
+                 quadrupole: bool):
         self.context = context
         self.dtype = np.dtype(dtype)
-        # The opening angle of the next build (gpu-tree with accuracy= sets it per body count).
-        self.theta = theta
         self.quadrupole = quadrupole
         fp64 = context.info.fp64
         self.accum = np.dtype(np.float64 if fp64 else np.float32)
@@ -181,10 +179,12 @@ class DeviceTreeBuilder:
         entry, mask = self._entry.download()
         return int(entry), int(mask)
 
-    def build(self, body: DeviceArray, count: int, *, moments: bool = True) -> DeviceTree:
+    def build(self, body: DeviceArray, count: int, *, theta: float | None) -> DeviceTree:
         """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass) and its walk
-        groups; without ``moments`` the nodes' centres of mass, masses and opening distances
-        stay unset (gpu-fmm computes its own expansions)."""
+        groups, with the nodes' centres of mass, masses and opening distances for the opening
+        angle ``theta`` (the one this evaluation uses); with ``theta=None`` those stay unset
+        (gpu-fmm computes its own expansions)."""
+        moments = theta is not None
         if count < 1:
             raise InvalidInputError("a tree needs at least one body")
         if count > MAX_BODIES:
@@ -225,7 +225,7 @@ class DeviceTreeBuilder:
         if not moments:
             del events["moments"]
             return tree
-        theta = self.accum.type(self.theta)
+        theta = self.accum.type(theta)
         width = self._node_items
         moment_arrays = (self._sums, self._centres, self._moments, self._quadrupoles)
         events["moments"] = [m["leaf_moments"].launch(width, ITEM_GROUP, self._nodes, self._levels,

@@ -20,18 +20,20 @@ from dataclasses import replace
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
-                   FMM_ORDER, FMM_THETA, cost_per_particle, fmm_setting)
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
+                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
+                   fmm_setting)
 from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 
-# By default the precision's: float32 bodies get float lanes in M2L, 0.6-0.75x its f64 time at
-# N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of |a| (RMS 5e-8)
-# at p 5-7, below float32 bodies' own rounding; float64 bodies keep double throughout.
-# accuracy= picks the same settings either way (docs/fmm-tuning-log.md#0165).
-EXPANSIONS = replace(FMM_EXPANSIONS, default=None,
+# Left out, expansion_precision chooses: float32 bodies get float lanes in M2L, 0.6-0.75x its
+# f64 time at N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of
+# |a| (RMS 5e-8) at p 5-7, below float32 bodies' own rounding (docs/fmm-tuning-log.md#0165);
+# float64 bodies, and an accuracy tighter than F32_EXPANSIONS_FLOOR, keep double throughout.
+EXPANSIONS = replace(FMM_EXPANSIONS,
                      doc="precision of the expansions, f32 or f64; cpu-fmm: of M2L, the cell-cell stage (f32: "
                          "twice the cell pairs per vector, the multipoles rounded to float, each local "
-                         "widened back to double; default: the precision's)")
+                         "widened back to double; default: the precision's, f64 for an accuracy below "
+                         f"{F32_EXPANSIONS_FLOOR:g})")
 
 
 class CpuFmmSolver(Solver):
@@ -61,7 +63,7 @@ class CpuFmmSolver(Solver):
     expansions : {"f32", "f64"} or None
         Precision of M2L: f32 (the multipoles rounded to float, the cell pairs in float lanes,
         each local widened back to double; P2M, M2M, L2L and L2P stay in double) or f64; None:
-        the precision's.
+        the precision's, but f64 for an accuracy below ``F32_EXPANSIONS_FLOOR``.
     heavy_share : float or None
         A node holding more than this share of the bodies is heavy: pairs with one open at a
         smaller angle (docs/fmm.md); None: theta alone decides.
@@ -81,7 +83,7 @@ class CpuFmmSolver(Solver):
     def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
                  simd, expansions, heavy_share):
         self.simd = simd_level(simd)["level"]
-        self.expansions = expansions or precision
+        self.expansions = expansion_precision(expansions, precision, accuracy)
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
                          simd=self.simd, expansions=self.expansions, heavy_share=heavy_share)

@@ -11,8 +11,9 @@ gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly 
 ``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
 node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
 leaves, a work-group per leaf) and ``l2p`` (which writes each body's result in the caller's
-order). Expansions in double where the device
-has it (docs/fmm-tuning-log.md#0157).
+order). Expansions in the bodies' precision (doubles where the device has them and the bodies
+are double, or the accuracy asked for is below ``F32_EXPANSIONS_FLOOR``: docs/accuracy.md,
+docs/fmm-tuning-log.md#0157).
 
 Plans (docs/fmm-tuning-log.md#0191): the passes launch over the node slots of the solver's arrays and for the
 cell levels it planned, and read the tree's node count on the device; the walk queues its
@@ -40,15 +41,17 @@ from ..compute import DeviceArray, Graph, KernelEvent, launch_size, unavailable_
 from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
                                DeviceDualWalk, InteractionLists)
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, levels_of
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, FMM_EXPANSIONS, FMM_HEAVY_SHARE, FMM_LEAF_CAPACITY,
-                   FMM_ORDER, FMM_THETA, cost_per_particle, expansion_tables, fmm_setting)
+from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
+                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
+                   expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
 from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 
-EXPANSIONS = replace(FMM_EXPANSIONS, default="f64",
+EXPANSIONS = replace(FMM_EXPANSIONS,
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "
-                         "bytes, twice a GPU's FMA rate)")
+                         "bytes, twice a GPU's FMA rate; default: the precision's, f64 for an "
+                         f"accuracy below {F32_EXPANSIONS_FLOOR:g})")
 # Work-items of M2L's work-group, and how many of them share a target's list (each taking
 # every M2L_LANES-th source): several a target keep the device busy where a tree has too few
 # nodes for one work-item each to fill it.
@@ -104,7 +107,8 @@ class GpuFmmSolver(GpuSolver):
     Parameters
     ----------
     precision : {"f32", "f64"}
-        Precision of bodies and pair sums (expansions in double where the device has it).
+        Precision of bodies and pair sums (and, unless ``expansions`` says otherwise, of the
+        expansions).
     softening : float
         Plummer softening length (N-body units), in P2P and in the expansions' kernel.
     device : str or None
@@ -118,9 +122,10 @@ class GpuFmmSolver(GpuSolver):
         table for each body count, as for cpu-fmm (``chosen``). Not together with ``theta``.
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
-    expansions : {"f64", "f32"}
-        Precision of the multipole and local expansions (f64: cpu-fmm's, where the device has
-        doubles; f32: half the bytes and, on a GPU, twice the FMA rate).
+    expansions : {"f64", "f32"} or None
+        Precision of the multipole and local expansions (f64 where the device has doubles; f32:
+        half the bytes and, on a GPU, twice the FMA rate); None: the precision's, but f64 for an
+        accuracy below ``F32_EXPANSIONS_FLOOR`` (``expansion_precision``).
     heavy_share : float or None
         As for cpu-fmm: pairs with a node holding more than this share of the bodies open at a
         smaller angle (the same lists as cpu-fmm's with the same share).
@@ -146,17 +151,15 @@ class GpuFmmSolver(GpuSolver):
                          accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
                          expansions=expansions, heavy_share=heavy_share)
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
-        self.theta = self.setting.theta(1)
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         self.heavy_share = heavy_share
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._sort = self.context.key_sort()
-        self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=1.0,
-                                          leaf_capacity=leaf_capacity, group_capacity=1,
-                                          quadrupole=False)
+        self._builder = DeviceTreeBuilder(self.context, self.dtype, leaf_capacity=leaf_capacity,
+                                          group_capacity=1, quadrupole=False)
         self.accum = self._builder.accum
-        fp64 = expansions == "f64" and self.context.info.fp64
+        fp64 = expansion_precision(expansions, precision, accuracy) == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
         self._programs = {}
         self._m2l_lanes = M2L_LANES  # read per solver, as the P2P defines below
@@ -232,25 +235,26 @@ class GpuFmmSolver(GpuSolver):
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
-        self.theta = self.setting.theta(count)
+        theta = self.setting.theta(count)
         if self.setting.variant(count)["order"] != self.order:
             self._use_order(self.setting.variant(count)["order"])
         k = self._kernels(potential)
-        key = self._replay_key(body, out, count, potential)
+        key = self._replay_key(body, out, count, potential, theta)
         if self._graph is not None and self._graph.key != key:
             self._graph = None
         if self._graph is None and key is not None and key == self._fitted:
-            self._graph = self._capture(key, k, body, out, count)
+            self._graph = self._capture(key, k, body, out, count, theta)
         if self._graph is not None:
             events = self._replayed(count)
             if events is not None:
                 return events
-        return self._launched(k, body, out, count, key)
+        return self._launched(k, body, out, count, theta, key)
 
-    def _launched(self, k: dict, body: DeviceArray, out: DeviceArray, count: int, key) -> list[KernelEvent]:
+    def _launched(self, k: dict, body: DeviceArray, out: DeviceArray, count: int, theta: float,
+                  key) -> list[KernelEvent]:
         """The evaluation launched kernel by kernel (timed stage by stage), making or renewing
         the plans where it has to."""
-        tree = self._builder.build(body, count, moments=False)
+        tree = self._builder.build(body, count, theta=None)
         reads = 0
         if not self._node_capacity:  # no node plan: the tree's counts now
             self._plan_nodes(tree.node_count, tree.occupied_mask)
@@ -260,7 +264,7 @@ class GpuFmmSolver(GpuSolver):
         events = {stage: [] for stage in FMM_STAGES}
         passes = 0
         while True:
-            lists = self._queue_passes(k, tree, count, out, events)
+            lists = self._queue_passes(k, tree, count, theta, out, events)
             state = self._walk.state.download()
             passes, reads = passes + 1, reads + lists.host_reads + 1
             if self._fits(state):
@@ -292,22 +296,23 @@ class GpuFmmSolver(GpuSolver):
                       "terms": self._terms, "order": self.order, **self.setting.stats()}
         self._n = count
 
-    def _replay_key(self, body: DeviceArray, out: DeviceArray, count: int, potential: bool):
+    def _replay_key(self, body: DeviceArray, out: DeviceArray, count: int, potential: bool, theta: float):
         """What a graph of the evaluation holds fixed (arrays, sizes, scalars, plans), or None
         where evaluations are not replayed (no plans yet, or ``replay`` off)."""
         if not self.replay or not self._node_capacity or self._walk is None or self._walk.plan is None:
             return None
-        return (id(body), id(out), count, potential, self.order, self.theta, self._node_capacity, self._levels,
+        return (id(body), id(out), count, potential, self.order, theta, self._node_capacity, self._levels,
                 id(self._walk.plan), id(self._result))
 
-    def _capture(self, key, k: dict, body: DeviceArray, out: DeviceArray, count: int) -> _Replay | None:
+    def _capture(self, key, k: dict, body: DeviceArray, out: DeviceArray, count: int,
+                 theta: float) -> _Replay | None:
         """The build and the passes of a planned evaluation captured as a graph (None where the
         context has none, and from then on ``replay`` is off: ``replay_unavailable`` says why)."""
         queued = {}
 
         def evaluation():
-            queued["tree"] = self._builder.build(body, count, moments=False)
-            queued["lists"] = self._queue_passes(k, queued["tree"], count, out,
+            queued["tree"] = self._builder.build(body, count, theta=None)
+            queued["lists"] = self._queue_passes(k, queued["tree"], count, theta, out,
                                                  {stage: [] for stage in FMM_STAGES})
         try:
             graph = self.context.capture(evaluation)
@@ -333,7 +338,7 @@ class GpuFmmSolver(GpuSolver):
         self._evaluated(replace(replay.tree), replay.lists, state, count, reads=1, passes=1)
         return [event]
 
-    def _queue_passes(self, k: dict, tree: DeviceTree, count: int, out: DeviceArray,
+    def _queue_passes(self, k: dict, tree: DeviceTree, count: int, theta: float, out: DeviceArray,
                       events: dict[str, list[KernelEvent]]) -> InteractionLists:
         """Every pass after the build, over the node plan's slots and levels, reading nothing
         back once the walk has a plan."""
@@ -353,7 +358,7 @@ class GpuFmmSolver(GpuSolver):
         for level in reversed([level for level in levels if level < MORTON_LEVELS]):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes,
                                                        tree.levels, *geometry))
-        opening = _native.fmm_opening(self.theta, self.order, self.heavy_share or 0.0, count)
+        opening = _native.fmm_opening(theta, self.order, self.heavy_share or 0.0, count)
         lists = self._walk.walk(tree.nodes, slots, self._shape, opening, events)
         shift = np.int32(max(1, (slots - 1).bit_length()))  # bits of a node index
         events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, np.int32(slots), shift, lists.m2l_start,

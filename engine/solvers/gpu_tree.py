@@ -124,8 +124,7 @@ class GpuTreeSolver(GpuSolver):
         self.leaf_capacity = leaf_capacity
         self.walk = walk
         self.opening = opening
-        self._builder = DeviceTreeBuilder(self.context, self.dtype, theta=THETA.default,
-                                          leaf_capacity=leaf_capacity,
+        self._builder = DeviceTreeBuilder(self.context, self.dtype, leaf_capacity=leaf_capacity,
                                           group_capacity=GROUP_CAPACITY, quadrupole=quadrupole)
         self._boxes: DeviceArray | None = None
         self._body_group: DeviceArray | None = None
@@ -171,8 +170,7 @@ class GpuTreeSolver(GpuSolver):
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
-        self._builder.theta = self.setting.theta(count)
-        tree = self._builder.build(body, count)
+        tree = self._builder.build(body, count, theta=self.setting.theta(count))
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype)
         if self.walk in _GROUP_WALKS:

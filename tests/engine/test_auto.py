@@ -11,9 +11,10 @@ from orrery.engine.calibration import Calibration, CalibrationCacheWarning, save
 from orrery.engine.errors import InvalidInputError
 from orrery.engine.solvers import cpu_direct
 from orrery.engine.solvers._options import SolverSpec
-from orrery.engine.solvers.auto import default_schedule
+from orrery.engine.solvers.auto import DEFAULT_THRESHOLDS, default_schedule
 
 TWIN = "cpu-direct-twin"
+GPU_FMM_FROM = DEFAULT_THRESHOLDS["gpu-fmm"]
 
 
 class TwinSolver(cpu_direct.CpuDirectSolver):
@@ -156,7 +157,36 @@ def test_bind_hands_the_chosen_solvers_own_state_to_the_simulation(cache_dir):
     ({"cpu-direct", "cpu-tree", "gpu-tree"},
      [("cpu-direct", 0, 4000), ("cpu-tree", 4000, 9000), ("gpu-tree", 9000, None)]),
     ({"cpu-direct", "some-future-solver"}, [("cpu-direct", 0, None)]),
+    ({"cpu-direct", "gpu-direct", "gpu-tree", "gpu-fmm"},  # gpu-tree outclassed by gpu-fmm
+     [("cpu-direct", 0, 2200), ("gpu-direct", 2200, GPU_FMM_FROM), ("gpu-fmm", GPU_FMM_FROM, None)]),
 ])
 def test_default_thresholds_for_each_set_of_available_solvers(available, expected):
     schedule = default_schedule(available)
     assert [(s.solver, s.lower, s.upper) for s in schedule.segments] == expected
+
+
+def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(cache_dir):
+    """Crossovers timed the way `orrery calibrate` times them (every CPU solver, the approximate
+    ones at accuracy 1e-3, so at equal error), stored, and auto asked at each size: where one
+    solver beat the others by 30% in the run, auto names it, and says it was calibrated at 1e-3."""
+    from orrery.bench.solver_timing import as_timing_curves, measure_curves
+
+    sizes = [256, 4096, 65536]
+    curves = measure_curves(["cpu-direct", "cpu-tree", "cpu-fmm"], sizes, warmup=1, trials=3,
+                            budget_s=120, max_eval_s=30)
+    save_calibration(Calibration(precision="f32", curves=as_timing_curves(curves),
+                                 settings={"accuracy": 1e-3}))
+    decided = 0
+    for n in sizes:
+        medians = {name: next(p.timing.median for p in points if p.n == n)
+                   for name, points in curves.items() if any(p.n == n for p in points)}
+        ranked = sorted(medians, key=medians.get)
+        if medians[ranked[1]] < 1.3 * medians[ranked[0]]:
+            continue  # too close to call in one run on a shared machine
+        auto = make_solver("auto", accuracy=1e-3)
+        particles = ics.plummer(n, seed=0)
+        auto.accelerations(particles.pos, particles.mass)
+        assert auto.chosen == ranked[0], (n, medians, auto.reason)
+        assert "at accuracy 0.001" in auto.reason
+        decided += 1
+    assert decided >= 2  # direct summation at 256 and an approximate solver at 65536 at least

@@ -265,10 +265,10 @@ def test_degenerate_inputs(device, case):
 
 
 def test_body_count_past_32_bit_node_indices_is_refused(context):
-    builder = DeviceTreeBuilder(context, np.float32, theta=0.5, leaf_capacity=16,
-                                group_capacity=128, quadrupole=False)
+    builder = DeviceTreeBuilder(context, np.float32, leaf_capacity=16, group_capacity=128,
+                                quadrupole=False)
     with pytest.raises(InvalidInputError, match="at most"):
-        builder.build(context.empty((1, 4), np.float32), MAX_BODIES + 1)
+        builder.build(context.empty((1, 4), np.float32), MAX_BODIES + 1, theta=0.5)
 
 
 def test_simulation_keeps_state_on_device_and_follows_cpu_tree(device):
