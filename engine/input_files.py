@@ -1,12 +1,17 @@
-"""Reading the small text files a user hands Orrery (camera paths, caches): one place that
-refuses what is not a small regular file before reading it, so a FIFO never blocks the reader,
-``/dev/zero`` is never read without end, and a file too large for what it claims to be is
-refused by its size instead of read whole."""
+"""Reading the files a user hands Orrery: one place that refuses what is not a small regular
+file before reading it (camera paths, caches), so a FIFO never blocks the reader, ``/dev/zero``
+is never read without end, and a file too large for what it claims to be is refused by its size
+instead of read whole; and a notice, for recordings and snapshots, that a read is still waiting
+on a slow or stalled file system."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import sys
+import threading
+import time
 from pathlib import Path
 
 from .errors import InvalidInputError
@@ -60,3 +65,41 @@ def read_small_text(path, *, what: str, limit: int) -> str:
     except UnicodeDecodeError as error:
         raise InvalidInputError(f"{what} {path} is not UTF-8 text ({error.reason} at byte "
                                 f"{error.start})") from None
+
+
+# How long a read may wait before Orrery says so, and again each time as long passes: a file on
+# a stalled network file system blocks in the kernel, where no timeout reaches the read.
+SLOW_READ_SECONDS = 10.0
+class _Watched(threading.local):
+    active = False  # whether this thread's read is watched already (a read inside another)
+
+
+_watched = _Watched()
+
+
+@contextlib.contextmanager
+def reading(path, what: str):
+    """Within this block, each :data:`SLOW_READ_SECONDS` that passes before it ends puts one
+    line on stderr saying that reading ``what`` ``path`` is still waiting, and for how long, so
+    a read never blocks without a word. A block inside another on the same thread adds none."""
+    if _watched.active:
+        yield
+        return
+    done, started = threading.Event(), time.monotonic()
+
+    def watch():
+        while not done.wait(SLOW_READ_SECONDS):
+            try:
+                print(f"orrery: still reading {what} {path} after "
+                      f"{time.monotonic() - started:.0f} s (a slow or stalled file system?)",
+                      file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed: nobody to tell
+                return
+
+    _watched.active = True
+    threading.Thread(target=watch, name="slow-read notice", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+        _watched.active = False

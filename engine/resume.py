@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidInputError, RecordingError
+from .input_files import reading
 from .particles import Particles
 from .recording import RecordingFile
 from .simulation import INTEGRATORS, Simulation, checked_dt
@@ -72,7 +73,7 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
     """The state of the last keyframe at or before frame ``from_frame`` of ``path`` (default:
     the last keyframe) and the settings it was run with (:func:`resume` builds on it, and so
     does a live run branched off a recording in the viewer)."""
-    with RecordingFile(path) as recording:
+    with reading(path, "recording"), RecordingFile(path) as recording:
         index = recording.keyframe_before(from_frame)
         positions, velocities = recording.read_keyframe(index)
         attributes = dict(recording.attributes)

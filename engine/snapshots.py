@@ -29,7 +29,7 @@ import numpy as np
 from ._optional import MissingPackageError, require
 from .errors import InvalidInputError, OrreryError
 from .particles import Particles
-from .input_files import not_a_regular_file
+from .input_files import not_a_regular_file, reading
 from .snapshot_checks import check_memory, check_snapshot, declares_a_snapshot
 
 DEFAULT_LENGTH_UNIT = "kpc"
@@ -153,7 +153,7 @@ def load_snapshot(path: str, *, family: str | None = None, length_unit: str = DE
     family : keep only this family (``"dm"``, ``"star"``, ``"gas"``, ...); default: all.
     length_unit, mass_unit : the physical size of the N-body length and mass units.
     """
-    with quiet(), _pynbody_errors(path):
+    with quiet(), _pynbody_errors(path), reading(path, "snapshot"):
         return _load(path, family, length_unit, mass_unit)
 
 
@@ -258,7 +258,7 @@ def _time(path: str, raw, units: UnitSystem) -> float:
 
 def describe(path: str) -> str:
     """What a snapshot holds, without loading its arrays: for ``orrery info``."""
-    with quiet(), _pynbody_errors(path):
+    with quiet(), _pynbody_errors(path), reading(path, "snapshot"):
         return _describe(path)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import frame_encoding as encodings
 from ..errors import InvalidInputError, NotARecordingError, RecordingError
-from ..input_files import not_a_regular_file
+from ..input_files import not_a_regular_file, reading
 from . import _format as fmt
 from ._hdf5 import (H5_ERRORS, LIVE_READ_ATTEMPTS, STILL_READ_ATTEMPTS, error_text,
                     marked_open_for_writing, open_swmr)
@@ -63,7 +63,7 @@ class RecordingFile:
         self._fd = -1
         self._h5 = None
         try:
-            with _damage_reported(self.path):
+            with _damage_reported(self.path), reading(self.path, "recording"):
                 self._h5, self.closed_cleanly = _open_hdf5(self.path)
                 self.being_written = not self.closed_cleanly and writer_is_active(self.path)
                 self._validate()

@@ -1,0 +1,82 @@
+"""A recording or snapshot on a slow or stalled file system is never read without a word: each
+time input_files.SLOW_READ_SECONDS passes before the read ends, one line on stderr says what is
+still being read and for how long (issue 42). A stalled read is stood in for by one that sleeps."""
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from orrery.app.cli import main
+from orrery.engine import input_files
+from orrery.engine.recording import Recorder, _reader
+
+from ..extras import package
+
+NOTICE = re.compile(r"orrery: still reading (recording|snapshot) (\S+) after \d+ s "
+                    r"\(a slow or stalled file system\?\)")
+INTERVAL = 0.3  # seconds between notices here
+STALL = 1.0  # seconds a stalled read takes here: three notices
+
+
+@pytest.fixture
+def recording(tmp_path):
+    path = tmp_path / "run.h5"
+    with Recorder(path, masses=np.ones(4), keyframe_dtype="float64") as recorder:
+        recorder.append(np.zeros((4, 3), np.float32), 0.0, 0)
+        recorder.append_keyframe(np.zeros((4, 3)), np.zeros((4, 3)), 0.0, 0)
+    return path
+
+
+def _stall(monkeypatch, module, name):
+    read = getattr(module, name)
+
+    def stalled(*args, **kwargs):
+        time.sleep(STALL)
+        return read(*args, **kwargs)
+    monkeypatch.setattr(module, name, stalled)
+    monkeypatch.setattr(input_files, "SLOW_READ_SECONDS", INTERVAL)
+
+
+def _notices(err: str, what: str, path) -> int:
+    found = [match.groups() for match in map(NOTICE.fullmatch, err.splitlines()) if match]
+    assert found and all(found_ == (what, str(path)) for found_ in found), err
+    return len(found)
+
+
+def test_orrery_info_says_it_is_still_reading_a_recording_that_stalls(
+        recording, monkeypatch, capsys):
+    _stall(monkeypatch, _reader, "_open_hdf5")
+    assert main(["info", str(recording)]) == 0
+    captured = capsys.readouterr()
+    assert "state:         closed cleanly" in captured.out
+    assert 1 <= _notices(captured.err, "recording", recording) <= STALL / INTERVAL
+
+
+def test_resume_says_so_once_an_interval_though_its_reads_nest(recording, monkeypatch, capsys):
+    _stall(monkeypatch, _reader, "_open_hdf5")
+    assert main(["run", "--quiet", "--steps", "1", "--resume", str(recording)]) == 2
+    err = capsys.readouterr().err
+    assert "lacks the run setting(s)" in err  # read, then refused: a bare Recorder's file
+    assert 1 <= _notices(err, "recording", recording) <= STALL / INTERVAL
+
+
+def test_run_load_says_it_is_still_reading_a_snapshot_that_stalls(tmp_path, monkeypatch,
+                                                                  capsys):
+    package("pynbody")
+    from orrery.engine import snapshots
+
+    from ..engine.snapshot_files import write_tipsy
+
+    path = tmp_path / "galaxy.tipsy"
+    write_tipsy(path, {"gas": 4, "dm": 20, "star": 8})
+    _stall(monkeypatch, snapshots, "_load")
+    assert main(["run", "--quiet", "--steps", "1", "--solver", "cpu-direct", "--load",
+                 str(path)]) == 0
+    assert _notices(capsys.readouterr().err, "snapshot", path) >= 1
+
+
+def test_a_read_that_ends_in_time_says_nothing(recording, capsys):
+    assert main(["info", str(recording)]) == 0
+    assert "still reading" not in capsys.readouterr().err
