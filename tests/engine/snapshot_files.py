@@ -6,6 +6,8 @@ Every writer returns the particles it wrote in its own units: ``{family: (pos, v
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 KPC_CM = 3.0856775814913673e21
@@ -46,14 +48,17 @@ def write_tipsy(path, counts=None, *, seed=0, time=0.5):
     return data
 
 
-def write_gadget4_hdf5(path, counts=None, *, seed=0, time=0.25):
+def write_gadget4_hdf5(path, counts=None, *, seed=0, time=0.25, data=None):
     """A GADGET-4 / AREPO style HDF5 snapshot, units in the header; ``time`` in Gyr (as
-    ``Time_GYR``, which pynbody reads; it takes ``Time`` as a scale factor)."""
+    ``Time_GYR``, which pynbody reads; it takes ``Time`` as a scale factor). ``data``
+    (``{family: (pos, vel, mass)}``) writes those particles instead of random ones."""
     import h5py
 
+    if data is not None:
+        counts = {family: len(pos) for family, (pos, _, _) in data.items()}
     counts = counts or {"dm": 1000, "star": 500}
     types = {"gas": 0, "dm": 1, "star": 4, "bh": 5}
-    data = _families(counts, seed)
+    data = data or _families(counts, seed)
     numbers = np.zeros(6, np.uint32)
     with h5py.File(path, "w") as h5:
         header = h5.create_group("Header")
@@ -140,4 +145,26 @@ def write_gadget2_binary(path, counts=None, *, seed=0):
     snap.properties.update({"time": 0.5, "a": 1.0, "z": 0.0, "h": 1.0, "omegaM0": 0.0,
                             "omegaL0": 0.0, "boxsize": pynbody.units.Unit("1000 kpc")})
     snap.write(fmt=pynbody.snapshot.gadget.GadgetSnap, filename=str(path))
+    return data
+
+
+def write_gadget1_binary(path, counts=None, *, seed=0):
+    """A GADGET-2 binary snapshot in format 1 (blocks in their standard order, unlabelled):
+    pynbody's format-2 file with its labels dropped and the ID block format 1 requires put in
+    (pynbody writes none)."""
+    import struct
+
+    data = write_gadget2_binary(path, counts, seed=seed)
+    labelled = Path(path).read_bytes()
+    blocks, position = {}, 0
+    while position < len(labelled):
+        name = labelled[position + 4:position + 8]
+        size = struct.unpack_from("<I", labelled, position + 16)[0]
+        blocks[name] = labelled[position + 16:position + 16 + size + 8]
+        position += 16 + size + 8
+    total = sum(len(pos) for pos, _, _ in data.values())
+    ids = struct.pack("<I", 4 * total) + np.arange(total, dtype="<i4").tobytes() \
+        + struct.pack("<I", 4 * total)
+    with open(path, "wb") as handle:
+        handle.write(blocks[b"HEAD"] + blocks[b"POS "] + blocks[b"VEL "] + ids + blocks[b"MASS"])
     return data
