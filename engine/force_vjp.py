@@ -99,7 +99,7 @@ def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
 
 def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
     """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out)."""
-    _check_solver(solver)
+    check_has_vjp(solver)
     return direct_vjp(pos, mass, solver.softening, acc_bar, pot_bar,
                       threads=getattr(solver, "threads", 0), simd=_simd(solver))
 
@@ -107,7 +107,7 @@ def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.
 def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(acc, pos_bar, mass_bar)``: ``solver.accelerations(pos, mass)`` (the same bits) and the
     VJP there, in one native pass for cpu-direct in float64, else one after the other."""
-    _check_solver(solver)
+    check_has_vjp(solver)
     if solver.name == "cpu-direct" and solver.precision == "f64":
         pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
         if solver.softening == 0:  # as solver.accelerations refuses: an infinite force
@@ -120,7 +120,8 @@ def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, n
     return (acc, *force_vjp(solver, pos, mass, acc_bar))
 
 
-def _check_solver(solver) -> None:
+def check_has_vjp(solver) -> None:
+    """Refuse a solver whose evaluation has no VJP here (InvalidInputError naming those that do)."""
     if solver.name not in DIRECT_SOLVERS:
         raise InvalidInputError(f"no force VJP for solver {solver.name!r} yet; the direct "
                                 f"solvers have one: {', '.join(DIRECT_SOLVERS)}")

@@ -41,18 +41,34 @@ from .particles import Particles
 class ReversibleRun:
     """K reversible steps of ``particles`` under ``solver`` (run when made), ready to carry a
     loss's gradient back to the start with :meth:`backward`. Holds only the initial and the
-    final state."""
+    final state.
+
+    ``end``: the final lattice state ``(qpos, qvel)`` (int64) that this same run reached before
+    (its :attr:`end`), so that the steps are not run again; a framework adapter keeps it between
+    its forward and backward passes. An ``end`` that is not this run's shows as
+    ``Gradient.reversible`` False.
+    """
 
     def __init__(self, particles: Particles, solver, *, dt: float, steps: int,
-                 lattice: Lattice | None = None):
+                 lattice: Lattice | None = None,
+                 end: tuple[np.ndarray, np.ndarray] | None = None):
         check_run_arguments(dt, steps)
         self.solver, self.dt, self.steps = solver, float(dt), int(steps)
         state = LatticeState(solver, particles, lattice)
         self.lattice, self.mass = state.lattice, state.mass
         self._start = state.qpos.copy(), state.qvel.copy()
-        for _ in range(self.steps):
-            state.advance(None, lambda: _step(state, self.dt))
-        self._end = state.qpos, state.qvel
+        if end is None:
+            for _ in range(self.steps):
+                state.advance(None, lambda: _step(state, self.dt))
+            self._end = state.qpos, state.qvel
+        else:
+            self._end = tuple(_lattice_points(q, state.qpos.shape, name)
+                              for q, name in zip(end, ("qpos", "qvel")))
+
+    @property
+    def end(self) -> tuple[np.ndarray, np.ndarray]:
+        """The final lattice state ``(qpos, qvel)``, int64 (n, 3) each (copies)."""
+        return self._end[0].copy(), self._end[1].copy()
 
     @property
     def positions(self) -> np.ndarray:
@@ -112,6 +128,14 @@ def run_gradient(particles: Particles, solver, *, dt: float, steps: int,
         raise InvalidInputError("loss_grad must return (loss, pos_bar, vel_bar) or "
                                 "(loss, pos_bar, vel_bar, mass_bar)")
     return run.backward(*bars, loss=float(loss))
+
+
+def _lattice_points(values, shape: tuple, name: str) -> np.ndarray:
+    values = np.asarray(values)
+    if values.dtype != np.int64 or values.shape != shape:
+        raise InvalidInputError(f"end's {name} must be int64 of shape {shape}, got "
+                                f"{values.dtype} {values.shape}")
+    return values.copy()
 
 
 def _step(state: LatticeState, dt: float) -> None:

@@ -163,3 +163,39 @@ def test_a_float32_solvers_run_has_a_gradient_close_to_float64s():
     assert gradients[0].reversible
     for a, b in zip(*((g.pos, g.vel, g.mass) for g in gradients)):
         assert _relative_error(a, b) < 1e-6
+
+
+def test_a_run_given_its_own_end_state_gives_the_same_gradient_without_stepping(case):
+    p, solver, lattice, gradient = case
+    ran = ReversibleRun(p, solver, dt=DT, steps=STEPS, lattice=lattice)
+    calls = []
+    evaluate = solver.accelerations
+    solver.accelerations = lambda pos, mass: calls.append(1) or evaluate(pos, mass)
+    try:
+        resumed = ReversibleRun(p, solver, dt=DT, steps=STEPS, lattice=lattice, end=ran.end)
+    finally:
+        del solver.accelerations
+    assert calls == []
+    np.testing.assert_array_equal(resumed.positions, ran.positions)
+    bars = _loss_grad(ran.positions, ran.velocities, ran.mass)[1:]
+    again = resumed.backward(*bars)
+    assert again.reversible
+    np.testing.assert_array_equal(again.pos, gradient.pos)
+    np.testing.assert_array_equal(again.mass, gradient.mass)
+
+
+def test_an_end_state_that_is_not_the_runs_shows_as_not_reversible(case):
+    p, solver, lattice, _ = case
+    qpos, qvel = ReversibleRun(p, solver, dt=DT, steps=STEPS, lattice=lattice).end
+    qvel[0, 0] += 1
+    run = ReversibleRun(p, solver, dt=DT, steps=STEPS, lattice=lattice, end=(qpos, qvel))
+    assert not run.backward(np.zeros((N, 3)), np.zeros((N, 3))).reversible
+
+
+def test_an_end_state_must_be_int64_lattice_points_of_the_runs_shape(case):
+    p, solver, lattice, _ = case
+    qpos, qvel = ReversibleRun(p, solver, dt=DT, steps=1, lattice=lattice).end
+    with pytest.raises(InvalidInputError, match=r"end's qvel must be int64 of shape \(8, 3\)"):
+        ReversibleRun(p, solver, dt=DT, steps=1, lattice=lattice, end=(qpos, qvel[:3]))
+    with pytest.raises(InvalidInputError, match="end's qpos must be int64"):
+        ReversibleRun(p, solver, dt=DT, steps=1, lattice=lattice, end=(qpos * 1.0, qvel))
