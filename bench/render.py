@@ -33,8 +33,8 @@ HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless 
 
 def window_size(value) -> tuple[int, int]:
     """``"WxH"`` or ``(w, h)``, checked as the CLI's window sizes are
-    (``app/cli/_arg_types.window_size``: argparse's error type, so a flag's message is kept)."""
-    from ..app.cli._arg_types import window_size as parse
+    (``app/command_line.window_size``: argparse's error type, so a flag's message is kept)."""
+    from ..app.command_line import window_size as parse
 
     if isinstance(value, str):
         return parse(value)

@@ -80,3 +80,31 @@ def test_recording_stores_and_reads_runs_and_builds_none():
                 offences.append(f"{path.relative_to(ROOT)} imports {name}")
     assert offences == []
     assert any(package == "orrery.engine.recording" for _, package in modules_of("engine"))
+
+
+def test_the_benchmarks_use_only_the_apps_public_modules():
+    """bench may import the app (the renderer, the served stream, the command line's argument
+    types) but only through names a module of the app makes public: no ``_private`` module,
+    imported as one or named in a ``from ... import``."""
+    offences = []
+    for path, package in modules_of("bench"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node, name in zip(_import_nodes(tree), imported_modules(path, package)):
+            if not (name == "orrery.app" or name.startswith("orrery.app.")):
+                continue
+            names = [name] if isinstance(node, ast.Import) else \
+                [f"{name}.{alias.name}" for alias in node.names]
+            for full in names:
+                if any(part.startswith("_") for part in full.split(".")[2:]):
+                    offences.append(f"{path.relative_to(ROOT)} imports {full}")
+    assert offences == []
+
+
+def _import_nodes(tree):
+    """The import statements of ``tree`` in the order ``imported_modules`` walks them, once per
+    module each names."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (node for _ in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node

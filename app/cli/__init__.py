@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-from ._errors import REPORTED, report, stop_on_signals
+from ..command_line import REPORTED, report, stop_on_signals
 from ._mpi import ranks_agree
 
 # Subcommand modules, in the order ``orrery --help`` lists them.

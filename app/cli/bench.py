@@ -14,7 +14,7 @@ from ...bench._options import Several, flag
 from ...bench.harness import write_rows
 from ...engine.errors import InvalidInputError, OutputFileError
 from ...engine.solvers._options import Option
-from ._arg_types import output_file
+from ..command_line import output_file
 
 
 def add_parser(subparsers) -> None:

@@ -18,7 +18,7 @@ from ...engine import accuracy_table, ics
 from ...engine.calibration import Calibration, check_cache_writable, save_calibration
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs, split_available
-from ._arg_types import integer, number, output_file
+from ..command_line import integer, number, output_file
 
 
 def add_parser(subparsers) -> None:

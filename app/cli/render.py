@@ -10,8 +10,8 @@ from tqdm import tqdm
 from ...engine import Simulation, make_solver, scenarios, snapshots
 from ...engine.errors import RecordingError
 from ...engine.recording import RecordingFile
-from ._arg_types import MAX_WINDOW_SIDE, integer, number, video_file
-from ._errors import raise_if_stopped, stops_at_safe_points
+from ..command_line import (MAX_WINDOW_SIDE, integer, number, raise_if_stopped,
+                            stops_at_safe_points, video_file)
 
 
 def add_parser(subparsers) -> None:

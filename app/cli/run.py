@@ -14,8 +14,7 @@ from ...engine.flock import FlockSimulation
 from ...engine.resume import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
-from ._arg_types import integer
-from ._errors import raise_if_stopped, stops_at_safe_points
+from ..command_line import integer, raise_if_stopped, stops_at_safe_points
 from ._mpi import on_every_rank
 from ._record_args import (CommandLineRecording, add_record_arguments, inherit_record_format,
                            keyframe_every, open_recorder)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from ...engine._optional import require
 from ..viewer._main import add_source_arguments, open_source
-from ._arg_types import integer, number
-from ._errors import STOP_SIGNALS
+from ..command_line import STOP_SIGNALS, integer, number
 from ._mpi import on_every_rank
 
 DEFAULT_PORT = 8765

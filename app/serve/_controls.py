@@ -1,5 +1,5 @@
 """The controls a served client can send, each checked by the rule the command line applies to
-the same setting (``app/cli/_arg_types`` and the solvers' option records), then applied.
+the same setting (``app/command_line.py`` and the solvers' option records), then applied.
 
 Run controls act on the source and every client sees their effect (a live run through
 :class:`~orrery.engine.runner.SimulationRunner`'s queued controls, a replay through
@@ -21,7 +21,7 @@ from ...engine.recording import Player
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
 from ...engine.solvers._options import SOFTENING, THETA
-from ..cli._arg_types import integer, number
+from ..command_line import integer, number
 from ..render import COLOUR_MODES, colour_maps
 from ._distributed import DistributedRun
 from ._protocol import ProtocolError

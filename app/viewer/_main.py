@@ -9,8 +9,7 @@ import sys
 from ...engine import scenarios
 from ...engine._optional import require
 from ...engine.errors import InvalidInputError
-from ..cli._arg_types import integer, number, output_file, window_size
-from ..cli._errors import REPORTED, report
+from ..command_line import REPORTED, integer, number, output_file, report, window_size
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
               "`orrery run` (simulate), `orrery bench` (benchmarks)")
