@@ -26,7 +26,8 @@ PACKAGES = {
     "numba": ("numba", "bench"),
     "pytreegrav": ("pytreegrav", "bench"),
     "rebound": ("rebound", "bench"),
-    "jax": ("JAX", "bench"),
+    "jax": ("JAX", "frameworks"),  # jz-fmm's bench extra installs it too
+    "torch": ("PyTorch", "frameworks"),
     "jztree": ("jztree", "bench"),
     "jzfmm": ("jzfmm", "bench"),
     "moderngl": ("moderngl", None),
