@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from ..engine import ics
 from ..engine.errors import InvalidInputError
-from ..engine.solvers._options import DEVICE, SIMD, SOFTENING, THREADS, Option
+from ..engine.options import DEVICE, SIMD, SOFTENING, THREADS, Option
 
 
 @dataclass(frozen=True)

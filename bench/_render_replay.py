@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine.recording import Player, Recorder
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import several
 from .harness import Timing
 

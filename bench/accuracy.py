@@ -23,7 +23,7 @@ from ..engine import accuracy_table, make_solver, scenarios
 from ..engine.accuracy import error_percentiles, sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
-from ..engine.solvers._options import DEVICE, PRECISION, SIMD, THREADS, Option
+from ..engine.options import DEVICE, PRECISION, SIMD, THREADS, Option
 from ._options import SEED, BenchmarkSpec, several
 from .harness import format_table, one_evaluation, time_trials
 

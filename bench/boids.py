@@ -24,7 +24,7 @@ import numpy as np
 from ..engine.flock import CELL_WIDTHS, SEARCHES, FlockParameters, FlockSimulation, initial_flock
 from ..engine.compute.ceilings import read_bandwidth
 from ..engine.flock._device import DEFAULT_GROUP
-from ..engine.solvers._options import SIMD, THREADS, Option
+from ..engine.options import SIMD, THREADS, Option
 from ._options import SEED, BenchmarkSpec, several
 from .harness import format_table, time_trials
 

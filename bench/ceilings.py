@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _native
 from ..engine.cpu_features import hardware_threads, simd_level
-from ..engine.solvers._options import DEVICE, SIMD, THREADS, Option
+from ..engine.options import DEVICE, SIMD, THREADS, Option
 from ._options import BenchmarkSpec
 from .harness import format_table, time_interleaved
 

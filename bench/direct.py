@@ -19,7 +19,7 @@ from ..engine import ics
 from ..engine.cpu_features import hardware_threads
 from ..engine.errors import InvalidInputError, UnknownSolverError
 from ..engine.solvers import make_solver, solver_specs
-from ..engine.solvers._options import PRECISION, Option
+from ..engine.options import PRECISION, Option
 from . import ceilings, peers
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .harness import FLOP_PER_INTERACTION, format_table, time_interleaved

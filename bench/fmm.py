@@ -22,7 +22,7 @@ from ..engine.accuracy import sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
 from ..engine.solvers._fmm import FMM_HEAVY_SHARE
-from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, Option
+from ..engine.options import LEAF_CAPACITY, PRECISION, Option
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .harness import Timing, format_table, launched_one_by_one, one_evaluation, time_trials

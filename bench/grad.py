@@ -31,7 +31,7 @@ from ..engine import Particles, ics, make_solver
 from ..engine.errors import UnknownSolverError
 from ..engine.gradients import ReversibleRun, run_gradient
 from ..engine.solvers import solver_specs
-from ..engine.solvers._options import PRECISION, Option
+from ..engine.options import PRECISION, Option
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .harness import format_table, time_interleaved
 

@@ -16,7 +16,7 @@ elsewhere falls on all of them and the ratios ``host_over_resident`` and
 from __future__ import annotations
 
 from ..engine import ics, make_solver
-from ..engine.solvers._options import DEVICE, PRECISION, SOFTENING, Option
+from ..engine.options import DEVICE, PRECISION, SOFTENING, Option
 from ._options import IC, SEED, BenchmarkSpec, several
 from .harness import format_table, time_interleaved
 

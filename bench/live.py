@@ -35,7 +35,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import BenchmarkSpec, several
 from .harness import format_table
 from .render import window_size

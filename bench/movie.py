@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..engine.errors import InvalidInputError
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import BenchmarkSpec
 from .harness import format_table
 from .render import window_size

@@ -38,7 +38,7 @@ from ..engine.errors import InvalidInputError
 from ..engine.recording import Player, Recorder, RecordingFile
 from ..engine.recording import _format as fmt
 from ..engine.solvers import make_solver, solver_specs
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import BenchmarkSpec, several
 from .harness import format_table, time_trials
 

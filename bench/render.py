@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from . import _render_replay
 from ._options import BenchmarkSpec, several
 from .harness import format_table, time_trials

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..engine.errors import OrreryError
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import BenchmarkSpec
 from .reporting.page import render
 from .results import STORE, current, evaluate, load_catalogue, load_rows

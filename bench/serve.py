@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from ..app.serve import CODECS, JPEG_PICTURE
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from ._options import BenchmarkSpec, several
 from .harness import format_table
 from .render import window_size

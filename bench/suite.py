@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..engine.errors import InvalidInputError
-from ..engine.solvers._options import Option
+from ..engine.options import Option
 from . import BENCHMARKS
 from ._options import BenchmarkSpec, several
 from .reporting.markdown import ReportWriter

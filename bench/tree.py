@@ -22,7 +22,7 @@ from ..engine.accuracy import error_percentiles, rms_relative_error, sampled_exa
 from ..engine.cpu_features import build_info, simd_level
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
-from ..engine.solvers._options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, THETA, Option
+from ..engine.options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, THETA, Option
 from ..engine.solvers.gpu_tree import OPENING, WALK
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from ._tree_peers import available_peers

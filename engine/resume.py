@@ -22,7 +22,7 @@ from .particles import Particles
 from .recording import RecordingFile
 from .simulation import INTEGRATORS, Simulation, checked_dt
 from .solvers import make_solver, solver_specs
-from .solvers._options import SOFTENING
+from .options import SOFTENING
 
 
 @dataclass(frozen=True)

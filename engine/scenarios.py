@@ -16,7 +16,7 @@ from . import ics
 from .errors import InvalidInputError
 from .flock import FlockParameters
 from .particles import Particles
-from .solvers._options import SOFTENING, Option
+from .options import SOFTENING, Option
 
 # The time step of a run that names none (a scenario without [run] dt, ``orrery run --ic``).
 DT = Option("dt", float, 1e-3, "time step (N-body units)", minimum=0.0, exclusive_minimum=True)

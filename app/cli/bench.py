@@ -13,7 +13,7 @@ from ...bench import BENCHMARKS, benchmark_module, results
 from ...bench._options import Several, flag
 from ...bench.harness import write_rows
 from ...engine.errors import InvalidInputError, OutputFileError
-from ...engine.solvers._options import Option
+from ...engine.options import Option
 from ..command_line import output_file
 
 

@@ -20,7 +20,7 @@ from ...engine.errors import InvalidInputError
 from ...engine.recording import Player
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
-from ...engine.solvers._options import SOFTENING, THETA
+from ...engine.options import SOFTENING, THETA
 from ..command_line import integer, number
 from ..render import COLOUR_MODES, colour_maps
 from ._distributed import DistributedRun

@@ -20,7 +20,7 @@ from ...engine.errors import InvalidInputError
 from ...engine.frames import FrameStats
 from ...engine.runner import SimulationRunner
 from ...engine.solvers import solver_specs
-from ...engine.solvers._options import THETA
+from ...engine.options import THETA
 from ..render import (COLOUR_MODES, DENSITY_QUANTITIES, DensityStyle, PointStyle, ToneMap,
                       colour_maps)
 from ._summary import SLOW_FOR_S, SMOOTH_MOVIE, run_sentence, slow_hint

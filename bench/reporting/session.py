@@ -26,7 +26,7 @@ import numpy as np
 from ...engine import ics
 from ...engine.accuracy import max_relative_error, rms_relative_error
 from ...engine.solvers import make_solver, solver_specs
-from ...engine.solvers._options import SOFTENING
+from ...engine.options import SOFTENING
 from .. import BENCHMARKS
 from ..harness import Timing, machine_description, time_trials
 from ..solver_timing import (CurvePoint, geometric_sizes, measure_curves, solver_kwargs,

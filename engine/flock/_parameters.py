@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..solvers._options import Option
+from ..options import Option
 
 SEARCHES = ("naive", "scattered-grid", "coherent-grid")
 # Cell width in rule distances: 1 visits the 27 cells around a boid's own, 2 the 8 cells

@@ -10,7 +10,7 @@ import importlib
 
 from ..errors import SolverUnavailableError, UnknownSolverError
 from ._base import HostState, Solver
-from ._options import Option, SolverSpec
+from ..options import Option, SolverSpec
 
 _SOLVER_MODULES = ("reference", "cpu_direct", "cpu_tree", "cpu_fmm", "gpu_direct", "gpu_tree", "gpu_fmm",
                   "auto")

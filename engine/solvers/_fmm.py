@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import _native
 from ..accuracy_table import ThetaSetting
-from ._options import LEAF_CAPACITY, THETA, Option
+from ..options import LEAF_CAPACITY, THETA, Option
 
 FMM_DEFAULT_THETA = 0.5
 FMM_DEFAULT_ORDER = 5

@@ -46,7 +46,7 @@ from ..crossovers import Schedule
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
 from ._base import HostState, Solver, checked_potential_flag
-from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
+from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
                        THETA, THREADS, SolverSpec)
 
 DEFAULT_THRESHOLDS: dict[str, int] = {

@@ -6,7 +6,7 @@ Bit-identical for any thread count; ``simd`` pins the instruction set (tests run
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._options import PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+from ..options import PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 
 
 class CpuDirectSolver(Solver):

@@ -23,7 +23,7 @@ from ._base import Solver
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
                    FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
                    fmm_setting)
-from ._options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+from ..options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 
 # Left out, expansion_precision chooses: float32 bodies get float lanes in M2L, 0.6-0.75x its
 # f64 time at N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of

@@ -17,7 +17,7 @@ from ... import _native
 from ..accuracy_table import ThetaSetting
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._options import (ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA,
+from ..options import (ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA,
                        THREADS, SolverSpec)
 
 # The leaf-capacity sweep in docs/performance.md ("CPU Barnes-Hut tree") chose this default.

@@ -11,7 +11,7 @@ import numpy as np
 from ..compute import DeviceArray, KernelEvent, ceil_div, unavailable_reason
 from ..errors import InvalidInputError
 from ._gpu import GpuSolver
-from ._options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
+from ..options import DEVICE, PRECISION, SOFTENING, Option, SolverSpec
 
 TILE_SIZE = Option("tile_size", int, None,
                    "bodies staged per local-memory tile, also the work-group size "

@@ -46,7 +46,7 @@ from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_E
                    expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ._options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
+from ..options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 
 EXPANSIONS = replace(FMM_EXPANSIONS,
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "

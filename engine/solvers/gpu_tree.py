@@ -32,7 +32,7 @@ from ._device_tree import STAGES, DeviceTreeBuilder
 from ..accuracy_table import ThetaSetting
 from ..errors import InvalidInputError
 from ._gpu import GpuSolver
-from ._options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
+from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
                        Option, SolverSpec)
 from .cpu_tree import TREE_THETA
 

@@ -3,7 +3,7 @@ other solver is measured against. O(N^2) and deliberately unoptimised beyond thr
 
 from ... import _native
 from ._base import Solver
-from ._options import SOFTENING, THREADS, Option, SolverSpec
+from ..options import SOFTENING, THREADS, Option, SolverSpec
 
 
 class ReferenceSolver(Solver):

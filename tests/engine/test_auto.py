@@ -10,7 +10,7 @@ from orrery.engine import Simulation, ics, make_solver
 from orrery.engine.calibration import Calibration, CalibrationCacheWarning, save_calibration
 from orrery.engine.errors import InvalidInputError
 from orrery.engine.solvers import cpu_direct
-from orrery.engine.solvers._options import SolverSpec
+from orrery.engine.options import SolverSpec
 from orrery.engine.solvers.auto import DEFAULT_THRESHOLDS, default_schedule
 
 TWIN = "cpu-direct-twin"

@@ -484,7 +484,7 @@ def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
 ])
 def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
     from orrery.engine.accuracy_table import ThetaSetting
-    from orrery.engine.solvers._options import THETA
+    from orrery.engine.options import THETA
 
     runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))
     try:

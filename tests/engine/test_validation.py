@@ -12,7 +12,7 @@ from orrery.engine import InvalidInputError, Particles, Simulation, ics, make_so
 from orrery.engine.cpu_features import build_info, simd_level
 from orrery.engine.particles import check_count
 from orrery.engine.solvers import solver_specs
-from orrery.engine.solvers._options import MAX_SOFTENING, MAX_THREADS
+from orrery.engine.options import MAX_SOFTENING, MAX_THREADS
 
 WITH_SOFTENING = [name for name, spec in solver_specs().items()
                   if any(option.name == "softening" for option in spec.options)]

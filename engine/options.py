@@ -12,7 +12,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import InvalidInputError, UnknownSolverError
+from .errors import InvalidInputError, UnknownSolverError
 
 
 @dataclass(frozen=True)
