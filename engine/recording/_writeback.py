@@ -22,6 +22,7 @@ _SYNC_FILE_RANGE_WRITE = 2
 def _sync_file_range():
     if not sys.platform.startswith("linux"):
         return None
+    # looked up by name: not every C library has it
     call = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
     if call is None:
         return None

@@ -33,6 +33,9 @@ _LOCK_BYTE = 2**62
 # HDF5's version 2 and 3 superblock: signature, versions, flags, base, extension, end-of-file
 # and root addresses, checksum.
 _FINGERPRINT_BYTES = 48
+# Open-file-description locks where the platform has them (Linux), else POSIX record locks:
+# fcntl's and os's constants are looked up by name here and below, since a platform has only
+# the ones it has (O_CLOEXEC, F_OFD_*, fstatvfs).
 _SET, _GET = (("F_OFD_SETLK", "F_OFD_GETLK") if hasattr(fcntl, "F_OFD_SETLK")
               else ("F_SETLK", "F_GETLK"))
 
