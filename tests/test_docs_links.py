@@ -14,7 +14,8 @@ Checked:
 3. docs/adr holds one file per number, each with a status line, and its README lists them all.
 4. The pages that state the present (README.md and docs/, but not the ADRs and the FMM tuning
    log, which are history) name only repository paths that exist: a path such as
-   ``engine/runner.py`` or ``native/kernels/`` in the text, or ``module.attribute``.
+   ``engine/runner.py`` or ``native/kernels/`` in the text, or ``module.attribute``, and a
+   source file named alone in backticks (such as ``_scene.py``) is some file of the repository.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ ADR_NAMED = re.compile(r"\bADRs?[- ](\d{4})(?:\s*(?:-|–|to)\s*(\d{4}))?")
 LOG_ENTRY = re.compile(r"docs/fmm-tuning-log\.md#([A-Za-z0-9_-]+)")
 TOP_FOLDERS = ("docs", "engine", "app", "bench", "native", "python", "shaders", "assets", "scripts", "tests")
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:%s)/[\w./<>*-]*[\w>*]/?)" % "|".join(TOP_FOLDERS))
+SOURCE_NAME = re.compile(r"`([\w.-]+\.(?:py|pyi|cpp|hpp|h|cl|glsl|vert|frag|js))`")
 # A placeholder in a path (docs/results/<kind>.jsonl, bench/NAME.py) names no file.
 PLACEHOLDER = re.compile(r"[<*]|NAME")
 
@@ -184,8 +186,13 @@ def missing_paths(files: list[Path], root: Path = ROOT) -> list[str]:
     repository's root nor from the page's folder. ``module.attribute`` counts as its module,
     and an ADR's number (``docs/adr/0090``) as its file."""
     problems = []
+    file_names = {path.name for folder in TOP_FOLDERS if (root / folder).is_dir()
+                  for path in (root / folder).rglob("*") if "__pycache__" not in path.parts}
     for page in files:
         for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in SOURCE_NAME.finditer(line):
+                if match.group(1) not in file_names:
+                    problems.append(f"{page.relative_to(root)}:{number}: {match.group(1)}")
             for match in REPO_PATH.finditer(line):
                 path = match.group(1)
                 if PLACEHOLDER.search(path):
@@ -280,6 +287,8 @@ def test_the_adr_check_fails_on_a_missing_adr(tree, line, broken):
     ("the limits of docs/adr/0002", True),
     ("`engine/recording/_resume.py`", True),
     ("native/kernels/gone.cl", True),
+    ("the solver thread (`runner.py`), its player (`_player.py`)", False),
+    ("errors become exit codes in `_errors.py`", True),
 ])
 def test_the_path_check_fails_on_a_path_that_is_gone(tree, line, missing):
     (tree / "engine" / "recording").mkdir(parents=True)
