@@ -39,12 +39,14 @@ DEFAULT_LIVE_FRAMES = 300
 
 class FrameSequence(Protocol):
     """Numbered frames to film: ``count``, ``frame(index)`` -> (positions, time, step),
-    ``population`` and ``population_names``."""
+    ``population`` and ``population_names``; ``read_ahead``: the next frame may be read on
+    another thread while this one is drawn."""
 
     count: int
     population: np.ndarray
     population_names: tuple[str, ...]
     masses: np.ndarray
+    read_ahead: bool
 
     def frame(self, index: int) -> tuple[np.ndarray, float, int]: ...
 
@@ -73,6 +75,9 @@ class FileFrames:
 
 class LiveFrames:
     """A simulation advanced ``steps_per_frame`` steps between frames (frames in order only)."""
+
+    # a frame is made by stepping the simulation: nothing to read ahead of it
+    read_ahead = False
 
     def __init__(self, simulation, *, count: int, steps_per_frame: int):
         if steps_per_frame < 1:
@@ -321,7 +326,7 @@ def render_movie(source: FrameSequence, path, settings: MovieSettings, *, progre
     # the next source frame is read on a thread while this one is drawn and read back (float16
     # frames go to a compute device as they are and are widened there)
     reader = ThreadPoolExecutor(1, thread_name_prefix="orrery-reader") \
-        if getattr(source, "read_ahead", False) else None
+        if source.read_ahead else None
     read = source.frame
     indices = [source_index(index, frames, source.count) for index in range(frames)]
     video = None
