@@ -141,8 +141,10 @@ export function mount(root, transport, { width = null, height = null } = {}) {
     decoder = null; codec = null; pendingKey = true;
   }
 
-  function shown(sequence, inputShown, made, bytes) {
+  // A picture on the canvas: the step it shows is the page's step from now on.
+  function shown(sequence, inputShown, made, step, bytes) {
     state.decoded += 1;
+    state.step = step;
     state.sequence = sequence;
     state.pictureBytes += bytes;
     const now = performance.now();
@@ -166,13 +168,13 @@ export function mount(root, transport, { width = null, height = null } = {}) {
     const sequence = header.getUint32(4, true);
     const made = header.getFloat64(8, true);
     const inputShown = header.getUint32(16, true);
-    state.step = header.getUint32(20, true);
+    const step = header.getUint32(20, true);
     const payload = new Uint8Array(buffer, HEADER_BYTES);
     if (kind === JPEG_PICTURE) {
       createImageBitmap(new Blob([payload], { type: "image/jpeg" })).then((bitmap) => {
         draw.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
         bitmap.close();
-        shown(sequence, inputShown, made, payload.byteLength);
+        shown(sequence, inputShown, made, step, payload.byteLength);
       }).catch((error) => fail(`a JPEG picture could not be decoded: ${error}`));
       return;
     }
@@ -182,7 +184,7 @@ export function mount(root, transport, { width = null, height = null } = {}) {
       configure();
     }
     pendingKey = false;
-    const pending = { sequence, inputShown, made, bytes: payload.byteLength };
+    const pending = { sequence, inputShown, made, step, bytes: payload.byteLength };
     decodeQueue.set(sequence, pending);
     decoder.decode(new EncodedVideoChunk({
       type: kind === KEY_PICTURE ? "key" : "delta", timestamp: sequence, data: payload,
@@ -199,7 +201,7 @@ export function mount(root, transport, { width = null, height = null } = {}) {
         frame.close();
         if (pending) {
           decodeQueue.delete(pending.sequence);
-          shown(pending.sequence, pending.inputShown, pending.made, pending.bytes);
+          shown(pending.sequence, pending.inputShown, pending.made, pending.step, pending.bytes);
         }
       },
       error(error) {
