@@ -10,12 +10,7 @@
 //   A = sum z^3 abar_j, M = sum z^3 m_j, G = sum z^5 (m_k d.abar_j - m_j d.abar_k) d,
 //   B = sum z^3 d.abar_j,
 // and at the end pos_bar_k = (m_k A - M abar_k - 3/4 G) / 8, mass_bar_k = -B / 8, which is
-// sum_j T(d) (m_k abar_j - m_j abar_k) and -sum_j abar_j . d / s^(3/2) (y = z/2). Each pair
-// forms z^3 abar_j (A's term), b = d . z^3 abar_j (B's) and c = m_j z^3 (M's), and G's weight is
-// z^2 (m_k b - c d.abar_k): A, B and M are then sums of plain adds, which run beside the
-// multiplies and FMAs that bound this kernel. (The fused pass could take c from the
-// acceleration's weight m_j / r^3 and save a multiply, but its VJP would then differ from the
-// unfused one in the last bits.) Potential
+// sum_j T(d) (m_k abar_j - m_j abar_k) and -sum_j abar_j . d / s^(3/2) (y = z/2). Potential
 // cotangents pbar add H = sum z^3 (m_j pbar_k + m_k pbar_j) d and P = sum pbar_j z:
 // pos_bar_k -= H / 8, mass_bar_k -= P / 2. The pair j == k is removed by zeroing z (and the
 // acceleration's weight) in its lane, which also keeps zero softening's 1/0 out of the sums.
@@ -93,25 +88,23 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
         }
         const V z2 = S::mul(z, z);
         const V z3 = S::mul(z, z2);
-        const V z3ax = S::mul(z3, ajx), z3ay = S::mul(z3, ajy), z3az = S::mul(z3, ajz);
-        const V b = S::fma(dz, z3az, S::fma(dy, z3ay, S::mul(dx, z3ax)));
+        const V d_dot_aj = S::fma(dz, ajz, S::fma(dy, ajy, S::mul(dx, ajx)));
         const V d_dot_ak = S::fma(dz, t[6][k], S::fma(dy, t[5][k], S::mul(dx, t[4][k])));
-        const V c = S::mul(mj, z3);
-        const V tidal = S::mul(z2, S::fnma(c, d_dot_ak, S::mul(t[3][k], b)));
-        sum_ax[k] = S::add(sum_ax[k], z3ax);
-        sum_ay[k] = S::add(sum_ay[k], z3ay);
-        sum_az[k] = S::add(sum_az[k], z3az);
-        sum_m[k] = S::add(sum_m[k], c);
+        const V tidal = S::mul(S::mul(z3, z2), S::fnma(mj, d_dot_ak, S::mul(t[3][k], d_dot_aj)));
+        sum_ax[k] = S::fma(z3, ajx, sum_ax[k]);
+        sum_ay[k] = S::fma(z3, ajy, sum_ay[k]);
+        sum_az[k] = S::fma(z3, ajz, sum_az[k]);
+        sum_m[k] = S::fma(z3, mj, sum_m[k]);
         gx[k] = S::fma(tidal, dx, gx[k]);
         gy[k] = S::fma(tidal, dy, gy[k]);
         gz[k] = S::fma(tidal, dz, gz[k]);
-        sum_b[k] = S::add(sum_b[k], b);
+        sum_b[k] = S::fma(z3, d_dot_aj, sum_b[k]);
         if constexpr (Potential) {
           const V pj = S::set1(source[7]);
-          const V h = S::mul(z3, S::fma(mj, t[7][k], S::mul(t[3][k], pj)));
-          hx[k] = S::fma(h, dx, hx[k]);
-          hy[k] = S::fma(h, dy, hy[k]);
-          hz[k] = S::fma(h, dz, hz[k]);
+          const V c = S::mul(z3, S::fma(mj, t[7][k], S::mul(t[3][k], pj)));
+          hx[k] = S::fma(c, dx, hx[k]);
+          hy[k] = S::fma(c, dy, hy[k]);
+          hz[k] = S::fma(c, dz, hz[k]);
           sum_p[k] = S::fma(pj, z, sum_p[k]);
         }
       }
