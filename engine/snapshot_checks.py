@@ -89,12 +89,14 @@ def _check_hdf5(path: str, error) -> int:
     held = 0
     try:
         with h5py.File(path, "r") as h5:
+            h5.visit(lambda name: None)  # every link resolves: readers walk them all
             header = h5.get("Header")
             declared = None
             if isinstance(header, h5py.Group) and "NumPart_ThisFile" in header.attrs:
                 declared = _counts(path, header.attrs["NumPart_ThisFile"], error)
                 _check_totals(path, header.attrs, declared, error)
                 _check_mass_table(path, header.attrs, len(declared), error)
+                _check_header_numbers(path, header.attrs, error)
             for name, group in h5.items():
                 match = _PART_TYPE.match(name)
                 if match is None or not isinstance(group, h5py.Group):
@@ -106,9 +108,34 @@ def _check_hdf5(path: str, error) -> int:
             elif held and not isinstance(header, h5py.Group):
                 raise error(f"{path} has PartType groups but no Header group: not a snapshot "
                             "of the GADGET family")
-    except OSError as failure:
-        raise error(f"{path}: cannot read it as HDF5 ({failure})") from None
+    except (OSError, RuntimeError) as failure:  # h5py: RuntimeError for a broken link table
+        raise error(f"{path}: cannot read it as HDF5 ({failure}): damaged") from None
     return held
+
+
+# Header numbers readers compute with, each a finite number (SWIFT: a list of one; BoxSize: of
+# three). The units and HubbleParam scale every value read (lengths given in units of 1/h are
+# divided by it), so they must be positive.
+_HEADER_NUMBERS = ("Time", "Time_GYR", "Redshift", "BoxSize", "Omega0", "OmegaLambda")
+_HEADER_UNITS = ("UnitLength_in_cm", "UnitMass_in_g", "UnitVelocity_in_cm_per_s")
+_HEADER_SCALES = ("HubbleParam", *_HEADER_UNITS)
+
+
+def _check_header_numbers(path, attributes, error) -> None:
+    missing = [name for name in _HEADER_UNITS if name not in attributes]
+    if 0 < len(missing) < len(_HEADER_UNITS):  # readers take all three, or none
+        raise error(f"{path}: the Header gives units but not {', '.join(missing)}")
+    for name in (*_HEADER_NUMBERS, *_HEADER_SCALES):
+        if name not in attributes:
+            continue
+        value = np.asarray(attributes[name])
+        most = 3 if name == "BoxSize" else 1
+        if value.dtype.kind not in "fiu" or not 1 <= value.size <= most \
+                or not np.all(np.isfinite(value)):
+            raise error(f"{path}: Header/{name} {value.tolist()!s:.80} is not a finite number")
+        if name in _HEADER_SCALES and not np.all(value > 0):
+            raise error(f"{path}: Header/{name} {value.tolist()!s:.80} is not positive: the "
+                        "values it scales cannot be converted")
 
 
 def _counts(path, value, error) -> list[int]:
@@ -266,12 +293,17 @@ def _check_gadget2(path: str, head: bytes, error) -> int:
                     b"MASS": (4, 8)}
     massive = sum(count for count, mass in zip(counts, masses) if mass == 0)
     blocks = _GADGET1_BLOCKS if massive else _GADGET1_BLOCKS[:-1]
+    found = set()
     for name, size in _gadget2_blocks(path, order, format2, blocks, error):
+        found.add(name)
         particles = massive if name == b"MASS" else total
         if name in per_particle and size not in [particles * each for each in per_particle[name]]:
             raise error(f"{path}: its {name.decode().strip()} block holds {size:,} bytes, but "
                         f"the {particles:,} particles its header declares need "
                         + " or ".join(f"{particles * each:,}" for each in per_particle[name]))
+    if total and b"POS " not in found:
+        raise error(f"{path}: it declares {total:,} particles but holds no POS block: "
+                    "truncated, or damaged")
     return total
 
 

@@ -192,9 +192,10 @@ def _load(path: str, family: str | None, length_unit: str, mass_unit: str) -> Sn
         raise SnapshotError(f"{path}: {len(names)} families, at most 255 populations")
     context = raw.conversion_context()
     try:
-        pos = _converted(selection, "pos", length_unit, context)
-        vel = _converted(selection, "vel", "km s^-1", context, scale=1.0 / units.velocity_km_s)
-        mass = _converted(selection, "mass", mass_unit, context)
+        pos = _converted(path, selection, "pos", length_unit, context)
+        vel = _converted(path, selection, "vel", "km s^-1", context,
+                         scale=1.0 / units.velocity_km_s)
+        mass = _converted(path, selection, "mass", mass_unit, context)
     except KeyError as error:
         raise SnapshotError(f"{path}: no {error.args[0]!r} array for the selection") from None
     population = np.zeros(len(selection), np.uint8)
@@ -211,7 +212,8 @@ def _load(path: str, family: str | None, length_unit: str, mass_unit: str) -> Sn
     return Snapshot(path, type(raw).__name__, particles, _time(path, raw, units), units, identities)
 
 
-def _converted(selection, name: str, unit: str, context: dict, scale: float = 1.0) -> np.ndarray:
+def _converted(path: str, selection, name: str, unit: str, context: dict,
+               scale: float = 1.0) -> np.ndarray:
     """``selection[name]`` in ``unit`` times ``scale``. pynbody's own array is scaled in place and
     handed on when it is contiguous float32/float64 (a 10M-particle file is not copied again);
     anything else is converted once."""
@@ -222,8 +224,8 @@ def _converted(selection, name: str, unit: str, context: dict, scale: float = 1.
         try:
             factor *= float(source_units.ratio(unit, **context))
         except Exception as error:
-            raise SnapshotError(f"cannot convert {name} from {source_units} to {unit}: "
-                                f"{error}") from None
+            raise SnapshotError(f"{path}: cannot convert {name} from {source_units} to "
+                                f"{unit}: {error}") from None
     data = array.view(np.ndarray)
     if data.dtype not in (np.float32, np.float64) or not data.flags.c_contiguous \
             or not data.flags.writeable:

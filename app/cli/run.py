@@ -85,13 +85,18 @@ def _run(args, mpi) -> int:
     else:
         if mpi is not None and solver_name.startswith("gpu") and options.get("device") is None:
             options["device"] = distributed.rank_device(mpi)
-        solver = make_solver(solver_name, **options)
         integrator = args.integrator or DEFAULT_INTEGRATOR
-        if mpi is None:
-            sim = Simulation(particles, solver, dt=dt, integrator=integrator)
-        else:
-            sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
-                                                    integrator=integrator)
+        try:
+            solver = make_solver(solver_name, **options)
+            if mpi is None:
+                sim = Simulation(particles, solver, dt=dt, integrator=integrator)
+            else:
+                sim = distributed.DistributedSimulation(mpi, particles, solver, dt=dt,
+                                                        integrator=integrator)
+        except InvalidInputError as error:  # a snapshot's particles or estimates: say which file
+            if args.load is None:
+                raise
+            raise InvalidInputError(f"{args.load}: {error}") from None
     root = mpi is None or mpi.rank == 0
     scenario = args.load or args.scenario or args.ic or "plummer"
     recording = _open_recording(args, sim, root, scenario=scenario, source=source)

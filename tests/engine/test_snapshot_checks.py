@@ -149,6 +149,14 @@ def test_orrery_info_on_a_contradictory_snapshot_is_one_line(tmp_path, capsys):
                                                            [[0, 20, 0, 0, 8, 0]] * 2),
      "Header/NumPart_ThisFile .* is not a list of integers"),
     (lambda h5: h5.__delitem__("Header"), "has PartType groups but no Header group"),
+    (lambda h5: h5["Header"].attrs.__setitem__("BoxSize", np.array([b"a", b"b"])),
+     r"Header/BoxSize \[b'a', b'b'\] is not a finite number"),
+    (lambda h5: h5["Header"].attrs.__setitem__("HubbleParam", 0.0),
+     "Header/HubbleParam 0.0 is not positive"),
+    (lambda h5: h5["Header"].attrs.__delitem__("UnitLength_in_cm"),
+     "the Header gives units but not UnitLength_in_cm"),
+    (lambda h5: h5["Header"].attrs.__setitem__("UnitMass_in_g", [0, 20]),
+     r"Header/UnitMass_in_g \[0, 20\] is not a finite number"),
 ])
 def test_a_gadget_hdf5_file_whose_header_names_what_pynbody_would_drop_is_refused(
         tmp_path, edit, message):
@@ -197,6 +205,13 @@ def test_a_gadget2_header_that_disagrees_with_its_blocks_is_refused_naming_the_f
     for read in (load_snapshot, describe):
         with pytest.raises(SnapshotError, match=message):
             read(path)
+
+
+def test_a_gadget2_file_cut_right_after_its_header_is_refused(tmp_path):
+    path = _gadget2(tmp_path)
+    os.truncate(path, 291)  # the header whole, the POS block's label begun
+    with pytest.raises(SnapshotError, match="it declares 900 particles but holds no POS block"):
+        load_snapshot(path)
 
 
 def test_a_snapshot_whose_time_is_not_finite_is_refused(tmp_path):
