@@ -9,7 +9,7 @@ import os
 from .. import _native
 from .errors import InvalidInputError, SolverUnavailableError
 
-SIMD_LEVELS = ("scalar", "avx2", "avx512")
+SIMD_LEVELS = ("scalar", "avx2", "avx512", "neon")  # neon on AArch64 builds, the others on x86-64
 
 
 def available_simd_levels() -> list[str]:
@@ -47,7 +47,7 @@ def check_simd_environment() -> None:
         try:
             value.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInputError(f"ORRERY_SIMD must be scalar, avx2 or avx512, got {value!r}") \
+            raise InvalidInputError(f"ORRERY_SIMD must be scalar, avx2, avx512 or neon, got {value!r}") \
                 from None
 
 

@@ -1,12 +1,15 @@
-// Shape checks shared by the bindings: the Python layer validates values (NaN, negative mass);
-// these guard the native code against being handed arrays of the wrong shape or layout.
+// What the bindings share: shape checks (the Python layer validates values: NaN, negative mass;
+// these guard the native code against arrays of the wrong shape or layout), the result arrays of
+// a force call, and numpy copies of vectors.
 #pragma once
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace orrery {
 
@@ -37,6 +40,14 @@ py::tuple forces(std::size_t n, bool want_potential, Compute&& compute) {
     compute(a, phi);
   }
   return py::make_tuple(acc, want_potential ? py::object(pot) : py::object(py::none()));
+}
+
+// A numpy copy of a vector (tables and lists the bindings hand to Python for inspection).
+template <typename V>
+py::array_t<V> copy_vector(const std::vector<V>& v) {
+  py::array_t<V> out(v.size());
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
 }
 
 }  // namespace orrery

@@ -11,7 +11,6 @@
 //                  so the loop reads contiguous memory
 //
 // State stays in boid order: the step reads pos/vel and writes pos_out/vel_out (no aliasing).
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,15 +19,10 @@
 #include "flock_grid.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
+#include "stage_clock.hpp"
 
 namespace orrery {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 FlockConstants constants_from(const py::dict& d) {
   auto get = [&](const char* key) {
@@ -114,7 +108,7 @@ py::dict flock_step(const CArray<float>& pos, const CArray<float>& vel, CArray<f
   {
     py::gil_scoped_release release;
     FlockGrid& grid = grid_for_thread();
-    auto start = Clock::now();
+    auto start = StageClock::now();
     if (search == "naive") {
       grid.identity(n);
     } else {
@@ -123,11 +117,11 @@ py::dict flock_step(const CArray<float>& pos, const CArray<float>& vel, CArray<f
       sort_seconds = grid.sort_seconds;
     }
     if (search != "scattered-grid") {
-      start = Clock::now();
+      start = StageClock::now();
       grid.gather(p, v, threads);
       gather_seconds = seconds_since(start);
     }
-    start = Clock::now();
+    start = StageClock::now();
     if (search == "scattered-grid")
       step_scattered(p, v, grid, cell_width, c, po, vo, kernels, threads);
     else

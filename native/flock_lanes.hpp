@@ -1,7 +1,7 @@
 // The few lane operations the boids kernel (flock_kernel.hpp) needs, per instruction set:
 // float lanes V, a lane mask M, float64 accumulators W, and exact arithmetic only (add, sub, mul, compare, select), so
 // every level computes the same bits as the scalar one. Each simd_*.cpp file compiles the
-// variants its flags allow; the namespaces keep the variants apart.
+// variants its flags allow (NEON's on every AArch64 build); the namespaces keep the variants apart.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,12 @@
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX512F__)
+#include "avx512_lanes.hpp"
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#include <arm_neon.h>
 #endif
 
 namespace orrery {
@@ -120,12 +126,66 @@ struct FlockLanes {
   };
   static W wide_zero() { return W{_mm512_setzero_pd(), _mm512_setzero_pd()}; }
   static W widen_add(W sum, V v) {
-    return W{_mm512_add_pd(sum.low, _mm512_cvtps_pd(_mm512_castps512_ps256(v))),
-             _mm512_add_pd(sum.high, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))))};
+    // Through avx512_lanes.hpp, as GCC 12 needs.
+    return W{_mm512_add_pd(sum.low, _mm512_maskz_cvtps_pd(kAllDoubles, low_half(v))),
+             _mm512_add_pd(sum.high, _mm512_maskz_cvtps_pd(kAllDoubles, high_half(v)))};
   }
-  static double total(W sum) { return _mm512_reduce_add_pd(_mm512_add_pd(sum.low, sum.high)); }
+  static double total(W sum) { return sum_of_lanes(_mm512_add_pd(sum.low, sum.high)); }
 };
 }  // namespace simd_avx512
+#endif
+
+#if defined(__aarch64__) || defined(_M_ARM64)
+namespace simd_neon {
+struct FlockLanes {
+  using V = float32x4_t;
+  using M = uint32x4_t;
+  static constexpr std::size_t lanes = 4;
+  static V load(const float* p) { return vld1q_f32(p); }
+  static V set1(float x) { return vdupq_n_f32(x); }
+  static V zero() { return vdupq_n_f32(0.0f); }
+  static V add(V a, V b) { return vaddq_f32(a, b); }
+  static V sub(V a, V b) { return vsubq_f32(a, b); }
+  static V mul(V a, V b) { return vmulq_f32(a, b); }
+  static M less(V a, V b) { return vcltq_f32(a, b); }
+  static M both(M a, M b) { return vandq_u32(a, b); }
+  static V select(M m, V yes, V no) { return vbslq_f32(m, yes, no); }
+  static V keep(M m, V v) { return vreinterpretq_f32_u32(vandq_u32(m, vreinterpretq_u32_f32(v))); }
+  static M first(std::size_t count) {
+    static const std::uint32_t index[4] = {0, 1, 2, 3};
+    const std::uint32_t limit = count < lanes ? std::uint32_t(count) : std::uint32_t(lanes);
+    return vcltq_u32(vld1q_u32(index), vdupq_n_u32(limit));
+  }
+  static long count(M m) { return long(vaddvq_u32(vshrq_n_u32(m, 31))); }
+  // NEON has no gather: the rows and values are read lane by lane, dead lanes not at all.
+  using I = uint32x4_t;
+  static I load_rows(const std::uint32_t* p, M live) {
+    std::uint32_t alive[4], rows[4];
+    vst1q_u32(alive, live);
+    for (std::size_t k = 0; k < lanes; ++k) rows[k] = alive[k] ? 3 * p[k] : 0;
+    return vld1q_u32(rows);
+  }
+  static V gather(const float* base, I rows, M live) {
+    std::uint32_t alive[4], row[4];
+    float value[4];
+    vst1q_u32(alive, live);
+    vst1q_u32(row, rows);
+    for (std::size_t k = 0; k < lanes; ++k) value[k] = alive[k] ? base[row[k]] : 0.0f;
+    return vld1q_f32(value);
+  }
+  struct W {
+    float64x2_t low, high;
+  };
+  static W wide_zero() { return W{vdupq_n_f64(0.0), vdupq_n_f64(0.0)}; }
+  static W widen_add(W sum, V v) {
+    return W{vaddq_f64(sum.low, vcvt_f64_f32(vget_low_f32(v))), vaddq_f64(sum.high, vcvt_high_f64_f32(v))};
+  }
+  static double total(W sum) {
+    const float64x2_t lane = vaddq_f64(sum.low, sum.high);
+    return vgetq_lane_f64(lane, 0) + vgetq_lane_f64(lane, 1);
+  }
+};
+}  // namespace simd_neon
 #endif
 
 }  // namespace orrery

@@ -16,7 +16,6 @@
 // write the same place. Then each leaf adds its slots in group order. No atomics, no locks.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -36,18 +35,13 @@
 #include "octree.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
+#include "stage_clock.hpp"
 #include "tree_walk.hpp"
 
 namespace orrery {
 namespace {
 
 static_assert(fmm_terms(kFmmMaxOrder) <= kFmmKernelMaxTerms, "the M2L kernel's scratch holds every order");
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct FmmStageSeconds {
   double sort = 0, build = 0, walk = 0, upward = 0, m2l = 0, p2p = 0, downward = 0;
@@ -77,21 +71,21 @@ class FmmEngine {
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-fmm holds fewer than 2^31 particles");
     if (tables_.order != order) tables_ = fmm_tables(order);
     build(pos, mass, n, leaf_capacity, threads);
-    auto start = Clock::now();
+    auto start = StageClock::now();
     fmm_interaction_lists(skip_.data(), count_.data(), leaf_box_.data(), skip_.size(), tree_.cube,
                           fmm_opening(theta, order, heavy_share, n), threads, walk_storage_, lists_);
     stages_.walk = seconds_since(start);
-    start = Clock::now();
+    start = StageClock::now();
     upward(kernels, threads);
     stages_.upward = seconds_since(start);
-    start = Clock::now();
+    start = StageClock::now();
     m2l(softening * softening, kernels, float_expansions, threads);
     expansion_bits_ = float_expansions ? 32 : 64;
     stages_.m2l = seconds_since(start);
-    start = Clock::now();
+    start = StageClock::now();
     downward(kernels, threads);
     stages_.downward = seconds_since(start);
-    start = Clock::now();
+    start = StageClock::now();
     p2p(n, static_cast<T>(softening * softening), mutual_for(kernels, T()), kernels.fmm_l2p, threads, acc, pot);
     stages_.p2p = seconds_since(start);
   }
@@ -120,7 +114,7 @@ class FmmEngine {
 
  private:
   void build(const T* pos, const T* mass, std::size_t n, std::size_t leaf_capacity, unsigned threads) {
-    auto start = Clock::now();
+    auto start = StageClock::now();
     tree_.cube = bounding_cube(pos, n);
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0u);
@@ -138,7 +132,7 @@ class FmmEngine {
       }
     });
     stages_.sort = seconds_since(start);
-    start = Clock::now();
+    start = StageClock::now();
     build_topology(keys_.data(), n, leaf_capacity, tree_);
     const std::size_t nodes = tree_.nodes.size();
     skip_.resize(nodes);
@@ -545,13 +539,6 @@ void check_fmm_parameters(double softening, double theta, int order, std::size_t
 
 void check_heavy_share(double heavy_share) {
   if (!(heavy_share >= 0.0 && heavy_share < 1.0)) throw std::invalid_argument("heavy_share must be in [0, 1)");
-}
-
-template <typename V>
-py::array_t<V> copy_vector(const std::vector<V>& v) {
-  py::array_t<V> out(v.size());
-  std::copy(v.begin(), v.end(), out.mutable_data());
-  return out;
 }
 
 py::dict lists_as_dict(const FmmLists& lists);

@@ -8,65 +8,102 @@
 
 #include "parallel.hpp"
 
+#ifdef ORRERY_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 namespace orrery {
 
 namespace py = pybind11;
+
+#ifdef ORRERY_X86_KERNELS
+namespace {
+
+// CPUID leaf 1, ECX bit 29: asked directly, as Clang 14's __builtin_cpu_supports has no "f16c".
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+
+}  // namespace
+#endif
 
 const char* simd_name(SimdLevel level) {
   switch (level) {
     case SimdLevel::avx512: return "avx512";
     case SimdLevel::avx2: return "avx2";
+    case SimdLevel::neon: return "neon";
     default: return "scalar";
   }
 }
 
 std::vector<SimdLevel> compiled_simd_levels() {
-#ifdef ORRERY_X86_KERNELS
+#if defined(ORRERY_X86_KERNELS)
   return {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512};
+#elif defined(ORRERY_ARM64_KERNELS)
+  return {SimdLevel::scalar, SimdLevel::neon};
 #else
   return {SimdLevel::scalar};
 #endif
 }
 
-SimdLevel cpu_simd_level() {
+namespace {
+
+bool cpu_runs(SimdLevel level) {
+  switch (level) {
 #ifdef ORRERY_X86_KERNELS
-  // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return SimdLevel::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    return SimdLevel::avx2;
+    // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
+    case SimdLevel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    case SimdLevel::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #endif
-  return SimdLevel::scalar;
+    // Every AArch64 CPU has NEON; a level this build lacks is not in compiled_simd_levels().
+    default: return true;
+  }
 }
+
+}  // namespace
+
+std::vector<SimdLevel> cpu_simd_levels() {
+  std::vector<SimdLevel> levels;
+  for (SimdLevel level : compiled_simd_levels())
+    if (cpu_runs(level)) levels.push_back(level);
+  return levels;
+}
+
+SimdLevel cpu_simd_level() { return cpu_simd_levels().back(); }
 
 namespace {
 
 SimdLevel parse_simd_level(const std::string& name, const char* source) {
-  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::neon})
     if (name == simd_name(level)) return level;
-  throw std::invalid_argument(std::string(source) + " must be scalar, avx2 or avx512, got '" + name + "'");
+  throw std::invalid_argument(std::string(source) + " must be scalar, avx2, avx512 or neon, got '" + name + "'");
 }
 
 }  // namespace
 
 SimdLevel choose_simd_level(const std::string& requested) {
-  SimdLevel best = cpu_simd_level();
+  const std::vector<SimdLevel> runnable = cpu_simd_levels();
   const char* from_env = std::getenv("ORRERY_SIMD");
-  SimdLevel level = best;
+  SimdLevel level = runnable.back();
   if (!requested.empty())
     level = parse_simd_level(requested, "simd");
   else if (from_env && *from_env)
     level = parse_simd_level(from_env, "ORRERY_SIMD");
-  if (static_cast<int>(level) > static_cast<int>(best))
-    throw std::runtime_error(std::string("SIMD level ") + simd_name(level) +
-                             " is not available: this CPU and build go up to " + simd_name(best));
-  return level;
+  for (SimdLevel available : runnable)
+    if (available == level) return level;
+  throw std::runtime_error(std::string("SIMD level ") + simd_name(level) +
+                           " is not available: this CPU and build go up to " + simd_name(runnable.back()));
 }
 
 const SimdKernels& simd_kernels(SimdLevel level) {
 #ifdef ORRERY_X86_KERNELS
   if (level == SimdLevel::avx512) return kAvx512Kernels;
   if (level == SimdLevel::avx2) return kAvx2Kernels;
+#endif
+#ifdef ORRERY_ARM64_KERNELS
+  if (level == SimdLevel::neon) return kNeonKernels;
 #endif
   return kScalarKernels;
 }
@@ -95,6 +132,9 @@ py::dict build_info() {
 #ifdef ORRERY_X86_KERNELS
   level_flags["avx2"] = ORRERY_AVX2_FLAGS;
   level_flags["avx512"] = ORRERY_AVX512_FLAGS;
+#endif
+#ifdef ORRERY_ARM64_KERNELS
+  level_flags["neon"] = "";
 #endif
   info["simd_compiled"] = compiled;
   info["simd_flags"] = level_flags;
@@ -150,9 +190,7 @@ void register_simd(py::module_& m) {
         "name, RuntimeError for a level this CPU lacks.");
   m.def("simd_levels", [] {
     py::list levels;
-    int best = static_cast<int>(cpu_simd_level());
-    for (SimdLevel level : compiled_simd_levels())
-      if (static_cast<int>(level) <= best) levels.append(simd_name(level));
+    for (SimdLevel level : cpu_simd_levels()) levels.append(simd_name(level));
     return levels;
   }, "The SIMD levels this CPU can run, lowest first.");
 }

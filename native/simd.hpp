@@ -1,5 +1,6 @@
 // Run-time choice of the instruction set: the widest level both this build and this CPU have,
-// lowered by ORRERY_SIMD=scalar|avx2|avx512 or by an explicit request (tests check every path).
+// lowered by ORRERY_SIMD=scalar|avx2|avx512|neon or by an explicit request (tests check every
+// path). x86-64 builds have scalar, avx2 and avx512; AArch64 builds scalar and neon.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -11,14 +12,17 @@
 
 namespace orrery {
 
-enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2 };
+enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
 
 const char* simd_name(SimdLevel level);
 
 // Levels compiled into this build, lowest first.
 std::vector<SimdLevel> compiled_simd_levels();
 
-// The widest compiled level this CPU (and its operating system) can run.
+// The compiled levels this CPU (and its operating system) can run, lowest first.
+std::vector<SimdLevel> cpu_simd_levels();
+
+// The widest of them.
 SimdLevel cpu_simd_level();
 
 // `requested` names a level, or is empty for ORRERY_SIMD if set, else cpu_simd_level().

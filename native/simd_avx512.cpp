@@ -15,7 +15,8 @@ namespace {
 void narrow_to_half_avx512(const float* source, std::uint16_t* out, std::size_t count) {
   std::size_t i = 0;
   for (; i + 16 <= count; i += 16) {
-    const __m256i half = _mm512_cvtps_ph(_mm512_loadu_ps(source + i), _MM_FROUND_TO_NEAREST_INT);
+    const __m256i half = _mm512_maskz_cvtps_ph(simd_avx512::kAllFloats, _mm512_loadu_ps(source + i),
+                                                _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), half);
   }
   narrow_to_half_scalar(source + i, out + i, count - i);
@@ -42,16 +43,19 @@ struct SplatRow<simd_avx512::Vec<float>> {
       const int here = std::min(a.columns - i, 4);
       const __mmask16 loaded = static_cast<__mmask16>((1u << here) - 1);
       const __mmask16 present = static_cast<__mmask16>((1u << (4 * here)) - 1);
-      const __m512 ox2 = _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(loaded, a.ox2 + i));
-      const __m512 ex = _mm512_permutexvar_ps(spread, _mm512_maskz_loadu_ps(loaded, a.ex + i));
+      const __m512 ox2 = _mm512_maskz_permutexvar_ps(simd_avx512::kAllFloats, spread,
+                                                     _mm512_maskz_loadu_ps(loaded, a.ox2 + i));
+      const __m512 ex = _mm512_maskz_permutexvar_ps(simd_avx512::kAllFloats, spread,
+                                                    _mm512_maskz_loadu_ps(loaded, a.ex + i));
       const __mmask16 inside =
           _mm512_mask_cmp_ps_mask(present, _mm512_add_ps(ox2, oy2), unit, _CMP_LE_OQ);
       if (!inside) continue;
       const __m512 weight = _mm512_mul_ps(ex, ey);
       const __m512 brightness = _mm512_mul_ps(intensity, weight);
       const __m512 value = _mm512_mask_mul_ps(weight, colour_lanes, colour, brightness);
-      const __m512 amount = _mm512_min_ps(_mm512_add_ps(_mm512_mul_ps(value, one), half), cap);
-      const __m512i low = _mm512_cvttps_epu64(_mm512_castps512_ps256(amount));
+      const __m512 amount = _mm512_maskz_min_ps(simd_avx512::kAllFloats,
+                                                _mm512_add_ps(_mm512_mul_ps(value, one), half), cap);
+      const __m512i low = _mm512_cvttps_epu64(simd_avx512::low_half(amount));
       const __m512i high = _mm512_cvttps_epu64(_mm512_extractf32x8_ps(amount, 1));
       const __mmask8 low_mask = static_cast<__mmask8>(inside), high_mask = static_cast<__mmask8>(inside >> 8);
       _mm512_mask_storeu_epi64(pixel, low_mask,

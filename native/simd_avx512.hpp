@@ -11,6 +11,7 @@
 
 #include <cstddef>
 
+#include "avx512_lanes.hpp"
 #include "rsqrt_refine.hpp"
 
 namespace orrery {
@@ -39,13 +40,13 @@ struct Vec<float> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V fnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
-  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
-  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V sqrt(V a) { return _mm512_maskz_sqrt_ps(kAllFloats, a); }
+  static V min(V a, V b) { return _mm512_maskz_min_ps(kAllFloats, a, b); }
   static constexpr bool has_estimate = true;
   static V zero_lane(V v, std::size_t lane) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~(1u << lane)), v);
   }
-  static V rsqrt_estimate(V x) { return _mm512_rsqrt14_ps(x); }
+  static V rsqrt_estimate(V x) { return _mm512_maskz_rsqrt14_ps(kAllFloats, x); }
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 1>(r2, rsqrt_estimate(r2)); }
   // 16 x 16 in four butterfly stages (distance d = 1, 2, 4, 8), as Vec<double>'s 8 x 8: element c
   // of the new row i (bit d of i clear) is (c & d) ? b[c - d] : a[c], of the new row i + d
@@ -103,13 +104,13 @@ struct Vec<double> {
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V fnma(V a, V b, V c) { return _mm512_fnmadd_pd(a, b, c); }
   static V div(V a, V b) { return _mm512_div_pd(a, b); }
-  static V sqrt(V a) { return _mm512_sqrt_pd(a); }
-  static V min(V a, V b) { return _mm512_min_pd(a, b); }
+  static V sqrt(V a) { return _mm512_maskz_sqrt_pd(kAllDoubles, a); }
+  static V min(V a, V b) { return _mm512_maskz_min_pd(kAllDoubles, a, b); }
   static constexpr bool has_estimate = true;
   static V zero_lane(V v, std::size_t lane) {
     return _mm512_maskz_mov_pd(static_cast<__mmask8>(~(1u << lane)), v);
   }
-  static V rsqrt_estimate(V x) { return _mm512_rsqrt14_pd(x); }
+  static V rsqrt_estimate(V x) { return _mm512_maskz_rsqrt14_pd(kAllDoubles, x); }
   static V two_over_sqrt(V r2) { return refine_two_over_sqrt<Vec, 3>(r2, rsqrt_estimate(r2)); }
   // 8 x 8 in three butterfly stages (distance d = 1, 2, 4): rows i and i + d (bit d of i clear)
   // swap the elements whose column's bit d differs from the row's.

@@ -151,5 +151,8 @@ extern const SimdKernels kScalarKernels;
 extern const SimdKernels kAvx2Kernels;
 extern const SimdKernels kAvx512Kernels;
 #endif
+#ifdef ORRERY_ARM64_KERNELS
+extern const SimdKernels kNeonKernels;
+#endif
 
 }  // namespace orrery

@@ -4,7 +4,6 @@
 // The interaction kernels run on the SIMD level chosen at run time, as cpu-direct's (simd.hpp).
 // Also exposes the host tree build (build_tree_f32/_f64) so the GPU tree can be compared node for node.
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <numeric>
@@ -17,16 +16,11 @@
 #include "octree.hpp"
 #include "parallel.hpp"
 #include "simd.hpp"
+#include "stage_clock.hpp"
 #include "tree_walk.hpp"
 
 namespace orrery {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct StageSeconds {
   double sort = 0, build = 0, moments = 0, walk = 0;
@@ -42,7 +36,7 @@ class TreeEngine {
              bool quadrupole, unsigned threads) {
     // 32-bit particle and node indices (ADR-0010): a tree has fewer than 2N nodes.
     if (n >= (std::size_t(1) << 31)) throw std::invalid_argument("cpu-tree holds fewer than 2^31 particles");
-    auto start = Clock::now();
+    auto start = StageClock::now();
     tree_.cube = bounding_cube(pos, n);
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0u);
@@ -52,11 +46,11 @@ class TreeEngine {
     gather(pos, mass, n, threads);
     stages_.sort = seconds_since(start);
 
-    start = Clock::now();
+    start = StageClock::now();
     build_topology(keys_.data(), n, leaf_capacity, tree_);
     stages_.build = seconds_since(start);
 
-    start = Clock::now();
+    start = StageClock::now();
     compute_moments(sorted_.x.data(), sorted_.y.data(), sorted_.z.data(), sorted_.m.data(), theta, quadrupole,
                     threads, tree_);
     stages_.moments = seconds_since(start);
@@ -66,7 +60,7 @@ class TreeEngine {
                 std::size_t leaf_capacity, std::size_t group_capacity, unsigned threads, const SimdKernels& kernels,
                 T* acc, T* pot) {
     build(pos, mass, n, leaf_capacity, theta, quadrupole, threads);
-    auto start = Clock::now();
+    auto start = StageClock::now();
     counts_ = walk_tree(tree_, sorted_, order_.data(), static_cast<T>(softening * softening), quadrupole,
                         group_capacity, threads, kernels, acc, pot);
     stages_.walk = seconds_since(start);
@@ -145,13 +139,6 @@ py::array node_array(const std::vector<TreeNode<T>>& nodes) {
   py::dtype dtype(names, formats, offsets, sizeof(TreeNode<T>));
   py::array out(dtype, std::vector<py::ssize_t>{static_cast<py::ssize_t>(nodes.size())});
   std::memcpy(out.mutable_data(), nodes.data(), nodes.size() * sizeof(TreeNode<T>));
-  return out;
-}
-
-template <typename V>
-py::array_t<V> copy_vector(const std::vector<V>& v) {
-  py::array_t<V> out(v.size());
-  std::copy(v.begin(), v.end(), out.mutable_data());
   return out;
 }
 

@@ -49,7 +49,7 @@ class CpuTreeSolver(Solver):
         Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
-    simd : {"scalar", "avx2", "avx512"} or None
+    simd : {"scalar", "avx2", "avx512", "neon"} or None
         Instruction set of the interaction kernels; None: ``ORRERY_SIMD``, else the widest this
         CPU runs. Resolved once, when the solver is made.
 

@@ -7,6 +7,7 @@ from orrery import _native
 from orrery.engine import InvalidInputError, make_solver
 from orrery.engine.accuracy import max_relative_error
 from orrery.engine.cpu_features import available_simd_levels
+from orrery.engine.errors import SolverUnavailableError
 
 LEVELS = available_simd_levels()
 TOLERANCE = {"f32": 1e-5, "f64": 1e-12}
@@ -122,10 +123,16 @@ def test_orrery_simd_environment_variable_sets_the_default(monkeypatch):
     assert make_solver("cpu-direct").simd == "scalar"
     assert make_solver("cpu-direct", simd=LEVELS[-1]).simd == LEVELS[-1]
     monkeypatch.setenv("ORRERY_SIMD", "sse9")
-    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2 or avx512"):
+    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2, avx512 or neon"):
         make_solver("cpu-direct")
 
 
 def test_unknown_simd_level_is_refused():
     with pytest.raises(InvalidInputError, match="simd must be one of"):
-        make_solver("cpu-direct", simd="neon")
+        make_solver("cpu-direct", simd="sse9")
+
+
+def test_a_level_of_the_other_architecture_is_unavailable():
+    other = "avx2" if "neon" in available_simd_levels() else "neon"
+    with pytest.raises(SolverUnavailableError, match=f"SIMD level {other} is not available"):
+        make_solver("cpu-direct", simd=other)
