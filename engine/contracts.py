@@ -140,7 +140,10 @@ class GravitySimulation(SteppedSimulation, Protocol):
     ``simulation.Simulation`` and ``distributed.DistributedSimulation``."""
 
     integrator: str
-    initial: Diagnostics
+
+    @property
+    def initial(self) -> Diagnostics:
+        """Energies and momenta of the state the run started from."""
 
     def diagnostics(self) -> Diagnostics: ...
 
