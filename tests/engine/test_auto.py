@@ -15,6 +15,7 @@ from orrery.engine.solvers.auto import DEFAULT_THRESHOLDS, default_schedule
 
 TWIN = "cpu-direct-twin"
 GPU_FMM_FROM = DEFAULT_THRESHOLDS["gpu-fmm"]
+CPU_FMM_FROM = DEFAULT_THRESHOLDS["cpu-fmm"]
 
 
 class TwinSolver(cpu_direct.CpuDirectSolver):
@@ -157,7 +158,9 @@ def test_bind_hands_the_chosen_solvers_own_state_to_the_simulation(cache_dir):
     ({"cpu-direct", "cpu-tree", "gpu-tree"},
      [("cpu-direct", 0, 4000), ("cpu-tree", 4000, 9000), ("gpu-tree", 9000, None)]),
     ({"cpu-direct", "some-future-solver"}, [("cpu-direct", 0, None)]),
-    ({"cpu-direct", "gpu-direct", "gpu-tree", "gpu-fmm"},  # gpu-tree outclassed by gpu-fmm
+    ({"cpu-direct", "cpu-tree", "cpu-fmm"},
+     [("cpu-direct", 0, 4000), ("cpu-tree", 4000, CPU_FMM_FROM), ("cpu-fmm", CPU_FMM_FROM, None)]),
+    ({"cpu-direct", "cpu-tree", "cpu-fmm", "gpu-direct", "gpu-tree", "gpu-fmm"},  # the FMM on the GPU
      [("cpu-direct", 0, 2200), ("gpu-direct", 2200, GPU_FMM_FROM), ("gpu-fmm", GPU_FMM_FROM, None)]),
 ])
 def test_default_thresholds_for_each_set_of_available_solvers(available, expected):
