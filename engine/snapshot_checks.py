@@ -97,6 +97,8 @@ def _check_hdf5(path: str, error) -> int:
                 _check_totals(path, header.attrs, declared, error)
                 _check_mass_table(path, header.attrs, len(declared), error)
                 _check_header_numbers(path, header.attrs, error)
+                if "Cells" in h5:
+                    _check_swift_header(path, header.attrs, error)
             for name, group in h5.items():
                 match = _PART_TYPE.match(name)
                 if match is None or not isinstance(group, h5py.Group):
@@ -119,6 +121,21 @@ def _check_hdf5(path: str, error) -> int:
 _HEADER_NUMBERS = ("Time", "Time_GYR", "Redshift", "BoxSize", "Omega0", "OmegaLambda")
 _HEADER_UNITS = ("UnitLength_in_cm", "UnitMass_in_g", "UnitVelocity_in_cm_per_s")
 _HEADER_SCALES = ("HubbleParam", *_HEADER_UNITS)
+
+
+# What a SWIFT reader takes from the Header (a SWIFT file is the GADGET layout with a Cells
+# group: the particles' index by cell).
+_SWIFT_HEADER = ("Dimension", "Time", "BoxSize", "NumPart_Total", "NumPart_Total_HighWord")
+
+
+def _check_swift_header(path, attributes, error) -> None:
+    missing = [name for name in _SWIFT_HEADER if name not in attributes]
+    if missing:
+        raise error(f"{path}: a SWIFT snapshot whose Header lacks {', '.join(missing)}")
+    dimension = np.asarray(attributes["Dimension"]).reshape(-1)
+    if dimension.tolist() != [3]:
+        raise error(f"{path}: Header/Dimension {dimension.tolist()!s:.80} is not 3: Orrery "
+                    "reads three-dimensional snapshots")
 
 
 def _check_header_numbers(path, attributes, error) -> None:
@@ -266,6 +283,8 @@ def _check_gadget2(path: str, head: bytes, error) -> int:
     """Check a GADGET-2 binary file's header, and its blocks' sizes against the counts it
     declares (readers reshape each block by them); returns the particles it declares."""
     order, format2 = _gadget2_layout(head)
+    if format2 and head[4:8] != b"HEAD":
+        raise error(f"{path}: its first block is labelled {head[4:8]!r}, not b'HEAD': damaged")
     with open(path, "rb") as handle:
         data = handle.read(4 + _GADGET2_LABEL_BYTES + 8 + _GADGET2_HEADER_BYTES)
     start = 4 + (_GADGET2_LABEL_BYTES + 8 if format2 else 0)

@@ -17,7 +17,8 @@ from orrery.app.cli import main  # noqa: E402
 from orrery.engine import snapshot_checks  # noqa: E402
 from orrery.engine.snapshots import SnapshotError, describe, load_snapshot  # noqa: E402
 
-from .snapshot_files import write_gadget2_binary, write_gadget4_hdf5, write_tipsy  # noqa: E402
+from .snapshot_files import (  # noqa: E402
+    write_gadget2_binary, write_gadget4_hdf5, write_swift_hdf5, write_tipsy)
 
 
 def _gadget4(tmp_path, edit):
@@ -198,6 +199,7 @@ def _gadget2(tmp_path, *edits):
      "or 21,768"),
     ([(296, "<i", 1 << 30)], "its POS block declares 1,073,741,824 bytes but the file ends"),
     ([(16, "<i", 255)], "its GADGET-2 header record is not 256 bytes"),
+    ([(4, "<4s", b"HEAE")], "its first block is labelled b'HEAE', not b'HEAD'"),
 ])
 def test_a_gadget2_header_that_disagrees_with_its_blocks_is_refused_naming_the_field(
         tmp_path, edits, message):
@@ -231,3 +233,19 @@ def test_orrery_info_on_a_damaged_gadget2_file_says_what_is_wrong_not_that_it_is
     assert err.strip().splitlines() == [
         f"orrery info: error: {path}: its GADGET-2 header's npart [100, -5, 200, 0, 0, 0] "
         "holds a negative count"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda h5: h5["Header"].attrs.__delitem__("Time"),
+     "a SWIFT snapshot whose Header lacks Time"),
+    (lambda h5: h5["Header"].attrs.__setitem__("Dimension", [2]),
+     r"Header/Dimension \[2\] is not 3"),
+])
+def test_a_swift_file_whose_header_lacks_what_its_reader_takes_is_refused(
+        tmp_path, edit, message):
+    path = tmp_path / "snap.hdf5"
+    write_swift_hdf5(path)
+    with h5py.File(path, "r+") as h5:
+        edit(h5)
+    with pytest.raises(SnapshotError, match=message):
+        load_snapshot(str(path))
