@@ -273,6 +273,8 @@ class SimulationRunner(PublishedFrames):
             self._sim.rules = self._scenario.flock.with_changes(**(new.flock or {}))
             self._solver_description = self._sim.describe()
         if new.dt is not None:
+            if float(new.dt) != self._sim.dt:
+                self._recording.finish()  # the file's dt attribute names one step
             self._sim.dt = float(new.dt)
         self._settings = new
 

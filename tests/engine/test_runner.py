@@ -184,6 +184,27 @@ def test_recording_from_the_runner_holds_every_kth_step_and_ends_with_a_restart(
         runner.start_recording(path, every=0)
 
 
+def test_a_new_dt_ends_the_recording_whose_attributes_name_the_old_one(tmp_path):
+    from orrery.engine.recording import RecordingFile
+
+    path = tmp_path / "live.h5"
+    runner = SimulationRunner(SMALL, paused=True)
+    try:
+        runner.start_recording(path, every=1, precision="f32")
+        runner.step(3)
+        assert _wait_until(lambda: runner.latest().step == 3)
+        dt = runner.latest().stats.dt
+        runner.update(dt=dt / 2)
+        runner.step(2)
+        assert _wait_until(lambda: runner.latest().step == 5)
+        assert runner.latest().stats.recording is None
+    finally:
+        assert runner.close(timeout=10)
+    with RecordingFile(path) as recording:
+        assert recording.steps.tolist() == [0, 1, 2, 3]
+        assert recording.attributes["dt"] == dt
+
+
 # Publishing at the rate frames are read ------------------------------------------------------
 
 class _CountingState(HostState):
