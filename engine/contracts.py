@@ -140,10 +140,7 @@ class GravitySimulation(SteppedSimulation, Protocol):
     ``simulation.Simulation`` and ``distributed.DistributedSimulation``."""
 
     integrator: str
-
-    @property
-    def initial(self) -> Diagnostics:
-        """Energies and momenta of the state the run started from."""
+    initial: Diagnostics
 
     def diagnostics(self) -> Diagnostics: ...
 

@@ -115,19 +115,7 @@ class Simulation:
                             else np.zeros(self._state.n, np.uint8))
         self._population_names = population_names
         self._accelerations_current = False
-        self._initial: Diagnostics | None = None
-
-    @property
-    def initial(self) -> Diagnostics:
-        """Energies and momenta of the state the run starts from, measured when first asked
-        for and at the latest before the first step: a potential evaluation, which for a large
-        run on the CPU takes as long as a step, so a viewer shows the first frame meanwhile."""
-        return self._measure_initial()
-
-    def _measure_initial(self) -> Diagnostics:
-        if self._initial is None:
-            self._initial = self.diagnostics()
-        return self._initial
+        self.initial = self.diagnostics()
 
     @property
     def dt(self) -> float:
@@ -161,7 +149,6 @@ class Simulation:
                 state.drift(0.5 * dt)
 
         count = checked_step_count(count)
-        self._measure_initial()  # before the state moves
         for _ in range(count):
             if kdk and not self._accelerations_current:
                 state.compute_accelerations()
@@ -179,7 +166,6 @@ class Simulation:
             raise InvalidInputError(f"step_back needs integrator='reversible', this run's is "
                                     f"{self.integrator!r}")
         state, dt = self._state, self.dt
-        self._measure_initial()  # before the state moves
 
         def step():
             state.drift(-0.5 * dt)

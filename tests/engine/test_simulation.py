@@ -32,20 +32,3 @@ def test_two_body_circular_orbit_returns(integrator):
 def test_bad_time_step():
     with pytest.raises(InvalidInputError, match="dt"):
         Simulation(ics.plummer(8), make_solver("cpu-direct"), dt=0)
-
-
-def test_the_starting_energy_is_measured_before_the_first_step_not_when_built(monkeypatch):
-    """A potential evaluation costs a step: a viewer shows a large run's first frame while it
-    is made, and the energy error still counts from the state the run started in."""
-    particles = ics.plummer(300, seed=4)
-    sim = Simulation(particles, make_solver("cpu-direct", softening=0.05), dt=0.01)
-    measured = []
-    diagnostics = Simulation.diagnostics
-    monkeypatch.setattr(Simulation, "diagnostics",
-                        lambda self: measured.append(self.steps) or diagnostics(self))
-    assert measured == []
-    sim.step(5)
-    assert measured == [0]
-    eager = Simulation(particles, make_solver("cpu-direct", softening=0.05), dt=0.01)
-    assert sim.initial.total == eager.initial.total
-    assert measured == [0, 0]  # eager's, asked for at step 0
