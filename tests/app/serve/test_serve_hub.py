@@ -117,7 +117,9 @@ def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
 def _compare_h264_with_jpeg(hub):
     jpeg, h264 = Client(hub), Client(hub, codec="h264")
     wait_for(lambda: jpeg.count() and h264.count(), what="first pictures")
-    time.sleep(0.3)
+    # the run is paused: wait until both show its last frame (under load one may lag behind)
+    wait_for(lambda: jpeg.latest()[2] == h264.latest()[2] == hub.source.latest().step,
+             what="the same frame")
     reference, decoded = jpeg.latest()[3], h264.latest()[3]
     assert reference.shape == decoded.shape == (96, 160, 3)
     lit = reference.max(axis=2) > 60
