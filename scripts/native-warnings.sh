@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the native module with each compiler named (default: g++ and clang++) in a build folder of
+# its own, outside the checkout's build/, with the warnings CMakeLists.txt asks for (-Wall -Wextra
+# -Wpedantic, -std=c++17 without GNU extensions), and prints how many warnings each gave. Fails if
+# any compiler gave one or failed to build: the count must stay at zero. A compiler missing is
+# installed from Debian's packages (g++, clang).
+#   bash scripts/native-warnings.sh               # g++ and clang++
+#   bash scripts/native-warnings.sh clang++       # one compiler
+# ORRERY_BUILD_JOBS sets the parallel compiles (default: 2); ORRERY_WARNINGS_BUILD the folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/_env.sh
+use_orrery_env
+compilers=("$@")
+[ ${#compilers[@]} -gt 0 ] || compilers=(g++ clang++)
+builds=${ORRERY_WARNINGS_BUILD:-${TMPDIR:-/tmp}/orrery-native-warnings}
+# Debian's package for each compiler, installed where missing.
+declare -A package_of=([g++]=g++ [clang++]=clang)
+missing=()
+for compiler in "${compilers[@]}"; do
+  command -v "$compiler" >/dev/null || missing+=("${package_of[$compiler]:?no Debian package known for $compiler}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (apt)"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+failed=0
+for compiler in "${compilers[@]}"; do
+  build="$builds/$compiler"
+  log="$build.log"
+  mkdir -p "$build"
+  started=$SECONDS
+  # -k 0: every file is compiled, so one run counts every warning.
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$compiler" \
+       -Dpybind11_DIR="$(python -m pybind11 --cmakedir)" -DPython_EXECUTABLE="$(command -v python)" \
+       >"$log" 2>&1 &&
+     cmake --build "$build" -j "${ORRERY_BUILD_JOBS:-2}" -- -k 0 >>"$log" 2>&1; then
+    built=yes
+  else
+    built=no
+  fi
+  warnings=$(grep -c "warning:" "$log" || true)
+  echo "$compiler ($("$compiler" --version | head -n 1)): $warnings warnings, built: $built," \
+       "$((SECONDS - started)) s (log: $log)"
+  if [ "$warnings" -ne 0 ] || [ "$built" != yes ]; then
+    grep -E "warning:|error:" "$log" | head -n 20 >&2 || true
+    failed=1
+  fi
+done
+exit $failed
