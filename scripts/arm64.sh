@@ -101,12 +101,12 @@ EOF
 cp "$build"/native/_native*.so "$stage/orrery/"
 export PYTHONPATH="$stage:$site"
 "${python_arm64[@]}" -c 'from orrery.engine.cpu_features import build_info; i = build_info()
-print(f"built with {i[\"compiler\"]}; SIMD levels {i[\"simd_compiled\"]}, this CPU {i[\"simd_cpu\"]}")'
+print("built with", i["compiler"] + "; SIMD levels", i["simd_compiled"], "this CPU", i["simd_cpu"])'
 
 phase "results compared with x86-64 (scripts/platform_results.py)"
 PYTHONPATH= python scripts/platform_results.py write "$cache/x86_64.npz"
 "${python_arm64[@]}" scripts/platform_results.py write "$cache/aarch64.npz"
-python scripts/platform_results.py compare "$cache/x86_64.npz" "$cache/aarch64.npz"
+PYTHONPATH= python scripts/platform_results.py compare "$cache/x86_64.npz" "$cache/aarch64.npz"
 
 phase "tests under qemu-aarch64 (pytest)"
 # Left out: the tree's degenerate-input cases, which run in a child process of sys.executable (an
