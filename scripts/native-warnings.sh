@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the native module with each compiler named (default: g++ and clang++) in a build folder of
-# its own, outside the checkout's build/, with the warnings CMakeLists.txt asks for (-Wall -Wextra
+# its own (build/native-warnings/COMPILER, beside the wheel's build), with the warnings CMakeLists.txt asks for (-Wall -Wextra
 # -Wpedantic, -std=c++17 without GNU extensions), and prints how many warnings each gave. Fails if
 # any compiler gave one or failed to build: the count must stay at zero. A compiler missing is
 # installed from Debian's packages (g++, clang).
@@ -13,7 +13,8 @@ source scripts/_env.sh
 use_orrery_env
 compilers=("$@")
 [ ${#compilers[@]} -gt 0 ] || compilers=(g++ clang++)
-builds=${ORRERY_WARNINGS_BUILD:-${TMPDIR:-/tmp}/orrery-native-warnings}
+# In the checkout: a folder shared by checkouts would hold another checkout's CMake cache.
+builds=${ORRERY_WARNINGS_BUILD:-build/native-warnings}
 # Debian's package for each compiler, installed where missing.
 declare -A package_of=([g++]=g++ [clang++]=clang)
 missing=()
