@@ -123,15 +123,3 @@ def test_cpu_tensors_are_read_in_place():
 
     tensor = torch.arange(6.0, dtype=torch.float64, requires_grad=True)
     assert np.shares_memory(_torch_host(tensor), tensor.detach().numpy())
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
-def test_cuda_tensors_give_the_cpu_gradients(particles, solver):
-    host = _tensors(particles)
-    device = [t.detach().cuda().requires_grad_() for t in host]
-    for tensors in (host, device):
-        final_pos, final_vel = torch_run(*tensors, solver=solver, dt=DT, steps=STEPS)
-        (final_pos * final_vel).sum().backward()
-    for h, d in zip(host, device):
-        assert d.grad.device.type == "cuda"
-        np.testing.assert_array_equal(d.grad.cpu().numpy(), h.grad.numpy())

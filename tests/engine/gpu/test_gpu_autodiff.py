@@ -69,3 +69,17 @@ def test_cuda_tensors_stay_on_the_device_with_gpu_direct(cuda_device):
     assert acc.device.type == "cuda" and on_device[0].grad.device.type == "cuda"
     for h, d in ((host[0], on_device[0]), (host[2], on_device[2])):
         np.testing.assert_allclose(d.grad.cpu().numpy(), h.grad.numpy(), rtol=1e-12, atol=0)
+
+
+def test_cuda_tensors_give_the_cpu_gradients(cuda_device):
+    """CUDA tensors through a run on the host: the gradients come back on the device, the CPU
+    tensors' bits (the device fixture fails under ORRERY_REQUIRE_DEVICES=cuda:0, never skips)."""
+    solver = make_solver("cpu-direct", precision="f64", softening=SOFTENING)
+    host = _tensors(ics.plummer(N, seed=33))
+    device = [t.detach().cuda().requires_grad_() for t in host]
+    for tensors in (host, device):
+        final_pos, final_vel = torch_run(*tensors, solver=solver, dt=DT, steps=STEPS)
+        (final_pos * final_vel).sum().backward()
+    for h, d in zip(host, device):
+        assert d.grad.device.type == "cuda"
+        np.testing.assert_array_equal(d.grad.cpu().numpy(), h.grad.numpy())
