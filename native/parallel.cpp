@@ -1,6 +1,38 @@
 #include "parallel.hpp"
 
+#include <new>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
+
 namespace orrery {
+
+ThreadPool::ThreadPool() {
+#if defined(__unix__) || defined(__APPLE__)
+  // A forked child (Python's multiprocessing forks by default on Linux) holds only the thread that
+  // forked: without this, its first parallel_for would wait for ever on workers that are not there.
+  pthread_atfork(nullptr, nullptr, [] { instance().restart_after_fork(); });
+#endif
+}
+
+void ThreadPool::restart_after_fork() {
+  // In the child the workers are gone, and a lock one of them (or any other thread) held at the
+  // fork stays held: start again with fresh locks and no workers. The old thread handles are leaked
+  // on purpose: destroying a joinable std::thread aborts, and there is nothing to join.
+  new std::vector<std::thread>(std::move(workers_));
+  workers_.clear();
+  new (&mutex_) std::mutex;
+  new (&call_mutex_) std::mutex;
+  new (&wake_) std::condition_variable;
+  new (&done_) std::condition_variable;
+  stopping_ = false;
+  generation_ = 0;
+  active_workers_ = 0;
+  busy_ = 0;
+  body_ = nullptr;
+  error_ = nullptr;
+}
 
 ThreadPool& ThreadPool::instance() {
   static ThreadPool pool;

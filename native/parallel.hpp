@@ -29,7 +29,8 @@ class ThreadPool {
   ~ThreadPool();
 
  private:
-  ThreadPool() = default;
+  ThreadPool();
+  void restart_after_fork();
   void ensure_workers(unsigned workers);
   void worker_loop(unsigned worker_index);
   void run_chunks();
