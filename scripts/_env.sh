@@ -9,6 +9,10 @@ PROJECT_VENV="$ORRERY_ROOT/.venv"
 # benchmark peers.
 ORRERY_EXTRAS="test,sycl,formats,video,mpi,compression,serve,jupyter"
 
+# One line as each phase of a long script starts, with the seconds since the script began (bash's
+# SECONDS): the first runs take minutes, and a silent minute reads as a hang.
+phase() { echo "== $1 ($SECONDS s)"; }
+
 in_active_venv() {
   python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null
 }

@@ -17,8 +17,6 @@ cd "$(dirname "$0")/.."
 checkout=$PWD
 source scripts/_env.sh
 use_orrery_env
-started=$SECONDS
-phase() { echo "== $1 ($((SECONDS - started)) s)"; }
 cache=${ORRERY_ARM64_CACHE:-$HOME/.cache/orrery/arm64}
 root=$cache/root
 site=$cache/site

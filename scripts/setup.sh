@@ -5,9 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_env.sh
-started=$SECONDS
-# One line as each phase starts, with the seconds since setup began: the first run takes minutes.
-phase() { echo "== $1 ($((SECONDS - started)) s)"; }
 
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "Orrery needs Python 3.11 or newer; python3 here is $(python3 -V 2>&1)." >&2
@@ -63,7 +60,7 @@ progress() {
       fi
     elif [ $? -gt 128 ]; then
       quiet=$((quiet + 30))
-      echo "  still working: ${quiet} s since the last line above ($((SECONDS - started)) s in all)"
+      echo "  still working: ${quiet} s since the last line above ($SECONDS s in all)"
     else
       return 0
     fi

@@ -15,8 +15,6 @@ cd "$(dirname "$0")/.."
 checkout=$PWD
 source scripts/_env.sh
 use_orrery_env
-started=$SECONDS
-phase() { echo "== $1 ($((SECONDS - started)) s)"; }
 out=${ORRERY_WHEEL_DIR:-$checkout/dist}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
