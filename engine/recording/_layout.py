@@ -11,7 +11,7 @@ their own datasets.
 
 Durability against power loss, beyond what the operating system's cache keeps after the
 process dies, comes from :meth:`RecordingLayout.fsync`; :meth:`RecordingLayout.start_writeback`
-asks the OS to start writing the frames so far to the disk (``_writeback``, ADR 0163). Another
+asks the OS to start writing the frames so far to the disk (``engine.portable``, ADR 0163). Another
 program changing the file (ADR 0200) stops the recording before it writes into that file.
 """
 
@@ -24,9 +24,9 @@ import h5py
 import numpy as np
 
 from .. import frame_encoding as encodings
+from .. import portable
 from . import _format as fmt
 from ._hdf5 import H5_ERRORS
-from ._writeback import start_writeback
 from ._writer_lock import WriterLock
 
 # Space the file system must keep free beyond the frames not yet flushed: HDF5's metadata and
@@ -191,10 +191,11 @@ class RecordingLayout:
     # -- durability ----------------------------------------------------------------------------
 
     def start_writeback(self) -> None:
-        """Let the disk take the frames written so far while the run goes on (``_writeback``)."""
+        """Let the disk take the frames written so far while the run goes on (where the OS
+        can be asked to: :func:`engine.portable.start_writeback`)."""
         handle = self._file.id.get_vfd_handle()
         if isinstance(handle, int) and handle >= 0:
-            start_writeback(handle)
+            portable.start_writeback(handle)
 
     def fsync(self) -> None:
         """Ask the OS to put what the last commit wrote on the disk itself (power-loss safe)."""

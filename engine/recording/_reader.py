@@ -1,9 +1,10 @@
 """Opening a recording: every check a damaged or hostile file needs, made before anything large
 is allocated, then fast frame reads.
 
-Frames are read straight from the file with ``os.preadv`` into the caller's buffer when their
-storage allows it (unfiltered chunks or contiguous storage, little-endian): no HDF5 call, no
-intermediate copy, and the GIL is released while the bytes arrive. Other layouts (a file
+Frames are read straight from the file into the caller's buffer when their storage allows it
+(unfiltered chunks or contiguous storage, little-endian): no HDF5 call, and where the platform
+has ``os.preadv`` (``engine.portable``) no intermediate copy, the GIL released while the bytes
+arrive. Other layouts (a file
 rewritten by another tool with compression, say) go through h5py.
 """
 
@@ -18,6 +19,7 @@ import h5py
 import numpy as np
 
 from .. import frame_encoding as encodings
+from .. import portable
 from ..errors import InvalidInputError, NotARecordingError, RecordingError
 from ..input_files import not_a_regular_file, reading
 from . import _format as fmt
@@ -370,7 +372,7 @@ class RecordingFile:
         done = 0
         while done < self.frame_bytes:
             try:
-                got = os.preadv(self._fd, [view[done:]], offset + done)
+                got = portable.read_into(self._fd, view[done:], offset + done)
             except OSError as error:
                 raise RecordingError(f"{self.path}: frame {index} cannot be read "
                                      f"({error.strerror or error})") from error

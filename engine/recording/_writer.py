@@ -21,7 +21,7 @@ from ..compute import Snapshot
 from ..errors import InvalidInputError
 from ._layout import DiskFull, RecordingLayout
 
-# Frame bytes written between two requests to the OS to start writing them back (_writeback):
+# Frame bytes written between two requests to the OS to start writing them back (portable):
 # a few frames of a million particles, so the disk always has work and the page cache never
 # holds more than the disk is behind by.
 WRITEBACK_BYTES = 32 << 20

@@ -7,7 +7,8 @@ however it dies. OFD locks do not interact with the ``flock`` locks HDF5 takes i
 SWMR writer gives up anyway), and unlike POSIX ``lockf`` locks they are not lost when the same
 process closes another descriptor of the file. Where OFD locks do not exist (not Linux) a POSIX
 lock stands in; on a file system that refuses locks, or without ``fcntl`` (Windows), the
-Recorder writes unguarded.
+Recorder writes unguarded, and without ``fcntl`` a reader takes a file whose HDF5 superblock is
+still marked open for writing as live. ``engine.portable`` chooses among these.
 
 Another program can still open the file for writing behind the lock's back (HDF5 itself empties
 a file before it looks at locks): a shared ``flock`` makes HDF5 writers fail, and the Recorder
@@ -16,34 +17,20 @@ checks at every commit that the file is still the one it wrote (ADR 0200).
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
-import struct
 from pathlib import Path
 
+from .. import portable
 from ..errors import RecordingError
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+from ._hdf5 import marked_open_for_writing
 
 _LOCK_BYTE = 2**62
 # HDF5's version 2 and 3 superblock: signature, versions, flags, base, extension, end-of-file
 # and root addresses, checksum.
 _FINGERPRINT_BYTES = 48
-# Open-file-description locks where the platform has them (Linux), else POSIX record locks:
-# fcntl's and os's constants are looked up by name here and below, since a platform has only
-# the ones it has (O_CLOEXEC, F_OFD_*, fstatvfs).
-_SET, _GET = (("F_OFD_SETLK", "F_OFD_GETLK") if hasattr(fcntl, "F_OFD_SETLK")
-              else ("F_SETLK", "F_GETLK"))
-
-
-def _flock(kind: int) -> bytes:
-    # struct flock {short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid;}:
-    # OFD locks need l_pid = 0.
-    return struct.pack("hhqqi4x", kind, os.SEEK_SET, _LOCK_BYTE, 1, 0)
+# os's constants are looked up by name here and below, since a platform has only the ones it
+# has (O_CLOEXEC, fstatvfs).
 
 
 class WriterLock:
@@ -65,17 +52,13 @@ class WriterLock:
         gives up HDF5's own lock) and overwrite the recording. Call it once HDF5 has let go
         of its own exclusive lock (after SWMR writing starts). HDF5 truncates before it
         locks, so this alone does not keep the frames: :meth:`changed` tells the writer."""
-        if fcntl is None:
-            return
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            pass  # a file system without flock: the checks of changed() still hold
+        # without flock (another platform, or file system) the checks of changed() still hold
+        portable.lock_whole_file(self.fd, shared=True)
 
     def fingerprint(self) -> bytes:
         """The file's first bytes (HDF5's superblock), which its writer rewrites only when it
         flushes: compared by :meth:`changed` at the next flush."""
-        return os.pread(self.fd, _FINGERPRINT_BYTES, 0)
+        return portable.read_at(self.fd, _FINGERPRINT_BYTES, 0)
 
     def changed(self, fingerprint: bytes) -> str | None:
         """Why the file is no longer what its writer left at its last flush (``fingerprint``):
@@ -132,16 +115,12 @@ def claim(path, *, overwrite: bool) -> WriterLock:
     except OSError as error:
         raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
     lock = WriterLock(path, fd, created)
-    if fcntl is not None:
-        try:
-            fcntl.fcntl(fd, getattr(fcntl, _SET), _flock(fcntl.F_WRLCK))
-        except OSError as error:
-            if error.errno in (errno.EAGAIN, errno.EACCES):
-                lock.release()
-                raise RecordingError(f"{path} is being recorded by another Recorder (in this or "
-                                     "another process); it was left untouched") from None
-            # A file system without these locks (some network ones): record unguarded rather
-            # than not at all.
+    # Without locks (some network file systems, other platforms) it records unguarded rather
+    # than not at all.
+    if not portable.lock_byte(fd, _LOCK_BYTE):
+        lock.release()
+        raise RecordingError(f"{path} is being recorded by another Recorder (in this or "
+                             "another process); it was left untouched")
     if not created:
         _empty_unless_in_use(lock)
     return lock
@@ -150,19 +129,14 @@ def claim(path, *, overwrite: bool) -> WriterLock:
 def _empty_unless_in_use(lock: WriterLock) -> None:
     """Truncate the claimed file, unless another program holds it open through HDF5 (which
     keeps a ``flock`` on every file it has open, unless its file locking is turned off)."""
-    locked = False
     try:
-        if fcntl is not None:
-            try:
-                fcntl.flock(lock.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                locked = True
-            except BlockingIOError:
-                raise in_use_error(lock.path) from None
-            except OSError:
-                pass  # no flock on this file system: nobody can be told apart
+        # None: no flock here, so nobody can be told apart
+        locked = portable.lock_whole_file(lock.fd, shared=False)
+        if locked is False:
+            raise in_use_error(lock.path)
         os.ftruncate(lock.fd, 0)
         if locked:
-            fcntl.flock(lock.fd, fcntl.LOCK_UN)  # HDF5 takes its own when it opens the file
+            portable.unlock_whole_file(lock.fd)  # HDF5 takes its own when it opens the file
     except OSError as error:
         lock.release()
         raise RecordingError(f"cannot overwrite {lock.path}: {_reason(error)}") from error
@@ -178,20 +152,11 @@ def in_use_error(path) -> RecordingError:
 
 
 def writer_is_active(path) -> bool:
-    """Whether a live Recorder holds ``path`` (False where locks are not available)."""
-    if fcntl is None:
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
-    try:
-        answer = fcntl.fcntl(fd, getattr(fcntl, _GET), _flock(fcntl.F_WRLCK))
-        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    """Whether a live Recorder holds ``path`` (False on a file system that refuses locks).
+    Where there are no locks, a superblock still marked open for writing stands for the lock:
+    it also marks a writer that was killed, whose file then reads as live."""
+    locked = portable.byte_locked(path, _LOCK_BYTE)
+    return marked_open_for_writing(path) if locked is None else locked
 
 
 def _checked_path(path) -> Path:

@@ -1,4 +1,3 @@
-import sys
 import threading
 import time
 import tracemalloc
@@ -114,12 +113,14 @@ def test_append_blocks_when_the_writer_falls_behind(tmp_path, monkeypatch):
 def test_writer_starts_the_disk_on_its_frames_as_they_arrive(tmp_path, monkeypatch):
     """Every WRITEBACK_BYTES of frames the writer asks the OS to write back the recording's own
     file, so the disk works beside the run rather than all at once at its end."""
-    from orrery.engine.recording import _layout, _writeback, _writer
+    from orrery.engine import portable
+    from orrery.engine.recording import _writer
 
     started = []
+    start_writeback = portable.start_writeback
     monkeypatch.setattr(_writer, "WRITEBACK_BYTES", 3 * 64 * 3 * 4)  # three frames
-    monkeypatch.setattr(_layout, "start_writeback",
-                        lambda fd: started.append((fd, _writeback.start_writeback(fd))))
+    monkeypatch.setattr(portable, "start_writeback",
+                        lambda fd: started.append((fd, start_writeback(fd))))
     path = tmp_path / "run.h5"
     with Recorder(path, masses=np.ones(64)) as recorder:
         for step in range(10):
@@ -129,7 +130,7 @@ def test_writer_starts_the_disk_on_its_frames_as_they_arrive(tmp_path, monkeypat
     fd = descriptors.pop()
     assert isinstance(fd, int) and fd >= 0
     # Linux has the call and takes it on a regular file of tmp_path's file system.
-    assert all(done for _, done in started) == sys.platform.startswith("linux")
+    assert all(done for _, done in started) == (portable.CHOSEN["write-back"] == "sync_file_range")
     with RecordingFile(path) as recording:
         assert recording.frame_count == 10
 

@@ -477,14 +477,13 @@ def test_overwrite_refuses_a_file_this_process_is_replaying(tmp_path, monkeypatc
 
 def test_a_file_system_without_locks_still_records(tmp_path, monkeypatch):
     import errno
-
-    from orrery.engine.recording import _writer_lock
+    import fcntl
 
     def no_locks(fd, command, argument=0):
         raise OSError(errno.ENOLCK, "No locks available")
 
-    monkeypatch.setattr(_writer_lock.fcntl, "fcntl", no_locks)
-    monkeypatch.setattr(_writer_lock.fcntl, "flock", no_locks)
+    monkeypatch.setattr(fcntl, "fcntl", no_locks)
+    monkeypatch.setattr(fcntl, "flock", no_locks)
     path = tmp_path / "run.h5"
     path.write_bytes(b"old")
     with Recorder(path, masses=np.ones(4), overwrite=True) as recorder:
