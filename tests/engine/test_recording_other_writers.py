@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from orrery.engine.errors import RecordingError
-from orrery.engine.recording import Recorder
+from orrery.engine.recording import Recorder, RecordingFile
 
 N = 100
 
@@ -44,6 +44,23 @@ def test_an_hdf5_writer_in_another_program_fails_and_the_recorder_says_its_file_
     message = _append_until_it_fails(recorder)
     assert "changed while it was being recorded: another program emptied or rewrote it" \
         in message
+
+
+@pytest.mark.parametrize("mode", ["a", "r+"])
+def test_an_hdf5_program_opening_a_live_recording_to_change_it_is_refused_and_no_frame_is_lost(
+        tmp_path, mode):
+    path = tmp_path / "live.h5"
+    recorder = _recording(path)
+    other = subprocess.run([sys.executable, "-c", "import sys, h5py; h5py.File(sys.argv[1], "
+                            "sys.argv[2]).close()", str(path), mode],
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode != 0 and "unable to lock file" in other.stderr
+    for step in range(1, 4):
+        recorder.append(np.full((N, 3), step, np.float32), float(step), step)
+    recorder.close()
+    with RecordingFile(path) as recording:
+        assert recording.frame_count == 4
+        assert [recording.read(step)[0, 0] for step in range(4)] == [0, 1, 2, 3]
 
 
 def test_a_recording_replaced_under_its_writer_is_noticed(tmp_path):
