@@ -20,6 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ..engine import portable
 from ..engine.errors import OrreryError
 
 # -- argument types ------------------------------------------------------------------------------
@@ -115,10 +116,9 @@ def video_file(text: str) -> str:
 REPORTED = (OrreryError, MemoryError, KeyboardInterrupt, BrokenPipeError)
 
 # Signals asking a command to end (kill, a closed terminal, Ctrl-\): each ends it as Ctrl-C
-# does, so every file being written is closed the same way. Looked up by name here and below
-# (setitimer, SIGALRM): a platform has the signals and timers it has (Windows lacks these).
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
-                     if hasattr(signal, name))
+# does, so every file being written is closed the same way. A platform has the signals and
+# timers it has (Windows has SIGTERM only, and no SIGALRM): engine.portable says which.
+STOP_SIGNALS = portable.STOP_SIGNALS
 
 
 class Stopped(KeyboardInterrupt):
@@ -152,8 +152,7 @@ def stop_on_signals():
         if not _deferring:
             raise Stopped(signum)
         _pending = signum
-        if hasattr(signal, "setitimer"):
-            signal.setitimer(signal.ITIMER_REAL, STOP_GRACE_SECONDS)
+        portable.set_alarm(STOP_GRACE_SECONDS)
 
     def overdue(signum, frame):
         if _pending is not None:
@@ -163,15 +162,15 @@ def stop_on_signals():
     try:
         for signum in STOP_SIGNALS:
             previous[signum] = signal.signal(signum, stop)
-        if hasattr(signal, "SIGALRM"):
+        if portable.ALARM:
             previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, overdue)
     except ValueError:  # not the main thread
         pass
     try:
         yield
     finally:
-        if hasattr(signal, "setitimer") and signal.SIGALRM in previous:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        if portable.ALARM and signal.SIGALRM in previous:
+            portable.set_alarm(0)
         _pending = None
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -196,8 +195,7 @@ def raise_if_stopped() -> None:
     global _pending
     if _pending is not None:
         signum, _pending = _pending, None
-        if hasattr(signal, "setitimer"):
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        portable.set_alarm(0)
         raise Stopped(signum)
 
 

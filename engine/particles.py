@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import portable
 from .errors import InvalidInputError
 
 SUPPORTED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -61,40 +62,8 @@ def available_memory() -> int | None:
     """Bytes this process may still allocate: the least of the memory the system has free
     (``MemAvailable``), the address-space limit (``ulimit -v``) and the cgroup's limit less its
     use; None where none of these is known."""
-    limits = []
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    limits.append(int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY:
-            limits.append(max(0, soft - _address_space_in_use()))
-    except (ImportError, OSError, ValueError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as limit, \
-                open("/sys/fs/cgroup/memory.current") as current:
-            text = limit.read().strip()
-            if text != "max":
-                limits.append(max(0, int(text) - int(current.read().strip())))
-    except (OSError, ValueError):
-        pass
+    limits = portable.memory_limits()
     return min(limits) if limits else None
-
-
-def _address_space_in_use() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def format_bytes(count: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import platform
 import signal
 import sys
 from pathlib import Path
@@ -104,11 +105,11 @@ async def _serve(web, app, host: str, port: int, token: str, source) -> None:
           flush=True)
     if shown == "localhost":
         print(f"orrery serve: from another machine: ssh -L {bound}:localhost:{bound} "
-              f"{os.uname().nodename}, then open the URL above", flush=True)
+              f"{platform.node()}, then open the URL above", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    # SIGTERM and SIGHUP end the server as Ctrl-C does: the run and any recording close cleanly
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    # The stop signals end the server as Ctrl-C does: the run and any recording close cleanly
+    for signum in (signal.SIGINT, *STOP_SIGNALS):
         loop.add_signal_handler(signum, stop.set)
     try:
         await stop.wait()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import sys
 import threading
 import time
 from collections import deque
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...engine import portable
 from ...engine._optional import require
 from ...engine.errors import InvalidInputError, OrreryError
 
@@ -104,13 +104,6 @@ def segment_plan(fps: float, frames: int | None = None) -> tuple[int, ...]:
         remainder = lengths.pop()  # the first segment takes the remainder
         lengths[-1] += remainder
     return tuple(reversed(lengths)) + (longest,)
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 @dataclass
@@ -199,7 +192,7 @@ class VideoWriter:
             raise InvalidInputError(f"encoder threads must be in 0..256, got {threads}")
         plan = segment_plan(fps) if segment_frames is None else segment_frames
         self._plan = tuple(int(v) for v in (plan if isinstance(plan, (tuple, list)) else (plan,)))
-        self.encoders = available_cores() if encoders is None else int(encoders)
+        self.encoders = portable.usable_cores() if encoders is None else int(encoders)
         if not self._plan or not all(1 <= v <= 100_000 for v in self._plan):
             raise InvalidInputError(f"segment frames must be in 1..100000, got {segment_frames}")
         if not 1 <= self.encoders <= 1024:
@@ -414,15 +407,9 @@ def read_video(path) -> tuple[list[np.ndarray], float, dict]:
 
 
 def _yield_to_renderer() -> None:
-    """An encoder thread's start: this thread ENCODER_NICENESS nicer than it was (at most 19),
-    on Linux only (elsewhere the call would change the whole process's priority)."""
-    if sys.platform.startswith("linux"):
-        thread = threading.get_native_id()
-        try:
-            niceness = os.getpriority(os.PRIO_PROCESS, thread)
-            os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + ENCODER_NICENESS))
-        except OSError:  # a sandbox may refuse it: the movie is the same, only slower
-            pass
+    """An encoder thread's start: this thread ENCODER_NICENESS nicer than it was, where threads
+    have a niceness of their own (the movie is the same either way)."""
+    portable.lower_thread_priority(ENCODER_NICENESS)
 
 
 def _codec_options(codec: str, crf: int, preset: str, threads: int) -> dict:

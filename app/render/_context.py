@@ -1,9 +1,11 @@
-"""GL contexts without a window: EGL on a GPU driver or on Mesa's software renderer."""
+"""GL contexts without a window: EGL on a GPU driver or on Mesa's software renderer, and the
+platform's own standalone context where EGL is not the way (``engine.portable``)."""
 
 from __future__ import annotations
 
 import os
 
+from ...engine import portable
 from ...engine._optional import require
 from ...engine.errors import OrreryError
 
@@ -15,14 +17,18 @@ class GLContextError(OrreryError, RuntimeError):
 
 
 def headless_context(*, libgl: str | None = None, libegl: str | None = None):
-    """A standalone moderngl context through EGL (OpenGL 3.3 core or later).
+    """A standalone moderngl context (OpenGL 3.3 core or later) through EGL on Linux, else the
+    platform's own (CGL on macOS, WGL on Windows; under ``ORRERY_PORTABLE=1`` on Linux, GLX,
+    which needs a display).
 
     ``libgl``/``libegl`` name the GL and EGL libraries where the loader cannot find them (the
     H200 machine's image lacks the glvnd loaders); ``ORRERY_LIBGL``/``ORRERY_LIBEGL`` do the
     same from the environment. Raises :class:`GLContextError` saying what to fix.
     """
     moderngl = require("moderngl")
-    options = {"backend": "egl", "require": 330}
+    options = {"require": 330}
+    if portable.HEADLESS_GL_BACKEND:
+        options["backend"] = portable.HEADLESS_GL_BACKEND
     libgl = libgl or os.environ.get("ORRERY_LIBGL")
     libegl = libegl or os.environ.get("ORRERY_LIBEGL")
     if libgl:
@@ -35,7 +41,9 @@ def headless_context(*, libgl: str | None = None, libegl: str | None = None):
         chosen = ", ".join(f"{key}={options[key]}" for key in ("libgl", "libegl") if key in options)
         hint = (f"check {chosen} (--libgl/--libegl or ORRERY_LIBGL/ORRERY_LIBEGL)" if chosen
                 else f"install EGL and Mesa ({EGL_PACKAGES})")
-        raise GLContextError(f"no headless OpenGL 3.3 context through EGL ({error}); {hint}") from None
+        through = portable.HEADLESS_GL_BACKEND or "the platform's own standalone context"
+        raise GLContextError(f"no headless OpenGL 3.3 context through {through} ({error}); "
+                             f"{hint}") from None
 
 
 # GL_RENDERER names of rasterisers that run on the CPU (Mesa's llvmpipe, softpipe, swrast).

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ...engine import scenarios
+from ...engine import portable, scenarios
 from ...engine._optional import require
 from ...engine.errors import InvalidInputError
 from ..command_line import REPORTED, integer, number, output_file, report, window_size
@@ -155,7 +155,9 @@ def _main(args) -> int:
         print("orrery-viewer: error: --screenshot needs --frames", file=sys.stderr)
         return 2
     # PyOpenGL (used by the imgui renderer) must talk to the same GL platform as pyglet's window.
-    os.environ.setdefault("PYOPENGL_PLATFORM", "glx" if os.environ.get("DISPLAY") else "egl")
+    gl_platform = portable.opengl_platform(display=bool(os.environ.get("DISPLAY")))
+    if gl_platform:
+        os.environ.setdefault("PYOPENGL_PLATFORM", gl_platform)
     for package in VIEWER_PACKAGES:
         require(package)  # a MissingPackageError, reported in one line by main()
     problem = _display_problem()

@@ -13,6 +13,8 @@ import ctypes.util
 import os
 import sys
 
+from .. import portable
+
 _CL_SUCCESS = 0
 _CL_DEVICE_TYPE_ALL = 0xFFFFFFFF
 _CL_DEVICE_NAME = 0x102B
@@ -23,15 +25,8 @@ _cl_handle = ctypes.c_void_p
 
 def _loaded_opencl_path() -> str | None:
     """The libOpenCL already mapped into this process (the one the SYCL runtime uses)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith("libOpenCL.so"):
-                    return path
-    except OSError:
-        pass
-    return None
+    return next((path for path in portable.loaded_libraries()
+                 if os.path.basename(path).startswith("libOpenCL.so")), None)
 
 
 def _load_opencl() -> ctypes.CDLL:

@@ -19,6 +19,8 @@ import sys
 import h5py
 from h5py import h5f, h5p
 
+from .. import portable
+
 # Cumulative sleep of HDF5's retries is about 2**attempts nanoseconds: 28 attempts ride out a
 # live writer's torn write for about 0.3 s; a file nobody writes any more needs one.
 LIVE_READ_ATTEMPTS = 28
@@ -88,12 +90,7 @@ def _metadata_read_attempts_setter():
 def _loaded_hdf5_libraries() -> list[str]:
     """Paths of libhdf5 (not its high-level companion) this process has loaded, or ships with
     h5py's wheel."""
-    found = []
-    try:
-        with open("/proc/self/maps") as maps:
-            found += [line.split()[-1] for line in maps if "/libhdf5" in line]
-    except OSError:
-        pass
+    found = [path for path in portable.loaded_libraries() if "/libhdf5" in path]
     package = os.path.dirname(h5py.__file__)
     for pattern in ("../h5py.libs/libhdf5*", ".dylibs/libhdf5*", "../h5py.libs/*hdf5*.dll"):
         found += glob.glob(os.path.join(package, pattern))
