@@ -3,7 +3,7 @@
 A benchmark module defines ``SPEC`` (a :class:`BenchmarkSpec`) and ``run(**options) -> rows``;
 ``run`` starts with ``args = SPEC.resolve(options)``, which checks every option against its
 record and fills in the defaults, so the body reads ``args.n`` whether it was called from
-Python or from ``orrery bench`` (whose flags ``app/cli/bench.py`` generates from the same table).
+Python or from ``orrery bench`` (whose flags ``bench/command.py`` generates from the same table).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..engine.recording import Player, Recorder
 from ..engine.options import Option
+from ..engine.tuning.timing import Timing
 from ._options import several
-from .harness import Timing
 
 PRECISIONS = ("f16", "f32")
 

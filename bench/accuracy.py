@@ -19,13 +19,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine import accuracy_table, make_solver, scenarios
+from ..app.text_table import format_table
+from ..engine import make_solver, scenarios
 from ..engine.accuracy import error_percentiles, sampled_exact
 from ..engine.errors import InvalidInputError
-from ..engine.solvers import solver_specs
 from ..engine.options import DEVICE, PRECISION, SIMD, THREADS, Option
+from ..engine.solvers import solver_specs
+from ..engine.tuning import accuracy_table
+from ..engine.tuning.timing import time_trials
 from ._options import SEED, BenchmarkSpec, several
-from .harness import format_table, one_evaluation, time_trials
+from .harness import one_evaluation
 
 HELP = "accuracy=: its time against the fastest setting meeting the same accuracy, per solver and N"
 

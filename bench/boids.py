@@ -13,7 +13,7 @@ placement, ADR 0158); ``gap_ms``
 is the wall time per step less their sum (launch and host cost the device waits for). On a
 device a second table, "where the time goes", gives per phase (keys + cell table, sort,
 gather, rules) its share, the bytes it moves by DeviceFlock.traffic's model, the bandwidth
-that is, and the fraction of the device's read ceiling (engine/compute/ceilings.py, measured
+that is, and the fraction of the device's read ceiling (engine/tuning/ceilings.py, measured
 at the start).
 """
 
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine.flock import CELL_WIDTHS, SEARCHES, FlockParameters, FlockSimulation, initial_flock
-from ..engine.compute.ceilings import read_bandwidth
 from ..engine.flock._device import DEFAULT_GROUP
 from ..engine.options import SIMD, THREADS, Option
+from ..engine.tuning.ceilings import read_bandwidth
+from ..engine.tuning.timing import time_trials
 from ._options import SEED, BenchmarkSpec, several
-from .harness import format_table, time_trials
 
 HELP = "boids: ms per step vs N per search and device, work-group sweep, cell width, sort share"
 

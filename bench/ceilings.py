@@ -8,7 +8,7 @@ over a buffer far larger than the last-level cache (bytes/s).
 Ceilings travel as a dict keyed ``fma_f32``, ``fma_f64``, ``sqrt_div_f32``, ``sqrt_div_f64``,
 ``rsqrt_estimate_f32``, ``rsqrt_estimate_f64`` and ``read`` (a missing key: not measured).
 ``--device DEVICE`` measures a compute device instead, through
-``orrery.engine.compute.ceilings.measure(device)``, which returns the same keys in the same units.
+``orrery.engine.tuning.ceilings.measure(device)``, which returns the same keys in the same units.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from typing import Callable
 import numpy as np
 
 from .. import _native
+from ..app.text_table import format_table
 from ..engine.cpu_features import hardware_threads, simd_level
 from ..engine.options import DEVICE, SIMD, THREADS, Option
+from ..engine.tuning.timing import time_interleaved
 from ._options import BenchmarkSpec
-from .harness import format_table, time_interleaved
 
 HELP = "measure this machine's ceilings: FMA, sqrt+divide, rsqrt and read bandwidth"
 
@@ -137,7 +138,7 @@ def rows_from_rates(ceilings: dict[str, float], *, simd: str, threads: int | Non
 def measure_device(device: str) -> dict[str, float]:
     """A compute device's rates (imported only when asked for: it may load dpctl or CuPy); the
     device's own description (``device``, ``name``) is left out, so every value is a rate."""
-    from ..engine.compute import ceilings as device_ceilings
+    from ..engine.tuning import ceilings as device_ceilings
 
     measured = device_ceilings.measure(device)
     return {key: rate for key, rate in measured.items() if key not in ("device", "name")}

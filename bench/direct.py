@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import itertools
 
+from ..app.text_table import format_table
 from ..engine.cpu_features import available_simd_levels
 from ..engine import ics
 from ..engine.cpu_features import hardware_threads
 from ..engine.errors import InvalidInputError, UnknownSolverError
 from ..engine.solvers import make_solver, solver_specs
 from ..engine.options import PRECISION, Option
+from ..engine.tuning.timing import time_interleaved
 from . import ceilings, peers
 from ._options import SOLVER_RUN, BenchmarkSpec, several
-from .harness import FLOP_PER_INTERACTION, format_table, time_interleaved
+from .harness import FLOP_PER_INTERACTION
 
 HELP = "time a direct-summation solver: interactions/s, Gflop/s, fractions of measured ceilings"
 

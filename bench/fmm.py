@@ -17,15 +17,17 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine import ics, make_solver
 from ..engine.accuracy import sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
 from ..engine.solvers._fmm import FMM_HEAVY_SHARE
 from ..engine.options import LEAF_CAPACITY, PRECISION, Option
+from ..engine.tuning.timing import Timing, time_trials
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
-from .harness import Timing, format_table, launched_one_by_one, one_evaluation, time_trials
+from .harness import launched_one_by_one, one_evaluation
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
 

@@ -27,13 +27,14 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine import Particles, ics, make_solver
 from ..engine.errors import UnknownSolverError
 from ..engine.gradients import ReversibleRun, run_gradient
 from ..engine.solvers import solver_specs
 from ..engine.options import PRECISION, Option
+from ..engine.tuning.timing import time_interleaved
 from ._options import SOLVER_RUN, BenchmarkSpec, several
-from .harness import format_table, time_interleaved
 
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 

@@ -1,8 +1,6 @@
-"""The timing protocol every benchmark uses: warm-up trials discarded, several timed trials,
-the median reported with the interquartile range beside it, and a drift figure (median of the
-second half of the trials over the first) that shows a machine changing speed under load.
-
-Benchmarks return rows (dicts); ``write_rows`` saves them as CSV or JSON.
+"""What the benchmarks share beyond the timing protocol (``orrery.engine.tuning.timing``): what
+an evaluation of a solver is when timed, the machine a figure was measured on, and the rows
+every benchmark returns (dicts), which ``write_rows`` saves as CSV or JSON.
 """
 
 from __future__ import annotations
@@ -10,9 +8,8 @@ from __future__ import annotations
 import csv
 import json
 import platform
-import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
@@ -52,71 +49,6 @@ def launched_one_by_one(solver):
             solver.replay = True
 
 
-@dataclass(frozen=True)
-class Timing:
-    samples: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return float(np.median(self.samples))
-
-    @property
-    def iqr(self) -> float:
-        q1, q3 = np.percentile(self.samples, [25, 75])
-        return float(q3 - q1)
-
-    @property
-    def relative_iqr(self) -> float:
-        return self.iqr / self.median if self.median > 0 else float("nan")
-
-    @property
-    def drift(self) -> float:
-        """Median of the second half of the trials over the first, minus one."""
-        half = len(self.samples) // 2
-        if half == 0:
-            return 0.0
-        first = np.median(self.samples[:half])
-        second = np.median(self.samples[-half:])
-        return float(second / first - 1.0) if first > 0 else float("nan")
-
-    def summary(self) -> dict:
-        return {"median_s": self.median, "iqr_s": self.iqr, "drift": self.drift,
-                "trials": len(self.samples)}
-
-
-def time_trials(fn: Callable[[], object], *, warmup: int = 2, trials: int = 7,
-                timer: Callable[[], float] = time.perf_counter) -> Timing:
-    """Run ``fn`` ``warmup`` times untimed, then ``trials`` times timed."""
-    if trials < 1:
-        raise ValueError("at least one timed trial is needed")
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(trials):
-        start = timer()
-        fn()
-        samples.append(timer() - start)
-    return Timing(tuple(samples))
-
-
-def time_interleaved(fns: dict[str, Callable[[], object]], *, warmup: int = 2, trials: int = 7,
-                     timer: Callable[[], float] = time.perf_counter) -> dict[str, Timing]:
-    """Like :func:`time_trials` for several contenders, taking turns trial by trial, so that
-    outside load changing during a run falls on all of them alike and their ratios hold."""
-    if trials < 1:
-        raise ValueError("at least one timed trial is needed")
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(trials):
-        for name, fn in fns.items():
-            start = timer()
-            fn()
-            samples[name].append(timer() - start)
-    return {name: Timing(tuple(values)) for name, values in samples.items()}
-
-
 def machine_description() -> dict:
     from ..engine.cpu_features import hardware_threads
 
@@ -145,16 +77,3 @@ def _jsonable(value):
     if hasattr(value, "__dataclass_fields__"):
         return asdict(value)
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
-
-
-def format_table(rows: list[dict], columns: list[str]) -> str:
-    """A plain aligned text table of the given columns (floats to 4 significant digits)."""
-    def cell(value):
-        if isinstance(value, float):
-            return f"{value:.4g}"
-        return str(value)
-    cells = [[cell(row.get(c, "")) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in cells]
-    return "\n".join(lines)

@@ -15,10 +15,11 @@ elsewhere falls on all of them and the ratios ``host_over_resident`` and
 
 from __future__ import annotations
 
+from ..app.text_table import format_table
 from ..engine import ics, make_solver
 from ..engine.options import DEVICE, PRECISION, SOFTENING, Option
+from ..engine.tuning.timing import time_interleaved
 from ._options import IC, SEED, BenchmarkSpec, several
-from .harness import format_table, time_interleaved
 
 HELP = "GPU solver: device-resident state vs device arrays vs NumPy arrays in and out"
 PATHS = ("resident", "device", "host")

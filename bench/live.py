@@ -35,9 +35,9 @@ from __future__ import annotations
 import statistics
 import time
 
+from ..app.text_table import format_table
 from ..engine.options import Option
 from ._options import BenchmarkSpec, several
-from .harness import format_table
 from .render import window_size
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"

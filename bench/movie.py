@@ -16,10 +16,10 @@ import hashlib
 import tempfile
 from pathlib import Path
 
+from ..app.text_table import format_table
 from ..engine.errors import InvalidInputError
 from ..engine.options import Option
 from ._options import BenchmarkSpec
-from .harness import format_table
 from .render import window_size
 
 HELP = "movie export (orrery render) of a float16 recording, per-stage times and reproducibility"

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine import Simulation, ics
 from ..engine import frame_encoding
 from ..engine.errors import InvalidInputError
@@ -39,8 +40,8 @@ from ..engine.recording import Player, Recorder, RecordingFile
 from ..engine.recording import _format as fmt
 from ..engine.solvers import make_solver, solver_specs
 from ..engine.options import Option
+from ..engine.tuning.timing import time_trials
 from ._options import BenchmarkSpec, several
-from .harness import format_table, time_trials
 
 HELP = "recording write and replay throughput vs simulation speed"
 

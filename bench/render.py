@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine.options import Option
+from ..engine.tuning.timing import time_trials
 from . import _render_replay
 from ._options import BenchmarkSpec, several
-from .harness import format_table, time_trials
 
 HELP = "renderer frame time (sprites + tone map) vs a bare point draw, headless (EGL)"
 

@@ -38,9 +38,9 @@ import time
 import numpy as np
 
 from ..app.serve import CODECS, JPEG_PICTURE
+from ..app.text_table import format_table
 from ..engine.options import Option
 from ._options import BenchmarkSpec, several
-from .harness import format_table
 from .render import window_size
 
 HELP = "orrery serve: pictures delivered to N clients, latency, bitrate, steps/s vs headless"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from ..engine.errors import InvalidInputError
 from ..engine.options import Option
+from ..engine.tuning.solver_timing import as_timing_curves
 from . import BENCHMARKS
 from ._options import BenchmarkSpec, several
 from .reporting.markdown import ReportWriter
 from .reporting.plots import draw_plots, plotting_unavailable
 from .reporting.session import full_plan, quick_plan, run_session
-from .solver_timing import as_timing_curves
 
 HELP = "run every benchmark and write the measured session's report (docs/report/index.md)"
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..app.text_table import format_table
 from ..engine import ics, make_solver
 from ..engine.accuracy import error_percentiles, rms_relative_error, sampled_exact
 from ..engine.cpu_features import build_info, simd_level
@@ -24,9 +25,10 @@ from ..engine.errors import InvalidInputError
 from ..engine.solvers import solver_specs
 from ..engine.options import LEAF_CAPACITY, PRECISION, QUADRUPOLE, THETA, Option
 from ..engine.solvers.gpu_tree import OPENING, WALK
+from ..engine.tuning.timing import Timing, time_trials
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from ._tree_peers import available_peers
-from .harness import Timing, format_table, one_evaluation, time_trials
+from .harness import one_evaluation
 
 HELP = "Barnes-Hut tree: scaling, breakdown, crossover vs cpu-direct, accuracy vs cost, peers"
 

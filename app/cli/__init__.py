@@ -1,17 +1,39 @@
 """``orrery``: the command line. One module per subcommand, each with ``add_parser`` and a
-handler that returns an exit code; ``main(argv)`` is what tests call."""
+handler that returns an exit code; ``main(argv)`` is what tests call.
+
+The app's own subcommands are its modules here; those of the layers above it (``orrery bench``,
+from the benchmarks) register under the ``orrery.commands`` entry-point group, so that the app
+imports none of them (ADR 0250)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from importlib.metadata import entry_points
+from typing import Protocol
 
 from ..command_line import REPORTED, report, stop_on_signals
 from ._mpi import ranks_agree
 
-# Subcommand modules, in the order ``orrery --help`` lists them.
-_COMMANDS = ("run", "devices", "bench", "calibrate", "info", "play", "render", "serve")
+# Subcommand modules, in the order ``orrery --help`` lists them (the registered ones follow).
+_COMMANDS = ("run", "devices", "calibrate", "info", "play", "render", "serve")
+# Where a layer above the app registers a subcommand: ``NAME = "module"`` in pyproject.toml.
+COMMAND_GROUP = "orrery.commands"
+
+
+class Subcommand(Protocol):
+    """A subcommand: adds its parser, whose defaults name the ``handler`` that runs it and
+    returns an exit code."""
+
+    def add_parser(self, subparsers: argparse._SubParsersAction) -> None: ...
+
+
+def subcommands() -> list[Subcommand]:
+    """The app's subcommands, then the registered ones by name."""
+    registered = sorted(entry_points(group=COMMAND_GROUP), key=lambda entry: entry.name)
+    return [importlib.import_module(f"{__name__}.{name}") for name in _COMMANDS] + \
+        [entry.load() for entry in registered]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in _COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)
+    for subcommand in subcommands():
+        subcommand.add_parser(subparsers)
     return parser
 
 

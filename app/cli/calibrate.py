@@ -11,14 +11,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ...bench.harness import format_table
-from ...bench.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
-                                    timed_solvers, timing_kwargs)
-from ...engine import accuracy_table, ics
-from ...engine.calibration import Calibration, check_cache_writable, save_calibration
+from ...engine import ics
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs, split_available
+from ...engine.tuning import accuracy_table
+from ...engine.tuning.calibration import Calibration, check_cache_writable, save_calibration
+from ...engine.tuning.solver_timing import (as_timing_curves, geometric_sizes, measure_curves,
+                                           timed_solvers, timing_kwargs)
 from ..command_line import integer, number, output_file
+from ..text_table import format_table
 
 
 def add_parser(subparsers) -> None:
@@ -67,12 +68,12 @@ def add_parser(subparsers) -> None:
                           help="particle counts measured (default: 1024 to 65536, factors of 2)")
     accuracy.add_argument("--scenarios", nargs="+", default=None, metavar="NAME",
                           help="scenarios measured (default: every shipped one but the "
-                               "uniform cube, engine/accuracy_table.py says why)")
+                               "uniform cube, engine/tuning/accuracy_table.py says why)")
     accuracy.add_argument("--device", default=None,
                           help="compute device of the GPU solvers (default: the first found)")
     accuracy.add_argument("--output", default=None, metavar="PATH", type=output_file,
                           help="write the table here instead of the cache directory (the "
-                               "package's defaults: engine/accuracy_defaults.json)")
+                               "package's defaults: engine/tuning/accuracy_defaults.json)")
     parser.set_defaults(handler=run)
 
 

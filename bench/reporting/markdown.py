@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...engine.crossovers import find_schedule
 from ...engine.solvers import solver_specs
-from ..solver_timing import as_timing_curves
+from ...engine.tuning.crossovers import find_schedule
+from ...engine.tuning.solver_timing import as_timing_curves
 from .analysis import (direct_rates, gpu_versus_cpu, scaling_exponents, series_from_rows,
                        winners)
 

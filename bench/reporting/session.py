@@ -25,12 +25,13 @@ import numpy as np
 
 from ...engine import ics
 from ...engine.accuracy import max_relative_error, rms_relative_error
-from ...engine.solvers import make_solver, solver_specs
 from ...engine.options import SOFTENING
+from ...engine.solvers import make_solver, solver_specs
+from ...engine.tuning.solver_timing import (CurvePoint, geometric_sizes, measure_curves,
+                                            solver_kwargs, timed_solvers)
+from ...engine.tuning.timing import Timing, time_trials
 from .. import BENCHMARKS
-from ..harness import Timing, machine_description, time_trials
-from ..solver_timing import (CurvePoint, geometric_sizes, measure_curves, solver_kwargs,
-                             timed_solvers)
+from ..harness import machine_description
 
 CANARY_N = 1024
 PEER_PACKAGES = ("pytreegrav", "rebound")
@@ -139,7 +140,7 @@ def run_session(plan: Plan) -> Session:
 
 
 def _machine() -> dict:
-    from ...engine.calibration import device_key, machine_key
+    from ...engine.tuning.calibration import device_key, machine_key
     from ...engine.cpu_features import build_info
 
     return {**machine_description(), **machine_key(), **device_key(),

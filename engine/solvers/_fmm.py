@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 
 from ... import _native
-from ..accuracy_table import ThetaSetting
 from ..options import LEAF_CAPACITY, THETA, Option
+from ..tuning.accuracy_table import ThetaSetting
 
 FMM_DEFAULT_THETA = 0.5
 FMM_DEFAULT_ORDER = 5

@@ -34,7 +34,7 @@ at every size the reference study measured up to the GPU tree's threshold; ``gpu
 
 Accuracy: every approximate solver runs at the requested ``accuracy`` (default 1e-3, an RMS
 relative force error), each choosing its own parameters from the accuracy table
-(engine/accuracy_table.py), so switching solvers does not change the error; direct summation
+(engine/tuning/accuracy_table.py), so switching solvers does not change the error; direct summation
 is exact to round-off and meets any target. With ``theta`` given instead, trees run at that
 opening angle. ``orrery calibrate`` times the trees at the default accuracy: ``auto`` never
 trades accuracy for speed on its own.
@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..accuracy_table import DEFAULT_ACCURACY, check_accuracy
-from ..calibration import Calibration, load_calibration
-from ..crossovers import Schedule
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
+from ..tuning.accuracy_table import DEFAULT_ACCURACY, check_accuracy
+from ..tuning.calibration import Calibration, load_calibration
+from ..tuning.crossovers import Schedule
 from ._base import HostState, Solver, checked_potential_flag
 from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
                        THETA, THREADS, SolverSpec)
@@ -146,7 +146,7 @@ class AutoSolver(Solver):
 
     def _default_candidates(self, candidates) -> dict[str, dict]:
         """Candidates for the default thresholds: GPU solvers only on a GPU (see module doc)."""
-        from ..calibration import device_key
+        from ..tuning.calibration import device_key
 
         if self._requested.get("device") or device_key()["gpus"]:
             return candidates

@@ -10,7 +10,7 @@ SIMD level's kernel (``simd`` option; docs/fmm-tuning-log.md#0161), the expansio
 depend on the thread count, bit for bit, and the lists are symmetric, so the total force sums to
 zero up to rounding. ``accuracy=`` instead of ``theta``
 picks theta (and, unless ``order`` is given, the order) for each particle count from the
-accuracy table (engine/accuracy_table.py, docs/accuracy.md).
+accuracy table (engine/tuning/accuracy_table.py, docs/accuracy.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ moments and a group walk with the opening test ``d > side/theta + |com - cell ce
 direct summation. The interaction kernels run on the SIMD level chosen as for ``cpu-direct``
 (``simd`` option, else ``ORRERY_SIMD``, else the widest available). Results do not depend on the
 thread count, bit for bit. ``accuracy=`` instead of ``theta`` picks theta for each particle
-count from the accuracy table (engine/accuracy_table.py, docs/accuracy.md).
+count from the accuracy table (engine/tuning/accuracy_table.py, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import _native
-from ..accuracy_table import ThetaSetting
 from ..cpu_features import simd_level
+from ..tuning.accuracy_table import ThetaSetting
 from ._base import Solver
 from ..options import (ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA,
                        THREADS, SolverSpec)

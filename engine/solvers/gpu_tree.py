@@ -29,8 +29,8 @@ from ... import _native
 from ..compute import (DeviceArray, KernelEvent, ceil_div, launch_size, resident_size,
                        unavailable_reason)
 from ._device_tree import STAGES, DeviceTreeBuilder
-from ..accuracy_table import ThetaSetting
 from ..errors import InvalidInputError
+from ..tuning.accuracy_table import ThetaSetting
 from ._gpu import GpuSolver
 from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
                        Option, SolverSpec)

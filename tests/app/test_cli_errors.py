@@ -129,7 +129,7 @@ def test_calibrate_dry_run_needs_no_writable_cache(tmp_path, monkeypatch, capsys
 
 
 def test_run_with_a_damaged_calibration_cache_warns_and_uses_defaults(tmp_path, monkeypatch, capsys):
-    from orrery.engine.calibration import CACHE_FORMAT, device_key, machine_key
+    from orrery.engine.tuning.calibration import CACHE_FORMAT, device_key, machine_key
 
     monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path))
     entry = {"precision": "f32", "created": "2026-01-01T00:00:00+00:00", "machine": machine_key(),

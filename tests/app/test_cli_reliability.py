@@ -160,7 +160,7 @@ def test_bench_refuses_an_output_it_cannot_write_before_the_work(tmp_path, capsy
 
 
 def test_bench_writes_its_table_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
-    from orrery.app.cli import bench
+    from orrery.bench import command as bench
 
     def full_disk(rows, path, **options):
         Path(path).write_text("half a tab")

@@ -55,7 +55,7 @@ def test_bench_serve_reads_what_a_chromium_page_decoded(tmp_path):
 
 
 def test_a_recorded_command_gives_the_picture_size_as_it_is_typed():
-    from orrery.app.cli.bench import command_line
+    from orrery.bench.command import command_line
     from orrery.bench import serve
 
     command = command_line("serve", serve.SPEC, {"n": (10000000,), "size": (1920, 1080)})

@@ -10,8 +10,9 @@ import functools
 
 import numpy as np
 
-from orrery.engine import accuracy_table, make_solver, scenarios
+from orrery.engine import make_solver, scenarios
 from orrery.engine.accuracy import error_percentiles, sampled_exact
+from orrery.engine.tuning import accuracy_table
 
 SEED = 0
 # On a realisation the table was not measured on, the FMMs' RMS follows the few Hernquist

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from orrery.engine import accuracy_table, ics, scenarios
+from orrery.engine import ics, scenarios
 from orrery.engine.accuracy import sampled_exact
+from orrery.engine.tuning import accuracy_table
 
 # The accuracy tests' scenarios: a size and a seed the shipped table was not measured at.
 ACCURACY_N = 3000

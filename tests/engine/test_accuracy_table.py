@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from orrery.engine import accuracy_table, make_solver, scenarios
+from orrery.engine import make_solver, scenarios
 from orrery.engine.accuracy import error_percentiles, sampled_exact
-from orrery.engine.accuracy_table import AccuracyTable, load_table, save_table
-from orrery.engine.calibration import Calibration, save_calibration
 from orrery.engine.errors import InvalidInputError
+from orrery.engine.tuning import accuracy_table
+from orrery.engine.tuning.accuracy_table import AccuracyTable, load_table, save_table
+from orrery.engine.tuning.calibration import Calibration, save_calibration
 
 # shipped_scenarios (conftest) are at a size and seed the table was not measured with: the rule
 # must carry over to other sizes and realisations.

@@ -7,11 +7,11 @@ import pytest
 
 import orrery.engine.solvers as solvers_module
 from orrery.engine import Simulation, ics, make_solver
-from orrery.engine.calibration import Calibration, CalibrationCacheWarning, save_calibration
 from orrery.engine.errors import InvalidInputError
-from orrery.engine.solvers import cpu_direct
 from orrery.engine.options import SolverSpec
+from orrery.engine.solvers import cpu_direct
 from orrery.engine.solvers.auto import DEFAULT_THRESHOLDS, default_schedule
+from orrery.engine.tuning.calibration import Calibration, CalibrationCacheWarning, save_calibration
 
 TWIN = "cpu-direct-twin"
 GPU_FMM_FROM = DEFAULT_THRESHOLDS["gpu-fmm"]
@@ -172,7 +172,7 @@ def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(ca
     """Crossovers timed the way `orrery calibrate` times them (every CPU solver, the approximate
     ones at accuracy 1e-3, so at equal error), stored, and auto asked at each size: where one
     solver beat the others by 30% in the run, auto names it, and says it was calibrated at 1e-3."""
-    from orrery.bench.solver_timing import as_timing_curves, measure_curves
+    from orrery.engine.tuning.solver_timing import as_timing_curves, measure_curves
 
     sizes = [256, 4096, 65536]
     curves = measure_curves(["cpu-direct", "cpu-tree", "cpu-fmm"], sizes, warmup=1, trials=3,

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from orrery.engine import accuracy_table, calibration
-from orrery.engine.calibration import CalibrationCacheWarning, load_calibration
+from orrery.engine.tuning import accuracy_table, calibration
+from orrery.engine.tuning.calibration import CalibrationCacheWarning, load_calibration
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from orrery.engine import calibration
-from orrery.engine.calibration import (CACHE_FORMAT, Calibration, CalibrationCacheWarning,
+from orrery.engine.errors import InvalidInputError
+from orrery.engine.tuning import calibration
+from orrery.engine.tuning.calibration import (CACHE_FORMAT, Calibration, CalibrationCacheWarning,
                                        cache_path, load_calibration, machine_key,
                                        save_calibration)
-from orrery.engine.crossovers import Schedule, Segment, find_schedule
-from orrery.engine.errors import InvalidInputError
+from orrery.engine.tuning.crossovers import Schedule, Segment, find_schedule
 
 SIZES = [2 ** k for k in range(6, 19)]
 
@@ -224,7 +224,7 @@ def test_an_entry_with_an_unusable_timing_point_is_ignored_with_a_warning(cache_
 
 
 def test_a_cache_that_cannot_be_written_is_a_calibration_cache_error(tmp_path):
-    from orrery.engine.calibration import check_cache_writable
+    from orrery.engine.tuning.calibration import check_cache_writable
     from orrery.engine.errors import CalibrationCacheError, OrreryError
 
     blocker = tmp_path / "file"

@@ -9,13 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from orrery.engine import accuracy_table, ics, make_solver
+from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import error_percentiles
-from orrery.engine.accuracy_table import load_table
-from orrery.engine.calibration import Calibration, save_calibration
 from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import InvalidInputError
 from orrery.engine.solvers._fmm import ACCURACY_ORDERS, ACCURACY_THETAS, m2l_pair_equivalents
+from orrery.engine.tuning import accuracy_table
+from orrery.engine.tuning.accuracy_table import load_table
+from orrery.engine.tuning.calibration import Calibration, save_calibration
 
 from .accuracy_cases import OTHER_REALISATION_RMS
 from .conftest import ACCURACY_N as N

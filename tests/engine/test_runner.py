@@ -504,7 +504,7 @@ def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
     ("cpu-direct", 256, None),  # none at all
 ])
 def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
-    from orrery.engine.accuracy_table import ThetaSetting
+    from orrery.engine.tuning.accuracy_table import ThetaSetting
     from orrery.engine.options import THETA
 
     runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))

@@ -2,7 +2,7 @@
 
 import math
 
-from orrery.engine.compute import ceilings
+from orrery.engine.tuning import ceilings
 
 
 def test_ceilings_are_positive_rates_in_a_plausible_order(context):

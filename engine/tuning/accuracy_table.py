@@ -59,8 +59,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import InvalidInputError
-from .input_files import read_small_text
+from ..errors import InvalidInputError
+from ..input_files import read_small_text
 
 # ``auto``'s target when neither accuracy nor theta is given.
 DEFAULT_ACCURACY = 1e-3
@@ -342,9 +342,9 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
     ``reference_device`` sums the float64 references there (``sampled_exact``'s ``device``:
     at millions of bodies the host's sums take minutes a scenario).
     """
-    from . import scenarios
-    from .accuracy import error_percentiles, sampled_exact
-    from .solvers import make_solver
+    from .. import scenarios
+    from ..accuracy import error_percentiles, sampled_exact
+    from ..solvers import make_solver
 
     thetas = sorted(thetas)
     rows: dict = {(solver, key): {} for key in variants}

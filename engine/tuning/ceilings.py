@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._discovery import open_device
-from ._types import Context, launch_size, resident_size
+from ..compute import Context, launch_size, open_device, resident_size
 
 CHAINS = 8
 LOCAL_SIZE = 256

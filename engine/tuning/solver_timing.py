@@ -1,6 +1,6 @@
 """Time whole solvers over a geometric range of particle counts with the harness's protocol,
 under a time budget per solver: what ``orrery calibrate`` and ``orrery bench suite`` measure
-the crossovers from.
+the crossovers from, with the timing protocol of :mod:`.timing`.
 
 An evaluation is ``solver.accelerations(pos, mass)`` on a Plummer sphere (by default) with the
 solver's default options (approximate solvers at ``auto``'s default accuracy), so a GPU
@@ -17,13 +17,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..engine import ics
-from ..engine.accuracy_table import DEFAULT_ACCURACY
-from ..engine.errors import InvalidInputError
-from ..engine.particles import as_dtype
-from ..engine.solvers import make_solver, solver_specs, split_available
-from ..engine.solvers.auto import EXCLUDED
-from .harness import Timing, time_trials
+from .. import ics
+from ..errors import InvalidInputError
+from ..particles import as_dtype
+from ..solvers import make_solver, solver_specs, split_available
+from ..solvers.auto import EXCLUDED
+from .accuracy_table import DEFAULT_ACCURACY
+from .timing import Timing, time_trials
 
 
 def timed_solvers(requested: Iterable[str] | None = None) -> tuple[list[str], dict[str, str]]:

@@ -1,7 +1,11 @@
 """``orrery bench KIND``: one subcommand per benchmark, its flags generated from the benchmark's
-options table (``SPEC.options``) the way ``_solver_args`` does for solvers; rows go to the
-terminal and, with ``--json``/``--csv``, to a file, and with ``--record`` into the results store
-that ``orrery bench report`` makes docs/performance.md from (ADR 0210)."""
+options table (``SPEC.options``) the way the app's ``_solver_args`` does for solvers; rows go to
+the terminal and, with ``--json``/``--csv``, to a file, and with ``--record`` into the results
+store that ``orrery bench report`` makes docs/performance.md from (ADR 0210).
+
+The benchmarks sit above the app, so the app's command line does not import this module: it is
+registered under the ``orrery.commands`` entry-point group (pyproject.toml), which ``orrery``
+reads for the subcommands of the layers above it (ADR 0250)."""
 
 from __future__ import annotations
 
@@ -9,12 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...bench import BENCHMARKS, benchmark_module, results
-from ...bench._options import Several, flag
-from ...bench.harness import write_rows
-from ...engine.errors import InvalidInputError, OutputFileError
-from ...engine.options import Option
-from ..command_line import output_file
+from ..app.command_line import output_file
+from ..engine.errors import InvalidInputError, OutputFileError
+from ..engine.options import Option
+from . import BENCHMARKS, benchmark_module, results
+from ._options import Several, flag
+from .harness import write_rows
 
 
 def add_parser(subparsers) -> None:

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 DEFAULT_TOLERANCE = 0.05
 # Slopes (in log time per log N) allowed when a curve is extended beyond its measured points.

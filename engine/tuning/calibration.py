@@ -1,6 +1,6 @@
 """The calibration cache: timing curves measured by ``orrery calibrate`` on one machine and
 device, kept between sessions for the ``auto`` solver. How curves become crossovers is in
-:mod:`orrery.engine.crossovers`.
+:mod:`orrery.engine.tuning.crossovers`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import CalibrationCacheError, InvalidInputError
+from ..input_files import read_small_text
 from .crossovers import DEFAULT_TOLERANCE, Schedule, find_schedule
-from .errors import CalibrationCacheError, InvalidInputError
-from .input_files import read_small_text
 
 # Bumped whenever the cache file's layout changes; older files are ignored with a warning.
 CACHE_FORMAT = 1
@@ -37,7 +37,7 @@ class CalibrationCacheWarning(UserWarning):
 def machine_key() -> dict:
     """The CPU this process runs on: model, hardware threads and its SIMD level (what the CPU
     offers, not what the native module was compiled for nor what ``ORRERY_SIMD`` asks)."""
-    from .cpu_features import build_info, hardware_threads
+    from ..cpu_features import build_info, hardware_threads
 
     return {"cpu": _cpu_model(), "threads": hardware_threads(), "simd": build_info()["simd_cpu"]}
 
@@ -55,7 +55,7 @@ def _cpu_model() -> str:
 def device_key() -> dict:
     """The GPUs this process can see, by backend and name. Goes through the compute layer so
     the SYCL runtime is configured before dpctl is first imported."""
-    from .compute import list_devices
+    from ..compute import list_devices
 
     return {"gpus": sorted(f"{info.backend}: {info.name}" for info in list_devices().devices
                            if info.kind != "cpu")}
