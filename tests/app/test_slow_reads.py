@@ -1,8 +1,12 @@
 """A recording or snapshot on a slow or stalled file system is never read without a word: each
 time input_files.SLOW_READ_SECONDS passes before the read ends, one line on stderr says what is
-still being read and for how long (issue 42). A stalled read is stood in for by one that sleeps."""
+still being read and for how long, and after input_files.stall_seconds() the command ends with
+one line and exit code 1 (issue 42). A stalled read is stood in for by one that sleeps."""
 
+import os
 import re
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -89,3 +93,29 @@ def test_run_load_says_it_is_still_reading_a_snapshot_that_stalls(tmp_path, monk
 def test_a_read_that_ends_in_time_says_nothing(recording, capsys):
     assert main(["info", str(recording)]) == 0
     assert "still reading" not in capsys.readouterr().err
+
+
+def test_a_read_stalled_for_good_ends_the_command_with_one_line_and_exit_code_1(recording):
+    # libc's sleep called through PyDLL keeps the GIL, as h5py does while HDF5 waits in the
+    # kernel: no Python thread runs until it returns.
+    script = ("import ctypes, sys; from orrery.engine.recording import _reader; "
+              "_reader._open_hdf5 = lambda path: ctypes.PyDLL(None).sleep(600); "
+              "from orrery.app.cli import main; sys.exit(main(['info', sys.argv[1]]))")
+    started = time.monotonic()
+    ended = subprocess.run([sys.executable, "-c", script, str(recording)], capture_output=True,
+                           text=True, timeout=120,
+                           env={**os.environ, input_files.STALL_VARIABLE: "1.5"})
+    assert ended.returncode == 1
+    assert ended.stderr == (f"orrery: gave up reading recording {recording} after 1.5 s: the "
+                            "file system does not answer (a stalled network file system?); "
+                            "ORRERY_READ_STALL_SECONDS sets how long to wait\n")
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "nan", "inf"])
+def test_a_stall_limit_that_is_not_a_positive_number_of_seconds_is_refused(
+        recording, monkeypatch, capsys, value):
+    monkeypatch.setenv(input_files.STALL_VARIABLE, value)
+    assert main(["info", str(recording)]) == 2
+    assert f"ORRERY_READ_STALL_SECONDS={value!r}: expected a number of seconds above 0" \
+        in capsys.readouterr().err
