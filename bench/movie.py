@@ -98,7 +98,7 @@ def _particles(path: Path) -> int:
 
 
 def _drifting_plummer(path: Path, n: int, frames: int) -> Path:
-    from ..engine.ics import plummer
+    from ..engine.initial_conditions.ics import plummer
     from ..engine.recording import Recorder
 
     particles = plummer(n, seed=1)

@@ -72,7 +72,7 @@ def run(**options) -> list[dict]:
                                Renderer, ToneMap, describe, headless_context)
     from ..engine.compute import open_device
     from ..engine.frames import Frame
-    from ..engine.ics import plummer
+    from ..engine.initial_conditions.ics import plummer
 
     width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)

@@ -3,10 +3,10 @@
 Importable without any GUI package.
 """
 
-from . import ics, scenarios
 from .diagnostics import Diagnostics
 from .errors import (InvalidInputError, OrreryError, SolverUnavailableError,
                      UnknownSolverError)
+from .initial_conditions import ics, scenarios
 from .particles import Particles
 from .simulation import Simulation
 from .solvers import make_solver, solver_specs

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from . import ics
 from .gradients import ReversibleRun
+from .initial_conditions import ics
 from .lattice import Lattice
 from .particles import Particles
 

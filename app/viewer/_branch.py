@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...engine.errors import OrreryError
 from ...engine.recording import Player
 from ...engine.runner import RunSettings, SimulationRunner
-from ...engine.scenarios import KeyframeScenario
+from ...engine.initial_conditions.scenarios import KeyframeScenario
 
 
 def can_branch(source) -> bool:

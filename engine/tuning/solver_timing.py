@@ -17,8 +17,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .. import ics
 from ..errors import InvalidInputError
+from ..initial_conditions import ics
 from ..particles import as_dtype
 from ..solvers import make_solver, solver_specs, split_available
 from ..solvers.auto import EXCLUDED

@@ -8,8 +8,9 @@ from scipy.integrate import solve_ivp
 from scipy.special import i0e, i1e, k0e, k1e
 
 from orrery.engine import InvalidInputError, Simulation, make_solver
-from orrery.engine.galaxy import GalaxyModel, disk_galaxy, disk_rotation, galaxy_collision
-from orrery.engine.orbits import parabolic_orbit
+from orrery.engine.initial_conditions.galaxy import (GalaxyModel, disk_galaxy, disk_rotation,
+                                                     galaxy_collision)
+from orrery.engine.initial_conditions.orbits import parabolic_orbit
 
 SOFTENING = 0.05
 

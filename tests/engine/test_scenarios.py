@@ -24,13 +24,13 @@ def test_a_galaxy_preset_runs_at_the_softening_its_equilibrium_was_built_for():
 
 
 def test_a_preset_stating_softening_twice_is_refused():
-    preset = {"generator": "ics.plummer", "parameters": {"n": 64, "softening": 0.05},
-              "run": {"softening": 0.05}}
+    preset = {"generator": "initial_conditions.ics.plummer",
+              "parameters": {"n": 64, "softening": 0.05}, "run": {"softening": 0.05}}
     with pytest.raises(InvalidInputError, match="softening twice"):
         scenarios._load_preset("twice", preset, n=None, seed=0)
 
 
 def test_a_scenario_without_run_settings_gets_the_default_time_step():
-    preset = {"generator": "ics.plummer", "parameters": {"n": 64}}
+    preset = {"generator": "initial_conditions.ics.plummer", "parameters": {"n": 64}}
     scenario = scenarios._load_preset("bare", preset, n=None, seed=0)
     assert scenario.dt == scenarios.DT.default

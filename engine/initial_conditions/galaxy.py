@@ -27,10 +27,10 @@ from dataclasses import replace
 import numpy as np
 from scipy.special import gammainc
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
+from ..particles import Particles, as_dtype, check_count
 from .galaxy_model import GalaxyModel
 from .orbits import parabolic_orbit
-from .particles import Particles, as_dtype, check_count
 
 __all__ = ["GalaxyModel", "disk_galaxy", "disk_rotation", "galaxy_collision"]
 

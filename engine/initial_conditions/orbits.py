@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The structure of one disk galaxy (G = 1): densities, the softened gravity of the three
 components, and the velocity moments the Jeans equations give. Sampling particles from it is
-:mod:`orrery.engine.galaxy`'s job; docs/galaxy-model.md explains the choices.
+:mod:`orrery.engine.initial_conditions.galaxy`'s job; docs/galaxy-model.md explains the choices.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .errors import InvalidInputError
+from ..errors import InvalidInputError
 from .softened_gravity import ring_acceleration, shell_acceleration, shell_potential
 
 # Toomre's stability constant for a stellar disk: Q = sigma_R kappa / (3.36 G Sigma).

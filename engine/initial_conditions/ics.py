@@ -12,8 +12,8 @@ import numbers
 
 import numpy as np
 
-from .errors import InvalidInputError
-from .particles import Particles, as_dtype, check_count
+from ..errors import InvalidInputError
+from ..particles import Particles, as_dtype, check_count
 
 # Hénon units for the Plummer sphere: total energy -1/4 puts the scale length at 3*pi/16.
 PLUMMER_SCALE = 3.0 * np.pi / 16.0

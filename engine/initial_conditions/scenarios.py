@@ -1,5 +1,5 @@
 """Scenarios: initial conditions plus the run settings that suit them (time step, softening,
-solver). The plain generators of :mod:`orrery.engine.ics` are scenarios with default settings;
+solver). The plain generators of :mod:`.ics` are scenarios with default settings;
 presets with their own settings live as TOML files in ``assets/scenarios/``. A preset with
 ``model = "flock"`` is a flock: its ``[flock]`` table holds the rules
 (:class:`~orrery.engine.flock.FlockParameters`) and its generator receives them as ``rules``."""
@@ -12,11 +12,11 @@ from importlib import resources
 
 import numpy as np
 
+from ..errors import InvalidInputError
+from ..flock import FlockParameters
+from ..options import SOFTENING, Option
+from ..particles import Particles
 from . import ics
-from .errors import InvalidInputError
-from .flock import FlockParameters
-from .particles import Particles
-from .options import SOFTENING, Option
 
 # The time step of a run that names none (a scenario without [run] dt, ``orrery run --ic``).
 DT = Option("dt", float, 1e-3, "time step (N-body units)", minimum=0.0, exclusive_minimum=True)
@@ -102,8 +102,9 @@ def load(name: str | SnapshotScenario, *, n: int | None = None, seed: int = 0) -
 
 
 def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenario:
-    # A preset names a generator (a function in orrery.engine) and its arguments, and the run
-    # settings. Keeping generators in code and numbers in TOML lets users copy and edit a preset.
+    # A preset names a generator (a function in a module of orrery.engine, such as
+    # initial_conditions.ics.plummer) and its arguments, and the run settings. Keeping
+    # generators in code and numbers in TOML lets users copy and edit a preset.
     from importlib import import_module
 
     module_name, _, function_name = preset["generator"].rpartition(".")
@@ -145,7 +146,7 @@ def from_snapshot(source: SnapshotScenario, *, n: int | None = None, seed: int =
     (N / 10^4)^(-1/3)``), the time step 1/200 of the dynamical time ``sqrt(r_h^3 / (G M))``.
     Gas particles are evolved as collisionless (no hydrodynamics).
     """
-    from .snapshots import load_snapshot
+    from ..snapshots import load_snapshot
 
     snapshot = load_snapshot(source.path, family=source.family)
     particles = snapshot.particles
@@ -182,7 +183,7 @@ def half_mass_radius(particles: Particles, *, sample: int = 200_000) -> float:
 def from_keyframe(source: KeyframeScenario) -> Scenario:
     """The state and settings of a recording's keyframe (``resume.keyframe_start``) as a
     scenario: its particles, dt, softening, solver and options, starting at its time and step."""
-    from .resume import keyframe_start
+    from ..resume import keyframe_start
 
     start = keyframe_start(source.path, from_frame=source.frame)
     options = dict(start.solver_options)
