@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -30,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 
+from ..engine import portable
 from ..engine.errors import InvalidInputError
 
 STORE = Path("docs/results")
@@ -37,16 +37,6 @@ CATALOGUE = "catalogue.toml"
 
 
 # -- the machine a run is on --------------------------------------------------------------------
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
 
 def _gpu() -> tuple[str | None, str | None]:
     """The first NVIDIA GPU's name and driver version as nvidia-smi states them, else None."""
@@ -72,7 +62,7 @@ def machine() -> dict:
     """This machine as a results row records it; ``kind`` names the store file."""
     from ..engine.cpu_features import build_info
 
-    cpu, cpus = _cpu_model(), os.cpu_count() or 1
+    cpu, cpus = portable.cpu_model(), os.cpu_count() or 1
     simd = build_info()["simd_cpu"]
     gpu, driver = _gpu()
     kind = os.environ.get("ORRERY_MACHINE_KIND") or (
