@@ -17,6 +17,7 @@ import ctypes
 import errno
 import os
 import platform
+import shutil
 import signal
 import struct
 import sys
@@ -170,6 +171,21 @@ def start_writeback(fd: int) -> bool:
     return _SYNC_FILE_RANGE is not None and _SYNC_FILE_RANGE(fd, 0, 0, _SYNC_FILE_RANGE_WRITE) == 0
 
 
+# -- free space ----------------------------------------------------------------------------------
+
+_FILE_SYSTEM_STATS = _native(hasattr(os, "fstatvfs"))
+
+
+def free_bytes(fd: int, folder) -> int:
+    """Bytes an unprivileged writer can still add to the file system holding the open file
+    ``fd``: ``fstatvfs`` of the descriptor, else ``shutil.disk_usage`` of ``folder``, the file's
+    folder (the file system its path names now)."""
+    if not _FILE_SYSTEM_STATS:
+        return shutil.disk_usage(folder).free
+    stats = os.fstatvfs(fd)
+    return stats.f_bavail * stats.f_frsize
+
+
 # -- threads and cores ----------------------------------------------------------------------------
 
 # Only Linux gives each thread its own niceness; elsewhere setpriority changes the whole process.
@@ -307,6 +323,7 @@ CHOSEN = {
     "file locks": ("none" if not _LOCKS else "open file description" if _OFD
                    else "POSIX record"),
     "write-back": "sync_file_range" if _SYNC_FILE_RANGE is not None else "the OS's own",
+    "free space": "fstatvfs" if _FILE_SYSTEM_STATS else "disk_usage",
     "thread niceness": "per thread" if _THREAD_NICENESS else "unchanged",
     "usable cores": "affinity" if _AFFINITY else "cpu_count",
     "process information": "/proc" if _PROC else "none",

@@ -22,6 +22,7 @@ FALLBACKS = {
     "positional reads": "seek and read",
     "file locks": "none",
     "write-back": "the OS's own",
+    "free space": "disk_usage",
     "thread niceness": "unchanged",
     "usable cores": "cpu_count",
     "process information": "none",

@@ -18,7 +18,6 @@ checks at every commit that the file is still the one it wrote (ADR 0200).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from .. import portable
@@ -30,7 +29,7 @@ _LOCK_BYTE = 2**62
 # and root addresses, checksum.
 _FINGERPRINT_BYTES = 48
 # os's constants are looked up by name here and below, since a platform has only the ones it
-# has (O_CLOEXEC, fstatvfs).
+# has (O_CLOEXEC).
 
 
 class WriterLock:
@@ -41,10 +40,7 @@ class WriterLock:
 
     def free_bytes(self) -> int:
         """Bytes the file's file system can still take (for an unprivileged writer)."""
-        if not hasattr(os, "fstatvfs"):  # pragma: no cover - Windows
-            return shutil.disk_usage(self.path.parent).free
-        stats = os.fstatvfs(self.fd)
-        return stats.f_bavail * stats.f_frsize
+        return portable.free_bytes(self.fd, self.path.parent)
 
     def keep_other_writers_out(self) -> None:
         """Hold a shared ``flock`` on the file, as an HDF5 reader does: another program opening
