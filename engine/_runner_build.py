@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from . import scenarios
 from .contracts import SteppedSimulation
+from .errors import InvalidInputError
 from .flock import FlockSimulation
 from .particles import Particles
 from .simulation import Simulation
@@ -28,7 +29,9 @@ class RunSettings:
     ``solver``/``softening``/``dt`` of None take the scenario's own; ``theta`` reaches solvers
     that have it, and None leaves them their own choice (``auto``: the default accuracy, as in
     ``orrery run``; the trees: their default theta). For a flock scenario ``solver`` names where
-    it runs ("cpu" or a device) and ``flock`` changes its rules, live.
+    it runs ("cpu" or a device) and ``flock`` changes its rules, live. ``check_accuracy``
+    goes to the solver, which refuses it without an accuracy to check (``auto`` passes it on to
+    an approximate solver); a flock refuses it.
     """
 
     scenario: str | scenarios.SnapshotScenario
@@ -38,6 +41,7 @@ class RunSettings:
     dt: float | None = None
     softening: float | None = None
     theta: float | None = None
+    check_accuracy: int | None = None
     flock: dict | None = None  # rule changes over a flock scenario's own (FlockParameters fields)
 
 
@@ -50,8 +54,8 @@ def settings_change(settings: RunSettings, changes: dict) -> tuple[RunSettings, 
         new = replace(new, flock=None)
     if (new.scenario, new.n, new.seed) != (settings.scenario, settings.n, settings.seed):
         return new, RESTART
-    if (new.solver, new.softening, new.theta) != (settings.solver, settings.softening,
-                                                  settings.theta):
+    if (new.solver, new.softening, new.theta, new.check_accuracy) != (
+            settings.solver, settings.softening, settings.theta, settings.check_accuracy):
         return new, NEW_SOLVER
     if new.flock != settings.flock:
         return new, NEW_RULES
@@ -75,6 +79,9 @@ def make_simulation(scenario, particles: Particles, settings: RunSettings,
     why)."""
     dt = settings.dt if settings.dt is not None else scenario.dt
     if scenario.model == "flock":
+        if settings.check_accuracy is not None:
+            raise InvalidInputError("check_accuracy verifies a gravity solver's accuracy=; a "
+                                    "flock has no force error to check")
         sim = FlockSimulation(particles, scenario.flock.with_changes(**(settings.flock or {})),
                               dt=dt, device=settings.solver or scenario.solver)
         return sim, sim.describe()
@@ -93,4 +100,7 @@ def solver_options(name: str, scenario, settings: RunSettings) -> dict:
                             else scenario.softening)
     if "theta" in known and settings.theta is not None:
         options["theta"] = settings.theta
-    return {key: value for key, value in options.items() if key in known}
+    if settings.check_accuracy is not None:  # a solver without it refuses it, naming it
+        options["check_accuracy"] = settings.check_accuracy
+    return {key: value for key, value in options.items()
+            if key in known or key == "check_accuracy"}

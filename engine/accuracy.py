@@ -60,17 +60,27 @@ def sampled_exact(pos, mass, targets, softening: float, *, device: str | None = 
 
 
 def _sampled_exact_on_device(pos, mass, targets, softening, device) -> np.ndarray:
-    from .compute import launch_size, open_device
+    from .compute import open_device
 
     context = open_device(device)
     body = np.empty((len(pos), 4))
     body[:, :3], body[:, 3] = pos, mass
+    return sampled_exact_rows(context, context.upload(body), len(pos),
+                              context.upload(targets.astype(np.int32)), softening)
+
+
+def sampled_exact_rows(context, body, count: int, targets, softening: float) -> np.ndarray:
+    """``sampled_exact`` of bodies already on ``context``'s device: ``body`` float64 rows (x, y,
+    z, mass) of which the first ``count`` are summed, ``targets`` int32 indices on the device.
+    What comes to the host is each target's partial sums."""
+    from .compute import launch_size
+
+    target_count = targets.shape[0]
     program = context.build(["sampled_reference.cl"],
                             defines={"REAL_BITS": 64, "CHUNKS": _SAMPLE_CHUNKS})
-    partial = context.empty((len(targets) * _SAMPLE_CHUNKS, 4), np.float64)
-    items = len(targets) * _SAMPLE_CHUNKS
+    partial = context.empty((target_count * _SAMPLE_CHUNKS, 4), np.float64)
+    items = target_count * _SAMPLE_CHUNKS
     program.kernel("sampled_accelerations").launch(
-        launch_size(items, _SAMPLE_GROUP), _SAMPLE_GROUP, context.upload(body),
-        np.int32(len(pos)), context.upload(targets.astype(np.int32)), np.int32(len(targets)),
-        np.float64(softening ** 2), partial)
-    return partial.download().reshape(len(targets), _SAMPLE_CHUNKS, 4).sum(axis=1)[:, :3]
+        launch_size(items, _SAMPLE_GROUP), _SAMPLE_GROUP, body, np.int32(count), targets,
+        np.int32(target_count), np.float64(softening ** 2), partial)
+    return partial.download().reshape(target_count, _SAMPLE_CHUNKS, 4).sum(axis=1)[:, :3]

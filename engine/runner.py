@@ -325,6 +325,8 @@ class SimulationRunner(PublishedFrames):
                 raise  # reported by the loop, which then publishes the last frame again
             snapshot = None
         with self._condition:
+            # An accuracy check may have measured, or retuned the setting, since the last frame.
+            self._solver_description, self._theta = sim.describe(), sim.theta_in_use()
             rate = self._meters.rate
             stats = FrameStats(
                 n=sim.n, solver=self._solver_description, theta=self._theta,

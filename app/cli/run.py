@@ -106,6 +106,9 @@ def _run(args, mpi) -> int:
 def _flock(args, scenario, dt) -> FlockSimulation:
     """A flock preset: --solver names where it runs ('cpu' or a device), --threads and --simd
     reach the CPU code."""
+    if args.check_accuracy is not None:
+        raise InvalidInputError("--check-accuracy verifies a gravity solver's accuracy=; a flock "
+                                "has no force error to check")
     return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
                            device=args.solver or scenario.solver,
                            threads=args.threads, simd=args.simd)

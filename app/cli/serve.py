@@ -136,7 +136,7 @@ def _distributed_run(args, mpi):
     if scenario.model == "flock":
         raise InvalidInputError("a flock runs on one process: run it without mpiexec")
     settings = RunSettings(scenario=name, n=args.n, seed=args.seed, solver=args.solver,
-                           dt=args.dt)
+                           dt=args.dt, check_accuracy=args.check_accuracy)
     solver_name = args.solver or scenario.solver
     options = solver_options(solver_name, scenario, settings)
     if solver_name.startswith("gpu") and options.get("device") is None:

@@ -9,6 +9,7 @@ import sys
 from ...engine import portable, scenarios
 from ...engine._optional import require
 from ...engine.errors import InvalidInputError
+from ...engine.options import CHECK_ACCURACY
 from ..command_line import REPORTED, integer, number, output_file, report, window_size
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
@@ -67,6 +68,8 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                              "'cuda:0' (default: the scenario's choice)")
     parser.add_argument("--dt", type=float, default=None,
                         help="time step (default: the scenario's)")
+    parser.add_argument("--check-accuracy", type=integer(minimum=1), default=None, metavar="K",
+                        help=CHECK_ACCURACY.doc)
     parser.add_argument("--paused", action="store_true",
                         help="start with the simulation (or the replay) paused")
     parser.add_argument("--play", metavar="FILE", help="replay a recording instead of simulating")
@@ -122,7 +125,7 @@ def open_source(args):
     from ...engine.runner import RunSettings, SimulationRunner
 
     settings = RunSettings(scenario=args.scenario or default_scenario(), n=args.n, seed=args.seed,
-                           solver=args.solver, dt=args.dt)
+                           solver=args.solver, dt=args.dt, check_accuracy=args.check_accuracy)
     return SimulationRunner(settings, paused=args.paused)
 
 
@@ -135,7 +138,8 @@ def _open_snapshots(args):
     paths = snapshots.expand(args.load)
     if len(paths) == 1:  # one snapshot: look at it first, space evolves it
         settings = RunSettings(scenario=scenarios.SnapshotScenario(paths[0], args.family),
-                               n=args.n, seed=args.seed, solver=args.solver, dt=args.dt)
+                               n=args.n, seed=args.seed, solver=args.solver, dt=args.dt,
+                               check_accuracy=args.check_accuracy)
         return SimulationRunner(settings, paused=True)
     player = Player(SnapshotSeries(paths, family=args.family))
     if not args.paused:

@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ... import _native
+from ..errors import InvalidInputError
 from ..solvers import Solver
 from ._let import domain_boxes, essential_sources
 from ._world import DistributedError, World
@@ -36,6 +37,10 @@ class DistributedSolver(Solver):
     """
 
     def __init__(self, world: World, local: Solver):
+        if local.accuracy_check is not None:
+            # A rank's evaluation sums its locally essential tree, not every body.
+            raise InvalidInputError("check_accuracy checks a run on one process: run without "
+                                    "mpiexec, or leave check_accuracy out")
         super().__init__(precision=local.precision, softening=local.softening)
         self.world = world
         self.local = local

@@ -36,6 +36,9 @@ class Solver(ABC):
     # An approximate solver's accuracy setting (accuracy_table.ThetaSetting): what it chose,
     # added to describe().
     setting = None
+    # Its ``check_accuracy`` (tuning.accuracy_check.AccuracyCheck), run after each evaluation
+    # without potentials; its latest measurement is added to describe().
+    accuracy_check = None
 
     def __init__(self, *, precision: str, softening: float, **params):
         self.precision = precision
@@ -72,6 +75,8 @@ class Solver(ABC):
         start = time.perf_counter()
         acc, pot = self._compute(pos, mass, potential)
         self.store_stats(start)
+        if self.accuracy_check is not None and not potential:
+            self.accuracy_check.host(pos, mass, acc, self.softening)
         return (acc, pot) if potential else acc
 
     def store_stats(self, start: float) -> None:
@@ -105,8 +110,9 @@ class Solver(ABC):
 
     def describe(self) -> str:
         options = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if v is not None)
-        clause = self.setting.describe() if self.setting is not None else None
-        return f"{self.name} ({options})" + (f"; {clause}" if clause else "")
+        clauses = [self.setting.describe() if self.setting is not None else None,
+                   self.accuracy_check.describe() if self.accuracy_check is not None else None]
+        return f"{self.name} ({options})" + "".join(f"; {c}" for c in clauses if c)
 
 
 class HostState(HostFrames):

@@ -113,7 +113,11 @@ class DeviceState:
         step in a row with the same ``key`` (what the step depends on besides the state: the
         integrator and dt) is captured into a graph (the first builds programs and allocates
         buffers outside the capture), and steps with that key are then replayed from it."""
-        graph = self._graph_for(key, step) if self.graphs else None
+        check = self.solver.accuracy_check
+        # A checked step runs kernel by kernel: the check reads the bodies where its forces
+        # were computed, which a replayed drift-kick-drift step has moved on from.
+        checked = check is not None and check.due()
+        graph = self._graph_for(key, step) if self.graphs and not checked else None
         if graph is None:
             step()
             return
@@ -151,7 +155,13 @@ class DeviceState:
         return graph
 
     def _evaluated(self) -> None:
-        """After an evaluation was queued outside a capture (a check may follow)."""
+        """After an evaluation was queued outside a capture: the solver's accuracy check, where
+        one is due. A retune drops the step's graph, which holds the setting it replaced (the
+        next step runs as it is, the one after is captured again)."""
+        check = self.solver.accuracy_check
+        if check is not None and check.device(self.solver.context, self.body, self.acc,
+                                              self._n, self.solver.softening):
+            self._graph, self._uncaptured = None, None
 
     def synchronize(self) -> None:
         """Wait until the steps queued so far have finished (a device step does not wait)."""

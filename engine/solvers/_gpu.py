@@ -170,6 +170,8 @@ class GpuSolver(Solver):
             # softening device arrays cost one copy of the packed positions.
             check_no_coincident(body.download()[:n, :3])
         self._events = self.launch_accelerations(body, out, n, potential=potential)
+        if self.accuracy_check is not None and not potential:
+            self.accuracy_check.device(self.context, body, out, n, self.softening)
         if on_host and self._results is not None and self._results[0].shape[0] == n:
             acc, pot = self._results
         else:
@@ -213,6 +215,7 @@ class _CheckedDeviceState(DeviceState):
         if time.perf_counter() >= self._next_check:
             self.solver.packer.check(self.body, self.n)  # on the device: no particle data moves
             self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
+        super()._evaluated()
 
     def positions(self) -> np.ndarray:
         pos = super().positions()

@@ -46,12 +46,13 @@ import dataclasses
 
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import Particles, check_positions_and_masses
-from ..tuning.accuracy_table import DEFAULT_ACCURACY, check_accuracy
+from ..tuning.accuracy_table import DEFAULT_ACCURACY
+from ..tuning.accuracy_table import check_accuracy as checked_accuracy  # a parameter has its name
 from ..tuning.calibration import Calibration, load_calibration
 from ..tuning.crossovers import Schedule
 from ._base import HostState, Solver, checked_potential_flag
-from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING,
-                       THETA, THREADS, SolverSpec)
+from ..options import (ACCURACY, CHECK_ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE,
+                       SOFTENING, THETA, THREADS, SolverSpec)
 
 DEFAULT_THRESHOLDS: dict[str, int] = {
     "cpu-direct": 0,
@@ -89,17 +90,21 @@ class AutoSolver(Solver):
 
     name = "auto"
 
-    def __init__(self, *, precision, softening, theta, accuracy, quadrupole, leaf_capacity,
-                 threads, device):
+    def __init__(self, *, precision, softening, theta, accuracy, check_accuracy, quadrupole,
+                 leaf_capacity, threads, device):
         if theta is not None and accuracy is not None:
             raise InvalidInputError(f"auto: give theta or accuracy, not both (theta={theta!r}, "
                                     f"accuracy={accuracy!r})")
+        if theta is not None and check_accuracy is not None:
+            raise InvalidInputError(f"auto: check_accuracy verifies accuracy=, not a theta "
+                                    f"(theta={theta!r}): give accuracy, or leave both out")
         if accuracy is not None:
-            accuracy = check_accuracy(accuracy)
+            accuracy = checked_accuracy(accuracy)
         elif theta is None:
             accuracy = DEFAULT_ACCURACY
-        passed = dict(theta=theta, accuracy=accuracy, quadrupole=quadrupole,
-                      leaf_capacity=leaf_capacity, threads=threads, device=device)
+        passed = dict(theta=theta, accuracy=accuracy, check_accuracy=check_accuracy,
+                      quadrupole=quadrupole, leaf_capacity=leaf_capacity, threads=threads,
+                      device=device)
         super().__init__(precision=precision, softening=softening, **passed)
         self._requested = {"precision": precision, "softening": softening,
                            **{k: v for k, v in passed.items() if v is not None}}
@@ -205,7 +210,7 @@ SPEC = SolverSpec(
              dataclasses.replace(_pass_through(ACCURACY),
                                  doc=f"{ACCURACY.doc} (default {DEFAULT_ACCURACY:g} unless theta "
                                      f"is given; passed to every approximate solver)"),
-             _pass_through(QUADRUPOLE),
+             _pass_through(CHECK_ACCURACY), _pass_through(QUADRUPOLE),
              _pass_through(LEAF_CAPACITY), _pass_through(THREADS), _pass_through(DEVICE)),
     factory=AutoSolver,
     kind="any",

@@ -23,7 +23,8 @@ from ._base import Solver
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
                    FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
                    fmm_setting)
-from ..options import ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+from ..options import ACCURACY, CHECK_ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
+from ..tuning.accuracy_check import accuracy_check
 
 # Left out, expansion_precision chooses: float32 bodies get float lanes in M2L, 0.6-0.75x its
 # f64 time at N = 262144, p 5, theta 0.7 (2 threads), moving the forces by at most 4.3e-7 of
@@ -56,6 +57,10 @@ class CpuFmmSolver(Solver):
         Target RMS relative force error in (0, 1]: theta (and the order, unless given) chosen
         for each particle count from the accuracy table (``chosen`` says which and why). Not
         together with ``theta``.
+    check_accuracy : int or None
+        With ``accuracy``: every this many evaluations, the error measured on a sample of bodies
+        against float64 direct sums, and the setting tightened past the target
+        (``tuning.accuracy_check``).
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512"} or None
@@ -80,15 +85,17 @@ class CpuFmmSolver(Solver):
     accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
     accuracy_thetas = ACCURACY_THETAS
 
-    def __init__(self, *, precision, softening, threads, theta, accuracy, order, leaf_capacity,
-                 simd, expansions, heavy_share):
+    def __init__(self, *, precision, softening, threads, theta, accuracy, check_accuracy, order,
+                 leaf_capacity, simd, expansions, heavy_share):
         self.simd = simd_level(simd)["level"]
         self.expansions = expansion_precision(expansions, precision, accuracy)
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
-                         accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         simd=self.simd, expansions=self.expansions, heavy_share=heavy_share)
+                         accuracy=accuracy, check_accuracy=check_accuracy, order=order,
+                         leaf_capacity=leaf_capacity, simd=self.simd, expansions=self.expansions,
+                         heavy_share=heavy_share)
         self.threads = threads or 0
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.leaf_capacity = leaf_capacity
         self.heavy_share = heavy_share
         self._engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
@@ -130,7 +137,7 @@ class CpuFmmSolver(Solver):
 SPEC = SolverSpec(
     name="cpu-fmm",
     doc="fast multipole method on the CPU: O(N), error set by the opening angle theta and order p",
-    options=(PRECISION, SOFTENING, THREADS, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
-             SIMD, EXPANSIONS, FMM_HEAVY_SHARE),
+    options=(PRECISION, SOFTENING, THREADS, FMM_THETA, ACCURACY, CHECK_ACCURACY, FMM_ORDER,
+             FMM_LEAF_CAPACITY, SIMD, EXPANSIONS, FMM_HEAVY_SHARE),
     factory=CpuFmmSolver,
 )

@@ -15,10 +15,11 @@ from dataclasses import replace
 
 from ... import _native
 from ..cpu_features import simd_level
+from ..tuning.accuracy_check import accuracy_check
 from ..tuning.accuracy_table import ThetaSetting
 from ._base import Solver
-from ..options import (ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD, SOFTENING, THETA,
-                       THREADS, SolverSpec)
+from ..options import (ACCURACY, CHECK_ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD,
+                       SOFTENING, THETA, THREADS, SolverSpec)
 
 # The leaf-capacity sweep in docs/performance.md ("CPU Barnes-Hut tree") chose this default.
 TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
@@ -45,6 +46,10 @@ class CpuTreeSolver(Solver):
     accuracy : float or None
         Target RMS relative force error in (0, 1]: theta is then chosen for each particle count
         from the accuracy table (``chosen`` says which and why). Not together with ``theta``.
+    check_accuracy : int or None
+        With ``accuracy``: every this many evaluations, the error measured on a sample of bodies
+        against float64 direct sums, and the setting tightened past the target
+        (``tuning.accuracy_check``).
     quadrupole : bool
         Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
     leaf_capacity : int
@@ -64,16 +69,17 @@ class CpuTreeSolver(Solver):
     # --accuracy``), in the order of the table's variant keys.
     accuracy_variants = ({"quadrupole": False}, {"quadrupole": True})
 
-    def __init__(self, *, precision, softening, threads, theta, accuracy, quadrupole,
-                 leaf_capacity, simd):
+    def __init__(self, *, precision, softening, threads, theta, accuracy, check_accuracy,
+                 quadrupole, leaf_capacity, simd):
         # Resolved once here, so ORRERY_SIMD changing later cannot change a running solver.
         self.simd = simd_level(simd)["level"]
         super().__init__(precision=precision, softening=softening, threads=threads, theta=theta,
-                         accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
-                         simd=self.simd)
+                         accuracy=accuracy, check_accuracy=check_accuracy, quadrupole=quadrupole,
+                         leaf_capacity=leaf_capacity, simd=self.simd)
         self.threads = threads or 0
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
                                     default=THETA.default, variants=[{"quadrupole": quadrupole}])
+        self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an
@@ -101,7 +107,7 @@ class CpuTreeSolver(Solver):
 SPEC = SolverSpec(
     name="cpu-tree",
     doc="Barnes-Hut tree on the CPU: O(N log N), error set by the opening angle theta",
-    options=(PRECISION, SOFTENING, THREADS, TREE_THETA, ACCURACY, QUADRUPOLE, TREE_LEAF_CAPACITY,
-             SIMD),
+    options=(PRECISION, SOFTENING, THREADS, TREE_THETA, ACCURACY, CHECK_ACCURACY, QUADRUPOLE,
+             TREE_LEAF_CAPACITY, SIMD),
     factory=CpuTreeSolver,
 )

@@ -46,7 +46,8 @@ from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_E
                    expansion_tables, fmm_setting)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
-from ..options import ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
+from ..options import ACCURACY, CHECK_ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
+from ..tuning.accuracy_check import accuracy_check
 
 EXPANSIONS = replace(FMM_EXPANSIONS,
                      doc="precision of the multipole and local expansions: f64 or f32 (half the "
@@ -120,6 +121,10 @@ class GpuFmmSolver(GpuSolver):
     accuracy : float or None
         Target RMS relative force error: theta (and the order, unless given) from the accuracy
         table for each body count, as for cpu-fmm (``chosen``). Not together with ``theta``.
+    check_accuracy : int or None
+        With ``accuracy``: every this many evaluations, the error measured on a sample of bodies
+        against float64 direct sums, and the setting tightened past the target
+        (``tuning.accuracy_check``).
     leaf_capacity : int
         Most bodies a leaf holds (coincident bodies may exceed it).
     expansions : {"f64", "f32"} or None
@@ -145,12 +150,14 @@ class GpuFmmSolver(GpuSolver):
     accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
     accuracy_thetas = ACCURACY_THETAS
 
-    def __init__(self, *, precision, softening, device, theta, accuracy, order, leaf_capacity,
-                 expansions, heavy_share):
+    def __init__(self, *, precision, softening, device, theta, accuracy, check_accuracy, order,
+                 leaf_capacity, expansions, heavy_share):
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         accuracy=accuracy, order=order, leaf_capacity=leaf_capacity,
-                         expansions=expansions, heavy_share=heavy_share)
+                         accuracy=accuracy, check_accuracy=check_accuracy, order=order,
+                         leaf_capacity=leaf_capacity, expansions=expansions,
+                         heavy_share=heavy_share)
         self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
         self.heavy_share = heavy_share
@@ -454,8 +461,8 @@ SPEC = SolverSpec(
     name="gpu-fmm",
     kind="gpu",
     doc="fast multipole method on a GPU (CUDA or SYCL): O(N), error set by theta and order p",
-    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, ACCURACY, FMM_ORDER, FMM_LEAF_CAPACITY,
-             EXPANSIONS, FMM_HEAVY_SHARE),
+    options=(PRECISION, SOFTENING, DEVICE, FMM_THETA, ACCURACY, CHECK_ACCURACY, FMM_ORDER,
+             FMM_LEAF_CAPACITY, EXPANSIONS, FMM_HEAVY_SHARE),
     factory=GpuFmmSolver,
     unavailable_reason=unavailable_reason,
 )

@@ -30,10 +30,11 @@ from ..compute import (DeviceArray, KernelEvent, ceil_div, launch_size, resident
                        unavailable_reason)
 from ._device_tree import STAGES, DeviceTreeBuilder
 from ..errors import InvalidInputError
+from ..tuning.accuracy_check import accuracy_check
 from ..tuning.accuracy_table import ThetaSetting
 from ._gpu import GpuSolver
-from ..options import (ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SOFTENING, THETA,
-                       Option, SolverSpec)
+from ..options import (ACCURACY, CHECK_ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE,
+                       SOFTENING, THETA, Option, SolverSpec)
 from .cpu_tree import TREE_THETA
 
 WALK = Option("walk", str, None,
@@ -84,6 +85,10 @@ class GpuTreeSolver(GpuSolver):
     accuracy : float or None
         Target RMS relative force error in (0, 1]: theta is chosen for each particle count from
         the accuracy table rows of this walk's opening test (``chosen``). Not with ``theta``.
+    check_accuracy : int or None
+        With ``accuracy``: every this many evaluations, the error measured on a sample of bodies
+        against float64 direct sums, and the setting tightened past the target
+        (``tuning.accuracy_check``).
     quadrupole : bool
         Add traceless quadrupole terms for accepted cells.
     leaf_capacity : int
@@ -108,18 +113,19 @@ class GpuTreeSolver(GpuSolver):
     accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
                               for opening in ("group", "body") for quadrupole in (False, True))
 
-    def __init__(self, *, precision, softening, device, theta, accuracy, quadrupole,
-                 leaf_capacity, walk, opening):
+    def __init__(self, *, precision, softening, device, theta, accuracy, check_accuracy,
+                 quadrupole, leaf_capacity, walk, opening):
         walk = walk or _DEFAULT_WALK[opening]
         if walk in _GROUP_WALKS and opening == "body":
             raise InvalidInputError(f"gpu-tree: the {walk} walk decides for its group's box; "
                                     "opening='body' needs walk='coherent' or 'independent'")
         super().__init__(precision=precision, softening=softening, device=device, theta=theta,
-                         accuracy=accuracy, quadrupole=quadrupole, leaf_capacity=leaf_capacity,
-                         walk=walk, opening=opening)
+                         accuracy=accuracy, check_accuracy=check_accuracy, quadrupole=quadrupole,
+                         leaf_capacity=leaf_capacity, walk=walk, opening=opening)
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
                                     default=THETA.default,
                                     variants=[{"opening": opening, "quadrupole": quadrupole}])
+        self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         self.walk = walk
@@ -227,8 +233,8 @@ class GpuTreeSolver(GpuSolver):
 SPEC = SolverSpec(
     name="gpu-tree",
     doc="Barnes-Hut tree on a GPU (CUDA or SYCL), every stage on the device: O(N log N)",
-    options=(PRECISION, SOFTENING, DEVICE, TREE_THETA, ACCURACY, QUADRUPOLE, TREE_LEAF_CAPACITY,
-             WALK, OPENING),
+    options=(PRECISION, SOFTENING, DEVICE, TREE_THETA, ACCURACY, CHECK_ACCURACY, QUADRUPOLE,
+             TREE_LEAF_CAPACITY, WALK, OPENING),
     factory=GpuTreeSolver,
     unavailable_reason=unavailable_reason,
     kind="gpu",

@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -385,6 +385,8 @@ class ThetaSetting:
     table passes one per order and reads the winner back with :meth:`variant`).
 
     ``chosen`` is None until the first choice, then :meth:`Choice.as_dict` of the latest.
+    :meth:`retune` tightens the choice where a run measured more error than the table says
+    (``accuracy_check``).
     """
 
     def __init__(self, solver: str, *, theta: float | None, accuracy: float | None,
@@ -397,6 +399,8 @@ class ThetaSetting:
         self._variants = {variant_key(options): dict(options) for options in variants}
         self.accuracy = None if accuracy is None else check_accuracy(accuracy)
         self._fixed = default if theta is None else float(theta)
+        # The accuracy the table is asked for: ``accuracy`` until a retune tightens it.
+        self._target = self.accuracy
         self._table = None
         if self.accuracy is not None:
             self._table = table or load_table()
@@ -407,8 +411,34 @@ class ThetaSetting:
 
     def _choose(self, n: int) -> Choice:
         if self._choice is None or self._choice.n != n:
-            self._choice = self._table.choose(self.solver, list(self._variants), self.accuracy, n)
+            choice = self._table.choose(self.solver, list(self._variants), self._target, n)
+            self._choice = replace(choice, accuracy=self.accuracy)
         return self._choice
+
+    def retune(self, n: int, measured: float) -> bool:
+        """Tighten the setting after a run of ``n`` particles measured the error ``measured``
+        (the larger of RMS and p90, past the target) with it: the table is asked for the target
+        scaled by the setting's error in the table over ``measured``, i.e. the table's errors
+        are taken as this run's ratio to them; where nothing is that tight, its tightest setting
+        at ``n``. False when the setting in use is already that tightest one."""
+        current = self._choose(n)
+        tightest = min(setting.error for key in self._variants
+                       for setting in self._table.settings(self.solver, key, n))
+        if current.error <= tightest:
+            return False
+        # The rule qualifies errors up to target / MARGIN; the factor keeps the tightest
+        # setting's own error in after rounding.
+        self._target = max(self.accuracy * current.error / measured,
+                           tightest * MARGIN * (1 + 1e-9))
+        self._choice = None
+        self._choose(n)
+        return True
+
+    def label(self, n: int) -> str:
+        """The setting for ``n`` particles in a few words: "theta 0.6" (", order=5" added where
+        the table chooses among variants)."""
+        several = self.accuracy is not None and len(self._variants) > 1
+        return f"theta {self.theta(n):g}" + (f", {self._choose(n).variant}" if several else "")
 
     def theta(self, n: int) -> float:
         """Theta for an evaluation of ``n`` particles."""
@@ -440,8 +470,12 @@ class ThetaSetting:
         variant = f" ({c.variant})" if len(self._variants) > 1 else ""
         measured = f"N = {c.sizes[0]:,}" if c.sizes[0] == c.sizes[1] else \
             f"N = {c.sizes[0]:,} and {c.sizes[1]:,}"
+        retuned = ("" if self._target == self.accuracy else
+                   f"; retuned: the table asked for {self._target:.2g}, as this run measured more "
+                   f"error than it")
         return (f"theta {c.theta:g}{variant} chosen for accuracy {c.accuracy:g} at N = {c.n:,} "
-                f"(error {c.error:.2g} from {measured}, worst {c.worst_scenario}; {c.source})")
+                f"(error {c.error:.2g} from {measured}, worst {c.worst_scenario}; {c.source}"
+                f"{retuned})")
 
 
 __all__ = ["AccuracyTable", "Choice", "DEFAULT_ACCURACY", "DEFAULT_SIZES", "DEFAULT_THETAS",
