@@ -39,8 +39,12 @@ def headless_context(*, libgl: str | None = None, libegl: str | None = None):
         return moderngl.create_standalone_context(**options)
     except Exception as error:  # glcontext raises a bare Exception ("/x not loaded", "eglInitialize failed")
         chosen = ", ".join(f"{key}={options[key]}" for key in ("libgl", "libegl") if key in options)
-        hint = (f"check {chosen} (--libgl/--libegl or ORRERY_LIBGL/ORRERY_LIBEGL)" if chosen
-                else f"install EGL and Mesa ({EGL_PACKAGES})")
+        if chosen:
+            hint = f"check {chosen} (--libgl/--libegl or ORRERY_LIBGL/ORRERY_LIBEGL)"
+        elif portable.HEADLESS_GL_BACKEND == "egl":
+            hint = f"install EGL and Mesa ({EGL_PACKAGES})"
+        else:  # GLX on Linux under ORRERY_PORTABLE=1 needs an X server
+            hint = "check the OpenGL driver (and on Linux DISPLAY, or run under xvfb-run)"
         through = portable.HEADLESS_GL_BACKEND or "the platform's own standalone context"
         raise GLContextError(f"no headless OpenGL 3.3 context through {through} ({error}); "
                              f"{hint}") from None
