@@ -10,7 +10,6 @@ import functools
 import json
 import math
 import os
-import platform
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+from .. import portable
 from ..errors import CalibrationCacheError, InvalidInputError
 from ..input_files import read_small_text
 from .crossovers import DEFAULT_TOLERANCE, Schedule, find_schedule
@@ -39,16 +39,8 @@ def machine_key() -> dict:
     offers, not what the native module was compiled for nor what ``ORRERY_SIMD`` asks)."""
     from ..cpu_features import build_info, hardware_threads
 
-    return {"cpu": _cpu_model(), "threads": hardware_threads(), "simd": build_info()["simd_cpu"]}
-
-
-def _cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+    return {"cpu": portable.cpu_model(), "threads": hardware_threads(),
+            "simd": build_info()["simd_cpu"]}
 
 
 @functools.lru_cache(maxsize=1)
