@@ -5,11 +5,14 @@ generates (ADR 0210). It measures nothing: ``orrery bench suite`` runs every ben
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import sys
 from pathlib import Path
 
-from ..engine.errors import OrreryError
+from ..app.command_line import output_file
+from ..engine.errors import OrreryError, OutputFileError
+from ..engine.input_files import read_small_text
 from ..engine.options import Option
 from ._options import BenchmarkSpec
 from .reporting.page import render
@@ -25,6 +28,10 @@ SPEC = BenchmarkSpec("report", HELP, options=(
 ))
 
 
+# The page is a few hundred rows of Markdown.
+PAGE_BYTES = 16 << 20
+
+
 class PageOutOfDate(OrreryError):
     """The performance page is not what the results store generates."""
 
@@ -36,10 +43,15 @@ def generate(store: Path | str = STORE) -> str:
 def run(**options) -> list[dict]:
     args = SPEC.resolve(options)
     store, out = Path(args.store), Path(args.out)
+    if not args.check:
+        try:
+            output_file(args.out)
+        except argparse.ArgumentTypeError as error:
+            raise OutputFileError(f"--out {error}") from None
     catalogue, rows = load_catalogue(store), load_rows(store)
     text = render(catalogue, rows)
     if args.check:
-        written = out.read_text() if out.exists() else ""
+        written = read_small_text(out, what="page", limit=PAGE_BYTES) if out.exists() else ""
         if written != text:
             diff = "".join(list(difflib.unified_diff(
                 written.splitlines(True), text.splitlines(True), str(out),
@@ -49,7 +61,7 @@ def run(**options) -> list[dict]:
                                 f"(edit the store or its catalogue, not the page)")
         print(f"{out} is what {store} generates", file=sys.stderr)
     else:
-        out.write_text(text)
+        _write(text, out)
         print(f"wrote {out} from {len(rows)} rows of {store}", file=sys.stderr)
     figures = {m.id: current(rows, m.id, m.machine) for m in catalogue.measurements}
     result = [{"measurement": m.id, "machine": m.machine, "unit": m.unit,
@@ -59,3 +71,15 @@ def run(**options) -> list[dict]:
     result += [{"goal": g.id, "verdict": {True: "met", False: "not met", None: "no figure"}[
         evaluate(g, figures)]} for g in catalogue.goals]
     return result
+
+
+def _write(text: str, path: Path) -> None:
+    """``text`` to a hidden name beside ``path``, renamed once complete: a full disk leaves no
+    half-written page."""
+    partial = path.with_name(f".{path.stem}.partial{path.suffix}")
+    try:
+        partial.write_text(text)
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise OutputFileError(f"cannot write {path}: {error.strerror or error}") from None

@@ -19,21 +19,27 @@ The page's figure for a measurement (:func:`current`) follows one rule, never th
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 
 from ..engine import portable
 from ..engine.errors import InvalidInputError
+from ..engine.input_files import read_small_text
 
 STORE = Path("docs/results")
 CATALOGUE = "catalogue.toml"
+# A catalogue is a page's worth of TOML; a machine kind's rows grow by a few hundred a year.
+CATALOGUE_BYTES = 1 << 20
+ROWS_BYTES = 64 << 20
+_OPERATORS = (">=", "<=", ">", "<")
 
 
 # -- the machine a run is on --------------------------------------------------------------------
@@ -135,41 +141,143 @@ class Catalogue:
 
 
 def load_catalogue(store: Path = STORE) -> Catalogue:
+    """The catalogue of ``store``; :class:`InvalidInputError` naming the file and the entry
+    for anything that is not one."""
     path = Path(store) / CATALOGUE
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInputError(f"no results store at {store} ({path} is missing): run from the "
                                 f"checkout's root or name the store")
-    data = tomllib.loads(path.read_text())
-    measurements = tuple(Measurement(**m) for m in data.get("measurement", ()))
+    text = read_small_text(path, what="results catalogue", limit=CATALOGUE_BYTES)
+    try:
+        return _catalogue(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as error:  # its text says the line and column
+        raise InvalidInputError(f"results catalogue {path} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise InvalidInputError(f"results catalogue {path} nests tables or arrays too deeply") \
+            from None
+    except ValueError as error:
+        raise InvalidInputError(f"results catalogue {path}: {error}") from None
+
+
+def _catalogue(data: dict) -> Catalogue:
+    measurements = []
+    for number, entry in enumerate(_tables(data, "measurement"), 1):
+        what = f"measurement {number}"
+        unknown = set(entry) - {field.name for field in fields(Measurement)}
+        if unknown:
+            raise ValueError(f"{what} has unknown fields {sorted(unknown)}")
+        bench = entry.get("bench")
+        if bench is not None:
+            bench = _table(bench, f"{what}'s bench")
+            _text(bench, "name", f"{what}'s bench")
+            _text(bench, "column", f"{what}'s bench")
+            _table(bench.get("where", {}), f"{what}'s bench where")
+        digits = entry.get("digits", 3)
+        if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 17:
+            raise ValueError(f"{what}'s digits must be a whole number 1 to 17, got {digits!r:.40}")
+        measurements.append(Measurement(
+            *(_text(entry, name, what) for name in ("id", "section", "what", "unit", "machine")),
+            digits=digits, note=_text(entry, "note", what, ""), bench=bench))
     ids = {m.id for m in measurements}
     if len(ids) != len(measurements):
         raise ValueError("a measurement id appears twice in the catalogue")
     goals = []
-    for goal in data.get("goal", ()):
-        conditions = tuple(Condition(**c) for c in goal["conditions"])
+    for number, goal in enumerate(_tables(data, "goal"), 1):
+        what = f"goal {number}"
+        conditions = []
+        for condition in _tables(goal, "conditions", what):
+            if condition.get("op") not in _OPERATORS:
+                raise ValueError(f"{what}: a condition's op must be one of "
+                                 f"{', '.join(_OPERATORS)}, got {condition.get('op')!r:.40}")
+            conditions.append(Condition(_text(condition, "measurement", what), condition["op"],
+                                        _finite(condition.get("value"), f"{what}'s value")))
         unknown = [c.measurement for c in conditions if c.measurement not in ids]
         if unknown:
-            raise ValueError(f"goal {goal['id']!r} names unknown measurements {unknown}")
-        goals.append(Goal(goal["id"], goal["what"], conditions, goal.get("note", "")))
-    sections = tuple((s["title"], s.get("prose", "")) for s in data.get("section", ()))
+            raise ValueError(f"goal {goal.get('id')!r:.40} names unknown measurements {unknown}")
+        goals.append(Goal(_text(goal, "id", what), _text(goal, "what", what), tuple(conditions),
+                          _text(goal, "note", what, "")))
+    sections = tuple((_text(s, "title", "a section"), _text(s, "prose", "a section", ""))
+                     for s in _tables(data, "section"))
     missing = {m.section for m in measurements} - {title for title, _ in sections}
     if missing:
         raise ValueError(f"measurements name sections the catalogue lacks: {sorted(missing)}")
-    return Catalogue(sections, measurements, tuple(goals))
+    return Catalogue(sections, tuple(measurements), tuple(goals))
+
+
+def _table(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is not a table: {value!r:.40}")
+    return value
+
+
+def _tables(table: dict, name: str, what: str = "the catalogue") -> list[dict]:
+    """``table[name]``: an array of tables (none if absent)."""
+    value = table.get(name, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{what}'s {name} is not an array of tables: {value!r:.40}")
+    return [_table(entry, f"{what}'s {name} {number}") for number, entry in enumerate(value, 1)]
+
+
+def _text(table: dict, name: str, what: str, default: str | None = None) -> str:
+    value = table.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{what} needs {name} as a string, got {value!r:.40}")
+    return value
+
+
+def _finite(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value):
+        raise ValueError(f"{what} is not a finite number: {value!r:.40}")
+    return float(value)
 
 
 # -- rows ---------------------------------------------------------------------------------------
 
 def load_rows(store: Path = STORE) -> list[dict]:
+    """Every row of ``store``; :class:`InvalidInputError` naming the file and line of one that
+    the page could not use."""
     rows = []
     for path in sorted(Path(store).glob("*.jsonl")):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
+        text = read_small_text(path, what="results file", limit=ROWS_BYTES)
+        for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{number}: not a JSON row ({error})") from None
+                    row = json.loads(line)
+                    _check_row(row)
+                except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
+                    raise InvalidInputError(f"{path}:{number}: not a results row "
+                                            f"({error})") from None
+                rows.append(row)
     return rows
+
+
+def _check_row(row) -> None:
+    """ValueError saying what a row lacks that :func:`current` and the page read."""
+    machine = _table(_table(row, "the row").get("machine"), "its machine")
+    _text(machine, "kind", "its machine")
+    if row.get("measurement") is None:
+        return  # a benchmark row no measurement takes, kept as measured
+    _text(row, "measurement", "the row")
+    _finite(row.get("value"), "its value")
+    _text(row, "command", "the row")
+    try:
+        datetime.fromisoformat(_text(row, "date", "the row"))
+    except ValueError:
+        raise ValueError(f"its date is not ISO 8601: {row['date']!r:.40}") from None
+    if row.get("commit") is not None:
+        _text(row, "commit", "the row")
+    spread = row.get("spread")
+    if spread is not None:
+        spread = _table(spread, "its spread")
+        if "iqr" in spread:
+            _finite(spread["iqr"], "its spread's iqr")
+        else:
+            ends = spread.get("range")
+            if not isinstance(ends, list) or len(ends) != 2:
+                raise ValueError(f"its spread is neither an iqr nor a range: {spread!r:.40}")
+            for end in ends:
+                _finite(end, "its spread's range")
 
 
 def append_rows(rows: list[dict], store: Path = STORE) -> Path | None:

@@ -3,6 +3,7 @@ runs), a figure is the median of the newest day's runs and never the best, goals
 and ``orrery bench NAME --record`` appends rows a later report reads."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -171,6 +172,49 @@ def test_a_missing_store_is_refused_before_the_benchmark_runs(tmp_path, capsys, 
     assert main(["bench", "direct", "--n", "64", "--record", str(tmp_path / "nowhere")]) == 2
     assert "no results store at" in capsys.readouterr().err
     assert main(["bench", "report", "--store", str(tmp_path / "nowhere")]) == 2
+
+
+GOOD_ROW = json.dumps(row(5.0, "2026-12-05T10:00:00+00:00"))
+
+
+@pytest.mark.parametrize("catalogue, rows, message", [
+    (b"\xff\xfe not text", "", "catalogue.toml is not UTF-8 text"),
+    ("x = " + "[" * 100_000, "", "nests tables or arrays too deeply"),
+    (CATALOGUE.replace("value = 1000.0", "value = nan"), "", "goal 1's value is not a finite"),
+    (CATALOGUE.replace('op = ">="', 'op = "~"'), "", "a condition's op must be one of"),
+    (CATALOGUE.replace("id = \"rate\"", "id = 3", 1), "", "needs id as a string, got 3"),
+    (CATALOGUE, GOOD_ROW + "\n{", "test-machine.jsonl:2: not a results row"),
+    (CATALOGUE, GOOD_ROW.replace("5.0", "NaN"),
+     ":1: not a results row (its value is not a finite"),
+    (CATALOGUE, GOOD_ROW.replace('"2026-12-05T10:00:00+00:00"', '"yesterday"'),
+     "its date is not ISO 8601"),
+    (CATALOGUE, GOOD_ROW.replace('"kind": "test-machine"', '"kind": 7'),
+     "its machine needs kind as a string"),
+    (CATALOGUE, "[1, 2]", "the row is not a table"),
+])
+def test_a_store_the_page_cannot_use_is_refused_naming_the_file_and_entry(
+        tmp_path, capsys, catalogue, rows, message):
+    file = tmp_path / "catalogue.toml"
+    file.write_bytes(catalogue if isinstance(catalogue, bytes) else catalogue.encode())
+    (tmp_path / "test-machine.jsonl").write_text(rows)
+    page = tmp_path / "performance.md"
+    assert main(["bench", "report", "--store", str(tmp_path), "--out", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and str(tmp_path) in err, err
+    assert not page.exists()
+
+
+def test_report_writes_no_page_into_a_fifo_or_a_missing_folder(store, tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for out in (fifo, tmp_path / "missing" / "performance.md"):
+        assert main(["bench", "report", "--store", str(store), "--out", str(out)]) == 2
+    assert main(["bench", "report", "--check", "--store", str(store), "--out", str(fifo)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"orrery bench: error: --out must name a regular file, not a device, FIFO or socket: "
+        f"{str(fifo)!r}",
+        f"orrery bench: error: --out the folder {str(tmp_path / 'missing')!r} does not exist",
+        f"orrery bench: error: page {fifo} is a FIFO (named pipe), not a file"]
 
 
 def test_runs_recorded_one_after_another_carry_the_same_commit(tmp_path, monkeypatch):
