@@ -2,22 +2,26 @@
 should pass (NaN, 1e308, folders, FIFOs, devices, random bytes, cut recordings), each case run
 in a forked child under a time and memory limit (tests/app/fuzz_child.py). A case fails on a
 traceback, a crash, a hang, running out of memory or an output left incomplete; refusing in one
-line is what is expected (issue 42). ``orrery run``, ``render``, ``info``, ``calibrate``,
-``bench`` and ``devices`` run whole; ``orrery play`` and ``orrery-viewer`` open their source
-and stop at the window (no X server), and ``orrery serve`` is stopped by SIGTERM once it
-serves."""
+line is what is expected (issue 42). ``orrery run``, ``render`` (with camera paths sound and
+hostile), ``info``, ``calibrate``, ``bench`` (its tables, a results store to record into and
+``bench report``'s store and page) and ``devices`` run whole; ``orrery play`` and
+``orrery-viewer`` open their source and stop at the window (no X server), and ``orrery serve``
+is stopped by SIGTERM once it serves. Every subcommand has its cases."""
 
+import argparse
 import os
 import random
+from typing import NamedTuple
 
 import numpy as np
 
+from orrery.app.cli import build_parser
 from orrery.engine.recording import Recorder, RecordingFile
 
 from .fuzz_child import run_case
 
 SEED = 42
-CASES = 60
+CASES = 84  # 14 of each kind (_cases)
 
 NUMBERS = ["0", "-1", "1", "2", "1e308", "-1e308", "nan", "inf", "-inf", "1e-320", "abc", "",
            "9" * 30, "0x10", "1_0", "-0", "3.5", "1e6"]
@@ -50,8 +54,93 @@ def _files(folder):
 # Outputs nothing can write (by their names in _files, or devices).
 UNWRITABLE = ("dir", "fifo", "dir/", "noise.bin/x", "/dev/null", "/dev/zero")
 
+_KEY = "[[key]]\ntime = {}\nposition = [{}, 0, 1]\ntarget = [0, 0, 0]\n"
 
-def _run_case(files, rng, out):
+
+def _camera_paths(folder):
+    """Camera path files for ``orrery render --camera``: one sound, the rest as no one should
+    write them (syntax, types, values, sizes and nesting)."""
+    texts = {"sound": _KEY.format(0, 5) + _KEY.format(1, -5),
+             "backwards": _KEY.format(1, 5) + _KEY.format(0, -5),
+             "same-time": _KEY.format(0, 5) + _KEY.format(0, -5),
+             "nan-time": _KEY.format("nan", 5), "inf-position": _KEY.format(0, "inf"),
+             "huge-position": _KEY.format(0, "1e308") + _KEY.format(1, "-1e308"),
+             "unknown-key": _KEY.format(0, 5) + "zoom = 3\n",
+             "strings": '[[key]]\ntime = "0"\nposition = "here"\ntarget = [0, 0, 0]\n',
+             "not-a-table": "key = 3\n", "broken": "[[key]\ntime = 0\n",
+             "many-keys": "".join(_KEY.format(t, 5 + t % 2) for t in range(20_000)),
+             "deep": "x = " + "[" * 100_000}
+    paths = []
+    for name, text in texts.items():
+        path = folder / f"camera-{name}.toml"
+        path.write_text(text)
+        paths.append(str(path))
+    latin = folder / "camera-latin1.toml"
+    latin.write_bytes(_KEY.format(0, 5).encode() + b"# caf\xe9\n")
+    return [*paths, str(latin)]
+
+
+_CATALOGUE = """[[section]]
+title = "Direct"
+
+[[measurement]]
+id = "rate"
+section = "Direct"
+what = "cpu-direct f32, N = 16"
+unit = "G interactions/s"
+machine = "test-machine"
+bench = { name = "direct", where = { n = 16 }, column = "ginteractions_per_s" }
+
+[[goal]]
+id = "fast"
+what = "fast enough"
+conditions = [{ measurement = "rate", op = ">=", value = 1.0 }]
+"""
+
+
+def _stores(folder):
+    """Results stores for ``orrery bench --record`` and ``bench report``: without a catalogue,
+    with noise for one, with a catalogue that contradicts itself, and with rows no benchmark
+    wrote."""
+    stores = {name: folder / f"store-{name}" for name in ("empty", "noise", "contradiction",
+                                                           "rows", "deep")}
+    for store in stores.values():
+        store.mkdir()
+    rng = random.Random(SEED)
+    (stores["noise"] / "catalogue.toml").write_bytes(rng.randbytes(2048))
+    (stores["noise"] / "noise.jsonl").write_bytes(rng.randbytes(2048))
+    (stores["contradiction"] / "catalogue.toml").write_text(
+        _CATALOGUE.replace('section = "Direct"', 'section = "Nowhere"').replace(
+            "value = 1.0", "value = nan") + '[[goal]]\nid = "x"\nwhat = "x"\nconditions = '
+        '[{ measurement = "absent", op = "~", value = "high" }]\n[[measurement]]\nid = 3\n')
+    (stores["rows"] / "catalogue.toml").write_text(_CATALOGUE)
+    row = ('{"measurement": "rate", "value": %s, "unit": "G interactions/s", "spread": null, '
+           '"command": "orrery bench direct", "commit": null, "date": %s, "source": "measured", '
+           '"machine": %s}')
+    machine = '{"kind": "test-machine", "cpu": "a CPU", "cpus": 2}'
+    (stores["rows"] / "test-machine.jsonl").write_text("\n".join([
+        row % ("1.5", '"2026-12-01T00:00:00+00:00"', machine),
+        row % ('"fast"', '"2026-12-02T00:00:00+00:00"', machine),
+        row % ("NaN", '"yesterday"', machine), row % ("1e309", "null", '"a laptop"'),
+        row % ("-1", '"2026-12-03T00:00:00+00:00"', "[]"), "[1, 2]", "7", '{"value": 1}', "{"]))
+    (stores["deep"] / "catalogue.toml").write_text("x = " + "[" * 100_000)
+    return [str(store) for store in stores.values()]
+
+
+class Inputs(NamedTuple):
+    """What the cases draw their file arguments from."""
+
+    files: list[str]  # paths of every kind (_files)
+    cameras: list[str]  # camera path files (_camera_paths)
+    stores: list[str]  # results stores (_stores)
+
+
+def _inputs(folder) -> Inputs:
+    return Inputs(_files(folder), _camera_paths(folder), _stores(folder))
+
+
+def _run_case(inputs, rng, out):
+    files = inputs.files
     options = {"--n": ["1", "16", "0", "-3", "nan", "abc"], "--steps": ["0", "3", "-1", "x"],
                "--dt": NUMBERS, "--seed": NUMBERS, "--every": NUMBERS, "--ic": ["plummer", "x"],
                "--record-precision": ["f16", "fixed16", "f8"], "--record-flush": NUMBERS,
@@ -64,9 +153,10 @@ def _run_case(files, rng, out):
     return arguments
 
 
-def _render_case(files, rng, out):
+def _render_case(inputs, rng, out):
+    files = inputs.files
     options = {"--fps": NUMBERS, "--point-size": NUMBERS, "--exposure": NUMBERS,
-               "--camera": files, "--size": ["0x0", "64x48", "1e9x2", "axb"],
+               "--camera": [*files, *inputs.cameras], "--size": ["0x0", "64x48", "1e9x2", "axb"],
                "--frames": ["0", "-1", "x"], "--duration": NUMBERS, "--crf": NUMBERS,
                "--out": [*files, out, out + ".txt"]}
     arguments = ["render", rng.choice(files), "--quiet", "--size", "32x32", "--frames", "2",
@@ -76,9 +166,31 @@ def _render_case(files, rng, out):
     return arguments
 
 
-def _other_case(files, rng, out):
+def _camera_case(inputs, rng, out):
+    """``orrery render`` of a recording or a live run along a camera path, to a movie."""
+    source = rng.choice([[inputs.files[0]], ["plummer", "--n", "64"]])
+    return ["render", *source, "--quiet", "--size", "32x32", "--frames", "2", "--out",
+            out + ".mp4", "--camera", rng.choice(inputs.cameras)]
+
+
+def _store_case(inputs, rng, out):
+    """A benchmark recorded into a results store, or ``bench report`` from one."""
+    store = rng.choice([*inputs.stores, *inputs.files])
     return rng.choice([
-        ["info", rng.choice(files)],
+        ["bench", "direct", "--n", "16", "--trials", "1", "--warmup", "0", "--no-ceilings",
+         "--record", store],
+        ["bench", "report", "--store", store, "--out", rng.choice([*inputs.files, out + ".md"]),
+         *rng.choice([[], ["--check"]])],
+    ])
+
+
+def _info_case(inputs, rng, out):
+    return ["info", rng.choice([*inputs.files, *inputs.cameras])]
+
+
+def _other_case(inputs, rng, out):
+    files = inputs.files
+    return rng.choice([
         ["calibrate", "--quiet", "--dry-run", "--n-min", "32", "--n-max", "32", "--trials",
          rng.choice(NUMBERS), "--warmup", "0", "--solvers", "cpu-direct"],
         # (a writable --output would measure the accuracy table: legitimate, and long)
@@ -91,19 +203,19 @@ def _other_case(files, rng, out):
     ])
 
 
-def _cases(files, folder):
+def _cases(inputs, folder):
     rng = random.Random(SEED)
-    makers = [_run_case, _render_case, _other_case]
-    return [[argument for argument in rng.choice(makers)(files, rng, str(folder / f"out{i}.h5"))
+    makers = [_run_case, _render_case, _camera_case, _store_case, _info_case, _other_case]
+    return [[argument for argument in makers[i % len(makers)](inputs, rng,
+                                                              str(folder / f"out{i}.h5"))
              if argument != ""] for i in range(CASES)]
 
 
 def test_the_command_line_never_tracebacks_crashes_hangs_or_leaves_a_partial_file(
         tmp_path, monkeypatch):
     monkeypatch.setenv("ORRERY_CACHE_DIR", str(tmp_path / "cache"))
-    files = _files(tmp_path)
     failures = []
-    for arguments in _cases(files, tmp_path):
+    for arguments in _cases(_inputs(tmp_path), tmp_path):
         failure = run_case(arguments, tmp_path)
         if failure is not None:
             failures.append((failure, arguments))
@@ -127,6 +239,14 @@ NO_X_SERVER = ":4242"
 # ending then, by that signal, is clean.
 SERVE_SECONDS = 2.0
 WINDOW_CASES = 30
+WINDOW_KINDS = ("play", "serve", "viewer")  # orrery play, orrery serve, orrery-viewer
+
+
+def test_every_subcommand_has_fuzz_cases(tmp_path):
+    subcommands = next(action.choices for action in build_parser()._actions
+                       if isinstance(action, argparse._SubParsersAction))
+    fuzzed = {arguments[0] for arguments in _cases(_inputs(tmp_path), tmp_path)}
+    assert set(subcommands) - fuzzed - set(WINDOW_KINDS) == set()
 
 
 def _serve_case(files, rng, out):
@@ -174,7 +294,7 @@ def test_play_serve_and_the_viewer_never_traceback_crash_or_hang_on_their_argume
     failures = []
     for i in range(WINDOW_CASES):
         out = str(tmp_path / f"out{i}")
-        kind = rng.choice(["play", "serve", "viewer"])
+        kind = rng.choice(WINDOW_KINDS)
         if kind == "play":
             failure = run_case(["play", rng.choice(files)], tmp_path)
             arguments = ["orrery", "play"]
