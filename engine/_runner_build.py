@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 
 from . import scenarios
 from .contracts import SteppedSimulation
-from .errors import InvalidInputError
 from .flock import FlockSimulation
 from .particles import Particles
 from .simulation import Simulation
@@ -30,8 +29,9 @@ class RunSettings:
     that have it, and None leaves them their own choice (``auto``: the default accuracy, as in
     ``orrery run``; the trees: their default theta). For a flock scenario ``solver`` names where
     it runs ("cpu" or a device) and ``flock`` changes its rules, live. ``check_accuracy``
-    goes to the solver, which refuses it without an accuracy to check (``auto`` passes it on to
-    an approximate solver); a flock refuses it.
+    reaches ``auto`` (which passes it on to an approximate solver) and a solver the scenario
+    gives an ``accuracy``, while no ``theta`` is set: other solvers, a theta set live and a flock
+    run unchecked, where ``orrery run`` refuses the combination.
     """
 
     scenario: str | scenarios.SnapshotScenario
@@ -79,9 +79,6 @@ def make_simulation(scenario, particles: Particles, settings: RunSettings,
     why)."""
     dt = settings.dt if settings.dt is not None else scenario.dt
     if scenario.model == "flock":
-        if settings.check_accuracy is not None:
-            raise InvalidInputError("check_accuracy verifies a gravity solver's accuracy=; a "
-                                    "flock has no force error to check")
         sim = FlockSimulation(particles, scenario.flock.with_changes(**(settings.flock or {})),
                               dt=dt, device=settings.solver or scenario.solver)
         return sim, sim.describe()
@@ -100,7 +97,8 @@ def solver_options(name: str, scenario, settings: RunSettings) -> dict:
                             else scenario.softening)
     if "theta" in known and settings.theta is not None:
         options["theta"] = settings.theta
-    if settings.check_accuracy is not None:  # a solver without it refuses it, naming it
+    # A check verifies an accuracy: auto's (its default unless a theta is set) or the preset's.
+    if settings.check_accuracy is not None and "theta" not in options and (
+            name == "auto" or "accuracy" in options):
         options["check_accuracy"] = settings.check_accuracy
-    return {key: value for key, value in options.items()
-            if key in known or key == "check_accuracy"}
+    return {key: value for key, value in options.items() if key in known}

@@ -145,6 +145,29 @@ def test_a_live_run_shows_its_checks_in_the_frame_stats():
         runner.close()
 
 
+def test_a_live_run_given_a_theta_or_another_solver_runs_on_unchecked():
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=5000, seed=1, solver="auto",
+                                          dt=1e-3, check_accuracy=1), energy_every=1000)
+
+    def described(*parts):
+        return _wait_until(lambda: all(part in runner.latest().stats.solver for part in parts))
+
+    try:
+        assert described("auto: cpu-tree", "accuracy checked every 1 evaluations: RMS")
+        runner.update(theta=0.6)
+        assert described("auto: cpu-tree", "theta=0.6")
+        runner.update(theta=None, solver="cpu-direct")
+        assert described("cpu-direct (")
+        runner.update(solver="cpu-tree")
+        assert described("cpu-tree (")
+        assert "accuracy checked" not in runner.latest().stats.solver and runner.error is None
+        runner.update(solver="auto")
+        assert described("auto: cpu-tree", "accuracy checked every 1 evaluations: RMS")
+        assert runner.error is None
+    finally:
+        runner.close()
+
+
 def _wait_until(predicate, timeout=30.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
