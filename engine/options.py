@@ -92,9 +92,10 @@ ACCURACY = Option("accuracy", float, None,
                   "accuracy table (docs/accuracy.md); give theta or accuracy, not both",
                   minimum=0.0, exclusive_minimum=True, maximum=1.0)
 CHECK_ACCURACY = Option("check_accuracy", int, None,
-                        "verify accuracy= while running: every K force evaluations, the RMS and "
-                        "90th-percentile error of a sample of bodies against float64 direct sums, "
-                        "with a warning and a tighter setting past the target (docs/accuracy.md)",
+                        "verify accuracy= while running: every this many force evaluations, the "
+                        "RMS and 90th-percentile error of a sample of bodies against float64 "
+                        "direct sums, with a warning and a tighter setting past the target "
+                        "(docs/accuracy.md)",
                         minimum=1)
 QUADRUPOLE = Option("quadrupole", bool, False, "add traceless quadrupole moments of cells")
 LEAF_CAPACITY = Option("leaf_capacity", int, 16, "most particles a leaf holds", minimum=1)
