@@ -55,7 +55,7 @@ def test_a_check_reports_the_errors_that_a_separate_measurement_finds(plummer):
 
 
 @pytest.mark.parametrize("solver,integrator", [("cpu-tree", "kdk"), ("cpu-tree", "dkd"),
-                                               ("cpu-fmm", "kdk")])
+                                               ("cpu-tree", "reversible"), ("cpu-fmm", "kdk")])
 def test_a_run_within_its_accuracy_is_bitwise_the_same_with_and_without_the_check(
         plummer, solver, integrator):
     runs = []
