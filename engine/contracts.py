@@ -8,8 +8,9 @@ names its implementations; ``tests/engine/test_contracts.py`` checks that they k
 The live data path: initial conditions -> a :class:`SteppedSimulation` advancing a
 :class:`SimulationState` -> a :class:`FrameSource` (the runner) publishing
 :class:`~orrery.engine.frames.Frame` s with :class:`~orrery.engine.frames.FrameStats` -> a
-:class:`FrameConsumer` drawing them; beside it a :class:`SimulationRecorder` writing the
-simulation to disk, and back through :class:`StoredFrames` and a Player (a FrameSource again).
+:class:`FrameConsumer` drawing them, and for a served run each client's pictures handed to a
+:class:`StreamConsumer`; beside it a :class:`SimulationRecorder` writing the simulation to
+disk, and back through :class:`StoredFrames` and a Player (a FrameSource again).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .frames import Frame, FrameSource, FrameStats
 from .particles import Particles
 
 __all__ = ["FrameConsumer", "FrameSource", "FrameStats", "GravitySimulation", "Playback",
-           "SimulationRecorder", "SimulationState", "SteppedSimulation", "StoredFrames"]
+           "SimulationRecorder", "SimulationState", "SteppedSimulation", "StoredFrames",
+           "StreamConsumer"]
 
 
 @runtime_checkable
@@ -227,6 +229,21 @@ class FrameConsumer(Protocol):
 
     def set_masses(self, masses: np.ndarray | None) -> None:
         """Per-particle masses for density images (None: equal masses)."""
+
+
+@runtime_checkable
+class StreamConsumer(Protocol):
+    """What takes one client's share of the served stream (docs/serve-protocol.md) from the
+    serve ``Hub`` (``app/serve/_hub.py``), which draws each frame through a
+    :class:`FrameConsumer` and encodes a picture for each client: the WebSocket's outbox
+    (``app/serve/_web.py``) and the Jupyter widget (``app/serve/_widget.py``).
+    """
+
+    def deliver(self, message: str | bytes) -> None:
+        """Send ``message`` to the client: a JSON text, or a packed picture (bytes), in the
+        order given. Called from the render thread and the client's encode thread, so it must
+        not block: a slow client is kept from holding up the run by the Hub's flow control, not
+        by waiting here."""
 
 
 @runtime_checkable

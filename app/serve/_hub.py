@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...engine.contracts import StreamConsumer
 from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
 from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
@@ -55,16 +56,17 @@ IDLE_WAIT = 0.004
 class Viewer:
     """One client: its camera, look, picture size and codec, and what it has been sent.
 
-    ``send(message)`` hands a ``str`` (JSON) or ``bytes`` (a picture) to the client's transport;
-    it is called from the render thread and must not block. ``receive`` takes the client's
-    parsed messages (``_protocol.parse``) on the transport's thread."""
+    ``send(message)`` hands a ``str`` (JSON) or ``bytes`` (a picture) to the client's transport,
+    a :class:`~orrery.engine.contracts.StreamConsumer`, from the render thread or the
+    viewer's encode thread. ``receive`` takes the client's parsed messages
+    (``_protocol.parse``) on the transport's thread."""
 
     _numbers = itertools.count(1)
 
-    def __init__(self, hub: "Hub", send: Callable[[str | bytes], None]):
+    def __init__(self, hub: "Hub", client: StreamConsumer):
         self.hub = hub
         self.number = next(self._numbers)
-        self.send = send
+        self.client = client
         self.camera = Camera()
         self.view = ViewSettings(**hub.default_view.as_dict())
         self.recording = RecordingRequest(hub.recordings)
@@ -93,6 +95,9 @@ class Viewer:
         self.frame_path: str | None = None  # how its last picture was uploaded and drawn
 
     # Transport side ------------------------------------------------------------------------
+
+    def send(self, message: str | bytes) -> None:
+        self.client.deliver(message)
 
     def receive(self, message: dict) -> None:
         """Act on one parsed client message; ProtocolError ends the connection, a refused
@@ -262,8 +267,9 @@ class Hub:
 
     # Viewers -------------------------------------------------------------------------------
 
-    def attach(self, send: Callable[[str | bytes], None]) -> Viewer:
-        viewer = Viewer(self, send)
+    def attach(self, client: StreamConsumer) -> Viewer:
+        """A new viewer whose pictures and messages go to ``client``."""
+        viewer = Viewer(self, client)
         with self._lock:
             self._viewers.append(viewer)
         log.info("viewer %d joined (%d watching)", viewer.number, len(self._viewers))

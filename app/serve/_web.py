@@ -53,7 +53,7 @@ class _Outbox:
         self._ready = asyncio.Event()
         self.overflowed = False
 
-    def put(self, message) -> None:  # any thread
+    def deliver(self, message: str | bytes) -> None:  # any thread (a StreamConsumer)
         self._loop.call_soon_threadsafe(self._put, message)
 
     def _put(self, message) -> None:
@@ -121,7 +121,7 @@ async def serve_socket(hub: Hub, ws, peer: str | None) -> None:
     """Carry one client's messages between ``ws`` and a viewer of ``hub``."""
     web = require("aiohttp.web")
     outbox = _Outbox(asyncio.get_running_loop())
-    viewer = hub.attach(outbox.put)
+    viewer = hub.attach(outbox)
 
     async def send_loop():
         while not ws.closed:

@@ -67,12 +67,12 @@ def _widget_class():
             super().__init__(**kwargs)
             self.hub = hub
             self._frames = frames
-            self._viewer = hub.attach(self._deliver)
+            self._viewer = hub.attach(self)
             self.on_msg(self._from_client)
             if frames is not None:
                 _after_each_cell(self.update)
 
-        def _deliver(self, message) -> None:  # the render thread
+        def deliver(self, message: str | bytes) -> None:  # a StreamConsumer: any thread
             if isinstance(message, bytes):
                 self.send({"picture": True}, buffers=[message])
             else:

@@ -16,6 +16,7 @@ from orrery.app.serve import Hub, ProtocolError
 from orrery.app.serve._hub import PICTURES_IN_FLIGHT
 from orrery.app.serve._protocol import (DELTA_PICTURE, JPEG_PICTURE, KEY_PICTURE, parse,
                                         unpack_picture)
+from orrery.engine.contracts import StreamConsumer
 from orrery.engine.recording import RecordingFile
 from orrery.engine.runner import RunSettings, SimulationRunner
 
@@ -31,11 +32,11 @@ class Client:
         self.texts, self.pictures, self.ack, self.codec = [], [], ack, codec
         self.decoder = av.CodecContext.create("h264", "r") if codec == "h264" else None
         self.lock = threading.Lock()
-        self.viewer = hub.attach(self.send)
+        self.viewer = hub.attach(self)
         self.say({"type": "hello", "version": 1, "codecs": [codec], "width": size[0],
                   "height": size[1]})
 
-    def send(self, message):
+    def deliver(self, message):
         if isinstance(message, str):
             with self.lock:
                 self.texts.append(json.loads(message))
@@ -67,6 +68,23 @@ class Client:
     def count(self):
         with self.lock:
             return len(self.pictures)
+
+
+def test_the_transports_take_the_served_stream_as_its_contract_says():
+    import asyncio
+
+    from orrery.app.serve._web import _Outbox
+    from orrery.app.serve._widget import _widget_class
+
+    from ...extras import package
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert isinstance(_Outbox(loop), StreamConsumer)
+    finally:
+        loop.close()
+    package("anywidget")
+    assert issubclass(_widget_class(), StreamConsumer)
 
 
 @pytest.fixture
