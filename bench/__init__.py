@@ -2,21 +2,13 @@
 
 Each module named in ``BENCHMARKS`` is one ``orrery bench NAME``: it defines ``SPEC`` (a
 :class:`BenchmarkSpec`, the options table) and ``run(**options) -> list[dict]`` (rows, also
-printed as a table). ``BENCHMARKS`` lists them in the order ``orrery bench --help`` shows them.
+printed as a table). ``BENCHMARKS`` lists them in the order ``orrery bench --help`` shows them;
+``command.py`` makes them that command's subcommands, and joins the app's command line through
+the ``orrery.commands`` entry-point group, since the app may not import the benchmarks (ADR 0250).
 
 Adding a benchmark: write ``bench/NAME.py`` with ``SPEC = BenchmarkSpec("NAME", HELP,
 options=(...))`` and ``def run(**options): args = SPEC.resolve(options); ...; return rows``,
 name it in ``BENCHMARKS``, and add ``tests/bench/test_NAME.py`` calling ``run`` directly.
-
-Porting a module written in the old pattern (``engine/bench/NAME.py`` with ``add_arguments``
-and ``run(args)``): ``git mv`` it here; rewrite its relative imports (``from ..X`` of an engine
-module -> ``from ..engine.X``, ``from .. import X`` -> ``from ..engine import X``, ``from ...app``
--> ``from ..app``, ``from ... import _native`` -> ``from .. import _native``); turn each
-``add_argument`` into an ``Option`` (``nargs``/``append`` -> ``several(...)``, ``store_true`` ->
-a bool option, ``--no-X`` -> a bool option ``X`` defaulting to True, shared flags -> the records
-of ``engine/solvers/_options.py`` and ``bench/_options.py``); begin ``run(**options)`` with
-``args = SPEC.resolve(options)`` and leave the body as it was; raise ``InvalidInputError``, not
-``SystemExit``. ``bench/live.py`` was ported this way.
 """
 
 from __future__ import annotations
