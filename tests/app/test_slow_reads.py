@@ -1,7 +1,8 @@
 """A recording or snapshot on a slow or stalled file system is never read without a word: each
 time input_files.SLOW_READ_SECONDS passes before the read ends, one line on stderr says what is
-still being read and for how long, and after input_files.stall_seconds() the command ends with
-one line and exit code 1 (issue 42). A stalled read is stood in for by one that sleeps."""
+still being read and for how long, and once the process has neither read nor computed anything
+for input_files.stall_seconds() the command ends with one line and exit code 1 (issue 42). A
+stalled read is stood in for by one that sleeps."""
 
 import os
 import re
@@ -95,21 +96,44 @@ def test_a_read_that_ends_in_time_says_nothing(recording, capsys):
     assert "still reading" not in capsys.readouterr().err
 
 
+def _info_with_open(recording, stand_in: str) -> subprocess.CompletedProcess:
+    """``orrery info`` of ``recording`` in a child whose recordings open by calling
+    ``stand_in`` (Python source of a function of the path) first, waiting at most 1.5 s
+    without progress."""
+    script = ("import ctypes, pathlib, sys, time; from orrery.engine.recording import _reader; "
+              f"opened = _reader._open_hdf5; stand_in = {stand_in}; "
+              "_reader._open_hdf5 = lambda path: (stand_in(path), opened(path))[1]; "
+              "from orrery.app.cli import main; sys.exit(main(['info', sys.argv[1]]))")
+    return subprocess.run([sys.executable, "-c", script, str(recording)], capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, input_files.STALL_VARIABLE: "1.5"})
+
+
+def _gave_up(recording) -> str:
+    return (f"orrery: gave up reading recording {recording}: nothing was read or computed for "
+            "1.5 s (a stalled file system?); ORRERY_READ_STALL_SECONDS sets how long to wait\n")
+
+
 def test_a_read_stalled_for_good_ends_the_command_with_one_line_and_exit_code_1(recording):
     # libc's sleep called through PyDLL keeps the GIL, as h5py does while HDF5 waits in the
     # kernel: no Python thread runs until it returns.
-    script = ("import ctypes, sys; from orrery.engine.recording import _reader; "
-              "_reader._open_hdf5 = lambda path: ctypes.PyDLL(None).sleep(600); "
-              "from orrery.app.cli import main; sys.exit(main(['info', sys.argv[1]]))")
     started = time.monotonic()
-    ended = subprocess.run([sys.executable, "-c", script, str(recording)], capture_output=True,
-                           text=True, timeout=120,
-                           env={**os.environ, input_files.STALL_VARIABLE: "1.5"})
-    assert ended.returncode == 1
-    assert ended.stderr == (f"orrery: gave up reading recording {recording} after 1.5 s: the "
-                            "file system does not answer (a stalled network file system?); "
-                            "ORRERY_READ_STALL_SECONDS sets how long to wait\n")
+    ended = _info_with_open(recording, "lambda path: ctypes.PyDLL(None).sleep(600)")
+    assert (ended.returncode, ended.stderr) == (1, _gave_up(recording))
     assert time.monotonic() - started < 60
+
+
+def test_a_stalled_read_that_lets_other_threads_run_ends_the_same_way(recording):
+    ended = _info_with_open(recording, "lambda path: time.sleep(600)")
+    assert (ended.returncode, ended.stderr) == (1, _gave_up(recording))
+
+
+def test_a_slow_read_that_keeps_reading_is_not_ended(recording):
+    # Four seconds of small reads, a fifth of a second apart: never 1.5 s without progress.
+    ended = _info_with_open(recording, "lambda path: [(pathlib.Path(path).read_bytes(), "
+                                       "time.sleep(0.2)) for _ in range(20)]")
+    assert ended.returncode == 0, ended.stderr
+    assert "state:         closed cleanly" in ended.stdout
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-5", "nan", "inf"])
