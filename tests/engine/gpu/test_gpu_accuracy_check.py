@@ -1,13 +1,16 @@
 """``check_accuracy=K`` on a device: the sample's errors measured there, the same run within the
 target, and a retune past it (tests/engine/test_accuracy_check.py for the CPU solvers)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from orrery.engine import Simulation, ics, make_solver
 from orrery.engine.accuracy import error_percentiles, sampled_exact
 from orrery.engine.tuning import accuracy_table
-from orrery.engine.tuning.accuracy_check import AccuracyDriftWarning, CHECK_TARGETS
+from orrery.engine.solvers._device_state import pack, padded_count
+from orrery.engine.tuning.accuracy_check import AccuracyCheck, AccuracyDriftWarning, CHECK_TARGETS
 
 SOFTENING = 0.01
 UNDERSTATED = 20  # as in the CPU test: the table's errors this many times smaller than measured
@@ -80,3 +83,28 @@ def test_a_device_run_past_its_accuracy_warns_once_and_retunes_to_a_setting_with
     last = solver.accuracy_check.last
     assert solver.theta_in_use(plummer.n) < 1.0 and solver.accuracy_check.retunes == 1
     assert last.evaluation == 6 and max(last.rms, last.p90) <= 1e-3
+
+
+class _WithoutDoubles:
+    """A context that says its device has no float64 (everything else is the real one's)."""
+
+    def __init__(self, context):
+        self._context = context
+        self.info = dataclasses.replace(context.info, fp64=False)
+
+    def __getattr__(self, name):
+        return getattr(self._context, name)
+
+
+def test_a_device_without_doubles_checks_on_the_host_what_the_device_measures(device, plummer):
+    solver = make_solver("gpu-tree", accuracy=1e-3, softening=SOFTENING, device=device)
+    context, n = solver.context, plummer.n
+    rows = padded_count(n, solver.padding_for(n))
+    body = context.upload(pack(plummer.pos, plummer.mass, rows, np.float32))
+    acc = context.empty((rows, 4), np.float32)
+    solver.launch_accelerations(body, acc, n, potential=False)
+    on_device, on_host = (AccuracyCheck("gpu-tree", solver.setting, 1) for _ in range(2))
+    on_device.device(context, body, acc, n, SOFTENING)
+    on_host.device(_WithoutDoubles(context), body, acc, n, SOFTENING)
+    assert on_host.last.rms == pytest.approx(on_device.last.rms, rel=1e-9)
+    assert on_host.last.p90 == pytest.approx(on_device.last.p90, rel=1e-9)
