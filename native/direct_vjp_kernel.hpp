@@ -18,6 +18,8 @@
 // Fused (Forces), the accelerations are the direct kernel's own operations on the same packed
 // mass terms in the same order, lane by lane, so they are the same bits as cpu-direct's at the
 // same level: the reversible run's backward pass gets its step's force and VJP in one pass.
+// Their weights w = m_j/r^3 also give M = 8 sum w, so the fused VJP agrees with the unfused one
+// to round-off, not bit for bit (ADR-0222).
 #pragma once
 
 #include <cstddef>
@@ -94,7 +96,12 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
         sum_ax[k] = S::fma(z3, ajx, sum_ax[k]);
         sum_ay[k] = S::fma(z3, ajy, sum_ay[k]);
         sum_az[k] = S::fma(z3, ajz, sum_az[k]);
-        sum_m[k] = S::fma(z3, mj, sum_m[k]);
+        // Fused, the accelerations' own weights give M: an add, which runs beside the
+        // multiplies this loop is bound by (ADR-0222).
+        if constexpr (Forces)
+          sum_m[k] = S::add(sum_m[k], w);
+        else
+          sum_m[k] = S::fma(z3, mj, sum_m[k]);
         gx[k] = S::fma(tidal, dx, gx[k]);
         gy[k] = S::fma(tidal, dy, gy[k]);
         gz[k] = S::fma(tidal, dz, gz[k]);
@@ -118,11 +125,13 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
     const V eighth = S::set1(0.125), three_quarters = S::set1(0.75), half = S::set1(0.5);
     for (std::size_t k = 0; k < K; ++k) {
       const std::size_t at = i0 + k * L;
+      // w = m_j/r^3 = z^3 m_j / 8, so fused M is 8 sum w (an exact scaling).
+      const V mass_sum = Forces ? S::mul(S::set1(8.0), sum_m[k]) : sum_m[k];
       const V sums[3][3] = {{sum_ax[k], gx[k], hx[k]}, {sum_ay[k], gy[k], hy[k]},
                             {sum_az[k], gz[k], hz[k]}};
       double* pos_bar[3] = {out.px, out.py, out.pz};
       for (std::size_t c = 0; c < 3; ++c) {
-        V value = S::fnma(sum_m[k], t[4 + c][k], S::mul(t[3][k], sums[c][0]));
+        V value = S::fnma(mass_sum, t[4 + c][k], S::mul(t[3][k], sums[c][0]));
         value = S::fnma(three_quarters, sums[c][1], value);
         if constexpr (Potential) value = S::sub(value, sums[c][2]);
         S::store(pos_bar[c] + at, S::mul(eighth, value));
