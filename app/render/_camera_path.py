@@ -142,6 +142,8 @@ class CameraPath:
             try:
                 keys.append(CameraKey(float(entry["time"]), _vector(entry["position"]),
                                       _vector(entry["target"]), float(entry.get("fov", 45.0))))
+            except InvalidInputError as error:  # well formed, but a value out of range
+                raise InvalidInputError(f"camera path {path}, key {number}: {error}") from None
             except (KeyError, TypeError, ValueError) as error:
                 raise InvalidInputError(f"camera path {path}, key {number}: needs time, "
                                         f"position [x, y, z] and target [x, y, z] ({error})") \

@@ -54,7 +54,10 @@ def test_a_path_saved_and_loaded_is_the_same_path(tmp_path):
     ("", "no \\[\\[key\\]\\] tables"),
     ("[[key]]\ntime = 0\n", "needs time, position"),
     ("[[key]]\ntime = 0\nposition = [1, 2]\ntarget = [0, 0, 0]\n", "needs time, position"),
-    ("[[key]]\ntime = 0\nposition = [1, 0, 0]\ntarget = [1, 0, 0]\n", "position equals target"),
+    ("[[key]]\ntime = 0\nposition = [1, 0, 0]\ntarget = [1, 0, 0]\n",
+     "key 1: camera key at t = 0.0: position equals target"),
+    ("[[key]]\ntime = 0\nposition = [1e308, 0, 0]\ntarget = [0, 0, 0]\n",
+     "key 1: camera key at t = 0: coordinates must lie within"),
     ("[[key]]\ntime = 0\nposition = [1, 0, 0]\ntarget = [0, 0, 0]\nfov = 200\n", "fov"),
     ("[[key]\n", "not valid TOML"),
 ])
