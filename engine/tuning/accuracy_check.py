@@ -6,9 +6,9 @@ that changes as it evolves). The check measures the error of the accelerations t
 just computed, every K-th force evaluation (a step makes one; evaluations with potentials, for
 energies, are not counted):
 
-1. The sample is every (N // ``CHECK_TARGETS``)-th body, at most ``CHECK_TARGETS`` of them: the
-   same bodies at every check, every population of a scenario in proportion (its bodies are
-   stored population by population).
+1. The sample is every ceil(N / ``CHECK_TARGETS``)-th body, at most ``CHECK_TARGETS`` of them
+   spread over all N: the same bodies at every check, every population of a scenario in
+   proportion (its bodies are stored population by population).
 2. Their accelerations are compared with float64 direct sums over every body: on the host with
    the native direct kernel, on a compute device with ``sampled_reference.cl`` where the state
    lives there (positions and accelerations stay on the device: what comes back is the
@@ -62,9 +62,14 @@ class CheckedError:
     targets: int
 
 
+def sample_stride(n: int) -> int:
+    """The step between the bodies a check samples among ``n`` (step 1 of the module docstring)."""
+    return -(-n // CHECK_TARGETS)
+
+
 def sample_targets(n: int) -> np.ndarray:
-    """The indices a check samples among ``n`` bodies (step 1 of the module docstring)."""
-    return np.arange(min(n, CHECK_TARGETS)) * max(1, n // CHECK_TARGETS)
+    """The indices a check samples among ``n`` bodies."""
+    return np.arange(0, n, sample_stride(n))
 
 
 def host_errors(pos, mass, acc, softening: float) -> tuple[float, float]:
@@ -87,7 +92,7 @@ class _DeviceSample:
 
         self.n, self.dtype = n, np.dtype(dtype)
         targets = sample_targets(n)
-        self.count, self.stride = len(targets), max(1, n // CHECK_TARGETS)
+        self.count, self.stride = len(targets), sample_stride(n)
         self.targets = context.upload(targets.astype(np.int32))
         self.sample = context.empty((self.count, 4), self.dtype)
         self.packer = RowPacker(context, self.dtype)
@@ -159,7 +164,7 @@ class AccuracyCheck:
 
     def _judged(self, rms: float, p90: float, n: int) -> bool:
         """Steps 3 and 4 of the module docstring."""
-        self.last = CheckedError(self.evaluations, rms, p90, min(n, CHECK_TARGETS))
+        self.last = CheckedError(self.evaluations, rms, p90, len(sample_targets(n)))
         accuracy = self.setting.accuracy
         if max(rms, p90) <= accuracy:
             return False
@@ -192,4 +197,4 @@ def accuracy_check(solver: str, setting: ThetaSetting, every: int | None) -> Acc
 
 
 __all__ = ["AccuracyCheck", "AccuracyDriftWarning", "CHECK_TARGETS", "CheckedError",
-           "accuracy_check", "host_errors", "sample_targets"]
+           "accuracy_check", "host_errors", "sample_stride", "sample_targets"]
