@@ -417,10 +417,11 @@ class ThetaSetting:
 
     def retune(self, n: int, measured: float) -> bool:
         """Tighten the setting after a run of ``n`` particles measured the error ``measured``
-        (the larger of RMS and p90, past the target) with it: the table is asked for the target
-        scaled by the setting's error in the table over ``measured``, i.e. the table's errors
-        are taken as this run's ratio to them; where nothing is that tight, its tightest setting
-        at ``n``. False when the setting in use is already that tightest one."""
+        (the larger of RMS and p90, past the target) with it. The table's errors are read as if
+        multiplied by this run's ratio to them (``measured`` over the table's error of the
+        setting in use), so it is asked for ``accuracy`` divided by that ratio; where nothing is
+        that tight, for its tightest setting at ``n``. False when the setting in use is already
+        that one."""
         current = self._choose(n)
         tightest = min(setting.error for key in self._variants
                        for setting in self._table.settings(self.solver, key, n))
