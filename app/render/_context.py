@@ -45,7 +45,8 @@ def headless_context(*, libgl: str | None = None, libegl: str | None = None):
             hint = f"install EGL and Mesa ({EGL_PACKAGES})"
         else:  # GLX on Linux under ORRERY_PORTABLE=1 needs an X server
             hint = "check the OpenGL driver (and on Linux DISPLAY, or run under xvfb-run)"
-        through = portable.HEADLESS_GL_BACKEND or "the platform's own standalone context"
+        # The backend is moderngl's name ("egl"); the message names the API.
+        through = (portable.HEADLESS_GL_BACKEND or "").upper() or "the platform's own standalone context"
         raise GLContextError(f"no headless OpenGL 3.3 context through {through} ({error}); "
                              f"{hint}") from None
 
