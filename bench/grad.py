@@ -49,8 +49,8 @@ SPEC = BenchmarkSpec("grad", HELP, options=(
     several(Option("n", int, None, "particle counts", minimum=2), (2048,)),
     Option("steps", int, 10, "steps K of the run", minimum=1),
     Option("dt", float, 1e-3, "time step", minimum=0.0, exclusive_minimum=True),
-    Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference or "
-                                        "gpu-direct"),
+    Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference, "
+                                        "gpu-direct or cpu-tree (monopole cells)"),
     several(replace(PRECISION, default="f64"), ("f64",)),
     *SOLVER_RUN,
     Option("trials", int, 5, "timed trials", minimum=1),

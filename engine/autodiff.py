@@ -84,8 +84,8 @@ def torch_run(pos, vel, mass, *, solver, dt: float, steps: int, lattice: Lattice
 
 def torch_accelerations(pos, mass, *, solver, potential: bool = False):
     """``solver``'s accelerations (n, 3) at ``pos``, ``mass`` (and potentials (n,) as a second
-    tensor when ``potential``), differentiable with respect to both (direct solvers:
-    ``force_vjp.DIRECT_SOLVERS``)."""
+    tensor when ``potential``), differentiable with respect to both (the solvers of
+    ``force_vjp.VJP_SOLVERS``; cpu-tree without potentials)."""
     check_has_vjp(solver)
     return _torch_functions()[1].apply(pos, mass, solver, potential)
 

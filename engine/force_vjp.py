@@ -24,7 +24,8 @@ This is the exact VJP of the softened kernel the direct solvers evaluate (``cpu-
 :func:`direct_vjp_numpy` is the same sums in numpy, kept as the readable statement of them and
 the tests' independent check. :func:`force_and_vjp` gives a step's accelerations and VJP in one
 pass where the solver is ``cpu-direct`` in float64 (the native kernel computes its accelerations
-with the same operations, so the same bits).
+with the same operations, so the same bits). cpu-tree's VJP, its tree held fixed, is
+``engine/tree_vjp.py``'s; :func:`force_vjp` and :func:`force_and_vjp` take it for cpu-tree.
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ import numpy as np
 from .. import _native
 from .errors import InvalidInputError
 from .particles import check_no_coincident, check_positions_and_masses
+from .tree_vjp import tree_lists, tree_vjp
 
 # Solvers whose evaluation is the plain direct sum above.
 DIRECT_SOLVERS = ("cpu-direct", "gpu-direct", "reference")
+# Solvers with a VJP: the direct ones, and cpu-tree with monopole cells (its tree held fixed).
+VJP_SOLVERS = (*DIRECT_SOLVERS, "cpu-tree")
 # Pairs a block of targets holds at once (a few MiB of temporaries).
 _BLOCK_PAIRS = 1 << 16
 
@@ -98,8 +102,18 @@ def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
 
 
 def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
-    """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out)."""
+    """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out);
+    cpu-tree's with its tree as built at ``pos`` held fixed (no potential cotangents)."""
     check_has_vjp(solver)
+    if solver.name == "cpu-tree":
+        if pot_bar is not None:
+            raise InvalidInputError("cpu-tree's VJP takes the accelerations' cotangents only, "
+                                    "not the potentials'")
+        lists = tree_lists(pos, mass, theta=solver.setting.theta(len(mass)),
+                           leaf_capacity=solver.leaf_capacity,
+                           group_capacity=solver.group_capacity, precision=solver.precision,
+                           threads=solver.threads)
+        return tree_vjp(pos, mass, solver.softening, acc_bar, lists)
     return direct_vjp(pos, mass, solver.softening, acc_bar, pot_bar,
                       threads=getattr(solver, "threads", 0), simd=_simd(solver))
 
@@ -122,9 +136,12 @@ def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, n
 
 def check_has_vjp(solver) -> None:
     """Refuse a solver whose evaluation has no VJP here (InvalidInputError naming those that do)."""
-    if solver.name not in DIRECT_SOLVERS:
-        raise InvalidInputError(f"no force VJP for solver {solver.name!r} yet; the direct "
-                                f"solvers have one: {', '.join(DIRECT_SOLVERS)}")
+    if solver.name not in VJP_SOLVERS:
+        raise InvalidInputError(f"no force VJP for solver {solver.name!r} yet; these have one: "
+                                f"{', '.join(VJP_SOLVERS)} (cpu-tree without quadrupoles)")
+    if solver.name == "cpu-tree" and solver.quadrupole:
+        raise InvalidInputError("no force VJP for cpu-tree's quadrupole cells yet; "
+                                "quadrupole=False has one")
 
 
 def _simd(solver) -> str:
