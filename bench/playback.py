@@ -1,11 +1,14 @@
 """``orrery bench playback``: how fast recordings are written and replayed, against how fast
 the simulation produces frames at the same particle count.
 
-Per precision: a recording of ``--frames`` frames of ``--n`` particles is written through a
-:class:`Recorder` (wall time from the first ``append`` to ``close``, i.e. into the page cache,
-plus the ``fsync`` that makes it durable), then read back from the page cache into a
-render-ready buffer: straight from the file (what the Player's prefetch thread does), through
-h5py for comparison, and end to end through the :class:`Player`'s ring. The simulation rows time
+Per precision and particle order (``--order``; a priority file's writer gathers every frame
+through its permutation): a recording of ``--frames`` frames of ``--n`` particles is written
+through a :class:`Recorder` (wall time from the first ``append`` to ``close``, i.e. into the
+page cache, plus the ``fsync`` that makes it durable), then read back from the page cache into a
+render-ready buffer: straight from the file (what the Player's prefetch thread does; with
+``--prefix K`` also only the first K particles of each frame, what a Player with
+``max_particles=K`` reads while playing), through h5py for comparison, and end to end through
+the :class:`Player`'s ring. The simulation rows time
 one force evaluation of each available CPU solver at ``--sim-n`` particles and scale it to
 ``--n`` (N^2 for direct summation, N log N for a tree): an estimate, labelled as one.
 
@@ -55,6 +58,11 @@ SPEC = BenchmarkSpec("playback", HELP, options=(
             ("f16", "f32"), "recording precisions"),
     several(Option("compression", str, None, ""), ("none",),
             "frame compressions: none, blosc2, blosc2-bitshuffle, zfp=ACCURACY (f32 only)"),
+    several(Option("order", str, None, "", choices=("natural", "priority")), ("natural",),
+            "particle orders (priority: frames gathered through one random permutation, "
+            "ADR 0280)"),
+    Option("prefix", int, 0, "also time reading only the first PREFIX particles of each frame "
+                             "(0: only whole frames)", minimum=0),
     Option("dir", str, None, "folder for the temporary recording (default: the system temp "
                              "folder; needs n*frames*12 bytes free for f32)"),
     Option("trials", int, 5, "timed read passes", minimum=1),
@@ -71,7 +79,8 @@ def run(**options) -> list[dict]:
     at_n = [row["frames_per_s"] for row in simulated if row["n"] == args.n]
     sim_rate = max(at_n) if at_n else None
     rows = []
-    for precision, compression in itertools.product(args.precision, args.compression):
+    for precision, compression, order in itertools.product(args.precision, args.compression,
+                                                           args.order):
         try:
             fmt.compression_filter(compression, frame_encoding.named(precision))
         except InvalidInputError as error:
@@ -84,7 +93,7 @@ def run(**options) -> list[dict]:
             # Measured before and after the recording, the faster kept: on a shared disk the
             # rate drifts, and the fraction should not flatter the writer.
             before = _raw_write(Path(folder) / "raw.bin", size)
-            written = _write(path, args.n, args.frames, precision, compression)
+            written = _write(path, args.n, args.frames, precision, compression, order)
             after = _raw_write(Path(folder) / "raw.bin", path.stat().st_size)
             ceiling = max(before, after, key=lambda row: row["mb_per_s"])
             written["of_ceiling"] = written["mb_per_s"] / ceiling["mb_per_s"]
@@ -94,16 +103,16 @@ def run(**options) -> list[dict]:
                            frames_per_s=written["frames_per_s"] / written["of_ceiling"])
             written["note"] += (f"; {100 * written['durable_mb_per_s'] / ceiling['durable_mb_per_s']:.0f}"
                                 "% of the raw durable rate")
-            read = _read(path, args.trials)
+            read = _read(path, args.trials, args.prefix)
             for row in [written, *read]:
-                row["compression"] = compression
+                row["compression"], row["order"] = compression, order
                 if row.get("mb_per_s") and row["stage"] != "write":
                     row["of_disk"] = row["mb_per_s"] / ceiling["durable_mb_per_s"]
                 if sim_rate and row.get("frames_per_s") and row["frames"] != 1:
                     row["of_sim"] = row["frames_per_s"] / sim_rate
             rows += [written, ceiling, *read]
     rows += simulated
-    columns = ["stage", "precision", "compression", "n", "frames", "frames_per_s", "mb_per_s",
+    columns = ["stage", "precision", "compression", "order", "n", "frames", "frames_per_s", "mb_per_s",
                "ratio", "of_ceiling", "of_disk", "of_sim", "iqr_rel", "note"]
     print(format_table(rows, columns))
     return rows
@@ -116,12 +125,13 @@ def _frames_to_write(n: int, count: int = 4) -> list[np.ndarray]:
     return [positions + np.float32(1e-3 * k) for k in range(count)]
 
 
-def _write(path: Path, n: int, frames: int, precision: str, compression: str) -> dict:
+def _write(path: Path, n: int, frames: int, precision: str, compression: str,
+           order: str) -> dict:
     sources = _frames_to_write(n)
     append_seconds = []
     start = time.perf_counter()
     with Recorder(path, masses=np.full(n, 1.0 / n), dtype=precision, compression=compression,
-                  attributes={"scenario": "bench"}) as recorder:
+                  attributes={"scenario": "bench"}, order=order) as recorder:
         for index in range(frames):
             before = time.perf_counter()
             recorder.append(sources[index % len(sources)], index * 1e-3, index)
@@ -170,7 +180,7 @@ def _raw_write(path: Path, size: int, block_bytes: int = 8 << 20) -> dict:
                     f"{size / synced / 1e6:.0f} MB/s (the disk)"}
 
 
-def _read(path: Path, trials: int) -> list[dict]:
+def _read(path: Path, trials: int, prefix: int) -> list[dict]:
     rows = []
     with RecordingFile(path) as recording:
         count, n = recording.frame_count, recording.n
@@ -180,6 +190,17 @@ def _read(path: Path, trials: int) -> list[dict]:
         def direct_pass():
             for index in range(count):
                 recording.read_into(index, buffer)
+
+        if 0 < prefix < n:
+            head = buffer[:prefix]
+            timing = time_trials(lambda: [recording.read_into(index, head)
+                                          for index in range(count)], warmup=1, trials=trials)
+            rows.append({"stage": "read prefix", "precision": recording.dtype.name,
+                         "n": prefix, "frames": count, "frames_per_s": count / timing.median,
+                         "mb_per_s": head.nbytes * count / timing.median / 1e6,
+                         "iqr_rel": timing.relative_iqr,
+                         "note": f"the first {prefix} of {n} particles of each frame, page "
+                                 "cache -> buffer"})
 
         def h5py_pass():
             dataset = recording._positions

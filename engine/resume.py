@@ -81,8 +81,10 @@ def keyframe_start(path, *, from_frame: int | None = None) -> KeyframeStart:
         frame_step = step if from_frame is None else int(recording.steps[from_frame])
         try:
             particles = Particles(positions, velocities,
-                                  recording.masses.astype(positions.dtype),
-                                  recording.population, recording.population_names)
+                                  recording.in_run_order(recording.masses)
+                                  .astype(positions.dtype),
+                                  recording.in_run_order(recording.population),
+                                  recording.population_names)
         except InvalidInputError as error:
             raise RecordingError(f"{path}: keyframe {index}: {error}: damaged") from None
         solver, options, dt, integrator = _run_settings(path, attributes)

@@ -8,7 +8,8 @@ import sys
 
 from ...engine.errors import InvalidInputError, RecordingError
 from ...engine.frame_encoding import FLOAT32
-from ...engine.recording import Recorder, default_keyframe_every, keyframe_due
+from ...engine.recording import (NATURAL, ORDER, ORDERS, Recorder, default_keyframe_every,
+                                  keyframe_due)
 
 
 DEFAULT_PRECISION = "f32"
@@ -17,8 +18,12 @@ PRECISION_NAMES = {"float32": "f32", "float16": "f16", "fixed16": "fixed16"}
 
 
 def inherit_record_format(args: argparse.Namespace, attributes: dict) -> None:
-    """With --resume: record in the resumed recording's precision and compression unless
-    --record-precision or --record-compression say otherwise (a resumed f16 run wrote f32)."""
+    """With --resume: record in the resumed recording's precision, compression and particle
+    order unless --record-precision, --record-compression or --record-order say otherwise (a
+    resumed f16 run wrote f32)."""
+    if args.record_order is None:
+        order = attributes.get(ORDER)
+        args.record_order = order if isinstance(order, str) and order in ORDERS else NATURAL
     if args.record_precision is None:
         args.record_precision = PRECISION_NAMES.get(attributes.get("position_encoding"),
                                                     DEFAULT_PRECISION)
@@ -44,6 +49,11 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
                             "--resume the resumed recording's), blosc2, "
                             "blosc2-bitshuffle (lossless), or zfp=ACCURACY (f32 only, lossy "
                             "within ACCURACY)")
+    group.add_argument("--record-order", choices=ORDERS, default=None,
+                       help="order of the particles in the file: natural (default, or with "
+                            "--resume the resumed recording's), or priority: one fixed random "
+                            "permutation, so the first K particles of every frame are a fair "
+                            "sample and a player can read only those (ADR 0280)")
     group.add_argument("--record-velocities", action="store_true",
                        help="also record velocities")
     group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
@@ -165,7 +175,7 @@ def open_recorder(args: argparse.Namespace, simulation, *, scenario: str,
     recorder = Recorder.for_simulation(
         args.record, simulation, scenario=scenario, source=source,
         dtype=args.record_precision or DEFAULT_PRECISION,
-        compression=args.record_compression or "none",
+        compression=args.record_compression or "none", order=args.record_order or NATURAL,
         velocities=args.record_velocities, flush_seconds=args.record_flush,
         keyframe_every=args.keyframe_every, fsync_every=args.record_fsync)
     return CommandLineRecording(recorder, velocities=args.record_velocities,

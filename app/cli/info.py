@@ -37,7 +37,7 @@ def run(args) -> int:
 def describe(recording: RecordingFile) -> str:
     """A human-readable summary of ``recording``."""
     attrs = dict(recording.attributes)
-    for shown in ("position_encoding", "compression"):  # on the frames line
+    for shown in ("position_encoding", "compression", "particle_order"):  # on their lines
         attrs.pop(shown, None)
     count = recording.frame_count
     lines = [
@@ -53,6 +53,7 @@ def describe(recording: RecordingFile) -> str:
         + (" + velocities" if recording.has_velocities else "")
         + ("" if recording.compression == "none" else f", compressed ({recording.compression})")
         + f" ({recording.frame_bytes / 1e6:.3g} MB a frame, {recording.frames_per_chunk} a chunk)",
+        f"order:         {_ORDER_TEXT[recording.order]}",
     ]
     if count:
         strides = np.unique(np.diff(recording.steps)) if count > 1 else np.array([], dtype=int)
@@ -70,6 +71,11 @@ def describe(recording: RecordingFile) -> str:
     lines += [f"{name + ':':<15}{_text(value)}" for name, value in sorted(attrs.items())]
     return "\n".join(lines)
 
+
+_ORDER_TEXT = {
+    "natural": "natural (the run's order)",
+    "priority": "priority (one fixed random permutation: the first K particles of every frame "
+                "are a fair sample)"}
 
 _UNCLEAN = ("writer stopped without closing (killed, or a write failed): holds the frames "
             "committed before that; plain h5py opens it with h5py.File(path, 'r', swmr=True)")

@@ -7,12 +7,12 @@ run is ``engine.resume``: this package builds no simulation.
 """
 
 from ..errors import NotARecordingError, RecordingError
-from ._format import (FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES,
-                      default_keyframe_every)
+from ._format import (FORMAT_NAME, FORMAT_VERSION, MAX_FRAMES, MAX_PARTICLES, NATURAL, ORDER,
+                      ORDERS, PRIORITY, default_keyframe_every)
 from ._player import Player
 from ._reader import RecordingFile
 from ._recorder import Recorder, keyframe_due, run_attributes
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES",
-           "NotARecordingError", "Player", "Recorder", "RecordingError", "RecordingFile",
-           "keyframe_due", "run_attributes"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MAX_FRAMES", "MAX_PARTICLES", "NATURAL", "ORDER",
+           "ORDERS", "PRIORITY", "NotARecordingError", "Player", "Recorder", "RecordingError",
+           "RecordingFile", "keyframe_due", "run_attributes"]

@@ -17,10 +17,13 @@ FORMAT_NAME = "orrery-recording"
 # Version 2 added keyframes (the full state every few frames, for exact restarts); a version-1
 # file reads as a recording without keyframes. Version 3 added position encodings (fixed16
 # positions on each frame's box, see ``frame_encoding``) and compressed frames; a version-1 or 2
-# file reads as float32 or float16 positions, as its dtype says.
-FORMAT_VERSION = 3
+# file reads as float32 or float16 positions, as its dtype says. Version 4 added particle
+# orders (every per-particle dataset in a priority order, PARTICLE_PERMUTATION); an older
+# file reads as one in the run's order.
+FORMAT_VERSION = 4
 FIRST_VERSION_WITH_KEYFRAMES = 2
 FIRST_VERSION_WITH_ENCODINGS = 3
+FIRST_VERSION_WITH_ORDERS = 4
 
 POSITIONS = "positions"
 VELOCITIES = "velocities"
@@ -38,6 +41,21 @@ POSITION_ENCODING = "position_encoding"
 POSITION_BOX = "position_box"
 # Root attribute: the compression the frames were written with (COMPRESSIONS), "none" if none.
 COMPRESSION = "compression"
+
+# Root attribute (version 4): the order of the particles in every per-particle dataset (frames,
+# keyframes, masses, population), one of ORDERS. "natural": the run's own order. "priority":
+# row i holds the run's particle PARTICLE_PERMUTATION[i], a random permutation fixed for the
+# whole file, so the first K rows of any frame are a uniform random sample of its particles
+# (ADR 0280).
+ORDER = "particle_order"
+NATURAL, PRIORITY = "natural", "priority"
+ORDERS = (NATURAL, PRIORITY)
+# Dataset (version 4, priority files): (N,) uint32 or uint64, the permutation named above.
+PARTICLE_PERMUTATION = "particle_permutation"
+# The permutation is numpy's PCG64 permutation of range(N) from this seed: the same for every
+# recording of N particles, so a continued run's file keeps its original's order (readers use
+# the stored dataset, never the seed).
+PRIORITY_SEED = 0x0E1E5
 
 # Keyframes: the whole state (positions, velocities in the run's own precision, time, step)
 # every few frames and at the end, so a run can be continued from them exactly. Committed like
@@ -132,6 +150,35 @@ def keyframe_dtype(dtype) -> np.dtype:
     if name not in KEYFRAME_DTYPES:
         raise InvalidInputError(f"keyframes hold float32 or float64 states, got {dtype!r}")
     return KEYFRAME_DTYPES[name]
+
+
+def particle_permutation(order: str, n: int) -> np.ndarray | None:
+    """The permutation a recording of ``n`` particles in ``order`` (one of ORDERS) stores its
+    rows in (row i is the run's particle ``result[i]``), or None for the natural order. Its
+    indices are intp, the type numpy's gathers take without converting them on every frame;
+    the file stores them as :func:`permutation_dtype`."""
+    if order == NATURAL:
+        return None
+    return np.random.default_rng(PRIORITY_SEED).permutation(n).astype(np.intp, copy=False)
+
+
+def permutation_dtype(n: int) -> np.dtype:
+    """The stored type of a permutation of ``n`` particles: uint32 while it fits."""
+    return np.dtype("<u4" if n <= 2**32 else "<u8")
+
+
+def check_particle_permutation(permutation: np.ndarray, n: int) -> None:
+    """A stored particle permutation must name each of the ``n`` particles exactly once."""
+    if permutation.shape != (n,):
+        raise InvalidInputError(f"{PARTICLE_PERMUTATION} has shape {permutation.shape}, "
+                                f"expected ({n},)")
+    if permutation.min() < 0 or permutation.max() >= n:
+        raise InvalidInputError(f"{PARTICLE_PERMUTATION} names particles outside 0..{n - 1}")
+    seen = np.zeros(n, dtype=bool)
+    seen[permutation] = True
+    if not seen.all():
+        raise InvalidInputError(f"{PARTICLE_PERMUTATION} names some particle twice: not a "
+                                "permutation")
 
 
 def frames_per_chunk(frame_bytes: int) -> int:

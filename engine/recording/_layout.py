@@ -48,17 +48,23 @@ class RecordingLayout:
 
     Its frames hold ``n`` positions in ``encoding`` (``frame_encoding``), compressed through
     ``filter`` (``_format.compression_filter``), with velocities if ``velocities``, and
-    keyframes in ``keyframe_dtype`` (None: none). Arguments are checked by the Recorder.
+    keyframes in ``keyframe_dtype`` (None: none). Every per-particle array (frames, keyframes,
+    masses, population) is handed over in the run's order and stored in ``order``
+    (``_format.ORDERS``): a priority file's rows are gathered through its permutation here, on
+    the writer thread. Arguments are checked by the Recorder.
     """
 
     def __init__(self, lock: WriterLock, *, n: int, encoding: str, compression: str,
                  filter: dict, velocities: bool, keyframe_dtype: np.dtype | None,
                  masses: np.ndarray, population: np.ndarray, names: tuple[str, ...],
-                 attributes: dict):
+                 attributes: dict, order: str):
         self.lock, self.path = lock, lock.path
         self.n, self.encoding, self.compression = n, encoding, compression
         self.dtype = encodings.STORED_DTYPES[encoding]
         self.velocities, self.keyframe_dtype = velocities, keyframe_dtype
+        self.order = order
+        self._permutation = fmt.particle_permutation(order, n)
+        self._gathered: dict[tuple, np.ndarray] = {}
         self._filter = filter
         self.frame_bytes = n * 3 * self.dtype.itemsize
         self.frames_per_chunk = fmt.frames_per_chunk(self.frame_bytes)
@@ -90,7 +96,7 @@ class RecordingLayout:
             from ... import __version__
             file.attrs.update({"format": fmt.FORMAT_NAME, "format_version": fmt.FORMAT_VERSION,
                                fmt.POSITION_ENCODING: self.encoding,
-                               fmt.COMPRESSION: self.compression,
+                               fmt.COMPRESSION: self.compression, fmt.ORDER: self.order,
                                "orrery_version": __version__,
                                "created_utc": datetime.datetime.now(datetime.timezone.utc)
                                .isoformat(timespec="seconds")})
@@ -119,9 +125,14 @@ class RecordingLayout:
                 made[step_name] = file.create_dataset(step_name, shape=(0,), maxshape=(None,),
                                                       chunks=(4096,), dtype="<i8",
                                                       fillvalue=fmt.STEP_FILL)
-            made[fmt.MASSES] = file.create_dataset(fmt.MASSES,
-                                                   data=np.asarray(masses, dtype="<f8"))
-            made[fmt.POPULATION] = file.create_dataset(fmt.POPULATION, data=population)
+            made[fmt.MASSES] = file.create_dataset(
+                fmt.MASSES, data=self._in_file_order(np.asarray(masses, dtype="<f8")))
+            made[fmt.POPULATION] = file.create_dataset(fmt.POPULATION,
+                                                       data=self._in_file_order(population))
+            if self._permutation is not None:
+                made[fmt.PARTICLE_PERMUTATION] = file.create_dataset(
+                    fmt.PARTICLE_PERMUTATION, data=self._permutation,
+                    dtype=fmt.permutation_dtype(self.n))
             made[fmt.POPULATION_NAMES] = file.create_dataset(
                 fmt.POPULATION_NAMES, data=list(names), dtype=h5py.string_dtype("utf-8"))
             file.flush()
@@ -137,6 +148,19 @@ class RecordingLayout:
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _in_file_order(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (one per particle, in the run's order) in the file's order: gathered through
+        the permutation, or ``rows`` themselves in a natural file. The gather goes into a buffer
+        kept for the next array of its type (HDF5 has written it by then): a fresh frame-sized
+        array each time would cost its page faults again."""
+        if self._permutation is None:
+            return rows
+        key = (rows.dtype.str, rows.shape)
+        gathered = self._gathered.get(key)
+        if gathered is None:
+            gathered = self._gathered[key] = np.empty_like(rows)
+        return np.take(rows, self._permutation, axis=0, out=gathered)
+
     def write_frame(self, index: int, positions: np.ndarray, velocities: np.ndarray | None,
                     box: np.ndarray | None) -> None:
         """Frame ``index``'s stored positions (and velocities, and a fixed16 frame's box)."""
@@ -147,6 +171,7 @@ class RecordingLayout:
         for name, data in ((fmt.POSITIONS, positions), (fmt.VELOCITIES, velocities)):
             if data is None:
                 continue
+            data = self._in_file_order(data)
             dataset = self._datasets[name]
             dataset.resize(index + 1, axis=0)
             if self.frames_per_chunk == 1 and not self._filter:
@@ -162,6 +187,7 @@ class RecordingLayout:
                            (fmt.KEYFRAME_VELOCITIES, velocities)):
             dataset = self._datasets[name]
             dataset.resize(index + 1, axis=0)
+            data = self._in_file_order(data)
             dataset.write_direct(data.astype(self.keyframe_dtype, copy=False),
                                  dest_sel=np.s_[index])
 

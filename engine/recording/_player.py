@@ -9,6 +9,10 @@ A buffer handed out in a :class:`Frame` is never refilled while anything still r
 (the frame, its array, or a view of it): the ring checks reference counts before reusing a
 buffer, so a renderer may hold a frame as long as it likes.
 
+With ``max_particles=K`` the ring reads only the first K particles of each frame while playing
+(in a priority-ordered recording a fair sample of every frame, ADR 0280) and, once paused, the
+whole frame at the play head: the frame on screen stays until its complete copy has arrived.
+
 A recording still being written is followed: the prefetch thread takes in newly committed
 frames every ``REFRESH_SECONDS``, and a play head that reaches the last frame waits there
 (``live`` is True) and plays on through each frame as it arrives, until the writer finishes.
@@ -27,6 +31,7 @@ import numpy as np
 from ..errors import InvalidInputError, RecordingError
 from ..contracts import StoredFrames
 from ..frames import Frame, FrameSource, FrameStats
+from ._format import NATURAL
 from ._reader import RecordingFile
 
 # More buffers than this buys no smoother playback (the ring only needs the frames just ahead).
@@ -36,11 +41,12 @@ REFRESH_SECONDS = 0.1
 
 
 class _Slot:
-    __slots__ = ("array", "index", "ready")
+    __slots__ = ("array", "index", "rows", "ready")
 
     def __init__(self, n: int, dtype: np.dtype):
         self.array = np.empty((n, 3), dtype=dtype)
         self.index = -1  # frame held (or being read); -1 when empty
+        self.rows = 0  # particles of that frame held: the first ``rows`` of the file's order
         self.ready = False
 
 
@@ -62,18 +68,32 @@ class Player(FrameSource):
     buffers
         Frame buffers in the prefetch ring (default 8, 4 to 64): memory is
         ``buffers * n * 3 * itemsize``.
+    max_particles
+        None (default): every frame is read whole. K: while playing, only the first K
+        particles of each frame are read (a recording's only; also settable later as
+        ``max_particles``); paused, the frame at the play head is read whole.
 
     Playback starts paused at frame 0. ``latest()`` never blocks: until the frame at the play
     head has been read it returns the previous frame (or None before the first one).
+
+    The contract of a frame with ``max_particles``: ``frame.positions`` has k rows, k = K
+    (or n when K >= n) while playing and n once the paused frame's complete copy has arrived
+    (until then ``latest()`` returns the k-row frame); its rows are the first k particles in
+    the file's order, so ``population[:k]`` and ``masses[:k]`` are theirs. In a
+    priority-ordered recording (``order == "priority"``) they are a uniform random sample of
+    the frame: a drawer that scales each particle's light by n / k keeps the picture's total.
+    In a natural-order recording they are just the run's first k particles.
     """
 
-    def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8):
+    def __init__(self, path, *, speed: float = 30.0, loop: bool = False, buffers: int = 8,
+                 max_particles: int | None = None):
         if not isinstance(buffers, (int, np.integer)) or not 4 <= buffers <= MAX_BUFFERS:
             raise InvalidInputError(f"buffers must be an integer from 4 to {MAX_BUFFERS}, got "
                                     f"{buffers!r}")
         # A path opens a recording; stored frames (a SnapshotSeries) play as they are.
         self._file: StoredFrames = RecordingFile(path) if isinstance(path, (str, os.PathLike)) \
             else path
+        self._max_particles = self._checked_max_particles(max_particles)
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False
@@ -120,6 +140,35 @@ class Player(FrameSource):
     @property
     def n(self) -> int:
         return self._file.n
+
+    @property
+    def order(self) -> str:
+        """The particles' order in the frames: ``"priority"`` (any prefix a fair sample) or
+        ``"natural"`` (the run's; a sequence of snapshots is natural)."""
+        return self._file.order if isinstance(self._file, RecordingFile) else NATURAL
+
+    @property
+    def max_particles(self) -> int | None:
+        """Particles read of each frame while playing (None: all of them)."""
+        return self._max_particles
+
+    @max_particles.setter
+    def max_particles(self, value: int | None) -> None:
+        checked = self._checked_max_particles(value)
+        with self._cond:
+            self._max_particles = checked
+            self._cond.notify_all()
+
+    def _checked_max_particles(self, value) -> int | None:
+        if value is None:
+            return None
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise InvalidInputError(f"max_particles must be a positive integer or None, got "
+                                    f"{value!r}")
+        if not isinstance(self._file, RecordingFile):
+            raise InvalidInputError("max_particles reads part of a recording's frames; a "
+                                    "sequence of snapshots is read whole")
+        return int(value)
 
     @property
     def dtype(self) -> np.dtype:
@@ -231,12 +280,12 @@ class Player(FrameSource):
         with self._cond:
             self._advance()
             index = self._position
-            if self._last_frame is not None and self._last_index == index:
+            slot = max((s for s in self._slots if s.ready and s.index == index),
+                       key=lambda s: s.rows, default=None)
+            if slot is None or (self._last_index == index
+                                and self._last_frame.positions.shape[0] >= slot.rows):
                 return self._last_frame
-            slot = next((s for s in self._slots if s.ready and s.index == index), None)
-            if slot is None:
-                return self._last_frame
-            positions = slot.array.view()
+            positions = slot.array[:slot.rows]
             positions.flags.writeable = False
             self._last_frame = Frame(positions=positions, time=float(self._file.times[index]),
                                      step=int(self._file.steps[index]), sequence=self._sequence,
@@ -306,6 +355,14 @@ class Player(FrameSource):
 
     # -- prefetch thread -----------------------------------------------------------------------
 
+    def _rows_wanted(self, index: int) -> int:
+        """Particles to read of frame ``index``: all of the paused play head's, else up to
+        ``max_particles``."""
+        n = self._file.n
+        if self._max_particles is None or (not self._playing and index == self._position):
+            return n
+        return min(self._max_particles, n)
+
     def _wanted(self) -> list[int]:
         """Frames to hold, most urgent first: the play head, then ahead, then one behind."""
         count = self.frame_count
@@ -327,8 +384,11 @@ class Player(FrameSource):
         if self.frame_count == 0:
             return None
         wanted = self._wanted()
-        held = {slot.index for slot in self._slots}
-        missing = next((index for index in wanted if index not in held), None)
+        held: dict[int, int] = {}  # rows held (or being read) of each frame
+        for slot in self._slots:
+            held[slot.index] = max(held.get(slot.index, 0), slot.rows)
+        missing = next((index for index in wanted
+                        if held.get(index, 0) < self._rows_wanted(index)), None)
         if missing is None:
             return None
         rank = {index: r for r, index in enumerate(wanted)}
@@ -339,12 +399,14 @@ class Player(FrameSource):
                 continue  # being filled
             if _refcount(slot) > self._unused_refs:
                 continue  # a frame handed out still refers to this buffer
-            slot_rank = math.inf if slot.index == -1 else rank.get(slot.index, len(wanted))
+            outgrown = slot.rows < held.get(slot.index, 0)  # a larger copy is held or coming
+            slot_rank = math.inf if slot.index == -1 or outgrown \
+                else rank.get(slot.index, len(wanted))
             if slot_rank > best_rank:
                 best, best_rank = slot, slot_rank
         if best is None:
             return None
-        best.index, best.ready = missing, False
+        best.index, best.rows, best.ready = missing, self._rows_wanted(missing), False
         return best, missing
 
     def _prefetch_loop(self) -> None:
@@ -369,10 +431,10 @@ class Player(FrameSource):
                 continue
             slot, index = job
             try:
-                self._file.read_into(index, slot.array)
+                self._file.read_into(index, slot.array[:slot.rows])
             except Exception as error:  # reported by latest(); the thread cannot go on
                 with self._cond:
-                    slot.index = -1
+                    slot.index, slot.rows = -1, 0
                     self._error = error
                 return
             with self._cond:

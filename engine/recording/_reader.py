@@ -52,7 +52,10 @@ class RecordingFile:
     it commits), ``times``/``steps`` (arrays of length
     ``frame_count``), ``masses``, ``population``, ``population_names``, ``file_size`` (bytes),
     ``frames_per_chunk``; ``keyframe_count``, ``keyframe_steps``/``keyframe_times`` and
-    ``keyframe_dtype`` (None without keyframes: format version 1, or none recorded).
+    ``keyframe_dtype`` (None without keyframes: format version 1, or none recorded);
+    ``order`` (``"natural"``, or ``"priority"``: every per-particle dataset, frames, masses and
+    population alike, holds row i for the run's particle ``permutation[i]``, and the first K
+    rows of a frame are a fair sample of it) and ``permutation`` (None in the natural order).
     """
 
     def __init__(self, path):
@@ -80,6 +83,7 @@ class RecordingFile:
         self._check_format()
         self._check_datasets()
         self._read_particles()
+        self._read_order()
         self.frame_count = self.keyframe_count = 0
         self.keyframe_dtype = None
         self.keyframe_steps = np.zeros(0, np.int64)
@@ -164,6 +168,33 @@ class RecordingFile:
                                        f"{len(self.population_names)} population name(s)"):
             fmt.check_population(labels, len(self.population_names))
         self.population = labels.astype(np.uint8)
+
+    def _read_order(self) -> None:
+        """The particles' order: the version-4 attribute and its permutation; an older file,
+        or one without the attribute, is in the run's order."""
+        order = self.attributes.get(fmt.ORDER, fmt.NATURAL) \
+            if self.format_version >= fmt.FIRST_VERSION_WITH_ORDERS else fmt.NATURAL
+        if not isinstance(order, str) or order not in fmt.ORDERS:
+            raise RecordingError(f"{self.path}: particle order {order!r:.80} is none of "
+                                 f"{fmt.ORDERS}: damaged")
+        self.order, self.permutation = order, None
+        if order == fmt.PRIORITY:
+            if _dataset(self._h5, fmt.PARTICLE_PERMUTATION, str(self.path)) is None:
+                raise RecordingError(f"{self.path}: damaged recording, {order} order without "
+                                     f"'{fmt.PARTICLE_PERMUTATION}'")
+            permutation = self._small_array(fmt.PARTICLE_PERMUTATION, (self.n,), "u")
+            with _rule_reported(self.path, "damaged"):
+                fmt.check_particle_permutation(permutation, self.n)
+            self.permutation = permutation.astype(np.intp)
+
+    def in_run_order(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` of this file's order (one per particle: masses, a frame, a keyframe) put
+        back in the run's order: the same array in a natural file, else a new one."""
+        if self.permutation is None:
+            return rows
+        ordered = np.empty_like(rows)
+        ordered[self.permutation] = rows
+        return ordered
 
     def _find_layouts(self) -> None:
         self._layouts = {name: self._direct_layout(dataset)
@@ -341,14 +372,20 @@ class RecordingFile:
     # -- reading -------------------------------------------------------------------------------
 
     def read_into(self, index: int, out: np.ndarray, *, velocities: bool = False) -> np.ndarray:
-        """Read frame ``index`` into ``out`` (shape (n, 3), the recording's dtype) and return it."""
+        """Read frame ``index`` into ``out`` and return it. ``out`` has shape (k, 3), k from 1
+        to n, and the recording's dtype: it receives the frame's first k particles in the
+        file's order (a fair sample of the frame in a priority file; k = n: the whole frame),
+        and only their bytes are read."""
         name = fmt.VELOCITIES if velocities else fmt.POSITIONS
         if velocities and not self.has_velocities:
             raise RecordingError(f"{self.path} holds no velocities")
         if not 0 <= index < self.frame_count:
             raise IndexError(f"frame {index} outside 0..{self.frame_count - 1}")
+        if out.ndim != 2 or out.shape[1] != 3 or not 0 < out.shape[0] <= self.n:
+            raise InvalidInputError(f"a frame is read into an array of shape (k, 3), k from 1 "
+                                    f"to {self.n}, not {out.shape}")
         if name == fmt.POSITIONS and self.encoding == encodings.FIXED16:
-            stored = self._read_stored(index, name, np.empty((self.n, 3), "<u2"))
+            stored = self._read_stored(index, name, np.empty(out.shape, "<u2"))
             return encodings.fixed16_decode(stored, self._boxes[index], out)
         return self._read_stored(index, name, out)
 
@@ -361,16 +398,18 @@ class RecordingFile:
 
     def _read_stored(self, index: int, name: str, out: np.ndarray) -> np.ndarray:
         layout = self._layouts.get(name)
+        count = out.shape[0]
         if layout is None:
             dataset = self._positions if name == fmt.POSITIONS else self._velocities
             with _damage_reported(self.path, f"frame {index} cannot be read"):
-                dataset.read_direct(out, source_sel=np.s_[index])
+                dataset.read_direct(out, source_sel=np.s_[index, :count])
             return out
         chunk, within = divmod(index, layout.per_chunk)
         offset = int(layout.chunk_offsets[chunk]) + within * self.frame_bytes
         view = memoryview(out.reshape(-1).view(np.uint8))
+        size = len(view)
         done = 0
-        while done < self.frame_bytes:
+        while done < size:
             try:
                 got = portable.read_into(self._fd, view[done:], offset + done)
             except OSError as error:
@@ -381,13 +420,17 @@ class RecordingFile:
             done += got
         return out
 
-    def read(self, index: int, *, velocities: bool = False) -> np.ndarray:
-        """Frame ``index`` as a new (n, 3) array of the recording's dtype."""
-        return self.read_into(index, np.empty((self.n, 3), self.dtype), velocities=velocities)
+    def read(self, index: int, *, velocities: bool = False, count: int | None = None) \
+            -> np.ndarray:
+        """Frame ``index`` as a new (n, 3) array of the recording's dtype, in the file's order;
+        with ``count``, only its first ``count`` particles (see :meth:`read_into`)."""
+        rows = self.n if count is None else count
+        return self.read_into(index, np.empty((rows, 3), self.dtype), velocities=velocities)
 
     def read_keyframe(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """Keyframe ``index``'s (positions, velocities), (n, 3) arrays of ``keyframe_dtype``
-        exactly as the run held them; its time and step are ``keyframe_times[index]`` and
+        exactly as the run held them, in the run's order (a priority file's rows put back,
+        :meth:`in_run_order`); its time and step are ``keyframe_times[index]`` and
         ``keyframe_steps[index]``."""
         if not 0 <= index < self.keyframe_count:
             raise IndexError(f"keyframe {index} outside 0..{self.keyframe_count - 1}"
@@ -397,7 +440,7 @@ class RecordingFile:
             out = np.empty((self.n, 3), self.keyframe_dtype)
             with _damage_reported(self.path, f"keyframe {index} cannot be read"):
                 self._h5[name].read_direct(out, source_sel=np.s_[index])
-            state.append(out)
+            state.append(self.in_run_order(out))
         return state[0], state[1]
 
     def keyframe_before(self, frame: int | None = None) -> int:

@@ -83,6 +83,12 @@ class Recorder:
     overwrite
         Replace ``path`` if it exists (default False). A file another Recorder is writing is
         never replaced.
+    order
+        ``"natural"`` (default): particles stored in the run's order. ``"priority"``: every
+        per-particle array stored through one fixed random permutation (written once in the
+        file), so the first K particles of any frame are a fair sample of all of them
+        (``RecordingFile.read(index, count=K)``, ``Player(max_particles=K)``; ADR 0280). Arrays
+        are handed over in the run's order either way; the writer thread gathers them.
 
     Raises
     ------
@@ -99,7 +105,11 @@ class Recorder:
                  velocities: bool = False,
                  keyframe_dtype=None, keyframe_every: int | None = None,
                  fsync_every: int = 0, flush_seconds: float = 2.0,
-                 queue_bytes: int = 256 << 20, overwrite: bool = False):
+                 queue_bytes: int = 256 << 20, overwrite: bool = False,
+                 order: str = fmt.NATURAL):
+        if order not in fmt.ORDERS:
+            raise InvalidInputError(f"order must be one of {fmt.ORDERS}, got {order!r}")
+        self.order = order
         self.encoding = encodings.named(dtype)
         self.dtype = encodings.STORED_DTYPES[self.encoding]
         self.compression = compression or "none"
@@ -141,7 +151,7 @@ class Recorder:
                 lock, n=self.n, encoding=self.encoding, compression=self.compression,
                 filter=compression_filter, velocities=self.records_velocities,
                 keyframe_dtype=self.keyframe_dtype, masses=masses, population=population,
-                names=names, attributes=encoded_attributes)
+                names=names, attributes=encoded_attributes, order=order)
         except BaseException as error:
             lock.release(remove=True)
             if isinstance(error, DiskFull):

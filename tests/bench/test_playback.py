@@ -22,3 +22,17 @@ def test_bench_playback_measures_every_stage_at_a_tiny_size(tmp_path, capsys):
     assert stages.count(("write ceiling", "raw")) == 2
     assert all(row["frames_per_s"] > 0 for row in rows)
     assert list(tmp_path.glob("orrery-playback-*")) == []  # the temporary recording is gone
+
+
+def test_bench_playback_times_each_particle_order_and_the_prefix_reads(tmp_path):
+    out = tmp_path / "rows.json"
+    assert main(["bench", "playback", "--n", "64", "--frames", "4", "--trials", "1",
+                 "--sim-n", "64", "--solver", "cpu-direct", "--precision", "f16",
+                 "--order", "natural", "priority", "--prefix", "16", "--dir", str(tmp_path),
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    writes = {row["order"] for row in rows if row["stage"] == "write"}
+    prefixes = [row for row in rows if row["stage"] == "read prefix"]
+    assert writes == {"natural", "priority"}
+    assert sorted(row["order"] for row in prefixes) == ["natural", "priority"]
+    assert all(row["n"] == 16 and row["frames_per_s"] > 0 for row in prefixes)
