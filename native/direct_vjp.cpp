@@ -5,6 +5,7 @@
 // each target's sums are independent of the block and thread (direct_vjp_kernel.hpp), so any
 // thread count gives the same bits. The GIL is released from layout to write-back.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
@@ -53,7 +54,9 @@ py::tuple direct_vjp_f64(const CArray<double>& pos, const CArray<double>& mass,
     // computed and never written back.
     std::vector<double> sources(stride * n), targets(F * padded, 0.0),
         out((forces ? 7 : 4) * padded);
+    bool positive_masses = true;
     for (std::size_t i = 0; i < n; ++i) {
+      positive_masses = positive_masses && m[i] > 0 && std::isfinite(8.0 / m[i]);
       const double fields[F] = {p[3 * i], p[3 * i + 1], p[3 * i + 2], m[i],
                                 ab[3 * i], ab[3 * i + 1], ab[3 * i + 2], pb ? pb[i] : 0.0};
       for (std::size_t f = 0; f < F; ++f) {
@@ -63,7 +66,7 @@ py::tuple direct_vjp_f64(const CArray<double>& pos, const CArray<double>& mass,
       kernels.vjp_mass_terms(m[i], sources.data() + stride * i + F);
     }
     const DirectVjpInput in{sources.data(), targets.data(), padded, n, softening * softening,
-                            pb != nullptr};
+                            pb != nullptr, positive_masses};
     double* o = out.data();
     const DirectVjpOutput result{o, o + padded, o + 2 * padded, o + 3 * padded,
                                  forces ? o + 4 * padded : nullptr,

@@ -19,7 +19,10 @@
 // mass terms in the same order, lane by lane, so they are the same bits as cpu-direct's at the
 // same level: the reversible run's backward pass gets its step's force and VJP in one pass.
 // Their weights w = m_j/r^3 also give M = 8 sum w, so the fused VJP agrees with the unfused one
-// to round-off, not bit for bit (ADR-0222).
+// to round-off, not bit for bit (ADR-0222). Where every mass is positive and the level has an
+// estimate (Weights), z^3 = w * 8/m_j (8/m_j packed per source) and z^5 = z^3 * 4/s, 1/s the
+// series y0^2 (1 + e + e^2 + e^3) of the same estimate y0 (e = 1 - s y0^2, the level's
+// inverse_square_series): fewer multiplies than refining z and cubing it.
 #pragma once
 
 #include <cstddef>
@@ -30,18 +33,20 @@
 
 namespace orrery {
 
-// Values per packed source: DirectVjpInput::fields, then the direct kernel's mass terms.
+// Values per packed source: DirectVjpInput::fields, the direct kernel's mass terms, then 8/m
+// (0 for no mass: the Weights path only runs where every mass is positive).
 template <class S>
 constexpr std::size_t vjp_source_stride() {
-  return DirectVjpInput::fields + SourceLaw<S>::terms;
+  return DirectVjpInput::fields + SourceLaw<S>::terms + 1;
 }
 
 template <class S>
 void pack_vjp_source_terms(double mass, double* out) {
   SourceLaw<S>::mass_terms(mass, out);
+  out[SourceLaw<S>::terms] = mass > 0 ? 8.0 / mass : 0.0;
 }
 
-template <class S, std::size_t K, bool Potential, bool Forces>
+template <class S, std::size_t K, bool Potential, bool Forces, bool Weights>
 void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::size_t end_block,
                        const DirectVjpOutput& out) {
   using V = typename S::V;
@@ -73,26 +78,50 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
         V r2 = S::fma(dx, dx, eps2);
         r2 = S::fma(dy, dy, r2);
         r2 = S::fma(dz, dz, r2);
-        V z = S::two_over_sqrt(r2);
-        V w;
-        if constexpr (Forces) w = Law::mass_over_cube(r2, source + F);
-        if constexpr (decltype(self_block)::value) {
-          const std::size_t lane = j - i0 - k * L;  // wraps to a huge value below this register
-          if (lane < L) {
-            z = S::zero_lane(z, lane);
-            if constexpr (Forces) w = S::zero_lane(w, lane);
+        // z = 2/sqrt(s) itself (the potential's), z^3, and z^5 (over 4 with Weights).
+        V z, z3, z5, w;
+        if constexpr (Weights) {
+          static_assert(Forces && !Potential, "z^3 comes from the accelerations' weights");
+          const V y0 = S::rsqrt_estimate(r2);  // mass_over_cube's own: the compiler shares it
+          const V y0_squared = S::mul(y0, y0);
+          const V e = S::fnma(r2, y0_squared, S::set1(1.0));
+          constexpr auto& c = S::inverse_square_series;
+          V inverse_square = S::add(e, S::set1(c[2]));  // c[3] == 1
+          inverse_square = S::fma(inverse_square, e, S::set1(c[1]));
+          inverse_square = S::fma(inverse_square, e, S::set1(c[0]));
+          inverse_square = S::mul(y0_squared, inverse_square);
+          w = Law::mass_over_cube(r2, source + F);
+          if constexpr (decltype(self_block)::value) {
+            const std::size_t lane = j - i0 - k * L;  // wraps to a huge value below this register
+            if (lane < L) {
+              w = S::zero_lane(w, lane);
+              inverse_square = S::zero_lane(inverse_square, lane);
+            }
           }
+          z3 = S::mul(w, S::set1(source[F + Law::terms]));
+          z5 = S::mul(z3, inverse_square);
+        } else {
+          z = S::two_over_sqrt(r2);
+          if constexpr (Forces) w = Law::mass_over_cube(r2, source + F);
+          if constexpr (decltype(self_block)::value) {
+            const std::size_t lane = j - i0 - k * L;
+            if (lane < L) {
+              z = S::zero_lane(z, lane);
+              if constexpr (Forces) w = S::zero_lane(w, lane);
+            }
+          }
+          const V z2 = S::mul(z, z);
+          z3 = S::mul(z, z2);
+          z5 = S::mul(z3, z2);
         }
         if constexpr (Forces) {
           ax[k] = S::fma(w, dx, ax[k]);
           ay[k] = S::fma(w, dy, ay[k]);
           az[k] = S::fma(w, dz, az[k]);
         }
-        const V z2 = S::mul(z, z);
-        const V z3 = S::mul(z, z2);
         const V d_dot_aj = S::fma(dz, ajz, S::fma(dy, ajy, S::mul(dx, ajx)));
         const V d_dot_ak = S::fma(dz, t[6][k], S::fma(dy, t[5][k], S::mul(dx, t[4][k])));
-        const V tidal = S::mul(S::mul(z3, z2), S::fnma(mj, d_dot_ak, S::mul(t[3][k], d_dot_aj)));
+        const V tidal = S::mul(z5, S::fnma(mj, d_dot_ak, S::mul(t[3][k], d_dot_aj)));
         sum_ax[k] = S::fma(z3, ajx, sum_ax[k]);
         sum_ay[k] = S::fma(z3, ajy, sum_ay[k]);
         sum_az[k] = S::fma(z3, ajz, sum_az[k]);
@@ -122,7 +151,9 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
     for (std::size_t j = self_start; j < self_end; ++j) interact(j, std::true_type{});
     for (std::size_t j = self_end; j < n; ++j) interact(j, std::false_type{});
 
-    const V eighth = S::set1(0.125), three_quarters = S::set1(0.75), half = S::set1(0.5);
+    // G holds z^5/4 terms with Weights: 3 G instead of 3/4 G.
+    const V eighth = S::set1(0.125), tidal_scale = S::set1(Weights ? 3.0 : 0.75),
+            half = S::set1(0.5);
     for (std::size_t k = 0; k < K; ++k) {
       const std::size_t at = i0 + k * L;
       // w = m_j/r^3 = z^3 m_j / 8, so fused M is 8 sum w (an exact scaling).
@@ -132,7 +163,7 @@ void direct_vjp_blocks(const DirectVjpInput& in, std::size_t first_block, std::s
       double* pos_bar[3] = {out.px, out.py, out.pz};
       for (std::size_t c = 0; c < 3; ++c) {
         V value = S::fnma(mass_sum, t[4 + c][k], S::mul(t[3][k], sums[c][0]));
-        value = S::fnma(three_quarters, sums[c][1], value);
+        value = S::fnma(tidal_scale, sums[c][1], value);
         if constexpr (Potential) value = S::sub(value, sums[c][2]);
         S::store(pos_bar[c] + at, S::mul(eighth, value));
       }
@@ -153,13 +184,15 @@ void direct_vjp_dispatch(const DirectVjpInput& in, std::size_t first_block, std:
                          const DirectVjpOutput& out) {
   const bool forces = out.ax != nullptr;
   if (in.potential && forces)
-    direct_vjp_blocks<S, K, true, true>(in, first_block, end_block, out);
+    direct_vjp_blocks<S, K, true, true, false>(in, first_block, end_block, out);
   else if (in.potential)
-    direct_vjp_blocks<S, K, true, false>(in, first_block, end_block, out);
+    direct_vjp_blocks<S, K, true, false, false>(in, first_block, end_block, out);
+  else if (forces && S::has_estimate && in.positive_masses)
+    direct_vjp_blocks<S, K, false, true, S::has_estimate>(in, first_block, end_block, out);
   else if (forces)
-    direct_vjp_blocks<S, K, false, true>(in, first_block, end_block, out);
+    direct_vjp_blocks<S, K, false, true, false>(in, first_block, end_block, out);
   else
-    direct_vjp_blocks<S, K, false, false>(in, first_block, end_block, out);
+    direct_vjp_blocks<S, K, false, false, false>(in, first_block, end_block, out);
 }
 
 }  // namespace orrery

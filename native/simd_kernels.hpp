@@ -57,6 +57,8 @@ struct DirectVjpInput {
   std::size_t n;
   double eps2;
   bool potential;  // pbar given
+  // Every mass is positive, with a finite 8/m: z^3 may come from the accelerations' weights.
+  bool positive_masses;
 };
 
 // Where it writes, padded like the targets: pos_bar x, y, z, mass_bar, and the accelerations
