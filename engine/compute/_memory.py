@@ -17,12 +17,19 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..errors import InvalidInputError
+
 # The kinds of device array, in the order a breakdown lists them: ``bodies`` are the packed
 # (x, y, z, mass) rows (positions and masses), ``temporaries`` what one pass uses and the next
 # may reuse (sort spares, staging, partial sums); ``other`` is an array its caller did not name.
 KINDS = ("bodies", "velocities", "accelerations", "tree", "lists", "expansions", "temporaries",
          "other")
 UNNAMED = "other"
+
+
+def gib(nbytes: int) -> str:
+    """``nbytes`` as a reader compares device memory: GiB, three significant digits."""
+    return f"{nbytes / 2**30:.3g} GiB"
 
 
 def kind_of(name: str) -> str:
@@ -76,6 +83,15 @@ class DeviceMemory:
         self.total = MemoryUsage()
         self._open: list[MemoryUsage] = []
         self._lock = threading.Lock()
+
+    def check_room(self, name: str, nbytes: int, info) -> None:
+        """Refuse (InvalidInputError) an array of ``nbytes`` that would take the arrays counted
+        here past the memory of the device ``info`` describes."""
+        held = self.total.live
+        if held + nbytes > info.global_memory_bytes:
+            raise InvalidInputError(
+                f"{info.spec} ({info.name}) has {gib(info.global_memory_bytes)} of memory: "
+                f"device array {name} needs {gib(nbytes)} more where {gib(held)} is in use")
 
     def track(self, array, name: str) -> None:
         """Count ``array`` (a :class:`DeviceArray` just allocated) under ``name`` until it is
