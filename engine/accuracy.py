@@ -76,7 +76,7 @@ def sampled_exact_rows(context, body, count: int, targets, softening: float) -> 
     from .compute import launch_size
 
     target_count = targets.shape[0]
-    program = context.build(["sampled_reference.cl"],
+    program = context.build(["sampled_reference.cl"], package=__package__,
                             defines={"REAL_BITS": 64, "CHUNKS": _SAMPLE_CHUNKS})
     partial = context.empty((target_count * _SAMPLE_CHUNKS, 4), np.float64)
     items = target_count * _SAMPLE_CHUNKS

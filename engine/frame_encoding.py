@@ -1,6 +1,6 @@
 """How a recorded frame's positions are stored: float32, float16, or 16-bit fixed point on the
 frame's bounding box, in one place: the names, the stored dtypes, the device's narrowing
-(:class:`DeviceFrames`, ``native/kernels/frames.cl``, so only the stored bytes cross the bus),
+(:class:`DeviceFrames`, ``kernels/frames.cl``, so only the stored bytes cross the bus),
 the host's side of the same encodings, bit for bit, for states kept in host memory, and the
 decoding every reader uses.
 
@@ -51,7 +51,7 @@ WIDEN_GROUP = 256
 
 def frame_program(context, real_bits: int):
     """``frames.cl`` built on ``context`` for states of ``real_bits`` precision."""
-    return context.build(["frames.cl"], defines={"REAL_BITS": real_bits,
+    return context.build(["frames.cl"], package=__package__, defines={"REAL_BITS": real_bits,
                                                   "BOUNDS_GROUP": BOUNDS_GROUP})
 
 

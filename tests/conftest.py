@@ -11,12 +11,15 @@ from orrery.engine import ics
 
 # What must come from the environment's orrery when CI tests the installed wheel.
 _PACKAGE_PARTS = ("orrery", "orrery.engine", "orrery.app", "orrery._native")
-_PACKAGE_DATA = ("shaders", "kernels", "assets")
+# (package, folder): the compute layer's kernels, the renderer's shaders, the presets.
+_PACKAGE_DATA = (("orrery.engine.compute", "kernels"), ("orrery.app.render", "shaders"),
+                 ("orrery", "assets"))
 
 
 def _package_files() -> dict[str, Path]:
     files = {name: Path(importlib.import_module(name).__file__) for name in _PACKAGE_PARTS}
-    files.update({name: Path(str(resources.files("orrery") / name)) for name in _PACKAGE_DATA})
+    files.update({f"{package}/{folder}": Path(str(resources.files(package) / folder))
+                  for package, folder in _PACKAGE_DATA})
     return {name: path.resolve() for name, path in files.items()}
 
 

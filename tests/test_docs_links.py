@@ -37,13 +37,13 @@ HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 # Folders whose text files may cite ADRs; build outputs and stored results are not read.
-CITING_FOLDERS = ("engine", "app", "bench", "native", "python", "shaders", "scripts", "tests", "docs")
+CITING_FOLDERS = ("engine", "app", "bench", "native", "python", "scripts", "tests", "docs")
 CITING_SUFFIXES = {".py", ".pyi", ".cpp", ".hpp", ".h", ".cl", ".cu", ".glsl", ".vert", ".frag",
                    ".comp", ".geom", ".sh", ".md", ".toml", ".txt", ".cfg", ".js", ".html", ".css"}
 ADR_PATH = re.compile(r"docs/adr/(\d{4})([A-Za-z0-9._-]*)")
 ADR_NAMED = re.compile(r"\bADRs?[- ](\d{4})(?:\s*(?:-|–|to)\s*(\d{4}))?")
 LOG_ENTRY = re.compile(r"docs/fmm-tuning-log\.md#([A-Za-z0-9_-]+)")
-TOP_FOLDERS = ("docs", "engine", "app", "bench", "native", "python", "shaders", "assets", "scripts", "tests")
+TOP_FOLDERS = ("docs", "engine", "app", "bench", "native", "python", "assets", "scripts", "tests")
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:%s)/[\w./<>*-]*[\w>*]/?)" % "|".join(TOP_FOLDERS))
 SOURCE_NAME = re.compile(r"`([\w.-]+\.(?:py|pyi|cpp|hpp|h|cl|glsl|vert|frag|js))`")
 # A placeholder in a path (docs/results/<kind>.jsonl, bench/NAME.py) names no file.

@@ -87,7 +87,7 @@ class DensitySplatPass:
         weights = np.ones(16, np.float32) if style.weights is None else \
             np.asarray(style.weights, np.float32).reshape(16)
         weights = self._input(queue, "weights", weights, weights.tobytes())
-        program = queue.build(["view.cl", "density.cl"], defines=_DEFINES)
+        program = queue.build(["view.cl", "density.cl"], package=__package__, defines=_DEFINES)
         quantity = np.int32(DENSITY_QUANTITIES.index(style.quantity))
         inverse_interval = np.float32(1.0 / scene.interval if scene.interval > 0 else 0.0)
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]

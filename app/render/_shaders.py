@@ -1,5 +1,5 @@
-"""Shader sources from the package's ``shaders/`` folder, read once, and programs built once per
-GL context."""
+"""Shader sources from the ``shaders/`` folder beside the renderer, read once, and programs built
+once per GL context."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from importlib import resources
 @functools.cache
 def shader_source(name: str) -> str:
     """The text of ``shaders/NAME`` (cached for the life of the process)."""
-    return (resources.files("orrery") / "shaders" / name).read_text()
+    return (resources.files(__package__) / "shaders" / name).read_text()
 
 
 _programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

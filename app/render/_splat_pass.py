@@ -86,7 +86,7 @@ class SplatPass:
             self._unordered = queue.zeros(1, np.uint32)
         labels = self._labels(queue, scene)
         palette = self._palette_array(queue, style)
-        program = queue.build(["view.cl", "splat.cl"], defines=_DEFINES)
+        program = queue.build(["view.cl", "splat.cl"], package=__package__, defines=_DEFINES)
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS

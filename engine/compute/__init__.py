@@ -1,5 +1,6 @@
-"""The GPU compute layer: one kernel text (``orrery/kernels``: OpenCL C behind the portability
-header ``portable.h``), two backends: SYCL devices through dpctl and CUDA devices through CuPy.
+"""The GPU compute layer: one kernel text (OpenCL C behind the portability header
+``kernels/portable.h``; each kernel file sits in a ``kernels/`` folder beside the Python that
+launches it), two backends: SYCL devices through dpctl and CUDA devices through CuPy.
 
 Host types, after OpenMM's common platform: :class:`Context` (a device and its in-order queue:
 arrays, program builds, synchronisation), :class:`DeviceArray`, :class:`Program`,
@@ -12,10 +13,12 @@ Arrays of other frameworks (DLPack, the CUDA and SYCL array interfaces) come in 
 :meth:`Context.wrap` and go out through :meth:`Context.export` (``_interchange.py``); every
 upload and download is counted in ``Context.transfers``.
 
-Example (a device string, a kernel file, a define, a launch of global/local size)::
+Example (a device string, kernel files and the package that holds them, a define, a launch of
+global/local size)::
 
     context = open_device("sycl:cpu")                   # or "cuda:0", "sycl:gpu", None
-    program = context.build(["softened_pair.cl", "direct.cl"], defines={"TILE": 256, "TARGETS": 1})
+    program = context.build(["softened_pair.cl", "direct.cl"], package="orrery.engine.solvers",
+                            defines={"TILE": 256, "TARGETS": 1})
     event = program.kernel("direct_accelerations").launch(n, 256, body, out, np.int32(n), eps2)
     event.seconds()                                     # device time of that launch
 """

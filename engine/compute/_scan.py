@@ -19,7 +19,7 @@ class DeviceScan:
 
     def __init__(self, context: Context):
         self.context = context
-        program = context.build(["scan.cl"], defines={"SCAN_GROUP": SCAN_GROUP,
+        program = context.build(["scan.cl"], package=__package__, defines={"SCAN_GROUP": SCAN_GROUP,
                                                       "SCAN_ITEM": SCAN_ITEM})
         self._tile_totals = program.kernel("scan_tile_totals")
         self._totals = program.kernel("scan_totals")

@@ -85,7 +85,7 @@ class RadixKeySort(KeySort):
 
     def _kernels_for(self, dtype: np.dtype):
         if dtype not in self._kernels:
-            program = self.context.build(["radix_sort.cl"], defines={
+            program = self.context.build(["radix_sort.cl"], package=__package__, defines={
                 "RADIX_BITS": RADIX_BITS, "RADIX_BLOCKS": RADIX_BLOCKS,
                 "SORT_KEY": KEY_TYPES[dtype]})
             self._kernels[dtype] = (program.kernel("radix_histogram"),

@@ -407,10 +407,12 @@ class Context(ABC):
         yield
 
     # -- programs -----------------------------------------------------------------------------
-    def build(self, sources: Sequence[str] = (), *, text: str = "",
+    def build(self, sources: Sequence[str] = (), *, package: str | None = None, text: str = "",
               defines: Mapping[str, object] | None = None) -> Program:
-        """Compile kernel files from ``orrery/kernels`` (``sources``, e.g. ``["direct.cl"]``)
-        and/or kernel ``text`` with ``defines`` (name -> value, or None for a bare define).
+        """Compile kernel files (``sources``, e.g. ``["direct.cl"]``) from the ``kernels/``
+        folder of ``package`` (the caller's ``__package__``: kernels sit beside the Python that
+        launches them) and/or kernel ``text`` with ``defines`` (name -> value, or None for a
+        bare define).
 
         The portability header and the backend's own defines (``REAL_BITS`` defaults to 32,
         ``SUBGROUP_SIZE``) come first. Programs are cached for the process by a hash of the
@@ -418,7 +420,7 @@ class Context(ABC):
         """
         from ._source import assemble
 
-        final, digest = assemble(sources, text, {**self._backend_defines(), **(defines or {})},
+        final, digest = assemble(package, sources, text, {**self._backend_defines(), **(defines or {})},
                                  self._compile_options())
         if digest not in self._programs:
             self._programs[digest] = self._compile(final)

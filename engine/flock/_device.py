@@ -98,7 +98,7 @@ class DeviceFlock:
     def _program(self, cell_width: int):
         # Kept per cell width: assembling and hashing the text costs more than a small step.
         if cell_width not in self._programs:
-            self._programs[cell_width] = self.context.build(["flock.cl"], defines={
+            self._programs[cell_width] = self.context.build(["flock.cl"], package=__package__, defines={
                 "REAL_BITS": 64, "FLOCK_CELL_WIDTH": int(cell_width), "FLOCK_GROUP": self.group,
                 "FLOCK_RESIDENT_GROUPS": max(1, RESIDENT_THREADS // self.group)})
         return self._programs[cell_width]

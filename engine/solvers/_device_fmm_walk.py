@@ -220,8 +220,9 @@ class DeviceLists:
     def __init__(self, context: Context, scan: DeviceScan):
         self.context = context
         self.group = context.info.subgroup_size  # list_sort's work-group
-        program = context.build(["fmm_lists.cl"], defines={"LIST_GROUP": self.group, "LIST_SLOTS": LIST_SLOTS,
-                                                            "LIST_RANKS": LIST_RANKS, "LIST_TILE": LIST_TILE})
+        program = context.build(["fmm_lists.cl"], package=__package__,
+                                defines={"LIST_GROUP": self.group, "LIST_SLOTS": LIST_SLOTS,
+                                         "LIST_RANKS": LIST_RANKS, "LIST_TILE": LIST_TILE})
         self._k = {name: program.kernel(name) for name in ("list_clear", "list_count", "list_scatter", "list_sort")}
         self._scan = scan
         self._arrays: dict[str, DeviceArray] = {}

@@ -34,7 +34,7 @@ class RowPacker:
         self._checks = context.empty((CHECKS,), np.uint32)
 
     def _program(self, column: np.dtype, fourth: np.dtype, has_fourth: bool):
-        return self.context.build(["interchange.cl"], defines={
+        return self.context.build(["interchange.cl"], package=__package__, defines={
             "REAL_BITS": self.dtype.itemsize * 8, "COLUMN_BITS": column.itemsize * 8,
             "FOURTH_BITS": fourth.itemsize * 8, "HAS_FOURTH": has_fourth})
 

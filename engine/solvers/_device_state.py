@@ -63,14 +63,15 @@ class DeviceState:
             solver.packer.pack(self.body, pos, mass, self._n)
             solver.packer.pack(self.vel, vel, None, self._n, what="velocity")
         self.acc = context.zeros((self.padded, 4), dtype)
-        program = context.build(["integrate.cl"], defines={"REAL_BITS": dtype.itemsize * 8})
+        program = context.build(["integrate.cl"], package=__package__,
+                                defines={"REAL_BITS": dtype.itemsize * 8})
         self._kick = program.kernel("kick")
         self._drift = program.kernel("drift")
         self._positions_xyz = program.kernel("positions_xyz")
         self._locality_order_copy = program.kernel("locality_order_copy")
         self._global = padded_count(self._n, INTEGRATE_GROUP)
         accum = np.dtype(np.float64 if context.info.fp64 else np.float32)
-        self._energy_partials = context.build(["energy.cl"], defines={
+        self._energy_partials = context.build(["energy.cl"], package=__package__, defines={
             "REAL_BITS": dtype.itemsize * 8, "ACCUM_BITS": accum.itemsize * 8,
             "ENERGY_GROUP": ENERGY_GROUP}).kernel("energy_partials")
         self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))

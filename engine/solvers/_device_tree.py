@@ -120,11 +120,12 @@ class DeviceTreeBuilder:
         fp64 = context.info.fp64
         self.accum = np.dtype(np.float64 if fp64 else np.float32)
         common = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8}
-        keys = context.build(["tree_common.cl", "tree_keys.cl"], defines={**common, "BOX_GROUP": BOX_GROUP})
-        build = context.build(["tree_common.cl", "tree_build.cl"],
+        keys = context.build(["tree_common.cl", "tree_keys.cl"], package=__package__,
+                             defines={**common, "BOX_GROUP": BOX_GROUP})
+        build = context.build(["tree_common.cl", "tree_build.cl"], package=__package__,
                               defines={**common, "LEAF_CAPACITY": leaf_capacity,
                                        "GROUP_CAPACITY": group_capacity})
-        moments = context.build(["tree_common.cl", "tree_moments.cl"],
+        moments = context.build(["tree_common.cl", "tree_moments.cl"], package=__package__,
                                 defines={**common, "QUADRUPOLE": quadrupole})
         self._k = {name: keys.kernel(name) for name in
                    ("box_partials", "box_finish", "morton_keys", "gather_bodies",

@@ -1,5 +1,5 @@
 """``gpu-direct``: direct summation on a GPU compute device (CUDA through CuPy, SYCL through
-dpctl), tiled through local memory; kernel in ``orrery/kernels/direct.cl``. O(N^2), exact up to
+dpctl), tiled through local memory; kernel in ``kernels/direct.cl``. O(N^2), exact up to
 round-off, float32 or (where the device has it) float64."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class GpuDirectSolver(GpuSolver):
     def _kernel(self, tile: int, targets: int, potential: bool):
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "TILE": tile, "TARGETS": targets,
                    "WITH_POTENTIAL": potential, "ZERO_SOFTENING": self.softening == 0}
-        program = self.context.build(["softened_pair.cl", "direct.cl"], defines=defines)
+        program = self.context.build(["softened_pair.cl", "direct.cl"], package=__package__, defines=defines)
         return program.kernel("direct_accelerations")
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,

@@ -1,5 +1,5 @@
 """``gpu-fmm``: the fast multipole method on a GPU compute device (CUDA through CuPy, SYCL
-through dpctl), the passes in ``native/kernels/fmm.cl``.
+through dpctl), the passes in ``kernels/fmm.cl``.
 
 Stages (``last_stats`` reports each one's device seconds), all on the device with the state
 there: the tree build of gpu-tree (``box``, ``keys``, ``sort``, ``build``: ``_device_tree.py``,
@@ -214,7 +214,7 @@ class GpuFmmSolver(GpuSolver):
             code = expansion_code(self.order)
             defines["M2L_STREAMED"] = code.m2l_streamed
             program = self.context.build(["tree_common.cl", "softened_pair.cl", "fmm.cl"],
-                                         text=code.text, defines=defines)
+                                         package=__package__, text=code.text, defines=defines)
             if self._walk is None:
                 self._walk = DeviceDualWalk(self.context, program)
             self._programs[key] = {name: program.kernel(name) for name in

@@ -149,7 +149,8 @@ class GpuTreeSolver(GpuSolver):
                    "GROUP_TARGETS": (LIST_TARGETS if self.walk == "list"
                                      else ceil_div(GROUP_CAPACITY, subgroup)),
                    "QUADRUPOLE": self.quadrupole, "WITH_POTENTIAL": potential}
-        program = self.context.build(["tree_common.cl", "softened_pair.cl", "tree_walk.cl"], defines=defines)
+        program = self.context.build(["tree_common.cl", "softened_pair.cl", "tree_walk.cl"],
+                                     package=__package__, defines=defines)
         return program.kernel("tree_walk"), program.kernel("group_boxes"), program.kernel("start_walk")
 
     @property

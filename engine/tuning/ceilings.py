@@ -2,7 +2,7 @@
 is built from (multiply-add, inverse square root, square root with divide, memory reads), so
 kernel figures can be reported as fractions of limits measured on the same device.
 
-Kernels: ``orrery/kernels/ceilings.cl``. Each probe runs once untimed (build, warm-up), then
+Kernels: ``kernels/ceilings.cl``. Each probe runs once untimed (build, warm-up), then
 ``trials`` times; the best device time counts (a ceiling is a best case).
 """
 
@@ -33,7 +33,8 @@ def _best_seconds(launch, trials: int) -> float:
 def _arithmetic(context: Context, bits: int, global_size: int, iterations: int, local: int,
                 trials: int) -> dict[str, float]:
     real = np.float32 if bits == 32 else np.float64
-    program = context.build(["ceilings.cl"], defines={"REAL_BITS": bits, "ITERATIONS": iterations})
+    program = context.build(["ceilings.cl"], package=__package__,
+                            defines={"REAL_BITS": bits, "ITERATIONS": iterations})
     out = context.empty(global_size, real)
     steps = global_size * iterations * CHAINS
     fma = program.kernel("fma_probe")
@@ -53,7 +54,8 @@ def _read_bandwidth(context: Context, global_size: int, local: int, trials: int)
     kind = context.info.kind
     nbytes = min(READ_BYTES[kind], context.info.global_memory_bytes // 8)
     count = nbytes // 16
-    program = context.build(["ceilings.cl"], defines={"REAL_BITS": 32, "ITERATIONS": 1})
+    program = context.build(["ceilings.cl"], package=__package__,
+                            defines={"REAL_BITS": 32, "ITERATIONS": 1})
     data = context.empty((count, 4), np.float32)
     out = context.empty(global_size, np.float32)
     program.kernel("fill").launch(global_size, local, data, np.int32(count))
