@@ -7,7 +7,8 @@ import h5py
 import numpy as np
 import pytest
 
-from orrery.engine import ics
+from orrery.engine import frame_encoding, ics
+from orrery.engine.compute import HostSnapshot
 from orrery.engine.errors import InvalidInputError, RecordingError
 from orrery.engine.recording import Player, Recorder, RecordingFile
 
@@ -90,6 +91,23 @@ def test_reading_a_prefix_gives_exactly_the_first_particles_of_the_permuted_fram
                 assert run_frame.tobytes() == reference.read(2).tobytes()
         with pytest.raises(InvalidInputError, match="shape"):
             recording.read(0, count=3001)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "fixed16"])
+def test_a_staged_device_frame_is_gathered_into_the_priority_order(tmp_path, dtype):
+    """What a GPU run hands the writer: a read-only host copy already narrowed, a whole chunk
+    (the direct chunk write), gathered on the writer thread like a host frame."""
+    n = 60_000
+    positions = _sorted_plummer(n)
+    staged = HostSnapshot(frame_encoding.encode_on_host(positions, dtype))
+    staged.host().flags.writeable = False
+    with Recorder(tmp_path / "r.h5", masses=np.ones(n), dtype=dtype,
+                  order="priority") as recorder:
+        assert recorder._layout.frames_per_chunk == 1
+        recorder.append(staged, 0.0, 0)
+    natural = _record(tmp_path / "n.h5", [positions], order="natural", dtype=dtype)
+    with RecordingFile(tmp_path / "r.h5") as recording, RecordingFile(natural) as reference:
+        assert recording.in_run_order(recording.read(0)).tobytes() == reference.read(0).tobytes()
 
 
 def test_masses_populations_and_keyframes_follow_the_frames_order(tmp_path):
