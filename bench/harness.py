@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..engine.solvers import Solver
+
 # Floating-point operations counted per pairwise interaction (the N-body literature's convention).
 FLOP_PER_INTERACTION = 20
 
@@ -34,12 +36,12 @@ def one_evaluation(solver, particles, *, resident: bool) -> Callable[[], None]:
 
 
 @contextmanager
-def launched_one_by_one(solver):
+def launched_one_by_one(solver: Solver):
     """Within: ``solver``'s evaluations launched kernel by kernel, so that ``last_stats`` and
     ``launch_times()`` have their stages (gpu-fmm replays planned evaluations from a CUDA graph,
     whose kernels are not timed one by one: the timed trials measure that, the stage times come
     from an evaluation launched within)."""
-    replay = getattr(solver, "replay", False)
+    replay = solver.replay
     if replay:
         solver.replay = False
     try:

@@ -26,9 +26,9 @@ from .diagnostics import Diagnostics
 from .frames import Frame, FrameSource, FrameStats
 from .particles import Particles
 
-__all__ = ["FrameConsumer", "FrameSource", "FrameStats", "GravitySimulation", "Playback",
-           "SimulationRecorder", "SimulationState", "SteppedSimulation", "StoredFrames",
-           "StreamConsumer"]
+__all__ = ["AccuracyCalibrated", "FrameConsumer", "FrameSource", "FrameStats",
+           "GravitySimulation", "Playback", "SimulationRecorder", "SimulationState",
+           "SteppedSimulation", "StoredFrames", "StreamConsumer"]
 
 
 @runtime_checkable
@@ -259,3 +259,14 @@ class SimulationRecorder(Protocol):
         """The final state as a keyframe, so the run can be continued from it."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class AccuracyCalibrated(Protocol):
+    """A solver class with the ``accuracy`` option, as the accuracy table measures it
+    (``orrery calibrate --accuracy``): cpu-tree, gpu-tree, cpu-fmm and gpu-fmm."""
+
+    # The option sets measured apart, in the order of the table's variant keys.
+    accuracy_variants: tuple[dict[str, object], ...]
+    # The thetas measured for each variant.
+    accuracy_thetas: tuple[float, ...]

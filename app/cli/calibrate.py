@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ...engine import ics
+from ...engine.contracts import AccuracyCalibrated
 from ...engine.errors import InvalidInputError
 from ...engine.solvers import solver_specs, split_available
 from ...engine.tuning import accuracy_table
@@ -169,7 +170,8 @@ def run_accuracy(args) -> int:
     specs = solver_specs()
     rows = {}
     for name in solvers:
-        variants = {accuracy_table.variant_key(v): v for v in specs[name].factory.accuracy_variants}
+        calibrated: AccuracyCalibrated = specs[name].factory
+        variants = {accuracy_table.variant_key(v): v for v in calibrated.accuracy_variants}
         has_device = any(option.name == "device" for option in specs[name].options)
         options = {"precision": args.precision, **({"device": args.device} if has_device and
                                                     args.device else {})}
@@ -182,8 +184,7 @@ def run_accuracy(args) -> int:
 
             # Angles beyond a solver's range (an FMM's theta < 1) are not measured for it.
             theta_option = next(o for o in specs[name].options if o.name == "theta")
-            grid = args.thetas or getattr(specs[name].factory, "accuracy_thetas",
-                                          accuracy_table.DEFAULT_THETAS)
+            grid = args.thetas or calibrated.accuracy_thetas
             thetas = [t for t in grid if theta_option.maximum is None or t <= theta_option.maximum]
             rows.update(accuracy_table.measure(name, variants, thetas, names, args.sizes,
                                                seed=args.seed, solver_options=options,

@@ -39,6 +39,9 @@ class Solver(ABC):
     # Its ``check_accuracy`` (tuning.accuracy_check.AccuracyCheck), run after each evaluation
     # without potentials; its latest measurement is added to describe().
     accuracy_check = None
+    # Whether evaluations replay a device graph captured from an earlier one (gpu-fmm turns it
+    # on); False launches them kernel by kernel, each stage timed.
+    replay = False
 
     def __init__(self, *, precision: str, softening: float, **params):
         self.precision = precision

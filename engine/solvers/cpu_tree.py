@@ -16,7 +16,7 @@ from dataclasses import replace
 from ... import _native
 from ..cpu_features import simd_level
 from ..tuning.accuracy_check import accuracy_check
-from ..tuning.accuracy_table import ThetaSetting
+from ..tuning.accuracy_table import DEFAULT_THETAS, ThetaSetting
 from ._base import Solver
 from ..options import (ACCURACY, CHECK_ACCURACY, LEAF_CAPACITY, PRECISION, QUADRUPOLE, SIMD,
                        SOFTENING, THETA, THREADS, SolverSpec)
@@ -68,6 +68,7 @@ class CpuTreeSolver(Solver):
     # The options besides theta that the accuracy table measures apart (``orrery calibrate
     # --accuracy``), in the order of the table's variant keys.
     accuracy_variants = ({"quadrupole": False}, {"quadrupole": True})
+    accuracy_thetas = DEFAULT_THETAS
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, check_accuracy,
                  quadrupole, leaf_capacity, simd):

@@ -31,7 +31,7 @@ from ..compute import (DeviceArray, KernelEvent, ceil_div, launch_size, resident
 from ._device_tree import STAGES, DeviceTreeBuilder
 from ..errors import InvalidInputError
 from ..tuning.accuracy_check import accuracy_check
-from ..tuning.accuracy_table import ThetaSetting
+from ..tuning.accuracy_table import DEFAULT_THETAS, ThetaSetting
 from ._gpu import GpuSolver
 from ..options import (ACCURACY, CHECK_ACCURACY, DEVICE, LEAF_CAPACITY, PRECISION, QUADRUPOLE,
                        SOFTENING, THETA, Option, SolverSpec)
@@ -112,6 +112,7 @@ class GpuTreeSolver(GpuSolver):
     # --accuracy``), in the order of the table's variant keys; the walks differ in speed only.
     accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
                               for opening in ("group", "body") for quadrupole in (False, True))
+    accuracy_thetas = DEFAULT_THETAS
 
     def __init__(self, *, precision, softening, device, theta, accuracy, check_accuracy,
                  quadrupole, leaf_capacity, walk, opening):

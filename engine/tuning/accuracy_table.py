@@ -39,11 +39,12 @@ error by less than 2x where targets of 1e-2 to 1e-4 fall), which keeps the error
 calibration scenarios within [a / 4, a] (``tests/engine/test_accuracy_rule.py``).
 
 A solver joins in three steps: the ``ACCURACY`` option in its ``SPEC`` (and a theta option
-without a default of its own, so that both given together can be refused); ``accuracy_variants``
-on its class, the option sets the table measures apart (``orrery calibrate --accuracy`` makes
-the solver with each set and every theta); and a :class:`ThetaSetting` that it asks for theta
-(and, with several variants, the variant) at each evaluation, exposing ``chosen`` and adding
-``ThetaSetting.stats()`` to ``last_stats``.
+without a default of its own, so that both given together can be refused); the
+``contracts.AccuracyCalibrated`` members on its class, ``accuracy_variants`` (the option sets
+the table measures apart) and ``accuracy_thetas`` (``DEFAULT_THETAS`` unless its angles differ):
+``orrery calibrate --accuracy`` makes the solver with each set and every theta; and a
+:class:`ThetaSetting` that it asks for theta (and, with several variants, the variant) at each
+evaluation, exposing ``chosen`` and adding ``ThetaSetting.stats()`` to ``last_stats``.
 """
 
 from __future__ import annotations

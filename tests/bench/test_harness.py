@@ -62,3 +62,17 @@ def test_a_resident_evaluation_is_timed_until_the_device_has_finished_it():
 
     timing = time_trials(one_evaluation(Solver(), None, resident=True), warmup=0, trials=3)
     assert timing.median >= 0.05
+
+
+def test_an_evaluation_launched_one_by_one_turns_replay_off_only_within():
+    """A solver that replays captured evaluations (gpu-fmm) launches kernel by kernel inside
+    ``launched_one_by_one`` and replays again after it; one that never replays stays so."""
+    from orrery.bench.harness import launched_one_by_one
+    from orrery.engine import make_solver
+
+    host = make_solver("cpu-fmm", softening=0.05, threads=1)
+    replaying = make_solver("cpu-fmm", softening=0.05, threads=1)
+    replaying.replay = True  # as gpu-fmm's are made
+    with launched_one_by_one(host), launched_one_by_one(replaying):
+        assert (host.replay, replaying.replay) == (False, False)
+    assert (host.replay, replaying.replay) == (False, True)

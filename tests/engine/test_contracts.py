@@ -7,11 +7,14 @@ import numpy as np
 import pytest
 
 from orrery.engine import Simulation, ics, make_solver
-from orrery.engine.contracts import (GravitySimulation, Playback, SimulationRecorder,
-                                     SimulationState, SteppedSimulation, StoredFrames)
+from orrery.engine.contracts import (AccuracyCalibrated, GravitySimulation, Playback,
+                                     SimulationRecorder, SimulationState, SteppedSimulation,
+                                     StoredFrames)
 from orrery.engine.flock import FlockParameters, FlockSimulation
 from orrery.engine.lattice import LatticeState
 from orrery.engine.recording import Player, Recorder, RecordingFile
+from orrery.engine.solvers import solver_specs
+from orrery.engine.tuning import accuracy_table
 
 
 @pytest.fixture
@@ -66,3 +69,13 @@ def test_a_recorder_its_file_and_its_player_keep_their_contracts(tmp_path, parti
     with Player(tmp_path / "run.h5") as player:
         assert isinstance(player, Playback)
         assert player.frame_count == 1 and not player.live and player.energy_history() is None
+
+
+def test_every_solver_with_an_accuracy_option_declares_what_the_accuracy_table_measures():
+    calibrated = {name: spec.factory for name, spec in solver_specs().items() if name != "auto"
+                  and any(option.name == "accuracy" for option in spec.options)}
+    assert sorted(calibrated) == ["cpu-fmm", "cpu-tree", "gpu-fmm", "gpu-tree"]
+    for name, factory in calibrated.items():
+        assert isinstance(factory, AccuracyCalibrated), name
+        assert factory.accuracy_variants and factory.accuracy_thetas, name
+    assert solver_specs()["cpu-tree"].factory.accuracy_thetas == accuracy_table.DEFAULT_THETAS
