@@ -93,7 +93,12 @@ class Player(FrameSource):
         # A path opens a recording; stored frames (a SnapshotSeries) play as they are.
         self._file: StoredFrames = RecordingFile(path) if isinstance(path, (str, os.PathLike)) \
             else path
-        self._max_particles = self._checked_max_particles(max_particles)
+        try:
+            self._max_particles = self._checked_max_particles(max_particles)
+        except InvalidInputError:
+            if self._file is not path:
+                self._file.close()
+            raise
         self.loop = bool(loop)
         self._speed = _checked_speed(speed)
         self._playing = False

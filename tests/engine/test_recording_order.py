@@ -228,3 +228,17 @@ def test_a_version_3_file_is_natural_whatever_attribute_it_carries(tmp_path):
         file.attrs["particle_order"] = "priority"
     with RecordingFile(path) as recording:
         assert recording.order == "natural" and recording.permutation is None
+
+
+def test_max_particles_past_the_frame_reads_whole_frames_and_nonsense_is_refused(tmp_path):
+    frames = [_sorted_plummer(200) for _ in range(3)]
+    path = _record(tmp_path / "r.h5", frames, order="priority")
+    with Player(path, max_particles=10_000) as player:
+        player.play()
+        assert _frame_at(player, 0, 200).positions.shape == (200, 3)
+        for value in (0, -5, 2.5, True, "10"):
+            with pytest.raises(InvalidInputError, match="max_particles"):
+                player.max_particles = value
+        assert player.max_particles == 10_000
+    with pytest.raises(InvalidInputError, match="max_particles"):
+        Player(path, max_particles=0)
