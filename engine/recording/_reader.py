@@ -55,7 +55,8 @@ class RecordingFile:
     ``keyframe_dtype`` (None without keyframes: format version 1, or none recorded);
     ``order`` (``"natural"``, or ``"priority"``: every per-particle dataset, frames, masses and
     population alike, holds row i for the run's particle ``permutation[i]``, and the first K
-    rows of a frame are a fair sample of it) and ``permutation`` (None in the natural order).
+    rows of a frame are a fair sample of it) and :attr:`permutation` (None in the natural
+    order).
     """
 
     def __init__(self, path):
@@ -170,30 +171,43 @@ class RecordingFile:
         self.population = labels.astype(np.uint8)
 
     def _read_order(self) -> None:
-        """The particles' order: the version-4 attribute and its permutation; an older file,
-        or one without the attribute, is in the run's order."""
+        """The particles' order: the version-4 attribute (an older file, or one without it, is
+        in the run's order) and, in the priority order, that its permutation is there. Its
+        values are read when first needed (:attr:`permutation`): a player never needs them,
+        and at 1e8 particles they are 400 MB."""
         order = self.attributes.get(fmt.ORDER, fmt.NATURAL) \
             if self.format_version >= fmt.FIRST_VERSION_WITH_ORDERS else fmt.NATURAL
         if not isinstance(order, str) or order not in fmt.ORDERS:
             raise RecordingError(f"{self.path}: particle order {order!r:.80} is none of "
                                  f"{fmt.ORDERS}: damaged")
-        self.order, self.permutation = order, None
-        if order == fmt.PRIORITY:
-            if _dataset(self._h5, fmt.PARTICLE_PERMUTATION, str(self.path)) is None:
-                raise RecordingError(f"{self.path}: damaged recording, {order} order without "
-                                     f"'{fmt.PARTICLE_PERMUTATION}'")
+        self.order, self._permutation = order, None
+        if order == fmt.PRIORITY \
+                and _dataset(self._h5, fmt.PARTICLE_PERMUTATION, str(self.path)) is None:
+            raise RecordingError(f"{self.path}: damaged recording, {order} order without "
+                                 f"'{fmt.PARTICLE_PERMUTATION}'")
+
+    @property
+    def permutation(self) -> np.ndarray | None:
+        """Row i of every per-particle dataset is the run's particle ``permutation[i]`` (intp
+        indices; None in the natural order). Read and checked on first use, while the file is
+        open; a damaged one raises :class:`RecordingError` then."""
+        if self.order == fmt.NATURAL:
+            return None
+        if self._permutation is None:
             permutation = self._small_array(fmt.PARTICLE_PERMUTATION, (self.n,), "u")
             with _rule_reported(self.path, "damaged"):
                 fmt.check_particle_permutation(permutation, self.n)
-            self.permutation = permutation.astype(np.intp)
+            self._permutation = permutation.astype(np.intp)
+        return self._permutation
 
     def in_run_order(self, rows: np.ndarray) -> np.ndarray:
         """``rows`` of this file's order (one per particle: masses, a frame, a keyframe) put
         back in the run's order: the same array in a natural file, else a new one."""
-        if self.permutation is None:
+        permutation = self.permutation
+        if permutation is None:
             return rows
         ordered = np.empty_like(rows)
-        ordered[self.permutation] = rows
+        ordered[permutation] = rows
         return ordered
 
     def _find_layouts(self) -> None:

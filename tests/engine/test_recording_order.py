@@ -132,8 +132,10 @@ def test_a_damaged_permutation_is_refused(tmp_path):
     path = _record(tmp_path / "r.h5", [_sorted_plummer(100)], order="priority")
     with h5py.File(path, "r+") as file:
         file["particle_permutation"][1] = file["particle_permutation"][0]
-    with pytest.raises(RecordingError, match="not a permutation"):
-        RecordingFile(path)
+    with RecordingFile(path) as recording:  # frames play; the rows cannot be put back
+        assert recording.read(0, count=10).shape == (10, 3)
+        with pytest.raises(RecordingError, match="not a permutation"):
+            recording.read_keyframe(0)
 
 
 @pytest.mark.parametrize("value", ["random", "", np.array([1.0, 2.0]), np.nan, 5])
