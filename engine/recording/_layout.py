@@ -137,6 +137,7 @@ class RecordingLayout:
                 fmt.POPULATION_NAMES, data=list(names), dtype=h5py.string_dtype("utf-8"))
             file.flush()
             file.swmr_mode = True  # from here on no new objects or attributes can be added
+            self._gathered.clear()  # the masses' and labels' buffers: no frame reuses them
         except BaseException:
             abandon(file, made)
             raise
