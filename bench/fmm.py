@@ -27,6 +27,7 @@ from ..engine.options import LEAF_CAPACITY, PRECISION, Option
 from ..engine.tuning.timing import Timing, time_trials
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
+from .memory import MEMORY, check_memory_solver, memory_row, print_memory
 from .harness import launched_one_by_one, one_evaluation
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
@@ -53,6 +54,7 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
     Option("direct_n", int, 131072, "N at which --rates times gpu-direct", minimum=2),
     Option("launches", bool, False, "GPU solvers: each setting's last evaluation by stage and kernel "
                                     "(launches, total and longest device seconds)"),
+    MEMORY,
     Option("trials", int, 3, "timed trials per setting", minimum=1),
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
     # The FMMs' relative errors have a heavy tail (a few bodies in a thousand near 1e-2), which sets
@@ -160,6 +162,8 @@ def run(**options) -> list[dict]:
         raise InvalidInputError("--rates measures a GPU solver against its device's ceilings")
     if args.launches and spec.kind != "gpu":
         raise InvalidInputError("--launches times a GPU solver's kernels")
+    if args.memory:
+        check_memory_solver(spec.kind)
     limits = _limits(args) if args.rates else None
     peer = jzfmm_peer(args.softening) if args.peers else None
     if isinstance(peer, str):
@@ -172,7 +176,7 @@ def run(**options) -> list[dict]:
         start = time.perf_counter()
         exact = sampled_exact(particles.pos, particles.mass, targets, args.softening, device=args.device)
         print(f"N = {n}: exact sums of {len(targets)} targets in {time.perf_counter() - start:.1f} s")
-        grid, launches = [], []
+        grid, launches, memory = [], [], []
         for order in args.orders:
             for theta in args.thetas:
                 solver = _make(args.solver, args, order=order, theta=theta)
@@ -182,6 +186,9 @@ def run(**options) -> list[dict]:
                     _print_resources(solver, order)
                 if args.launches:
                     launches += [{"table": "launches", **setting, **row} for row in solver.launch_times()]
+                if args.memory:  # a solver of its own: one that has evaluated keeps its arrays
+                    memory.append(memory_row(_make(args.solver, args, order=order, theta=theta),
+                                             particles, setting))
         stage_columns = [f"{s}_s" for s in STAGES if f"{s}_s" in grid[0]]
         rate_columns = [c for c in ("m2l_gflops", "m2l_fma_fraction", "p2p_gpairs", "p2p_direct_fraction")
                         if c in grid[0]]
@@ -192,7 +199,8 @@ def run(**options) -> list[dict]:
         if launches:
             print(f"\n{args.solver} (N = {n}) the last evaluation of each setting by kernel (device seconds)")
             print(format_table(launches, ["order", "theta", "stage", "kernel", "launches", "total_s", "longest_s"]))
-        rows += grid + launches
+        print_memory(memory, ["order", "theta"])
+        rows += grid + launches + memory
         groups = [(args.solver, grid)]
         if args.versus:
             groups.append((args.versus, _versus_sweep(args, n, particles, exact, targets)))

@@ -28,6 +28,7 @@ from ..engine.solvers.gpu_tree import OPENING, WALK
 from ..engine.tuning.timing import Timing, time_trials
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from ._tree_peers import available_peers
+from .memory import MEMORY, check_memory_solver, memory_row, print_memory
 from .harness import one_evaluation
 
 HELP = "Barnes-Hut tree: scaling, breakdown, crossover vs cpu-direct, accuracy vs cost, peers"
@@ -55,6 +56,7 @@ SPEC = BenchmarkSpec("tree", HELP, options=(
     Option("resident", bool, False, "time a device-resident state (bind(...).compute_accelerations, "
                                     "what a Simulation pays) instead of accelerations(pos, mass) "
                                     "with its host transfers"),
+    MEMORY,
     Option("direct_solver", str, "cpu-direct", "the direct-summation solver the crossover is "
                                                "measured against (it gets --device too)"),
     Option("direct_max_n", int, 32768, "largest N at which the direct solver is timed; above it "
@@ -85,7 +87,11 @@ def run(**options) -> list[dict]:
     spec = solver_specs().get(args.solver)
     if spec is None or "theta" not in {option.name for option in spec.options}:
         raise InvalidInputError(f"solver must name a solver with a theta option, got {args.solver!r}")
+    if args.memory:
+        check_memory_solver(spec.kind)
     rows = scaling(args)
+    if args.memory:
+        rows += memory(args)
     if args.leaf_sweep:
         rows += leaf_sweep(args)
     if args.accuracy:
@@ -155,6 +161,16 @@ def _fmt_table(title: str, rows: list[dict], columns: list[str]) -> None:
 
 def scaling(args) -> list[dict]:
     return [row for walk in _walks(args) for row in _scaling(args, walk)]
+
+
+def memory(args) -> list[dict]:
+    """``--memory``: a memory row per walk and N, each of a solver of its own (one that has
+    evaluated keeps its arrays, which a measurement would not see allocated)."""
+    rows = [memory_row(_solver(args, walk=walk), ics.make(args.ic, n, seed=args.seed),
+                       {"solver": args.solver, **_walk_columns(walk)})
+            for walk in _walks(args) for n in sorted(args.n)]
+    print_memory(rows, ["walk"] if args.walk else [])
+    return rows
 
 
 def _scaling(args, walk) -> list[dict]:

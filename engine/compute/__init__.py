@@ -11,7 +11,8 @@ gives through ``Context.key_sort()`` (a portable radix sort; CuPy's sort on CUDA
 
 Arrays of other frameworks (DLPack, the CUDA and SYCL array interfaces) come in through
 :meth:`Context.wrap` and go out through :meth:`Context.export` (``_interchange.py``); every
-upload and download is counted in ``Context.transfers``.
+upload and download is counted in ``Context.transfers``, and every array's bytes, by name, in
+``Context.memory`` (``_memory.py``: live and peak, what bytes-per-particle figures are read from).
 
 Example (a device string, kernel files and the package that holds them, a define, a launch of
 global/local size)::
@@ -25,6 +26,7 @@ global/local size)::
 
 from ._cuda_gl import gl_buffer_view, registered_gl_buffers
 from ._in_flight import STEPS_IN_FLIGHT, InFlight
+from ._memory import KINDS, DeviceMemory, MemoryUsage, gib, kind_of
 from ._interchange import UsmArray, host_array
 from ._discovery import DeviceListing, list_devices, open_device, unavailable_reason
 from ._source import kernel_file
@@ -35,7 +37,8 @@ from ._types import (Context, DeviceArray, DeviceInfo, DeviceUnavailableError, G
                      Program, Snapshot, ceil_div, launch_size, resident_size, sample_stride)
 from .opencl_build_log import opencl_build_log
 
-__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceScan", "InFlight",
+__all__ = ["Context", "DeviceArray", "DeviceInfo", "DeviceListing", "DeviceMemory", "DeviceScan",
+           "InFlight", "KINDS", "MemoryUsage", "gib", "kind_of",
            "STEPS_IN_FLIGHT",
            "DeviceUnavailableError", "Graph", "HostSnapshot", "InteropUnavailableError", "Kernel",
            "KernelBuildError", "KernelEvent", "KeySort", "Program", "Snapshot", "UsmArray",

@@ -202,7 +202,7 @@ class CudaContext(Context):
             self._staging = StagingPool(self)
         return self._staging
 
-    def empty(self, shape, dtype) -> DeviceArray:
+    def _allocate(self, shape, dtype) -> DeviceArray:
         return CudaArray(self, shape, dtype)
 
     def capture(self, body):

@@ -29,7 +29,7 @@ class DeviceScan:
     def scan(self, values: DeviceArray, count: int, out: DeviceArray) -> list[KernelEvent]:
         tiles = max(1, ceil_div(count, SCAN_GROUP * SCAN_ITEM))
         if self._scratch is None or self._scratch.size < tiles + 1:
-            self._scratch = self.context.empty(tiles + 1, np.uint32)
+            self._scratch = self.context.empty(tiles + 1, np.uint32, "temporaries.scan")
         totals = self._scratch
         width = tiles * SCAN_GROUP
         return [

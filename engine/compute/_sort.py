@@ -62,8 +62,8 @@ class KeySort(ABC):
         """Sort the first ``count`` keys alone (no order values to carry); returns the events
         and the array that holds them sorted. This default carries scratch order values."""
         if self._orders is None or self._orders[0].size < count:
-            self._orders = (self.context.empty(max(1, count), np.uint32),
-                            self.context.empty(max(1, count), np.uint32))
+            self._orders = (self.context.empty(max(1, count), np.uint32, "temporaries.sort_order"),
+                            self.context.empty(max(1, count), np.uint32, "temporaries.sort_order"))
         events, (result, _) = self.sort(keys, self._orders[0], spare_keys, self._orders[1],
                                         count, key_bits)
         return events, result
@@ -81,7 +81,7 @@ class RadixKeySort(KeySort):
         super().__init__(context)
         self._kernels: dict = {}
         self._scan = DeviceScan(context)
-        self._counts = context.empty((1 << RADIX_BITS) * RADIX_BLOCKS + 1, np.uint32)
+        self._counts = context.empty((1 << RADIX_BITS) * RADIX_BLOCKS + 1, np.uint32, "temporaries.radix_counts")
 
     def _kernels_for(self, dtype: np.dtype):
         if dtype not in self._kernels:

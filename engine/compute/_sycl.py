@@ -175,7 +175,7 @@ class SyclContext(Context):
         self.device = device
         self.queue = dpctl.SyclQueue(device, property=["in_order", "enable_profiling"])
 
-    def empty(self, shape, dtype) -> DeviceArray:
+    def _allocate(self, shape, dtype) -> DeviceArray:
         return SyclArray(self, shape, dtype)
 
     def _backend_defines(self) -> dict[str, object]:

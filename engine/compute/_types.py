@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InvalidInputError, OrreryError
+from ._memory import UNNAMED, DeviceMemory
 
 if TYPE_CHECKING:
     from ._sort import KeySort
@@ -332,22 +333,34 @@ class Context(ABC):
         self.info = info
         self._programs: dict[str, Program] = {}
         self.transfers = Transfers()
+        self.memory = DeviceMemory()
 
     # -- memory -------------------------------------------------------------------------------
-    @abstractmethod
-    def empty(self, shape, dtype) -> DeviceArray:
-        """An uninitialised device array."""
+    def empty(self, shape, dtype, name: str = UNNAMED) -> DeviceArray:
+        """An uninitialised device array, counted in ``memory`` under ``name`` (``kind.what``,
+        the kind one of ``_memory.KINDS``) while it lives. An array that would take the arrays
+        this context holds past the device's memory is refused before it is allocated
+        (InvalidInputError, with the sizes), not left to the driver's out-of-memory error."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        self.memory.check_room(name, nbytes, self.info)
+        array = self._allocate(shape, dtype)
+        self.memory.track(array, name)
+        return array
 
-    def zeros(self, shape, dtype) -> DeviceArray:
+    @abstractmethod
+    def _allocate(self, shape, dtype) -> DeviceArray:
+        """An uninitialised device array of this backend."""
+
+    def zeros(self, shape, dtype, name: str = UNNAMED) -> DeviceArray:
         """A device array of zeros."""
-        array = self.empty(shape, dtype)
+        array = self.empty(shape, dtype, name)
         array.upload(np.zeros(array.shape, array.dtype))
         return array
 
-    def upload(self, host: np.ndarray) -> DeviceArray:
+    def upload(self, host: np.ndarray, name: str = UNNAMED) -> DeviceArray:
         """A new device array holding a copy of ``host``."""
         host = np.ascontiguousarray(host)
-        array = self.empty(host.shape, host.dtype)
+        array = self.empty(host.shape, host.dtype, name)
         array.upload(host)
         return array
 

@@ -59,11 +59,16 @@ def _spare(size: int) -> int:
     return size + size // 4 + 64
 
 
+# Scratch arrays that only one step of building the lists reads (the others hold pairs or lists).
+STEP_SCRATCH = (*FRONTIERS, "cursor", "unsorted")
+
+
 def _scratch(context: Context, arrays: dict[str, DeviceArray], name: str, size: int, dtype) -> DeviceArray:
     """Scratch array ``name`` of ``arrays`` with room for ``size`` entries (contents not kept on growth)."""
     array = arrays.get(name)
     if array is None or array.size < max(1, size):
-        array = arrays[name] = context.empty(_spare(size), dtype)
+        kind = "temporaries" if name in STEP_SCRATCH else "lists"
+        array = arrays[name] = context.empty(_spare(size), dtype, f"{kind}.{name}")
     return array
 
 
@@ -97,8 +102,8 @@ class DeviceDualWalk:
         self._k = {name: program.kernel(name) for name in
                    ("walk_reset", "walk_step", "copy_pairs")}
         self._lists = DeviceLists(context, DeviceScan(context))
-        self._root = context.upload(np.zeros(1, np.uint64))  # the pair (root, root)
-        self.state = context.empty(STATE_WORDS, np.uint32)
+        self._root = context.upload(np.zeros(1, np.uint64), "lists.root_pair")  # the pair (root, root)
+        self.state = context.empty(STATE_WORDS, np.uint32, "temporaries.fmm_state")
         self._arrays: dict[str, DeviceArray] = {}
         self._heavy_theta2: tuple[np.ndarray, DeviceArray] | None = None  # host values, device copy
         self.plan: WalkPlan | None = None
@@ -113,7 +118,7 @@ class DeviceDualWalk:
         array = self._arrays.get(name)
         if array is not None and array.size >= max(1, size):
             return array
-        grown = self.context.empty(_spare(size), np.uint64)
+        grown = self.context.empty(_spare(size), np.uint64, f"lists.{name}")
         if array is not None and filled:
             events.append(self._k["copy_pairs"].launch(launch_size(filled, ITEM_GROUP), ITEM_GROUP, array,
                                                        np.int32(filled), grown))
@@ -152,7 +157,7 @@ class DeviceDualWalk:
         """walk_step's theta2, heavy and heavy_theta2 arguments (the table uploaded when it changes)."""
         table = np.asarray(opening["heavy_theta2"], np.float64).astype(dtype)
         if self._heavy_theta2 is None or not np.array_equal(self._heavy_theta2[0], table):
-            self._heavy_theta2 = (table, self.context.upload(table))
+            self._heavy_theta2 = (table, self.context.upload(table, "temporaries.heavy_theta2"))
         return np.float64(opening["theta2"]).astype(dtype), np.uint32(opening["heavy"]), self._heavy_theta2[1]
 
     def _reset(self, m2l: int, p2p: int, step: int, size: int, events: list[KernelEvent]) -> None:

@@ -31,7 +31,7 @@ class RowPacker:
     def __init__(self, context: Context, dtype):
         self.context = context
         self.dtype = np.dtype(dtype)
-        self._checks = context.empty((CHECKS,), np.uint32)
+        self._checks = context.empty((CHECKS,), np.uint32, "temporaries.checks")
 
     def _program(self, column: np.dtype, fourth: np.dtype, has_fourth: bool):
         return self.context.build(["interchange.cl"], package=__package__, defines={

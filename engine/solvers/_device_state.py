@@ -27,6 +27,11 @@ INTEGRATE_GROUP = 64
 # The energy reduction: work-group size and most work-groups (partial sums downloaded).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
+# Most bodies a state holds: frames are written as (n, 3) arrays at 32-bit element offsets
+# 3 i (integrate.cl's positions_xyz, frames.cl), which pass 2**31 - 1 beyond this.
+MAX_STATE_BODIES = (2**31 - 1) // 3
+# The state's arrays as the compute layer counts them (``Context.memory``).
+BODIES, VELOCITIES, ACCELERATIONS = "bodies.state", "velocities.state", "accelerations.state"
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -43,6 +48,13 @@ def padded_count(n: int, padding: int) -> int:
     return max(1, -(-n // padding)) * padding
 
 
+def state_bytes(padded: int, dtype) -> dict[str, int]:
+    """Bytes per array name of a state's particle arrays: ``padded`` rows of four ``dtype``
+    values each of bodies, velocities and accelerations."""
+    rows = padded * 4 * np.dtype(dtype).itemsize
+    return {BODIES: rows, VELOCITIES: rows, ACCELERATIONS: rows}
+
+
 class DeviceState:
     """Positions, velocities and masses in device memory (the :class:`HostState` methods)."""
 
@@ -54,15 +66,15 @@ class DeviceState:
         self._n = particles.n if arrays is None else arrays[0].shape[0]
         self.padded = padded_count(self._n, solver.padding_for(self._n))
         if arrays is None:
-            self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype))
-            self.vel = context.upload(pack(particles.vel, None, self.padded, dtype))
+            self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype), BODIES)
+            self.vel = context.upload(pack(particles.vel, None, self.padded, dtype), VELOCITIES)
         else:
             pos, vel, mass = arrays
-            self.body = context.empty((self.padded, 4), dtype)
-            self.vel = context.empty((self.padded, 4), dtype)
+            self.body = context.empty((self.padded, 4), dtype, BODIES)
+            self.vel = context.empty((self.padded, 4), dtype, VELOCITIES)
             solver.packer.pack(self.body, pos, mass, self._n)
             solver.packer.pack(self.vel, vel, None, self._n, what="velocity")
-        self.acc = context.zeros((self.padded, 4), dtype)
+        self.acc = context.zeros((self.padded, 4), dtype, ACCELERATIONS)
         program = context.build(["integrate.cl"], package=__package__,
                                 defines={"REAL_BITS": dtype.itemsize * 8})
         self._kick = program.kernel("kick")
@@ -75,7 +87,7 @@ class DeviceState:
             "REAL_BITS": dtype.itemsize * 8, "ACCUM_BITS": accum.itemsize * 8,
             "ENERGY_GROUP": ENERGY_GROUP}).kernel("energy_partials")
         self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))
-        self._partials = context.empty(2 * self._energy_groups, accum)
+        self._partials = context.empty(2 * self._energy_groups, accum, "temporaries.energy_partials")
         self._scratch = None
         self._frames: encoding.DeviceFrames | None = None  # built when a frame is first recorded
         self._in_flight = InFlight()  # one entry per queued force evaluation (a step)
@@ -241,7 +253,8 @@ class DeviceState:
     def _potential_rows(self):
         """Accelerations with potentials of the current state, in a scratch device array."""
         if self._scratch is None:
-            self._scratch = self.solver.context.empty((self.padded, 4), self.solver.dtype)
+            self._scratch = self.solver.context.empty((self.padded, 4), self.solver.dtype,
+                                                      "accelerations.potentials")
         self._launch_accelerations(self._scratch, potential=True)
         return self._scratch
 

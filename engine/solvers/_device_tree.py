@@ -53,6 +53,15 @@ def node_dtype(real: np.dtype) -> np.dtype:
                      "itemsize": itemsize})
 
 
+def array_bytes(*tables: dict[str, tuple[str, tuple[int, ...], np.dtype]]) -> dict[str, int]:
+    """Bytes per array name of tables of arrays (attribute -> name, shape, dtype)."""
+    sums: dict[str, int] = {}
+    for table in tables:
+        for name, shape, dtype in table.values():
+            sums[name] = sums.get(name, 0) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return sums
+
+
 @dataclass
 class DeviceTree:
     """A built tree in device memory. ``body`` holds the bodies in key order, ``order[k]`` the
@@ -137,36 +146,67 @@ class DeviceTreeBuilder:
         self._sort = context.key_sort()
         self._count = 0
         self._moment_capacity = 0
-        self._entry = context.empty(2, np.uint32)
-        self._level_mask = context.empty(1, np.uint32)
-        self._cube = context.empty(4, self.accum)
-        self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype)
+        self._entry = context.empty(2, np.uint32, "temporaries.tree_entry")
+        self._level_mask = context.empty(1, np.uint32, "tree.level_mask")
+        self._cube = context.empty(4, self.accum, "tree.cube")
+        self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype, "temporaries.box_partials")
+
+    def body_arrays(self, count: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
+        """The arrays a build of ``count`` bodies allocates (attribute -> name, shape, dtype):
+        node arrays for the most nodes such a tree can have (every internal node has at least
+        two children: 2 count - 1). The sort leaves keys and order in either array of each
+        pair, so both are the tree's."""
+        capacity = 2 * count - 1
+        return {"keys": ("tree.keys", (count,), np.dtype(np.uint64)),
+                "spare_keys": ("tree.keys", (count,), np.dtype(np.uint64)),
+                "order": ("tree.order", (count,), np.dtype(np.uint32)),
+                "spare_order": ("tree.order", (count,), np.dtype(np.uint32)),
+                "sorted": ("bodies.key_order", (count, 4), self.dtype),
+                "starts": ("tree.node_starts", (count + 1,), np.dtype(np.uint32)),
+                "group_starts": ("tree.group_starts", (count + 1,), np.dtype(np.uint32)),
+                "nodes": ("tree.nodes", (capacity, node_dtype(self.dtype).itemsize // 4),
+                          np.dtype(np.uint32)),
+                "levels": ("tree.levels", (capacity,), np.dtype(np.uint32)),
+                "groups": ("tree.groups", (count,), np.dtype(np.uint32))}
+
+    def moment_arrays(self, capacity: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
+        """The arrays of the moments of ``capacity`` nodes (attribute -> name, shape, dtype)."""
+        quad_rows = capacity if self.quadrupole else 1
+        return {"sums": ("tree.moment_sums", (4 * capacity,), self.accum),
+                "centres": ("tree.centres", (4 * capacity,), self.accum),
+                "moments": ("tree.second_moments", (6 * quad_rows,), self.accum),
+                "quadrupoles": ("tree.quadrupoles", (6 * quad_rows,), self.dtype)}
+
+    def build_bytes(self, count: int, *, moments: bool) -> dict[str, int]:
+        """Bytes per array name that builds of ``count`` bodies allocate (``moments``: with
+        gpu-tree's moments), from the tables the builder allocates by."""
+        tables = [self.body_arrays(count)]
+        if moments:
+            tables.append(self.moment_arrays(2 * count - 1))
+        return array_bytes(*tables)
+
+    def _allocate(self, table: dict) -> dict[str, DeviceArray]:
+        return {attribute: self.context.empty(shape, dtype, name)
+                for attribute, (name, shape, dtype) in table.items()}
 
     def _body_arrays(self, count: int) -> None:
-        """Every array of a build of ``count`` bodies: node arrays for the most nodes such a tree
-        can have (every internal node has at least two children: 2 count - 1)."""
+        """Every array of a build of ``count`` bodies (``body_arrays``)."""
         if count == self._count:
             return
-        empty = self.context.empty
-        capacity = 2 * count - 1
-        self._keys = (empty(count, np.uint64), empty(count, np.uint64))
-        self._order = (empty(count, np.uint32), empty(count, np.uint32))
-        self._sorted = empty((count, 4), self.dtype)
-        self._starts = empty(count + 1, np.uint32)
-        self._group_starts = empty(count + 1, np.uint32)
-        self._nodes = empty((capacity, node_dtype(self.dtype).itemsize // 4), np.uint32)
-        self._levels = empty(capacity, np.uint32)
-        self._groups = empty(count, np.uint32)
+        arrays = self._allocate(self.body_arrays(count))
+        self._keys = (arrays["keys"], arrays["spare_keys"])
+        self._order = (arrays["order"], arrays["spare_order"])
+        self._sorted, self._starts = arrays["sorted"], arrays["starts"]
+        self._group_starts, self._nodes = arrays["group_starts"], arrays["nodes"]
+        self._levels, self._groups = arrays["levels"], arrays["groups"]
+        capacity = self._nodes.shape[0]
         self._node_items = launch_size(min(capacity, resident_size(self.context.info)), ITEM_GROUP)
         self._count = count
 
     def _moment_arrays(self, capacity: int) -> None:
-        empty = self.context.empty
-        self._sums = empty(4 * capacity, self.accum)
-        self._centres = empty(4 * capacity, self.accum)
-        quad_rows = capacity if self.quadrupole else 1
-        self._moments = empty(6 * quad_rows, self.accum)
-        self._quadrupoles = empty(6 * quad_rows, self.dtype)
+        arrays = self._allocate(self.moment_arrays(capacity))
+        self._sums, self._centres = arrays["sums"], arrays["centres"]
+        self._moments, self._quadrupoles = arrays["moments"], arrays["quadrupoles"]
         self._moment_capacity = capacity
 
     def scatter(self, tree: DeviceTree, result: DeviceArray, out: DeviceArray) -> KernelEvent:

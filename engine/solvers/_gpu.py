@@ -20,13 +20,14 @@ from abc import abstractmethod
 
 import numpy as np
 
-from ..compute import DeviceArray, DeviceUnavailableError, KernelEvent, host_array, open_device
+from ..compute import (DeviceArray, DeviceUnavailableError, KernelEvent, MemoryUsage, gib,
+                       host_array, open_device)
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..particles import (SUPPORTED_DTYPES, Particles, check_finite, check_fits,
                          check_no_coincident, check_shapes)
 from ._base import Solver, checked_potential_flag
 from ._device_input import RowPacker
-from ._device_state import DeviceState, padded_count
+from ._device_state import MAX_STATE_BODIES, DeviceState, padded_count, state_bytes
 
 # Longest stretch of evaluations between two checks of a device-resident state for NaN and
 # infinity; one check is a kernel and a read of eight integers, far below a per-cent of a second.
@@ -61,6 +62,51 @@ class GpuSolver(Solver):
         """Body arrays for ``n`` bodies handed to ``launch_accelerations`` have a multiple of
         this many rows (zero-mass padding)."""
         return 1
+
+    def evaluation_bytes(self, n: int) -> dict[str, int]:
+        """Bytes per array name that evaluations of ``n`` bodies allocate whatever the bodies'
+        places (none here: a subclass with arrays sized by ``n`` adds them)."""
+        return {}
+
+    def device_bytes(self, n: int) -> dict[str, int]:
+        """Bytes per array name of a device-resident run of ``n`` bodies that ``n`` alone
+        decides: the state's particle arrays and ``evaluation_bytes``. Arrays sized by a tree's
+        shape (gpu-fmm's node plan and interaction lists) come on top: each is checked against
+        the device when it is allocated (``Context.empty``)."""
+        total = state_bytes(padded_count(n, self.padding_for(n)), self.dtype)
+        for name, nbytes in self.evaluation_bytes(n).items():
+            total[name] = total.get(name, 0) + nbytes
+        return total
+
+    def check_device_fits(self, n: int) -> None:
+        """Refuse, before anything is allocated, a run of ``n`` bodies whose ``device_bytes``
+        and the arrays already held do not fit the device's memory, or that more bodies than
+        the kernels' 32-bit offsets reach (InvalidInputError)."""
+        if n > MAX_STATE_BODIES:
+            raise InvalidInputError(f"{self.name}: a device-resident run holds at most "
+                                    f"{MAX_STATE_BODIES} bodies (frames are written at 32-bit "
+                                    f"offsets, 3 a body), got {n}")
+        info, held = self.context.info, self.context.memory.total.live
+        needed = sum(self.device_bytes(n).values())
+        if held + needed > info.global_memory_bytes:
+            in_use = f", {gib(held)} of it already in use" if held else ""
+            raise InvalidInputError(
+                f"{self.name}: {n} bodies need at least {gib(needed)} of device memory "
+                f"({needed / n:.0f} bytes a body for the state and the tree); {info.spec} "
+                f"({info.name}) has {gib(info.global_memory_bytes)}{in_use}")
+
+    def measure_memory(self, particles: Particles, *, evaluations: int = 2) -> MemoryUsage:
+        """The device memory a device-resident run of ``particles`` takes: what binding them
+        and ``evaluations`` force evaluations allocate, counted by the compute layer
+        (``MemoryUsage``: peak bytes, and per array name what was live at the peak). Only
+        arrays allocated here count, so measure a solver that has not yet evaluated this many
+        bodies (it keeps its arrays between evaluations). The state is dropped afterwards."""
+        with self.context.memory.measure() as usage:
+            state = self.bind(particles)
+            for _ in range(evaluations):
+                state.compute_accelerations()
+            state.synchronize()
+        return usage
 
     @abstractmethod
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
@@ -150,7 +196,7 @@ class GpuSolver(Solver):
         host = np.ascontiguousarray(host)
         array = self._uploads.get(role)
         if array is None or array.shape != host.shape or array.dtype != host.dtype:
-            array = self._uploads[role] = self.context.empty(host.shape, host.dtype)
+            array = self._uploads[role] = self.context.empty(host.shape, host.dtype, f"bodies.host_{role}")
         array.upload(host)
         return array
 
@@ -161,8 +207,8 @@ class GpuSolver(Solver):
         n = pos.shape[0]
         padded = padded_count(n, self.padding_for(n))
         if self._staging is None or self._staging[0].shape[0] != padded:
-            self._staging = (self.context.empty((padded, 4), self.dtype),
-                             self.context.empty((padded, 4), self.dtype))
+            self._staging = (self.context.empty((padded, 4), self.dtype, "bodies.packed"),
+                             self.context.empty((padded, 4), self.dtype, "accelerations.packed"))
         body, out = self._staging
         self.packer.pack(body, pos, mass, n)
         if self.softening == 0 and not on_host:
@@ -175,7 +221,8 @@ class GpuSolver(Solver):
         if on_host and self._results is not None and self._results[0].shape[0] == n:
             acc, pot = self._results
         else:
-            acc, pot = self.context.empty((n, 3), self.dtype), self.context.empty((n,), self.dtype)
+            acc = self.context.empty((n, 3), self.dtype, "accelerations.results")
+            pot = self.context.empty((n,), self.dtype, "accelerations.potentials")
             if on_host:
                 self._results = (acc, pot)
         self.packer.unpack(out, n, acc, pot if potential else None)
@@ -188,6 +235,7 @@ class GpuSolver(Solver):
 
     def bind(self, particles: Particles) -> DeviceState:
         check_fits(particles, self.dtype)
+        self.check_device_fits(particles.n)
         return _CheckedDeviceState(self, particles)
 
     def bind_device(self, pos, vel, mass) -> DeviceState:
@@ -200,6 +248,7 @@ class GpuSolver(Solver):
                                     f"on {self.context.info.spec}; for host arrays build "
                                     "Particles")
         check_shapes(arrays[0].shape, arrays[2].shape, arrays[1].shape)
+        self.check_device_fits(arrays[0].shape[0])
         return _CheckedDeviceState(self, None, arrays=tuple(arrays))
 
 

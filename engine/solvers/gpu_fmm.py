@@ -230,15 +230,20 @@ class GpuFmmSolver(GpuSolver):
             return
         capacity = node_count + node_count // 4
         empty, terms = self.context.empty, self._terms
-        self._box = empty(6 * capacity, np.uint32)
-        self._shape = empty(4 * capacity, self.accum)
-        self._centre = empty(3 * capacity, self.accum)
-        self._parent = empty(capacity, np.uint32)
-        self._schedule = empty(capacity, np.uint64)
-        self._spare_schedule = empty(capacity, np.uint64)
-        self._multipole = empty(capacity * multipole_stride(terms), self.expansion)
-        self._local = empty(capacity * terms, self.expansion)
+        self._box = empty(6 * capacity, np.uint32, "tree.key_boxes")
+        self._shape = empty(4 * capacity, self.accum, "tree.shapes")
+        self._centre = empty(3 * capacity, self.accum, "tree.centres")
+        self._parent = empty(capacity, np.uint32, "tree.parents")
+        self._schedule = empty(capacity, np.uint64, "lists.m2l_schedule")
+        self._spare_schedule = empty(capacity, np.uint64, "lists.m2l_schedule")
+        self._multipole = empty(capacity * multipole_stride(terms), self.expansion, "expansions.multipoles")
+        self._local = empty(capacity * terms, self.expansion, "expansions.locals")
         self._node_capacity = capacity
+
+    def evaluation_bytes(self, n: int) -> dict[str, int]:
+        # The node plan and the lists follow the tree's shape: they are not in this model.
+        return {**self._builder.build_bytes(n, moments=False),
+                "accelerations.key_order": 4 * n * self.dtype.itemsize}
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
@@ -267,7 +272,7 @@ class GpuFmmSolver(GpuSolver):
             self._plan_nodes(tree.node_count, tree.occupied_mask)
             reads += 1
         if self._result is None or self._result.shape[0] != count:
-            self._result = self.context.empty((count, 4), self.dtype)
+            self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
         events = {stage: [] for stage in FMM_STAGES}
         passes = 0
         while True:

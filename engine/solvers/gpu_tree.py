@@ -139,7 +139,7 @@ class GpuTreeSolver(GpuSolver):
         self._tally: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._tally_groups = 0
-        self._next_group = self.context.empty(1, np.uint32)  # the group walks' counter
+        self._next_group = self.context.empty(1, np.uint32, "temporaries.walk_counter")  # the group walks' counter
         self._tree = None
 
     def _walk_kernel(self, potential: bool):
@@ -164,23 +164,34 @@ class GpuTreeSolver(GpuSolver):
         """Per walk group its bodies' box, per body its group (only the per-body walks with
         the group opening test read them; the others get one-element placeholders). A tree
         has at most one group per body."""
-        per_body = self.walk not in _GROUP_WALKS and self.opening == "group"
-        rows = tree.count if per_body else 1
+        rows = self._box_rows(tree.count)
         if self._boxes is None or self._boxes.shape[0] != 2 * rows:
-            self._boxes = self.context.empty((2 * rows, 4), self.dtype)
-            self._body_group = self.context.empty(rows, np.uint32)
-        if not per_body:
+            self._boxes = self.context.empty((2 * rows, 4), self.dtype, "tree.group_boxes")
+            self._body_group = self.context.empty(rows, np.uint32, "tree.body_groups")
+        if not self._per_body_boxes():
             return []
         size = launch_size(min(tree.count, resident_size(self.context.info)), WALK_GROUP_SIZE)
         return [boxes_kernel.launch(size, WALK_GROUP_SIZE, tree.nodes, tree.body, tree.groups,
                                     tree.group_starts, np.int32(tree.count), self._boxes,
                                     self._body_group)]
 
+    def _per_body_boxes(self) -> bool:
+        return self.walk not in _GROUP_WALKS and self.opening == "group"
+
+    def _box_rows(self, count: int) -> int:
+        return count if self._per_body_boxes() else 1
+
+    def evaluation_bytes(self, n: int) -> dict[str, int]:
+        rows, real = self._box_rows(n), self.dtype.itemsize
+        return {**self._builder.build_bytes(n, moments=True),
+                "tree.group_boxes": 2 * rows * 4 * real, "tree.body_groups": 4 * rows,
+                "accelerations.key_order": 4 * n * real}
+
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
         tree = self._builder.build(body, count, theta=self.setting.theta(count))
         if self._result is None or self._result.shape[0] != count:
-            self._result = self.context.empty((count, 4), self.dtype)
+            self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
         if self.walk in _GROUP_WALKS:
             # As many work-groups as the device holds (its sub-groups take the walk groups
             # from a counter), and no more than one sub-group per body would need.
@@ -191,7 +202,7 @@ class GpuTreeSolver(GpuSolver):
             work_groups = ceil_div(count, WALK_GROUP_SIZE)
         work_groups = max(1, work_groups)
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
-            self._tally = self.context.empty(2 * work_groups, np.uint64)
+            self._tally = self.context.empty(2 * work_groups, np.uint64, "temporaries.tally")
         self._tally_groups = work_groups
         walk_kernel, boxes_kernel, start_kernel = self._walk_kernel(potential)
         boxes = self._opening_boxes(tree, boxes_kernel)

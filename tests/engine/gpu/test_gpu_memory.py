@@ -1,0 +1,102 @@
+"""Device memory as the compute layer counts it (``Context.memory``): the accounting against
+the arrays actually allocated, the solvers' model of the arrays N alone sizes against the
+count, and runs that cannot fit refused before anything is allocated."""
+
+import gc
+from dataclasses import replace
+
+import pytest
+
+from orrery.bench import tree as tree_bench
+from orrery.engine import InvalidInputError, ics, make_solver
+from orrery.engine.compute import DeviceArray, open_device
+
+N = 4096
+SOLVERS = ["gpu-direct", "gpu-tree", "gpu-fmm"]
+
+
+def _solver(name, device):
+    return make_solver(name, precision="f32", softening=0.01, device=device)
+
+
+def _live_arrays() -> dict[int, DeviceArray]:
+    return {id(array): array for array in gc.get_objects() if isinstance(array, DeviceArray)}
+
+
+@pytest.mark.parametrize("name", SOLVERS)
+def test_the_count_of_live_bytes_is_the_bytes_of_the_arrays_a_run_allocated(device, name):
+    solver = _solver(name, device)
+    before = _live_arrays()
+    with solver.context.memory.measure() as usage:
+        state = solver.bind(ics.plummer(N, seed=3))
+        state.compute_accelerations()
+        state.synchronize()
+    allocated = [array for key, array in _live_arrays().items() if key not in before]
+    assert usage.live == sum(array.nbytes for array in allocated)
+    assert usage.peak >= usage.live > 0
+    assert sum(usage.peak_by_name.values()) == usage.peak
+    held = usage.live
+    del state, allocated
+    gc.collect()
+    kept = [array for key, array in _live_arrays().items() if key not in before]  # the solver's
+    assert usage.live == sum(array.nbytes for array in kept) < held
+
+
+@pytest.mark.parametrize("name", SOLVERS)
+def test_the_model_gives_each_array_that_n_alone_sizes_byte_for_byte(device, name):
+    solver = _solver(name, device)
+    usage = solver.measure_memory(ics.plummer(N, seed=4))
+    model = solver.device_bytes(N)
+    assert {array: usage.peak_by_name.get(array) for array in model} == model
+    assert sum(model.values()) <= usage.peak
+    if name != "gpu-fmm":  # the FMM's node plan and lists follow the tree's shape
+        assert usage.peak - sum(model.values()) < 0.01 * usage.peak
+
+
+def test_a_run_that_cannot_fit_is_refused_before_anything_is_allocated(device, monkeypatch):
+    solver = _solver("gpu-fmm", device)
+    small = replace(solver.context.info, global_memory_bytes=1 << 20)
+    monkeypatch.setattr(solver.context, "info", small)
+    held = solver.context.memory.total.live
+    with solver.context.memory.measure() as usage:
+        with pytest.raises(InvalidInputError, match=r"4096 bodies need at least .* GiB of device "
+                                                    r"memory .* has 0.000977 GiB"):
+            solver.bind(ics.plummer(N, seed=5))
+    assert usage.peak == 0
+    assert solver.context.memory.total.live == held
+
+
+def test_a_run_past_the_kernels_32_bit_offsets_is_refused_before_anything_is_allocated(device):
+    solver = _solver("gpu-direct", device)
+    with solver.context.memory.measure() as usage:
+        with pytest.raises(InvalidInputError, match="at most 715827882 bodies .* got 715827883"):
+            solver.check_device_fits(715827883)
+        solver.check_device_fits(1000)
+    assert usage.peak == 0
+
+
+def test_an_array_past_the_devices_memory_is_refused_with_its_size(device):
+    context = open_device(device)
+    with context.memory.measure() as usage:
+        with pytest.raises(InvalidInputError, match=r"device array tree.nodes needs 1\.64e\+04 GiB"):
+            context.empty((1 << 42, 1), "float32", "tree.nodes")
+    assert usage.peak == 0
+
+
+def test_an_array_of_no_known_kind_is_refused(device):
+    with pytest.raises(ValueError, match="not of a known kind"):
+        open_device(device).empty(4, "float32", "caches.frames")
+
+
+def test_bench_tree_memory_rows_carry_bytes_per_particle_and_their_breakdown(device):
+    rows = tree_bench.run(solver="gpu-tree", device=device, precision="f32", n=[N], memory=True,
+                          trials=1, warmup=0, direct_max_n=0)
+    (row,) = [row for row in rows if row["table"] == "memory"]
+    kinds = {key: value for key, value in row.items() if key.endswith("_bytes_per_particle")
+             and key not in ("bytes_per_particle", "model_bytes_per_particle")}
+    assert row["bytes_per_particle"] == pytest.approx(sum(kinds.values()))
+    assert row["bytes_per_particle"] == pytest.approx(sum(row["arrays"].values()))
+    assert row["bytes_per_particle"] * N == row["peak_bytes"]
+    # The state: positions and masses, velocities and accelerations as float32 rows of four.
+    assert row["arrays"]["velocities.state"] == 16
+    assert row["device"] == open_device(device).info.spec
