@@ -82,7 +82,9 @@ class DeviceMemory:
     def __init__(self):
         self.total = MemoryUsage()
         self._open: list[MemoryUsage] = []
-        self._lock = threading.Lock()
+        # Re-entrant: a garbage collection that runs while the lock is held (an allocation
+        # inside ``track``) may collect an array whose finalizer releases it on this thread.
+        self._lock = threading.RLock()
 
     def check_room(self, name: str, nbytes: int, info) -> None:
         """Refuse (InvalidInputError) an array of ``nbytes`` that would take the arrays counted
