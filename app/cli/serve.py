@@ -79,7 +79,8 @@ def _run(args, mpi) -> int:
         source = _distributed_run(args, mpi)
         if mpi.rank != 0:
             return 0  # it followed rank 0's steps until rank 0 stopped
-    hub = Hub(source, view=view, recordings=recordings, max_fps=args.max_fps)
+    hub = Hub(source, view=view, recordings=recordings, max_fps=args.max_fps,
+              max_drawn=args.max_drawn)
     try:
         asyncio.run(_serve(web, make_app(hub, token), args.host, args.port, token, source))
     finally:

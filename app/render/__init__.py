@@ -7,6 +7,8 @@ from ._camera import Camera, gl_bytes
 from ._camera_path import CameraKey, CameraPath
 from ._colormaps import colour_map, colour_maps
 from ._density_pass import DensityPass, default_smoothing
+from ._detail import (DEFAULT_MAX_DRAWN, DrawnStretch, LevelOfDetail, drawn_sentence,
+                      represented_count, sample_labels, sample_masses)
 from ._exposure import auto_exposure, ease_exposure
 from ._host_splat_pass import HostSplatPass
 from ._gl_calls import FramesInFlight
@@ -21,7 +23,9 @@ from ._style import (COLOUR_MODES, DENSITY_QUANTITIES, PALETTE_SIZE, DensityStyl
 from ._tonemap_pass import ToneMapPass
 
 __all__ = [
-    "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_TARGET_FORMAT",
+    "BarePointPass", "COLOUR_MODES", "Camera", "CameraKey", "CameraPath", "DEFAULT_MAX_DRAWN",
+    "DEFAULT_TARGET_FORMAT", "DrawnStretch", "LevelOfDetail", "drawn_sentence",
+    "represented_count", "sample_labels", "sample_masses",
     "DENSITY_QUANTITIES", "DensityPass", "DensityStyle", "DeviceParticles", "DrawPacing",
     "FramesInFlight", "GLContextError", "POLL_S", "next_tick",
     "HostParticles", "HostSplatPass",

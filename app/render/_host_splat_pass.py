@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from ... import _native
+from ._detail import DrawnStretch
 from ._scene import HostParticles, ParticleScene
 from ._splat_pass import FIXED_CAP, FIXED_ONE
 from ._style import COLOUR_MODES, PointStyle
@@ -32,28 +33,45 @@ class HostSplatPass:
         self.ctx = ctx
         self.threads = threads
         self._light: np.ndarray | None = None  # the last frame's light, reused
+        self._sum: np.ndarray | None = None  # the light of the stretches drawn so far
         self._labels = (None, None)  # ((scene, version, count), uint8 labels)
         self._seconds: dict[str, float] = {}  # the last frame's stages
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-             accumulation, *, pixel_ratio: float = 1.0) -> None:
+             accumulation, *, pixel_ratio: float = 1.0, stretch: DrawnStretch | None = None,
+             order: np.ndarray | None = None) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
-        ``scene``'s particles (``scene.host`` must be set)."""
+        ``scene``'s particles (``scene.host`` must be set): every particle, or with ``stretch``
+        those at ``order[stretch.start:stretch.stop]`` (``order`` a permutation of them) added
+        to the light of the stretches before it (none where ``stretch.start`` is 0)."""
         style.validate()
         particles: HostParticles = scene.host
         width, height = accumulation.size
         if self._light is None or self._light.shape[:2] != (height, width):
             self._light = np.empty((height, width, 4), np.float32)
+            self._sum = None
+        current, previous, labels = particles.current, particles.previous, \
+            self._population(scene)
+        if stretch is not None and not stretch.whole:
+            # a gather of the stretch alone: the frame itself is never copied
+            chosen = order[stretch.start:stretch.stop]
+            current, previous, labels = current[chosen], previous[chosen], labels[chosen]
         start = time.perf_counter()
         _native.splat_points(
-            np.ascontiguousarray(particles.current, np.float32),
-            np.ascontiguousarray(particles.previous, np.float32), self._population(scene),
+            np.ascontiguousarray(current, np.float32),
+            np.ascontiguousarray(previous, np.float32), labels,
             style.palette(), COLOUR_MODES.index(style.colour_mode), scene.speed_scale,
             style.point_size * pixel_ratio, style.intensity,
             np.ascontiguousarray(view_projection, np.float32), FIXED_ONE, FIXED_CAP,
             self._light, self.threads)
+        light = self._light
+        if stretch is not None and stretch.start > 0 and self._sum is not None:
+            self._sum += self._light
+            light = self._sum
+        elif stretch is not None and not stretch.whole:
+            self._sum = self._light.copy()
         splatted = time.perf_counter()
-        accumulation.write(self._light)
+        accumulation.write(light)
         self._seconds = {"splat": splatted - start, "copy": time.perf_counter() - splatted}
 
     def stage_seconds(self) -> dict[str, float]:
@@ -80,5 +98,5 @@ class HostSplatPass:
         return labels
 
     def release(self) -> None:
-        self._light = None
+        self._light = self._sum = None
         self._labels = (None, None)

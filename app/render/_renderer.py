@@ -3,6 +3,8 @@ output framebuffer. Owns the accumulation target and follows the output's size."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...engine.compute import DeviceUnavailableError, KernelBuildError
@@ -10,6 +12,7 @@ from ...engine.errors import InvalidInputError
 from ._context import is_software
 from ._density_pass import DensityPass
 from ._density_splat_pass import DensitySplatPass
+from ._detail import DrawnStretch, LevelOfDetail
 from ._host_splat_pass import DEFAULT_THREADS, HostSplatPass
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
@@ -42,6 +45,12 @@ class Renderer:
     ``splat_unavailable`` / ``density_splat_unavailable`` why a compute splat failed, if it did,
     ``host_splat_unavailable`` why the host splat is not used.
 
+    Point sprites are drawn at a level of detail (``detail``, a :class:`LevelOfDetail`): with
+    ``max_drawn`` a picture that changed draws a fair subsample of that many particles and each
+    later :meth:`accumulate` of the same picture adds more until every particle is in
+    (``refining`` says whether one would); the light drawn is scaled by ``light_scale`` where it
+    is shown and read, so the total light stands for every particle.
+
     Parameters
     ----------
     ctx : moderngl.Context
@@ -49,10 +58,12 @@ class Renderer:
     splat : allow the compute and host splats (default True)
     host_splat : None (default): where GL is software; True: for every host frame; False: never
     host_threads : the host splat's threads (0: every hardware thread; default 1)
+    max_drawn : particles a changed picture draws (None, the default: every particle)
     """
 
     def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True,
-                 host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS):
+                 host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS,
+                 max_drawn: int | None = None):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
@@ -73,6 +84,8 @@ class Renderer:
         self.density_splat = DensitySplatPass(ctx)
         self.density_splat_unavailable: str | None = self.splat_unavailable
         self.tone_map = ToneMapPass(ctx)
+        self.detail = LevelOfDetail(max_drawn)
+        self.light_scale = 1.0  # what the light in the target is multiplied by where shown
         self._style = None  # the style of the last accumulation: how to present it
         self.size = (0, 0)
         self.accumulation = None
@@ -92,50 +105,80 @@ class Renderer:
         self._accumulation_fbo = self.ctx.framebuffer(color_attachments=[self.accumulation])
         self.size = size
 
-    def begin_accumulation(self) -> None:
+    def begin_accumulation(self, *, clear: bool = True) -> None:
         """Bind and clear the accumulation target and set additive blending: what any pass that
-        adds light needs (the UI may have changed GL state since the last frame)."""
+        adds light needs (the UI may have changed GL state since the last frame). ``clear``
+        False keeps the light there (a stretch adds to the ones before it)."""
         ctx = self.ctx
         self._accumulation_fbo.use()
-        self._accumulation_fbo.clear(0.0, 0.0, 0.0, 0.0)
+        if clear:
+            self._accumulation_fbo.clear(0.0, 0.0, 0.0, 0.0)
         ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
         ctx.enable(ctx.BLEND | ctx.PROGRAM_POINT_SIZE)
         ctx.blend_func = ctx.ONE, ctx.ONE
         ctx.blend_equation = ctx.FUNC_ADD
 
+    @property
+    def refining(self) -> bool:
+        """Whether another :meth:`accumulate` of the same picture would add particles."""
+        return self.detail.refining
+
     def accumulate(self, scene: ParticleScene, view_projection: np.ndarray,
                    style: PointStyle | DensityStyle, *, pixel_ratio: float = 1.0,
-                   deferred: bool = False) -> None:
-        """Clear the accumulation target and add every particle into it. ``deferred``: light
+                   deferred: bool = False, represents: int | None = None) -> None:
+        """Clear the accumulation target and add the particles of this level of detail into
+        it (a refining point-sprite draw of the same picture adds the next stretch to the
+        light instead; one with nothing to add leaves it). ``deferred``: light
         splatted on a compute device reaches the target when :meth:`land` finds it ready (a
         live frame's splat waits on the device for the step that made the frame; GL work
         waiting behind it would cost the simulation its time), until then the target keeps the
-        last light."""
-        if isinstance(style, PointStyle) and self._splat(scene, view_projection, style,
-                                                         pixel_ratio, deferred):
-            self._style = style
+        last light. ``represents``: the particles the scene's stand for where it holds a fair
+        sample of a larger frame (its light is scaled up to theirs; default: the scene's own).
+        """
+        if isinstance(style, PointStyle):
+            self._accumulate_points(scene, view_projection, style, pixel_ratio, deferred,
+                                    represents)
             return
+        self.detail.whole(scene.count, represents)
+        self.light_scale = 1.0
         self.splat.discard()  # deferred light must not land over this pass's
-        if isinstance(style, PointStyle) and self._host_splat(scene, view_projection, style,
-                                                              pixel_ratio):
-            self.density_splat.discard()
-            self._style = style
-            return
-        if isinstance(style, DensityStyle) and self._density_splat(scene, view_projection,
-                                                                   style, deferred):
+        if self._density_splat(scene, view_projection, style, deferred):
             self._style = style
             return
         self.density_splat.discard()
         self.begin_accumulation()
-        if isinstance(style, DensityStyle):
-            self.density.draw(scene, view_projection, style,
-                              pixels_per_unit=self._pixels_per_unit(view_projection))
-            self.particle_path = GL_POINTS
-        else:
-            self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio)
-            self.particle_path = GL_POINTS
+        self.density.draw(scene, view_projection, style,
+                          pixels_per_unit=self._pixels_per_unit(view_projection))
+        self.particle_path = GL_POINTS
         self.ctx.disable(self.ctx.BLEND)
         self._style = style
+
+    def _accumulate_points(self, scene, view_projection, style, pixel_ratio, deferred,
+                           represents) -> None:
+        on_device = self._splat_possible(scene)
+        picture = (id(scene), scene.sequence, scene.layout_version, self.size,
+                   np.asarray(view_projection, np.float32).tobytes(), style.key(), pixel_ratio)
+        # the compute splat's resolve clears its counts: it draws a longer prefix instead
+        stretch = self.detail.plan(picture, scene.count, adds=not on_device,
+                                   represents=represents)
+        self._style = style
+        if stretch.start == stretch.stop and stretch.start > 0:
+            return  # the same picture, every particle in its light already
+        self.light_scale = stretch.light_scale
+        order = None if stretch.whole else self.detail.order(scene.count, stretch.stop)
+        if on_device and self._splat(scene, view_projection, style, pixel_ratio, deferred,
+                                     stretch, order):
+            return
+        self.splat.discard()  # deferred light must not land over this pass's
+        if self._host_splat(scene, view_projection, style, pixel_ratio, stretch, order):
+            self.density_splat.discard()
+            return
+        self.density_splat.discard()
+        self.begin_accumulation(clear=stretch.start == 0)
+        self.particles.draw(scene, view_projection, style, pixel_ratio=pixel_ratio,
+                            stretch=stretch, order=order)
+        self.particle_path = GL_POINTS
+        self.ctx.disable(self.ctx.BLEND)
 
     def land(self) -> bool:
         """Bring deferred light (or a deferred density image) into the accumulation target if
@@ -167,13 +210,16 @@ class Renderer:
         self.particle_path = self.density_splat.path
         return True
 
-    def _splat(self, scene, view_projection, style, pixel_ratio, deferred) -> bool:
-        if scene.device is None or self.splat_unavailable is not None or \
-                self.target_format != "rgba32f":
-            return False
+    def _splat_possible(self, scene) -> bool:
+        return scene.device is not None and self.splat_unavailable is None and \
+            self.target_format == "rgba32f"
+
+    def _splat(self, scene, view_projection, style, pixel_ratio, deferred,
+               stretch: DrawnStretch, order) -> bool:
         try:
             self.splat.draw(scene, view_projection, style, self.accumulation,
-                            pixel_ratio=pixel_ratio, deferred=deferred)
+                            pixel_ratio=pixel_ratio, deferred=deferred, stretch=stretch,
+                            order=order)
         except (DeviceUnavailableError, KernelBuildError) as error:
             self.splat_unavailable = str(error)
             self.splat.release()
@@ -182,12 +228,13 @@ class Renderer:
         self.particle_path = self.splat.path
         return True
 
-    def _host_splat(self, scene, view_projection, style, pixel_ratio) -> bool:
+    def _host_splat(self, scene, view_projection, style, pixel_ratio,
+                    stretch: DrawnStretch, order) -> bool:
         if scene.host is None or self.host_splat_unavailable is not None or \
                 self.target_format != "rgba32f":
             return False
         self.host_splat.draw(scene, view_projection, style, self.accumulation,
-                             pixel_ratio=pixel_ratio)
+                             pixel_ratio=pixel_ratio, stretch=stretch, order=order)
         self.particle_path = self.host_splat.path
         return True
 
@@ -202,23 +249,27 @@ class Renderer:
                 self.density_splat.land(self.accumulation)  # the first image sets the range
             self.density.present(self.accumulation, self._style, self.size)
         else:
-            self.tone_map.draw(self.accumulation, tone)
+            self.tone_map.draw(self.accumulation,
+                               replace(tone, exposure=tone.exposure * self.light_scale))
 
     def render(self, scene: ParticleScene, view_projection: np.ndarray,
                style: PointStyle | DensityStyle,
-               tone: ToneMap, output, *, pixel_ratio: float = 1.0) -> None:
+               tone: ToneMap, output, *, pixel_ratio: float = 1.0,
+               represents: int | None = None) -> None:
         """One frame: accumulate, then tone-map into ``output``."""
         self.resize(*output.size)
-        self.accumulate(scene, view_projection, style, pixel_ratio=pixel_ratio)
+        self.accumulate(scene, view_projection, style, pixel_ratio=pixel_ratio,
+                        represents=represents)
         self.present(output, tone)
 
     def read_accumulation(self) -> np.ndarray:
-        """The accumulation target as a (height, width, 4) float32 array, bottom row first
-        (deferred light included)."""
+        """The accumulation target's light as a (height, width, 4) float32 array, bottom row
+        first (deferred light included), times ``light_scale``."""
         self.splat.land(self.accumulation)
         self.density_splat.land(self.accumulation)
         data = self._accumulation_fbo.read(components=4, dtype="f4")
-        return np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
+        light = np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
+        return light * np.float32(self.light_scale) if self.light_scale != 1.0 else light
 
     def release(self) -> None:
         self.tone_map.release()

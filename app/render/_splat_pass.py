@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.errors import InvalidInputError
+from ._detail import DrawnStretch
 from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
@@ -55,6 +56,7 @@ class SplatPass:
         self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
+        self._fair_order = (None, None, None)  # (queue, host order, device copy of a prefix)
 
     @property
     def tile_pixels(self) -> int:
@@ -72,10 +74,14 @@ class SplatPass:
         return self._image.interop_unavailable
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
-             accumulation, *, pixel_ratio: float = 1.0, deferred: bool = False) -> None:
+             accumulation, *, pixel_ratio: float = 1.0, deferred: bool = False,
+             stretch: DrawnStretch | None = None, order: np.ndarray | None = None) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
         ``scene``'s particles (``scene.device`` must be set); ``deferred``: once ``land`` finds
-        the light ready, where it stays on the device."""
+        the light ready, where it stays on the device. With ``stretch`` (which must start at 0:
+        the resolve clears the counts) only the particles at ``order[:stretch.stop]`` (``order``
+        a permutation of them; its prefix is uploaded again as it grows), in that order instead
+        of the locality order."""
         style.validate()
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
@@ -90,7 +96,10 @@ class SplatPass:
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
-        order = particles.order
+        if stretch is None or stretch.whole:
+            order = particles.order
+        else:
+            order, count = self._device_order(queue, order, stretch.stop), stretch.stop
         with queue.reading(particles.snapshots):
             events = {"splat": [], "resolve": []}
             if count:
@@ -157,8 +166,16 @@ class SplatPass:
             self._palette = (queue, palette, array)
         return array
 
+    def _device_order(self, queue, order: np.ndarray, stop: int):
+        held_queue, held, array = self._fair_order
+        if held_queue is not queue or held is not order or array.shape[0] < stop:
+            array = queue.upload(np.ascontiguousarray(order[:stop]))
+            self._fair_order = (queue, order, array)
+        return array
+
     def release(self) -> None:
         self._image.release()
+        self._fair_order = (None, None, None)
         self._accumulation = self._sprites = self._unordered = None
         self._population = self._palette = (None, None, None)
         self._queues = {}

@@ -29,8 +29,9 @@ import numpy as np
 from ...engine.contracts import StreamConsumer
 from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource
-from ..render import (Camera, DensityStyle, ParticleScene, PointStyle, Renderer, ToneMap,
-                      headless_context, population_weights)
+from ..render import (DEFAULT_MAX_DRAWN, Camera, DensityStyle, ParticleScene, PointStyle,
+                      Renderer, ToneMap, headless_context, population_weights, represented_count,
+                      sample_labels, sample_masses)
 from ..render._context import is_software
 from ..render._yuv420_pass import Yuv420Pass
 from . import _controls
@@ -237,13 +238,17 @@ class Hub:
         How a new viewer's pictures look until it changes them.
     recordings : folder a client's Record control writes into (None: recording refused).
     max_fps : most pictures a second for one viewer.
+    max_drawn : particles a viewer's changing picture draws (its renderer's
+        :class:`~orrery.app.render.LevelOfDetail`; a still one is refined to every particle).
     ctx : a moderngl context to draw with (default: a headless EGL context made on the render
         thread).
     """
 
     def __init__(self, source: FrameSource, *, view: ViewSettings | None = None,
-                 recordings: Path | None = None, max_fps: float = DEFAULT_MAX_FPS, ctx=None):
+                 recordings: Path | None = None, max_fps: float = DEFAULT_MAX_FPS,
+                 max_drawn: int | None = DEFAULT_MAX_DRAWN, ctx=None):
         self.source = source
+        self.max_drawn = max_drawn
         self.default_view = view or ViewSettings()
         self.recordings = None if recordings is None else Path(recordings)
         self.max_fps = float(max_fps)
@@ -349,7 +354,8 @@ class Hub:
         frame = self.source.latest()
         viewers = [viewer for viewer in self.viewers if viewer.can_take_picture(now)]
         due = [viewer for viewer in viewers if frame is not None and
-               (viewer.changed or viewer.want_key or viewer.shown != frame.sequence)]
+               (viewer.changed or viewer.want_key or viewer.shown != frame.sequence
+                or viewer.renderer is not None and viewer.renderer.refining)]
         if not due:
             if viewers and frame is not None:  # waiting for the run: wake on its next frame
                 self.source.wait_for_newer(frame.sequence, IDLE_WAIT)
@@ -358,7 +364,8 @@ class Hub:
                 self._news.clear()
             return
         started = time.perf_counter()
-        if scene.show(frame, self.source.population):
+        # a replay playing a priority-ordered recording hands over the first K particles
+        if scene.show(frame, sample_labels(self.source.population, frame.count)):
             self._upload_seconds.append(time.perf_counter() - started)
             self._frame_seen = time.time()
         for viewer in due:
@@ -370,8 +377,9 @@ class Hub:
                 viewer.next_due = time.monotonic() + 1.0
 
     def _picture(self, ctx, scene, viewer: Viewer, frame) -> None:
+        represents = represented_count(frame.count, self.source.population)
         with viewer.lock:
-            run = (frame.count, self.source.population_names)
+            run = (represents, self.source.population_names)
             if viewer.fitted_to != run:
                 viewer.camera.fit(frame.positions)
                 viewer.fitted_to = run
@@ -384,7 +392,7 @@ class Hub:
             viewer.changed = viewer.want_key = False
         if viewer.renderer is None or viewer.target.size != size:
             viewer.release()
-            viewer.renderer = Renderer(ctx)
+            viewer.renderer = Renderer(ctx, max_drawn=self.max_drawn)
             viewer._colour = ctx.texture(size, 4)
             viewer.target = ctx.framebuffer(color_attachments=[viewer._colour])
             key = True
@@ -399,7 +407,7 @@ class Hub:
         weights = population_weights(self.source.population_names)
         if view.render == "density":
             style = DensityStyle(colour_map=view.colour_map, weights=weights)
-            scene.set_masses(self.source.masses)
+            scene.set_masses(sample_masses(self.source.masses, frame.count))
         else:
             style = PointStyle(point_size=view.point_size, colour_mode=view.colour,
                                weights=weights)
@@ -407,7 +415,7 @@ class Hub:
         width, height = size
         started = time.perf_counter()
         viewer.renderer.render(scene, camera.view_projection(width / height), style, tone,
-                               viewer.target)
+                               viewer.target, represents=represents)
         # Converted on the GPU: half the bytes back and no swscale. Where GL draws on the CPU
         # the pass costs more than swscale does (the 30k collision at 720p on 2 cores: 14.7
         # pictures/s against 17.1 with swscale, bench serve --client chromium).

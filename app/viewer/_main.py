@@ -11,6 +11,7 @@ from ...engine._optional import require
 from ...engine.errors import InvalidInputError
 from ...engine.options import CHECK_ACCURACY
 from ..command_line import REPORTED, integer, number, output_file, report, window_size
+from ..render._detail import DEFAULT_MAX_DRAWN
 
 NO_DISPLAY = ("orrery-viewer: no display to open a window on ({reason}); headless commands: "
               "`orrery run` (simulate), `orrery bench` (benchmarks)")
@@ -91,6 +92,13 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exposure", type=number(above=0), default=None,
                         help="tone-mapping exposure (default: automatic in the viewer, "
                              "0.6 in `orrery serve`)")
+    parser.add_argument("--max-drawn", type=integer(minimum=1), default=DEFAULT_MAX_DRAWN,
+                        metavar="K",
+                        help="point sprites draw at most K particles, a fair sample with its "
+                             "light scaled to stand for all, while the picture changes; a still "
+                             "picture is refined to every particle. A recording stored in "
+                             "priority order is read K particles a frame while it plays "
+                             f"(default {DEFAULT_MAX_DRAWN:,})")
 
 
 def _display_problem() -> str | None:
@@ -114,9 +122,11 @@ def open_source(args):
     if args.load:
         return _open_snapshots(args)
     if args.play:
-        from ...engine.recording import Player
+        from ...engine.recording import PRIORITY, Player
 
         player = Player(args.play)
+        if player.order == PRIORITY:  # any prefix a fair sample: read K while playing
+            player.max_particles = args.max_drawn
         if player.live:  # a recording still being written: join it at its newest frame
             player.seek(player.frame_count - 1)
         if not args.paused:
@@ -177,7 +187,8 @@ def _main(args) -> int:
         from ._window import ViewerWindow
 
         window = ViewerWindow(source, size=args.size, max_fps=args.max_fps,
-                              vsync=not args.no_vsync, stats_path=args.stats, panel=args.panel)
+                              vsync=not args.no_vsync, stats_path=args.stats, panel=args.panel,
+                              max_drawn=args.max_drawn)
         window.point_style.colour_mode = args.colour
         window.panel.mode = args.render
         window.tone.bloom = args.bloom

@@ -132,9 +132,11 @@ class ControlPanel:
         self.widgets[name] = (low.x, low.y, high.x - low.x, high.y - low.y)
 
     def draw(self, window_size: tuple[int, int], render_fps: float, frame,
-             source_error: str | None = None, upload_path: str | None = None) -> None:
+             source_error: str | None = None, upload_path: str | None = None,
+             drawn: str | None = None) -> None:
         """Draw the panel for ``frame`` (the frame on screen, or None); ``upload_path`` says
-        how frames reach the GPU's vertex buffer."""
+        how frames reach the GPU's vertex buffer, ``drawn`` how many particles the picture
+        holds (``drawn_sentence``)."""
         unit = ui_scale()
         width, margin = PANEL_WIDTH * unit, PANEL_MARGIN * unit
         tallest = max(window_size[1] - 2 * margin - self.bottom_margin * unit, 60.0)
@@ -150,11 +152,11 @@ class ControlPanel:
         self.collapsed = not expanded
         if expanded:
             imgui.push_item_width(width * _SLIDER_SHARE)
-            self._contents(render_fps, frame, source_error, upload_path)
+            self._contents(render_fps, frame, source_error, upload_path, drawn)
             imgui.pop_item_width()
         imgui.end()
 
-    def _contents(self, render_fps, frame, source_error, upload_path) -> None:
+    def _contents(self, render_fps, frame, source_error, upload_path, drawn) -> None:
         stats = frame.stats if frame else FrameStats()
         if source_error:
             imgui.push_text_wrap_pos(0.0)
@@ -174,7 +176,7 @@ class ControlPanel:
         if imgui.collapsing_header("View", imgui.TreeNodeFlags_.default_open):
             self._view_controls()
         if imgui.collapsing_header("Statistics", imgui.TreeNodeFlags_.default_open):
-            self._statistics(frame, render_fps, upload_path)
+            self._statistics(frame, render_fps, upload_path, drawn)
         if self.runner is not None and imgui.collapsing_header("Energy error"):
             self._energy_plot()
         if imgui.collapsing_header("Mouse and keys"):
@@ -431,7 +433,8 @@ class ControlPanel:
                                if math.isfinite(low) else "")
         _, density.colour_bar = imgui.checkbox("colour bar", density.colour_bar)
 
-    def _statistics(self, frame, render_fps: float, upload_path: str | None = None) -> None:
+    def _statistics(self, frame, render_fps: float, upload_path: str | None = None,
+                    drawn: str | None = None) -> None:
         stats = frame.stats if frame else FrameStats()
         imgui.text(f"render        {render_fps:8.1f} fps")
         if stats.steps_per_second is not None:
@@ -447,6 +450,8 @@ class ControlPanel:
         count = frame.count if frame else 0
         imgui.text(f"N {count:,}   step {frame.step if frame else 0}"
                    f"   t = {frame.time if frame else 0.0:.4g}")
+        if drawn:
+            imgui.text(drawn)
         if upload_path:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_DIM, f"frames: {upload_path}")

@@ -21,8 +21,9 @@ from pyglet.window import key, mouse
 from ...engine.errors import OrreryError
 from ...engine.frames import FrameSource, FrameStats
 from ...engine.runner import SimulationRunner
-from ..render import (DrawPacing, ParticleScene, PointStyle, Renderer, ToneMap, auto_exposure,
-                      ease_exposure, population_weights)
+from ..render import (DEFAULT_MAX_DRAWN, DrawPacing, ParticleScene, PointStyle, Renderer,
+                      ToneMap, auto_exposure, drawn_sentence, ease_exposure, population_weights,
+                      represented_count, sample_labels, sample_masses)
 from ..render import _pacing
 from ._branch import branch
 from ._capture import CameraKeys, WindowVideo, default_screenshot_name, read_screen, save_png
@@ -64,21 +65,22 @@ class ViewerWindow(pyglet.window.Window):
     """Parameters: ``source`` (any FrameSource), ``size`` (window pixels), ``max_fps`` (0: no
     cap), ``vsync`` (wait for the display's refresh in ``flip``, outside the GIL: the default),
     ``stats_path`` (append a JSON line of live statistics every half second), ``panel``
-    ("open", "collapsed" to a slim title bar, or "hidden" as the H key hides it).
+    ("open", "collapsed" to a slim title bar, or "hidden" as the H key hides it), ``max_drawn``
+    (the particles a changing picture draws: :class:`~orrery.app.render.LevelOfDetail`).
 
     A frame is drawn only when it can show something new (``DrawPacing``: a step the source
     has not shown, an input, a capture); otherwise the loop waits for the source."""
 
     def __init__(self, source: FrameSource, *, size=(1280, 720), max_fps: float = 60.0,
                  vsync: bool = True, stats_path: str | None = None, title: str = "Orrery",
-                 panel: str = "open"):
+                 panel: str = "open", max_drawn: int | None = DEFAULT_MAX_DRAWN):
         self.pacing = DrawPacing()  # before the window exists: creating it dispatches events
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
                                   double_buffer=True, depth_size=0)
         super().__init__(*size, caption=title, resizable=True, config=config, vsync=vsync)
         self.source = source
         self.ctx = moderngl.create_context()
-        self.renderer = Renderer(self.ctx)
+        self.renderer = Renderer(self.ctx, max_drawn=max_drawn)
         self.scene = ParticleScene(self.ctx)
         self.camera = framed_camera(np.zeros((1, 3)))
         self._population_names = source.population_names
@@ -102,6 +104,7 @@ class ViewerWindow(pyglet.window.Window):
         self.capture_message: str | None = None  # what the last capture key did, for the panel
         self._frame = None
         self._accumulated_inputs = None
+        self._represents = 0  # the particles the frame shown stands for
         self.source_error: str | None = None
 
         imgui.create_context()
@@ -150,9 +153,11 @@ class ViewerWindow(pyglet.window.Window):
             self.panel.density.weights = self.point_style.weights
             self.renderer.density.reset()
         if frame is not None:
-            self.scene.show(frame, self.source.population)
+            # a replay playing a priority-ordered recording hands over the first K particles
+            self._represents = represented_count(frame.count, self.source.population)
+            self.scene.show(frame, sample_labels(self.source.population, frame.count))
             if self.panel.mode == "density":
-                self.scene.set_masses(self.source.masses)
+                self.scene.set_masses(sample_masses(self.source.masses, frame.count))
             self._aim_camera(frame)
         width, height = self.get_framebuffer_size()
         self.renderer.resize(width, height)
@@ -162,9 +167,11 @@ class ViewerWindow(pyglet.window.Window):
         style = self.panel.active_style()
         inputs = (self.scene.sequence, self.scene.layout_version, self.renderer.size,
                   view_projection.tobytes(), style.key(), self.pixel_ratio())
-        if inputs != self._accumulated_inputs:
+        # a still picture drawn from a subsample adds particles each frame until all are in
+        if inputs != self._accumulated_inputs or self.renderer.refining:
             self.renderer.accumulate(self.scene, view_projection, style,
-                                     pixel_ratio=self.pixel_ratio(), deferred=True)
+                                     pixel_ratio=self.pixel_ratio(), deferred=True,
+                                     represents=self._represents)
             self._accumulated_inputs = inputs
             self._light_measured = False
         if self.renderer.land():
@@ -182,15 +189,16 @@ class ViewerWindow(pyglet.window.Window):
     def _aim_camera(self, frame) -> None:
         """Frame the bright particles of a new run; then follow them, a step each new frame,
         until the camera is moved by hand."""
-        run = (frame.count, self._population_names)
+        run = (self._represents, self._population_names)
         new_run = run != self._camera_fitted_to
         # a big frame's host copy costs milliseconds: follow it every FOLLOW_BIG_EVERY frames
         due = frame.sequence >= self._followed + (1 if frame.count <= SAMPLE else FOLLOW_BIG_EVERY)
         if not new_run and not (self.camera_follows and due):
             return
-        shown = bright(frame.positions, self.source.population, self.point_style.weights)
+        labels = sample_labels(self.source.population, frame.count)
+        shown = bright(frame.positions, labels, self.point_style.weights)
         if new_run:  # first frame, or a new scenario
-            self.camera = framed_camera(shown, disk_normals(frame.positions, self.source.population,
+            self.camera = framed_camera(shown, disk_normals(frame.positions, labels,
                                                             self._population_names))
             self._camera_fitted_to = run
             self.camera_follows = True
@@ -209,7 +217,7 @@ class ViewerWindow(pyglet.window.Window):
         texture = self.renderer.accumulation
         light = np.frombuffer(texture.read(), dtype=texture.dtype).reshape(
             texture.height, texture.width, texture.components)
-        target = auto_exposure(light[::2, ::2])
+        target = auto_exposure(light[::2, ::2] * np.float32(self.renderer.light_scale))
         self._light_measured = True
         if target is not None:
             first = self._exposure_due == 0.0
@@ -230,7 +238,9 @@ class ViewerWindow(pyglet.window.Window):
         if self.ui_visible:
             self.panel.draw((self.width, self.height), self.clock.fps, self._frame,
                             self.source_error,
-                            f"{self.scene.upload_path}, {self.renderer.particle_path}")
+                            f"{self.scene.upload_path}, {self.renderer.particle_path}",
+                            drawn_sentence(self.renderer.detail.drawn,
+                                           self.renderer.detail.represents))
             if self.timeline is not None:
                 self.timeline.draw((self.width, self.height))
             if self.capture_message:
@@ -287,7 +297,8 @@ class ViewerWindow(pyglet.window.Window):
         new = frame is None or frame.sequence != self.scene.sequence
         if new:
             self._new_frame_at = time.monotonic()
-        changed = new or self.video.recording or self._screenshot_request is not None
+        changed = new or self.video.recording or self._screenshot_request is not None or \
+            self.renderer.refining
         advancing = time.monotonic() - self._new_frame_at < STALLED_S
         return self.pacing.due(changed, idle=not (self._scripted and advancing))
 
@@ -363,6 +374,7 @@ class ViewerWindow(pyglet.window.Window):
         stats = frame.stats if frame else FrameStats()
         record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
                   "upload": self.scene.upload_path, "particles": self.renderer.particle_path,
+                  "drawn": [self.renderer.detail.drawn, self.renderer.detail.represents],
                   "live_ratio": live_ratio(stats),
                   "step": frame.step if frame else 0, "time": frame.time if frame else 0.0,
                   # the error is the record's own, below

@@ -78,6 +78,17 @@ def test_window_runs_the_solver_and_screenshots_particles_and_panel(display, tmp
     assert (body.max(axis=2) > 150).mean() > 0.01, "the panel shows no text"
 
 
+def test_a_still_picture_past_the_cap_is_refined_to_every_particle(display, tmp_path):
+    stats = tmp_path / "stats.jsonl"
+    viewer = _viewer(display, ["--scenario", "plummer", "--n", "6000", "--solver", "cpu-direct",
+                               "--paused", "--max-drawn", "500", "--frames", "30",
+                               "--stats", str(stats)])
+    out, err = viewer.communicate(timeout=120)
+    assert viewer.returncode == 0, err
+    final = _records(stats)[-1]
+    assert final["drawn"] == [6000, 6000], final
+
+
 def _click(display, widget):
     """Click the middle of a widget rectangle (x, y, width, height) in the viewer's window."""
     env = dict(os.environ, DISPLAY=display)

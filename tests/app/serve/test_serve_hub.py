@@ -116,6 +116,20 @@ def test_a_viewer_that_leaves_gives_back_its_renderer_and_encode_thread(hub):
     wait_for(lambda: staying.count() > before + 2, what="pictures for the viewer that stayed")
 
 
+def test_a_still_viewer_past_the_cap_gets_pictures_until_every_particle_is_drawn():
+    runner = SimulationRunner(RunSettings(scenario="plummer", n=3000, solver="cpu-direct"),
+                              paused=True)
+    hub = Hub(runner, max_drawn=200)
+    try:
+        client = Client(hub)
+        wait_for(lambda: client.viewer.renderer is not None and
+                 client.viewer.renderer.detail.drawn == 3000, what="every particle drawn")
+        assert client.viewer.renderer.detail.total == 3000
+        wait_for(lambda: client.count() > 2, what="a picture of each refinement")
+    finally:
+        hub.close()
+
+
 @pytest.mark.parametrize("on_gpu", [True, False], ids=["gpu-conversion", "swscale"])
 def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
     """The H.264 viewer's pictures are converted to BT.709 yuv420p, by the GPU's pass (where
