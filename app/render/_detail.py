@@ -131,20 +131,16 @@ class LevelOfDetail:
             self._ordered = end
         return self._order
 
-    def plan(self, picture, count: int, *, adds: bool = True,
-             represents: int | None = None) -> DrawnStretch:
+    def plan(self, picture, count: int, *, represents: int | None = None) -> DrawnStretch:
         """The next draw of a frame of ``count`` particles, which stand for ``represents``
         (default ``count``). ``picture``: anything comparable that changes with what the light
         depends on (frame, camera, style, size); a new one starts again from the subsample.
-        ``adds``: whether the pass can add to the light it drew before; if not, a refining draw
-        starts from 0 and draws a longer prefix.
 
         1. A new picture, or a count the light was not drawn for: draw the first
            ``min(count, max_drawn)``.
         2. The same picture, not yet complete: the next stretch, the last one scaled by
            FRAME_BUDGET_S over the wall time since the last plan (a whole frame, so a GPU's
            queued work counts), at most MOST_GROWTH times the last, at least ``max_drawn``.
-           A pass that cannot add draws the prefix twice as long as the last instead.
         3. The same picture, complete: nothing to draw (stop == start == count).
         """
         now = self._clock()
@@ -156,13 +152,10 @@ class LevelOfDetail:
             return DrawnStretch(0, first, count, self._represents)
         if not self.refining:
             return DrawnStretch(count, count, count, self._represents)
-        if adds:
-            seconds = max(now - self._last_at, 1e-9)
-            self._stretch = max(int(self._stretch * min(MOST_GROWTH, FRAME_BUDGET_S / seconds)),
-                                self.max_drawn)
-            start, stop = self._drawn, min(count, self._drawn + self._stretch)
-        else:
-            start, stop = 0, min(count, 2 * self._drawn)
+        seconds = max(now - self._last_at, 1e-9)
+        self._stretch = max(int(self._stretch * min(MOST_GROWTH, FRAME_BUDGET_S / seconds)),
+                            self.max_drawn)
+        start, stop = self._drawn, min(count, self._drawn + self._stretch)
         self._drawn, self._last_at = stop, now
         return DrawnStretch(start, stop, count, self._represents)
 

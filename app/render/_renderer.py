@@ -158,9 +158,7 @@ class Renderer:
         on_device = self._splat_possible(scene)
         picture = (id(scene), scene.sequence, scene.layout_version, self.size,
                    np.asarray(view_projection, np.float32).tobytes(), style.key(), pixel_ratio)
-        # the compute splat's resolve clears its counts: it draws a longer prefix instead
-        stretch = self.detail.plan(picture, scene.count, adds=not on_device,
-                                   represents=represents)
+        stretch = self.detail.plan(picture, scene.count, represents=represents)
         self._style = style
         if stretch.start == stretch.stop and stretch.start > 0:
             return  # the same picture, every particle in its light already

@@ -56,7 +56,8 @@ class SplatPass:
         self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
-        self._fair_order = (None, None, None)  # (queue, host order, device copy of a prefix)
+        self._fair_order = (None, None, None)  # (queue, (order, start, stop), device stretch)
+        self._kept = False  # whether the last resolve kept its counts for a next stretch
 
     @property
     def tile_pixels(self) -> int:
@@ -78,15 +79,17 @@ class SplatPass:
              stretch: DrawnStretch | None = None, order: np.ndarray | None = None) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
         ``scene``'s particles (``scene.device`` must be set); ``deferred``: once ``land`` finds
-        the light ready, where it stays on the device. With ``stretch`` (which must start at 0:
-        the resolve clears the counts) only the particles at ``order[:stretch.stop]`` (``order``
-        a permutation of them; its prefix is uploaded again as it grows), in that order instead
-        of the locality order."""
+        the light ready, where it stays on the device. With ``stretch`` only the particles at
+        ``order[stretch.start:stretch.stop]`` (``order`` a permutation of them; the stretch's
+        entries are uploaded), in that order instead of the locality order, added to the counts
+        of the stretches before it; the counts are kept for the next stretch until the last."""
         style.validate()
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
         width, height = accumulation.size
-        if self._image.allocate(queue, (width, height)):
+        starts = stretch is None or stretch.start == 0
+        if self._image.allocate(queue, (width, height)) or (starts and self._kept):
+            # new counts: a new size, or a new picture where the last kept its counts
             self._accumulation = queue.zeros((width * height * CHANNELS,), np.uint64)
             self._sprites = queue.zeros(2, np.uint64)
             self._unordered = queue.zeros(1, np.uint32)
@@ -97,9 +100,10 @@ class SplatPass:
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
         if stretch is None or stretch.whole:
-            order = particles.order
+            order, keep = particles.order, False
         else:
-            order, count = self._device_order(queue, order, stretch.stop), stretch.stop
+            order = self._stretch_order(queue, order, stretch)
+            count, keep = stretch.stop - stretch.start, stretch.stop < stretch.total
         with queue.reading(particles.snapshots):
             events = {"splat": [], "resolve": []}
             if count:
@@ -111,9 +115,11 @@ class SplatPass:
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
                     np.int32(self.tile_pixels), self._accumulation, self._sprites))
             resolved = program.kernel("splat_resolve").launch(
-                _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image)
+                _padded(values), GROUP, self._accumulation, np.int32(values), self._image.image,
+                np.int32(keep))
             events["resolve"].append(resolved)
         self._events = events
+        self._kept = keep
         self._image.finish(accumulation, resolved, deferred=deferred)
 
     def land(self, accumulation, *, wait: bool = True) -> bool:
@@ -166,16 +172,20 @@ class SplatPass:
             self._palette = (queue, palette, array)
         return array
 
-    def _device_order(self, queue, order: np.ndarray, stop: int):
+    def _stretch_order(self, queue, order: np.ndarray, stretch: DrawnStretch):
+        """The stretch's entries of ``order`` on the device (the same stretch uploaded once:
+        a moving camera draws the first one every frame)."""
         held_queue, held, array = self._fair_order
-        if held_queue is not queue or held is not order or array.shape[0] < stop:
-            array = queue.upload(np.ascontiguousarray(order[:stop]))
-            self._fair_order = (queue, order, array)
+        if held_queue is not queue or held[0] is not order or \
+                held[1:] != (stretch.start, stretch.stop):
+            array = queue.upload(np.ascontiguousarray(order[stretch.start:stretch.stop]))
+            self._fair_order = (queue, (order, stretch.start, stretch.stop), array)
         return array
 
     def release(self) -> None:
         self._image.release()
         self._fair_order = (None, None, None)
+        self._kept = False
         self._accumulation = self._sprites = self._unordered = None
         self._population = self._palette = (None, None, None)
         self._queues = {}

@@ -122,7 +122,11 @@ def test_the_compute_splat_draws_a_subsample_with_the_same_total_light(ctx, devi
     renderer, part = _light(ctx, scene, _pixels_view(), max_drawn=1_000)
     assert renderer.particle_path.startswith("compute splat"), renderer.particle_path
     np.testing.assert_allclose(part.sum(axis=(0, 1)), whole.sum(axis=(0, 1)), rtol=2e-6)
-    while renderer.refining:  # a longer prefix each time, up to every particle
+    renderer.accumulate(scene, _pixels_view(), PointStyle(point_size=3.0))  # a new picture
+    renderer.accumulate(scene, _pixels_view(), STYLE)  # the first stretch on fresh counts
+    np.testing.assert_allclose(renderer.read_accumulation().astype(np.float64).sum(axis=(0, 1)),
+                               whole.sum(axis=(0, 1)), rtol=2e-6)
+    while renderer.refining:  # each stretch added to the counts of those before it
         renderer.accumulate(scene, _pixels_view(), STYLE)
     np.testing.assert_array_equal(renderer.read_accumulation(), whole.astype(np.float32))
 
@@ -194,13 +198,13 @@ def test_each_stretch_fills_the_frame_budget_and_at_most_doubles():
     assert third.light_scale == pytest.approx(1_000_000 / third.stop)
 
 
-def test_a_pass_that_cannot_add_draws_a_prefix_twice_as_long():
-    detail = LevelOfDetail(100, clock=_Clock())
-    stops = [detail.plan("still", 1_000, adds=False).stop for _ in range(5)]
-    assert stops == [100, 200, 400, 800, 1_000]
-    assert not detail.refining
-    finished = detail.plan("still", 1_000, adds=False)
+def test_a_complete_picture_plans_nothing_more_until_it_changes():
+    detail = LevelOfDetail(600, clock=_Clock())
+    stops = [detail.plan("still", 1_000).stop for _ in range(2)]
+    assert stops == [600, 1_000] and not detail.refining
+    finished = detail.plan("still", 1_000)
     assert finished.start == finished.stop == 1_000  # nothing more to draw
+    assert detail.plan("moved", 1_000).stop == 600
 
 
 @pytest.mark.parametrize("count", [1, 2, 1_000, 100_000, 3 * 5 * 7 * 11 * 13 * 17])

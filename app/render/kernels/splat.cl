@@ -229,12 +229,13 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
 }
 
 /* One work-item per value (pixel channel): counts back to light, and the counts cleared so the
- * next frame's splat starts from zero. */
+ * next frame's splat starts from zero, unless `keep`: the next splat adds a level of detail's
+ * next stretch to them. */
 KERNEL void splat_resolve(GLOBAL ulong* RESTRICT accumulation, const int values,
-                          GLOBAL float* RESTRICT light) {
+                          GLOBAL float* RESTRICT light, const int keep) {
   const int i = GLOBAL_ID;
   if (i >= values) return;
   light[i] = (float)accumulation[i] * (1.0f / FIXED_ONE);
-  accumulation[i] = 0;
+  if (!keep) accumulation[i] = 0;
 }
 
