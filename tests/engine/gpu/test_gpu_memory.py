@@ -66,15 +66,6 @@ def test_a_run_that_cannot_fit_is_refused_before_anything_is_allocated(device, m
     assert solver.context.memory.total.live == held
 
 
-def test_a_run_past_the_kernels_32_bit_offsets_is_refused_before_anything_is_allocated(device):
-    solver = _solver("gpu-direct", device)
-    with solver.context.memory.measure() as usage:
-        with pytest.raises(InvalidInputError, match="at most 715827882 bodies .* got 715827883"):
-            solver.check_device_fits(715827883)
-        solver.check_device_fits(1000)
-    assert usage.peak == 0
-
-
 def test_an_array_past_the_devices_memory_is_refused_with_its_size(device):
     context = open_device(device)
     with context.memory.measure() as usage:
