@@ -91,3 +91,8 @@ def test_bench_tree_memory_rows_carry_bytes_per_particle_and_their_breakdown(dev
     # The state: positions and masses, velocities and accelerations as float32 rows of four.
     assert row["arrays"]["velocities.state"] == 16
     assert row["device"] == open_device(device).info.spec
+
+
+def test_bench_memory_refuses_a_solver_without_device_arrays():
+    with pytest.raises(InvalidInputError, match="--memory counts a GPU solver's device arrays"):
+        tree_bench.run(solver="cpu-tree", n=[64], memory=True, trials=1, warmup=0, direct_max_n=0)
