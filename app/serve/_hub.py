@@ -493,4 +493,6 @@ class Hub:
                 "draw_ms": 1e3 * float(np.median(viewer.draw_seconds))
                 if viewer.draw_seconds else None,
                 "bitrate_mbit": 8 * sum(recent) / 1e6,
-                "frame_path": viewer.frame_path}))
+                "frame_path": viewer.frame_path,
+                "drawn": None if viewer.renderer is None else
+                [viewer.renderer.detail.drawn, viewer.renderer.detail.represents]}))

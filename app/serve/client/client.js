@@ -348,7 +348,7 @@ export function mount(root, transport, { width = null, height = null } = {}) {
       button("Reset camera", "reset-camera", () => send({ type: "camera", action: "reset" })),
     ]));
     const names = ["fps", "steps/s", "live/solver", "energy error", "step", "particles", "solver",
-                   "frame path", "encode", "bitrate", "viewers"];
+                   "drawn", "frame path", "encode", "bitrate", "viewers"];
     const lines = names.map((name) => {
       statLines[name] = element("span", { class: "orrery-value" });
       return element("div", { class: "orrery-stat" }, [element("span", { text: name }), statLines[name]]);
@@ -395,6 +395,7 @@ export function mount(root, transport, { width = null, height = null } = {}) {
       "energy error": format(stats.energy_error), "step": format(stats.step, 0),
       "particles": stats.n === undefined ? "–" : stats.n.toLocaleString("en"),
       "solver": stats.solver || "–", "frame path": stats.frame_path || "–",
+      "drawn": stats.drawn ? `${stats.drawn[0].toLocaleString("en")} of ${stats.drawn[1].toLocaleString("en")}` : "–",
       "encode": stats.encode_ms === null || stats.encode_ms === undefined ? "–" : `${stats.encode_ms.toFixed(1)} ms`,
       "bitrate": `${format(stats.bitrate_mbit, 1)} Mbit/s`, "viewers": format(stats.viewers, 0),
     };

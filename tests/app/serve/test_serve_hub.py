@@ -124,8 +124,10 @@ def test_a_still_viewer_past_the_cap_gets_pictures_until_every_particle_is_drawn
         client = Client(hub)
         wait_for(lambda: client.viewer.renderer is not None and
                  client.viewer.renderer.detail.drawn == 3000, what="every particle drawn")
-        assert client.viewer.renderer.detail.total == 3000
         wait_for(lambda: client.count() > 2, what="a picture of each refinement")
+        wait_for(lambda: any(stats.get("drawn") == [3000, 3000]
+                             for stats in client.of_type("stats")),
+                 what="the client's statistics saying every particle is drawn")
     finally:
         hub.close()
 
