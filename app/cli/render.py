@@ -61,6 +61,10 @@ def add_parser(subparsers) -> None:
                         default=None, help="sprite size, pixels")
     parser.add_argument("--bloom", type=number(at_least=0), default=0.0,
                         help="sprites: glow around bright light (0: none; default 0)")
+    parser.add_argument("--max-drawn", type=integer(minimum=1), default=None, metavar="K",
+                        help="sprites: draw each frame from a fair sample of K particles, its "
+                             "light scaled to stand for all (a quick preview of a large run; "
+                             "default: every particle)")
     parser.add_argument("--crf", type=integer(minimum=0), default=DEFAULT_CRF,
                         help=f"H.264 quality, 0 (lossless) .. 51 (default {DEFAULT_CRF})")
     parser.add_argument("--preset", default=DEFAULT_PRESET,
@@ -100,6 +104,7 @@ def run(args) -> int:
     settings = MovieSettings(size=parse_size(args.size), fps=args.fps or DEFAULT_FPS,
                              frames=args.frames,
                              duration=args.duration, style=style, tone=tone,
+                             max_drawn=args.max_drawn,
                              camera=CameraPath.load(args.camera) if args.camera else None)
     source = _open(args, FileFrames, LiveFrames, settings)
     chosen = ""

@@ -104,7 +104,9 @@ class LiveFrames:
 @dataclass
 class MovieSettings:
     """How the movie looks: size in pixels, frame rate, frames (None: one per source frame, or
-    ``duration`` seconds), camera path (None: a fixed camera framing the first frame)."""
+    ``duration`` seconds), camera path (None: a fixed camera framing the first frame), and the
+    particles point sprites draw of each frame (``max_drawn``: a fair sample, its light scaled
+    to stand for all, never refined, so the same inputs give the same movie; None: all)."""
 
     size: tuple[int, int] = (1920, 1080)
     fps: float = 60.0
@@ -113,6 +115,7 @@ class MovieSettings:
     camera: CameraPath | None = None
     style: PointStyle | DensityStyle | None = None
     tone: ToneMap | None = None
+    max_drawn: int | None = None
 
     def frame_count(self, source: FrameSequence) -> int:
         if self.frames is not None and self.duration is not None:
@@ -137,7 +140,7 @@ class MovieSettings:
                 if isinstance(style, DensityStyle) else
                 {"mode": "sprites", "point_size": style.point_size, "intensity": style.intensity,
                  "colour_mode": style.colour_mode})
-        return {"size": list(self.size), "fps": self.fps, **look,
+        return {"size": list(self.size), "fps": self.fps, **look, "max_drawn": self.max_drawn,
                 "exposure": tone.exposure, "gamma": tone.gamma, "bloom": tone.bloom,
                 "camera": None if self.camera is None else [
                     {"time": k.time, "position": list(k.position), "target": list(k.target),
@@ -215,7 +218,8 @@ class MovieRenderer:
                                     f"{width}x{height}")
         self.settings = settings
         self.ctx = ctx or headless_context()
-        self.renderer = Renderer(self.ctx)
+        # each frame a new picture (its own sequence): a subsample is never refined
+        self.renderer = Renderer(self.ctx, max_drawn=settings.max_drawn)
         self.scene = ParticleScene(self.ctx, compute=compute)
         self.times = MovieTimes()
         self._colour = self.ctx.texture((width, height), 4)

@@ -176,6 +176,23 @@ def test_a_priority_recording_plays_k_particles_a_frame_drawn_for_the_whole(ctx,
             "drawn 100 of 400"
 
 
+def test_a_movie_frame_draws_its_sample_the_same_way_each_time(ctx):
+    from orrery.app.export import MovieRenderer, MovieSettings
+
+    positions = np.random.default_rng(6).normal(0, 0.5, (COUNT, 3)).astype(np.float32)
+    labels = np.zeros(COUNT, np.uint8)
+    movie = MovieRenderer(MovieSettings(size=SIZE, max_drawn=500), ctx=ctx)
+    try:
+        first = movie.render(positions, labels, 0.0, 0, 0)
+        # the same positions again, as the next frame of the movie: a new picture, not refined
+        again = movie.render(positions, labels, 0.0, 0, 1)
+        assert (movie.renderer.detail.drawn, movie.renderer.detail.represents) == (500, COUNT)
+        np.testing.assert_array_equal(first, again)
+        assert movie.settings.description()["max_drawn"] == 500
+    finally:
+        movie.release()
+
+
 class _Clock:
     def __init__(self):
         self.now = 0.0
@@ -238,7 +255,7 @@ def test_a_cap_that_is_not_a_positive_whole_number_is_refused(max_drawn):
 
 
 @pytest.mark.parametrize("call, argv", [
-    (viewer_main, []), (main, ["serve"])])
+    (viewer_main, []), (main, ["serve"]), (main, ["render", "run.h5", "--out", "movie.mp4"])])
 @pytest.mark.parametrize("value, message", [
     ("0", "argument --max-drawn: must be >= 1, got 0"),
     ("1e6", "argument --max-drawn: must be an integer, got '1e6'"),
