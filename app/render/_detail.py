@@ -1,10 +1,10 @@
 """Level of detail: which particles a frame draws. While the picture changes (the camera moves,
 a new frame arrives) a frame draws a fair subsample, the first ``max_drawn`` particles of a
 fixed order of them all (a permutation any prefix of which is spread evenly over the frame);
-while it stays still, each frame adds the next stretch of the
-permutation to the light already drawn, sized to what a frame has time for, until every
-particle is in. The light of ``drawn`` particles stands for all of them: it is scaled by
-``total / drawn``, so the picture's total light does not change with the detail (ADR 0290)."""
+while it stays still, each frame adds the next stretch of the order to the light already
+drawn, sized to what a frame has time for, until every particle is in. The light of ``drawn``
+particles stands for all of them: it is scaled by ``represents / drawn``, so the picture's total
+light does not change with the detail (ADR 0290)."""
 
 from __future__ import annotations
 
