@@ -111,17 +111,10 @@ class LevelOfDetail:
         count), made up to ``stop``: entries past the largest ``stop`` asked for are not made
         yet, so a frame of 1e9 particles costs only what is drawn of it.
 
-        Entry k is (k * step + start) mod count, with step the integer nearest count / golden
-        ratio that shares no factor with count (so it is a permutation) and start drawn from
-        ORDER_SEED: a Weyl sequence, whose every prefix is spread evenly over the frame's
-        particles as the golden ratio's multiples are over a circle, and takes each residue of
-        a short period (populations stored alternately) in turn."""
+        Entry k is (k * step + start) mod count (:func:`weyl_order`)."""
         if len(self._order) != count:
             self._order, self._ordered = np.empty(count, np.uint32), 0
-        step = max(round(count * (math.sqrt(5.0) - 1.0) / 2.0), 1)
-        while math.gcd(step, count) > 1:
-            step += 1
-        start = int(np.random.default_rng(ORDER_SEED).integers(max(count, 1)))
+        step, start = weyl_order(count)
         for begin in range(self._ordered, min(stop, count), ORDER_CHUNK):
             end = min(stop, count, begin + ORDER_CHUNK)
             entries = np.arange(begin, end, dtype=np.uint64)  # k * step < 2^64 for k < 2^32
@@ -159,6 +152,19 @@ class LevelOfDetail:
         start, stop = self._drawn, min(count, self._drawn + self._stretch)
         self._drawn, self._last_at = stop, now
         return DrawnStretch(start, stop, count, self._represents)
+
+
+def weyl_order(count: int) -> tuple[int, int]:
+    """(step, start) of the level-of-detail order of ``count`` particles, whose entry k is
+    (k * step + start) mod count: step the integer nearest count / golden ratio that shares no
+    factor with count (so the order is a permutation), start drawn from ORDER_SEED. A Weyl
+    sequence: every prefix is spread evenly over the frame's particles as the golden ratio's
+    multiples are over a circle, and takes each residue of a short period (populations stored
+    alternately) in turn. The compute splat makes its entries on the device (``splat.cl``)."""
+    step = max(round(count * (math.sqrt(5.0) - 1.0) / 2.0), 1)
+    while math.gcd(step, count) > 1:
+        step += 1
+    return step, int(np.random.default_rng(ORDER_SEED).integers(max(count, 1)))
 
 
 def represented_count(count: int, labels: np.ndarray) -> int:

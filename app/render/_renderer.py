@@ -163,10 +163,11 @@ class Renderer:
         if stretch.start == stretch.stop and stretch.start > 0:
             return  # the same picture, every particle in its light already
         self.light_scale = stretch.light_scale
-        order = None if stretch.whole else self.detail.order(scene.count, stretch.stop)
         if on_device and self._splat(scene, view_projection, style, pixel_ratio, deferred,
-                                     stretch, order):
+                                     stretch):
             return
+        # the host and GL passes read the order's entries from the host
+        order = None if stretch.whole else self.detail.order(scene.count, stretch.stop)
         self.splat.discard()  # deferred light must not land over this pass's
         if self._host_splat(scene, view_projection, style, pixel_ratio, stretch, order):
             self.density_splat.discard()
@@ -213,11 +214,10 @@ class Renderer:
             self.target_format == "rgba32f"
 
     def _splat(self, scene, view_projection, style, pixel_ratio, deferred,
-               stretch: DrawnStretch, order) -> bool:
+                stretch: DrawnStretch) -> bool:
         try:
             self.splat.draw(scene, view_projection, style, self.accumulation,
-                            pixel_ratio=pixel_ratio, deferred=deferred, stretch=stretch,
-                            order=order)
+                            pixel_ratio=pixel_ratio, deferred=deferred, stretch=stretch)
         except (DeviceUnavailableError, KernelBuildError) as error:
             self.splat_unavailable = str(error)
             self.splat.release()

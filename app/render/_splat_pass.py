@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine.errors import InvalidInputError
-from ._detail import DrawnStretch
+from ._detail import DrawnStretch, weyl_order
 from ._device_image import CHANNELS, DeviceImage
 from ._scene import DeviceParticles, ParticleScene
 from ._style import COLOUR_MODES, PointStyle
@@ -56,7 +56,6 @@ class SplatPass:
         self._events: dict = {}    # stage -> the last frame's kernel events
         self._population = (None, None, None)  # (queue, (scene, version), device labels)
         self._palette = (None, None, None)     # (queue, bytes, device palette)
-        self._fair_order = (None, None, None)  # (queue, (order, start, stop), device stretch)
         self._kept = False  # whether the last resolve kept its counts for a next stretch
 
     @property
@@ -76,13 +75,13 @@ class SplatPass:
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
              accumulation, *, pixel_ratio: float = 1.0, deferred: bool = False,
-             stretch: DrawnStretch | None = None, order: np.ndarray | None = None) -> None:
+             stretch: DrawnStretch | None = None) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
         ``scene``'s particles (``scene.device`` must be set); ``deferred``: once ``land`` finds
         the light ready, where it stays on the device. With ``stretch`` only the particles at
-        ``order[stretch.start:stretch.stop]`` (``order`` a permutation of them; the stretch's
-        entries are uploaded), in that order instead of the locality order, added to the counts
-        of the stretches before it; the counts are kept for the next stretch until the last."""
+        entries ``stretch.start`` to ``stretch.stop`` of the level-of-detail order (made on the
+        device: :func:`weyl_order`), added to the counts of the stretches before it; the counts
+        are kept for the next stretch until the last."""
         style.validate()
         particles: DeviceParticles = scene.device
         queue = self._queue(particles.context)
@@ -99,18 +98,19 @@ class SplatPass:
         count = particles.current.shape[0]
         matrix = [np.float32(v) for v in np.asarray(view_projection, np.float32).reshape(-1)]
         values = width * height * CHANNELS
-        if stretch is None or stretch.whole:
-            order, keep = particles.order, False
-        else:
-            order = self._stretch_order(queue, order, stretch)
+        order, ordering, first, keep = particles.order, int(particles.order is not None), 0, False
+        step, offset = 1, 0
+        if stretch is not None and not stretch.whole:
+            ordering, first, (step, offset) = 2, stretch.start, weyl_order(count)
             count, keep = stretch.stop - stretch.start, stretch.stop < stretch.total
         with queue.reading(particles.snapshots):
             events = {"splat": [], "resolve": []}
             if count:
                 events["splat"].append(program.kernel("splat_points").launch(
                     _padded(count), GROUP, particles.current, particles.previous, labels,
-                    self._unordered if order is None else order, np.int32(order is not None),
-                    np.int32(count), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
+                    self._unordered if order is None else order, np.int32(ordering),
+                    np.int32(count), np.uint32(first), np.uint32(step), np.uint32(offset),
+                    np.uint32(max(particles.current.shape[0], 1)), palette, np.int32(COLOUR_MODES.index(style.colour_mode)),
                     np.float32(scene.speed_scale), np.float32(style.point_size * pixel_ratio),
                     np.float32(style.intensity), *matrix, np.int32(width), np.int32(height),
                     np.int32(self.tile_pixels), self._accumulation, self._sprites))
@@ -172,19 +172,8 @@ class SplatPass:
             self._palette = (queue, palette, array)
         return array
 
-    def _stretch_order(self, queue, order: np.ndarray, stretch: DrawnStretch):
-        """The stretch's entries of ``order`` on the device (the same stretch uploaded once:
-        a moving camera draws the first one every frame)."""
-        held_queue, held, array = self._fair_order
-        if held_queue is not queue or held[0] is not order or \
-                held[1:] != (stretch.start, stretch.stop):
-            array = queue.upload(np.ascontiguousarray(order[stretch.start:stretch.stop]))
-            self._fair_order = (queue, (order, stretch.start, stretch.stop), array)
-        return array
-
     def release(self) -> None:
         self._image.release()
-        self._fair_order = (None, None, None)
         self._kept = False
         self._accumulation = self._sprites = self._unordered = None
         self._population = self._palette = (None, None, None)

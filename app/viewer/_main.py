@@ -122,11 +122,12 @@ def open_source(args):
     if args.load:
         return _open_snapshots(args)
     if args.play:
-        from ...engine.recording import PRIORITY, Player
+        from ...engine.recording import PRIORITY, Player, RecordingFile
 
-        player = Player(args.play)
-        if player.order == PRIORITY:  # any prefix a fair sample: read K while playing
-            player.max_particles = args.max_drawn
+        recording = RecordingFile(args.play)
+        # any prefix a fair sample: read K particles a frame while playing, from the first read
+        player = Player(recording, max_particles=args.max_drawn
+                        if recording.order == PRIORITY else None)
         if player.live:  # a recording still being written: join it at its newest frame
             player.seek(player.frame_count - 1)
         if not args.paused:

@@ -81,14 +81,17 @@ DEVICE void splat_add(GLOBAL ulong* RESTRICT pixel, LOCAL_ARG uint* counter, con
   else ATOMIC_ADD_ULONG(pixel, counts);
 }
 
-/* One work-item per particle (locality_order[k] when `ordered`, else k), a tile per work-group;
- * m0..m15 are the view-projection matrix row by row (view.cl). Every work-item reaches every
- * barrier: those without a visible particle draw nothing. */
+/* One work-item per particle, a tile per work-group: particle k (`ordered` 0), locality_order[k]
+ * (1), or entry first + k of a level of detail's order of `total` particles (2:
+ * ((first + k) * step + offset) mod total, app/render/_detail.py's weyl_order; below 2^64, as
+ * each factor is below 2^32); m0..m15 are the view-projection matrix row by row (view.cl).
+ * Every work-item reaches every barrier: those without a visible particle draw nothing. */
 KERNEL void splat_points(GLOBAL const float* RESTRICT position,
                          GLOBAL const float* RESTRICT previous,
                          GLOBAL const int* RESTRICT population,
                          GLOBAL const uint* RESTRICT locality_order, const int ordered,
-                         const int count, GLOBAL const float* RESTRICT palette,
+                         const int count, const uint first, const uint step, const uint offset,
+                         const uint total, GLOBAL const float* RESTRICT palette,
                          const int colour_mode, const float speed_scale, const float point_size,
                          const float intensity, VIEW_MATRIX_ARGUMENTS,
                          const int width, const int height, const int tile_pixels,
@@ -108,7 +111,9 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   SYNC_THREADS;
 
   const int k = GLOBAL_ID;
-  const int i = k < count ? (ordered ? (int)locality_order[k] : k) : 0;
+  const int i = k >= count ? 0
+                : ordered == 2 ? (int)((((ulong)first + (ulong)k) * step + offset) % total)
+                : ordered ? (int)locality_order[k] : k;
   const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
   CLIP_COORDINATES(x, y, z);
   const float xw = (cx / cw + 1.0f) * 0.5f * (float)width;
