@@ -1,5 +1,12 @@
-"""Running fuzz cases of the command line, each in a forked child under a time and memory limit,
-for the fuzz tests (test_cli_fuzz.py, test_snapshot_fuzz.py, test_recording_fuzz.py).
+"""Running fuzz cases of the command line, each in a child under a time and memory limit, for the
+fuzz tests (test_cli_fuzz.py, test_snapshot_fuzz.py, test_recording_fuzz.py).
+
+The children are forked from a fork server, never from pytest itself: by the time the fuzz runs,
+earlier tests have started thread pools in the pytest process (Mesa's llvmpipe behind an EGL
+context, the OpenCL CPU runtime's TBB workers), and a child forked from it inherits those pools
+without their threads, so its first draw or kernel waits for ever. The server is a fresh
+interpreter with the command line imported; each child takes the test's environment with it,
+since the server's own was fixed when it started.
 
 A case is ``(arguments, note)``: ``main(arguments)`` of the ``orrery`` command line (or of
 another entry point given to :func:`run_cases`), and what the case holds, for the report. The
@@ -22,6 +29,10 @@ import time
 import traceback
 import warnings
 
+_CONTEXT = multiprocessing.get_context("forkserver")
+# Imported once in the server, so that a case starts in milliseconds, not the import's second.
+_CONTEXT.set_forkserver_preload(["orrery.app.cli", "orrery.app.viewer"])
+
 CASE_SECONDS = 30
 CASE_MEMORY = 3 << 30  # bytes a case may add to the parent's address space
 TRACEBACK = 99  # a child's exit code for an exception main() let through
@@ -30,7 +41,9 @@ OUT_OF_MEMORY = 98  # and for main() reporting that it ran out of memory
 CLEAN_CODES = (0, 1, 2)
 
 
-def _child(main, arguments, folder, sender, stop_after):
+def _child(main, arguments, folder, environment, sender, stop_after):
+    os.environ.clear()
+    os.environ.update(environment)
     os.chdir(folder)
     if stop_after is not None:
         stop = threading.Timer(stop_after, os.kill, (os.getpid(), signal.SIGTERM))
@@ -58,16 +71,15 @@ def _child(main, arguments, folder, sender, stop_after):
 
 
 def run_case(arguments, folder, main=None, refusal=None, stop_after=None) -> str | None:
-    """Run one case in a forked child; what went wrong, or None if it ended cleanly.
+    """Run one case in a child of the fork server; what went wrong, or None if it ended cleanly.
     ``refusal(output)``, if given, judges what a case refused with (exit code 2): what is wrong
     with it, or None. With ``stop_after``, the child is sent SIGTERM that many seconds after it
     starts (a server that would serve for ever), and ending by it (128 + SIGTERM) is clean."""
     if main is None:
         from orrery.app.cli import main
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_child,
-                            args=(main, arguments, folder, sender, stop_after))
+    receiver, sender = _CONTEXT.Pipe(duplex=False)
+    child = _CONTEXT.Process(target=_child, args=(main, arguments, str(folder), dict(os.environ),
+                                                  sender, stop_after))
     child.start()
     sender.close()
     deadline = time.monotonic() + CASE_SECONDS
