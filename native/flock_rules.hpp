@@ -2,7 +2,7 @@
 // (steps 3-4), so that a search only decides which boids are visited, never what a visit adds
 // (the study's accumulateNeighbor / finalizeVelocityChange split; steps 1-2, the visit, are
 // the SIMD loop of flock_kernel.hpp). The same steps, in the same words, are in
-// engine/flock/reference.py and kernels/flock.cl.
+// engine/flock/reference.py and engine/flock/kernels/flock.cl.
 //
 // Determinism: positions lie on a fixed-point grid (FlockConstants::quantum) and velocities on
 // another, so an offset p_j - p_i is exact in float32 and the neighbour sums are exact in

@@ -14,7 +14,7 @@
 //   M2M         M_{k+n}(parent) += M_k(child) t_n(z_child - z_parent)
 //   L2L         L_k(child) += L_{k+n}(parent) t_n(z_child - z_parent)
 // The same tables drive the C++ (this header's P2M/M2M/L2L/L2P, the M2L kernel in
-// fmm_kernels.hpp) and the device kernels (native/kernels/fmm.cl), which get them from
+// fmm_kernels.hpp) and the device kernels (engine/solvers/kernels/fmm.cl), which get them from
 // fmm_tables() through the Python binding, as arrays.
 // Truncation keeps exactly the pairs |k| + |n| <= p in M2L, a set symmetric under swapping source
 // and target, so the total force cell A's expansion puts on B is minus the one B's puts on A:

@@ -1,4 +1,4 @@
-// The particle pass's splat on the host (splat_kernel.hpp; native/kernels/splat.cl is the same
+// The particle pass's splat on the host (splat_kernel.hpp; app/render/kernels/splat.cl is the same
 // splat on a compute device): project the particles, list them per band of rows, draw the bands
 // on all requested threads, the GIL released. app/render/_host_splat_pass.py calls it and
 // uploads the light into the accumulation texture.

@@ -1,5 +1,5 @@
 // The particle pass's splat on the host (native/splat.cpp drives it): the same Gaussian sprites
-// as native/kernels/splat.cl, with its arithmetic but for the weight (below), for software GL,
+// as app/render/kernels/splat.cl, with its arithmetic but for the weight (below), for software GL,
 // where rasterising points costs more than the CPU does alone (docs/adr/0160). Compiled per
 // instruction set (simd_*.cpp): the band's resolve (64-bit counts to float) vectorises with
 // AVX-512DQ, and simd_avx512.cpp specialises a sprite row (SplatRow: four pixels' channels in
