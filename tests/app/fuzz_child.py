@@ -18,6 +18,7 @@ code other than :data:`CLEAN_CODES`."""
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import multiprocessing
 import os
@@ -45,6 +46,8 @@ def _child(main, arguments, folder, environment, sender, stop_after):
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(folder)
+    # A case that hangs shows where: every thread's stack on stderr before the parent kills it.
+    faulthandler.dump_traceback_later(CASE_SECONDS - 3, file=sys.__stderr__)
     if stop_after is not None:
         stop = threading.Timer(stop_after, os.kill, (os.getpid(), signal.SIGTERM))
         stop.daemon = True
