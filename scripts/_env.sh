@@ -13,6 +13,14 @@ ORRERY_EXTRAS="test,sycl,formats,video,mpi,compression,serve,jupyter"
 # SECONDS): the first runs take minutes, and a silent minute reads as a hang.
 phase() { echo "== $1 ($SECONDS s)"; }
 
+# Debian packages installed with apt, through sudo unless this is root.
+apt_install() {
+  local sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$@"
+}
+
 in_active_venv() {
   python3 -c 'import sys; sys.exit(sys.prefix == sys.base_prefix)' 2>/dev/null
 }

@@ -23,10 +23,7 @@ for compiler in "${compilers[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (apt)"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt_install "${missing[@]}"
 fi
 failed=0
 for compiler in "${compilers[@]}"; do

@@ -27,10 +27,7 @@ for package in "${system_packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   phase "system packages (apt): ${missing[*]}"
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt_install "${missing[@]}"
 fi
 
 if ! in_active_venv && [ ! -x "$PROJECT_VENV/bin/python" ]; then
