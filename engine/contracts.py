@@ -21,12 +21,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .compute import Snapshot
+from .compute import Context, Snapshot
 from .diagnostics import Diagnostics
 from .frames import Frame, FrameSource, FrameStats
 from .particles import Particles
 
-__all__ = ["AccuracyCalibrated", "FrameConsumer", "FrameSource", "FrameStats",
+__all__ = ["AccuracyCalibrated", "DeviceForceVjp", "FrameConsumer", "FrameSource", "FrameStats",
            "GravitySimulation", "Playback", "SimulationRecorder", "SimulationState",
            "SteppedSimulation", "StoredFrames", "StreamConsumer"]
 
@@ -270,3 +270,22 @@ class AccuracyCalibrated(Protocol):
     accuracy_variants: tuple[dict[str, object], ...]
     # The thetas measured for each variant.
     accuracy_thetas: tuple[float, ...]
+
+
+@runtime_checkable
+class DeviceForceVjp(Protocol):
+    """A GPU solver whose force evaluation has a VJP on its device, so a reversible run's
+    gradient (``engine/gradients.py``) keeps its state and adjoint there
+    (``solvers/_device_lattice.py``): gpu-direct."""
+
+    context: Context  # the device the arrays below live on
+
+    def padding_for(self, n: int) -> int:
+        """Rows of the body arrays are padded to a multiple of this (zero-mass padding)."""
+
+    def launch_accelerations(self, body, out, count: int, *, potential: bool) -> list:
+        """Queue the evaluation of the first ``count`` rows of ``body`` into ``out``."""
+
+    def launch_vjp(self, body, cotangent, out, count: int, *, potential: bool) -> list:
+        """Queue the evaluation's VJP with the cotangents' rows ``cotangent``: (pos_bar,
+        mass_bar) rows into ``out``."""

@@ -32,10 +32,12 @@ import numpy as np
 
 from ._adjoint import Gradient, check_run_arguments, start_cotangents
 from .checkpointed import CheckpointedRun
+from .contracts import DeviceForceVjp
 from .errors import InvalidInputError
 from .force_vjp import force_and_vjp
 from .lattice import Lattice, LatticeState
 from .particles import Particles
+from .solvers._device_lattice import DeviceLatticeRun
 
 
 class ReversibleRun:
@@ -57,32 +59,55 @@ class ReversibleRun:
         state = LatticeState(solver, particles, lattice)
         self.lattice, self.mass = state.lattice, state.mass
         self._start = state.qpos.copy(), state.qvel.copy()
-        if end is None:
+        self._device = (DeviceLatticeRun(solver, state.lattice, state.qpos, state.qvel, self.mass)
+                        if runs_on_device(solver) else None)
+        # The final lattice state on the host: None while it is on the device alone.
+        self._end: tuple[np.ndarray, np.ndarray] | None = None
+        if end is not None:
+            self._end = tuple(_lattice_points(q, state.qpos.shape, name)
+                              for q, name in zip(end, ("qpos", "qvel")))
+            if self._device is not None:
+                self._device.set_state(*self._end)
+        elif self._device is not None:
+            self._device.forward(self.steps, self.dt)
+        else:
             for _ in range(self.steps):
                 state.advance(None, lambda: _step(state, self.dt))
             self._end = state.qpos, state.qvel
-        else:
-            self._end = tuple(_lattice_points(q, state.qpos.shape, name)
-                              for q, name in zip(end, ("qpos", "qvel")))
+        # Whether the device holds the final state (a backward pass walks it to the start).
+        self._device_at_end = self._device is not None
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the run, and its backward pass, keep their state on the solver's device."""
+        return self._device is not None
+
+    def _final(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._end is None:
+            self._end = self._device.state()
+        return self._end
 
     @property
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """The final lattice state ``(qpos, qvel)``, int64 (n, 3) each (copies)."""
-        return self._end[0].copy(), self._end[1].copy()
+        qpos, qvel = self._final()
+        return qpos.copy(), qvel.copy()
 
     @property
     def positions(self) -> np.ndarray:
         """The final positions, float64."""
-        return self.lattice.positions(self._end[0])
+        return self.lattice.positions(self._final()[0])
 
     @property
     def velocities(self) -> np.ndarray:
-        return self.lattice.velocities(self._end[1])
+        return self.lattice.velocities(self._final()[1])
 
     def backward(self, pos_bar, vel_bar, mass_bar=None, *, loss: float | None = None) -> Gradient:
         """The gradient at the start of a loss whose gradient at the end is ``pos_bar``,
         ``vel_bar`` (and ``mass_bar`` where the loss reads the masses directly)."""
         x_bar, v_bar, m_bar = start_cotangents(len(self.mass), pos_bar, vel_bar, mass_bar)
+        if self._device is not None:
+            return self._backward_on_device(x_bar, v_bar, m_bar, loss)
         qpos, qvel = self._end[0].copy(), self._end[1].copy()
         lattice, dt, half = self.lattice, self.dt, 0.5 * self.dt
         for _ in range(self.steps):
@@ -98,6 +123,25 @@ class ReversibleRun:
         reversible = (np.array_equal(qpos, self._start[0])
                       and np.array_equal(qvel, self._start[1]))
         return Gradient(loss, x_bar, v_bar, m_bar, reversible)
+
+    def _backward_on_device(self, x_bar, v_bar, m_bar, loss) -> Gradient:
+        """:meth:`backward`'s steps on the device (``solvers/_device_lattice.py``): the same
+        operations, nothing moved to the host between steps."""
+        if not self._device_at_end:
+            self._device.set_state(*self._final())
+        self._device_at_end = False
+        x_bar, v_bar, m_bar = self._device.backward(self.steps, self.dt, x_bar, v_bar, m_bar)
+        qpos, qvel = self._device.state()
+        reversible = (np.array_equal(qpos, self._start[0])
+                      and np.array_equal(qvel, self._start[1]))
+        return Gradient(loss, x_bar, v_bar, m_bar, reversible)
+
+
+def runs_on_device(solver) -> bool:
+    """Whether a reversible run under ``solver`` keeps its state and adjoint on the solver's
+    device: a GPU solver with a device VJP, on a device with float64 (the lattice's
+    increments are float64 products); otherwise they live in host memory."""
+    return isinstance(solver, DeviceForceVjp) and solver.context.info.fp64
 
 
 def run_gradient(particles: Particles, solver, *, dt: float, steps: int,

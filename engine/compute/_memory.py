@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from ..errors import InvalidInputError
 
 # The kinds of device array, in the order a breakdown lists them: ``bodies`` are the packed
-# (x, y, z, mass) rows (positions and masses), ``temporaries`` what one pass uses and the next
-# may reuse (sort spares, staging, partial sums); ``other`` is an array its caller did not name.
-KINDS = ("bodies", "velocities", "accelerations", "tree", "lists", "expansions", "temporaries",
-         "other")
+# (x, y, z, mass) rows (positions and masses), ``adjoint`` a gradient's backward pass's
+# cotangents, ``temporaries`` what one pass uses and the next may reuse (sort spares, staging,
+# partial sums); ``other`` is an array its caller did not name.
+KINDS = ("bodies", "velocities", "accelerations", "tree", "lists", "expansions", "adjoint",
+         "temporaries", "other")
 UNNAMED = "other"
 
 

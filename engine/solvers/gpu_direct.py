@@ -28,6 +28,8 @@ PREFERRED = {"gpu": (1024, 2), "cpu": (256, 1), "accelerator": (256, 1)}
 # than this fraction of the compute units busy.
 MIN_BUSY_FRACTION = 0.9
 SMALLEST_AUTOMATIC_TILE = 64
+# Local memory a CUDA kernel may declare statically (the VJP's tiles are declared so).
+STATIC_LOCAL_BYTES = 48 * 1024
 
 
 class GpuDirectSolver(GpuSolver):
@@ -86,6 +88,33 @@ class GpuDirectSolver(GpuSolver):
             padded // targets, tile, body, out, np.int32(padded), softening2)
         self.last_launch = {"tile_size": tile, "targets": targets}
         return [event]
+
+    def vjp_tile(self, count: int) -> int:
+        """Work-group size of the VJP kernel for ``count`` bodies: the evaluation's tile (so the
+        padding fits it), halved while its two staged tiles (bodies and cotangents) pass the
+        device's local memory or CUDA's static 48 KiB."""
+        tile, _ = self.launch_config(count)
+        local_bytes = min(self.context.info.local_memory_bytes, STATIC_LOCAL_BYTES)
+        while tile > 1 and 2 * tile * 4 * self.dtype.itemsize > local_bytes:
+            tile //= 2
+        return tile
+
+    def launch_vjp(self, body: DeviceArray, cotangent: DeviceArray, out: DeviceArray,
+                   count: int, *, potential: bool) -> list[KernelEvent]:
+        """Queue the VJP of ``launch_accelerations``' evaluation (``kernels/direct_vjp.cl``):
+        for the first ``count`` rows of ``body`` and the cotangents ``cotangent`` (padded
+        ``real4`` rows (abar_x, abar_y, abar_z, pbar), zero past ``count``; pbar read only
+        with ``potential``), write (pos_bar, mass_bar) rows into ``out``."""
+        tile = self.vjp_tile(count)
+        padded = body.shape[0]
+        if padded % tile:
+            raise InvalidInputError(f"{padded} rows are not padded for tile {tile}")
+        defines = {"REAL_BITS": self.dtype.itemsize * 8, "TILE": tile,
+                   "WITH_POTENTIAL": potential, "ZERO_SOFTENING": self.softening == 0}
+        program = self.context.build(["direct_vjp.cl"], package=__package__, defines=defines)
+        return [program.kernel("direct_vjp").launch(padded, tile, body, cotangent, out,
+                                                    np.int32(padded),
+                                                    self.dtype.type(self.softening ** 2))]
 
 
 SPEC = SolverSpec(
