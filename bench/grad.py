@@ -5,7 +5,12 @@ adjoint back) against K reversible steps forward alone, taking turns in the same
 Rows: ``forward_s`` and ``gradient_s`` (medians, with interquartile ranges), their ratio
 ``grad_over_forward``, ``memory_over_forward`` (the peak of host memory allocated through Python
 during one untimed gradient over that of one untimed forward run, by ``tracemalloc``: native
-buffers the solvers allocate themselves are not seen), ``reversible`` (the backward pass came back to the initial lattice state
+buffers the solvers allocate themselves are not seen); where the run keeps its state on a
+GPU solver's device (gpu-direct, ``engine/solvers/_device_lattice.py``) also ``device``,
+``forward_device_bytes`` and ``gradient_device_bytes`` (peak bytes of the device arrays
+allocated during one untimed forward run and one untimed gradient, as the compute layer counts
+them, ``engine/compute/_memory.py``) and their ratio ``device_memory_over_forward``;
+``reversible`` (the backward pass came back to the initial lattice state
 bit for bit) and, with ``--check``, ``fd_error``: over ``--check-samples`` coordinates of each of
 the initial positions, velocities and masses (chosen at random, fixed by ``--seed``), the
 largest relative error |gradient - difference| / |difference| against five-point central
@@ -30,7 +35,7 @@ import numpy as np
 from ..app.text_table import format_table
 from ..engine import Particles, ics, make_solver
 from ..engine.errors import UnknownSolverError
-from ..engine.gradients import ReversibleRun, run_gradient
+from ..engine.gradients import ReversibleRun, run_gradient, runs_on_device
 from ..engine.solvers import solver_specs
 from ..engine.options import PRECISION, Option
 from ..engine.tuning.timing import time_interleaved
@@ -38,8 +43,9 @@ from ._options import SOLVER_RUN, BenchmarkSpec, several
 
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 
-COLUMNS = ["solver", "precision", "n", "steps", "threads", "forward_s", "gradient_s",
+COLUMNS = ["solver", "precision", "n", "steps", "threads", "device", "forward_s", "gradient_s",
            "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "memory_over_forward",
+           "forward_device_bytes", "gradient_device_bytes", "device_memory_over_forward",
            "reversible", "fd_error"]
 
 POSITION_STEP = 3e-4  # positions and velocities, absolute
@@ -102,6 +108,12 @@ def _measure(args, solver, particles) -> dict:
            "grad_over_forward": timings["gradient"].median / timings["forward"].median,
            "memory_over_forward": _peak_memory(gradient) / _peak_memory(forward),
            "reversible": results["gradient"].reversible}
+    if runs_on_device(solver):
+        row["device"] = solver.context.info.spec
+        row["forward_device_bytes"] = _peak_device_memory(solver, forward)
+        row["gradient_device_bytes"] = _peak_device_memory(solver, gradient)
+        row["device_memory_over_forward"] = (row["gradient_device_bytes"]
+                                             / row["forward_device_bytes"])
     if args.check:
         row["fd_error"] = _fd_error(args, solver, particles, lattice, loss_grad,
                                     results["gradient"], rng)
@@ -116,6 +128,14 @@ def _peak_memory(fn) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def _peak_device_memory(solver, fn) -> int:
+    """Peak bytes of the device arrays allocated while ``fn()`` runs, as the compute layer
+    counts them (``Context.memory``)."""
+    with solver.context.memory.measure() as usage:
+        fn()
+    return usage.peak
 
 
 def _fd_error(args, solver, particles, lattice, loss_grad, gradient, rng) -> float:
