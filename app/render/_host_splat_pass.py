@@ -34,16 +34,18 @@ class HostSplatPass:
         self.threads = threads
         self._light: np.ndarray | None = None  # the last frame's light, reused
         self._sum: np.ndarray | None = None  # the light of the stretches drawn so far
+        self._last: np.ndarray | None = None  # _light or _sum: what the last draw made
         self._labels = (None, None)  # ((scene, version, count), uint8 labels)
         self._seconds: dict[str, float] = {}  # the last frame's stages
 
     def draw(self, scene: ParticleScene, view_projection: np.ndarray, style: PointStyle,
              accumulation, *, pixel_ratio: float = 1.0, stretch: DrawnStretch | None = None,
-             order: np.ndarray | None = None) -> None:
+             order: np.ndarray | None = None, upload: bool = True) -> None:
         """Replace the contents of ``accumulation`` (an RGBA32F texture) with the light of
         ``scene``'s particles (``scene.host`` must be set): every particle, or with ``stretch``
         those at ``order[stretch.start:stretch.stop]`` (``order`` a permutation of them) added
-        to the light of the stretches before it (none where ``stretch.start`` is 0)."""
+        to the light of the stretches before it (none where ``stretch.start`` is 0).
+        ``upload`` False keeps the light in :attr:`light` alone (its size is the texture's)."""
         style.validate()
         particles: HostParticles = scene.host
         width, height = accumulation.size
@@ -70,9 +72,17 @@ class HostSplatPass:
             light = self._sum
         elif stretch is not None and not stretch.whole:
             self._sum = self._light.copy()
+        self._last = light
         splatted = time.perf_counter()
-        accumulation.write(light)
+        if upload:
+            accumulation.write(light)
         self._seconds = {"splat": splatted - start, "copy": time.perf_counter() - splatted}
+
+    @property
+    def light(self) -> np.ndarray | None:
+        """The light of the last :meth:`draw` (every stretch drawn so far), (height, width, 4)
+        float32, bottom row first; None before the first."""
+        return self._last
 
     def stage_seconds(self) -> dict[str, float]:
         """Wall seconds of the last frame's stages: the splat, and handing its light to GL
@@ -98,5 +108,5 @@ class HostSplatPass:
         return labels
 
     def release(self) -> None:
-        self._light = self._sum = None
+        self._light = self._sum = self._last = None
         self._labels = (None, None)

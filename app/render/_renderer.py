@@ -14,6 +14,7 @@ from ._density_pass import DensityPass
 from ._density_splat_pass import DensitySplatPass
 from ._detail import DrawnStretch, LevelOfDetail
 from ._host_splat_pass import DEFAULT_THREADS, HostSplatPass
+from ._host_tone_map import HostToneMap
 from ._particle_pass import ParticlePass
 from ._scene import ParticleScene
 from ._splat_pass import SplatPass
@@ -59,11 +60,14 @@ class Renderer:
     host_splat : None (default): where GL is software; True: for every host frame; False: never
     host_threads : the host splat's threads (0: every hardware thread; default 1)
     max_drawn : particles a changed picture draws (None, the default: every particle)
+    light_on_host : keep the host splat's light on the host for :meth:`host_picture` (a caller
+        that wants the picture's bytes, not a framebuffer: ``orrery serve``); it goes into GL
+        only when :meth:`present` needs it (default False: at once)
     """
 
     def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True,
                  host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS,
-                 max_drawn: int | None = None):
+                 max_drawn: int | None = None, light_on_host: bool = False):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
@@ -84,6 +88,11 @@ class Renderer:
         self.density_splat = DensitySplatPass(ctx)
         self.density_splat_unavailable: str | None = self.splat_unavailable
         self.tone_map = ToneMapPass(ctx)
+        self.light_on_host = light_on_host
+        self.host_tone_map = HostToneMap()
+        # the last accumulation's light is the host splat's (on the host), and whether the
+        # accumulation target holds it yet
+        self._host_light = self._host_light_uploaded = False
         self.detail = LevelOfDetail(max_drawn)
         self.light_scale = 1.0  # what the light in the target is multiplied by where shown
         self._style = None  # the style of the last accumulation: how to present it
@@ -141,6 +150,7 @@ class Renderer:
             return
         self.detail.whole(scene.count, represents)
         self.light_scale = 1.0
+        self._host_light = False
         self.splat.discard()  # deferred light must not land over this pass's
         if self._density_splat(scene, view_projection, style, deferred):
             self._style = style
@@ -163,6 +173,7 @@ class Renderer:
         if stretch.start == stretch.stop and stretch.start > 0:
             return  # the same picture, every particle in its light already
         self.light_scale = stretch.light_scale
+        self._host_light = False
         if on_device and self._splat(scene, view_projection, style, pixel_ratio, deferred,
                                      stretch):
             return
@@ -232,13 +243,26 @@ class Renderer:
                 self.target_format != "rgba32f":
             return False
         self.host_splat.draw(scene, view_projection, style, self.accumulation,
-                             pixel_ratio=pixel_ratio, stretch=stretch, order=order)
+                             pixel_ratio=pixel_ratio, stretch=stretch, order=order,
+                             upload=not self.light_on_host)
+        self._host_light, self._host_light_uploaded = True, not self.light_on_host
         self.particle_path = self.host_splat.path
         return True
+
+    def host_picture(self, tone: ToneMap) -> np.ndarray | None:
+        """The last accumulation's picture made on the host, (height, width, 3) uint8, top row
+        first (what :meth:`present` draws, to within one step of 255 a value), where its light
+        is on the host (``light_on_host`` and the host splat drew it) and ``tone`` has no bloom;
+        else None: :meth:`present` it and read the output."""
+        if not (self.light_on_host and self._host_light and tone.bloom == 0):
+            return None
+        return self.host_tone_map.apply(
+            self.host_splat.light, replace(tone, exposure=tone.exposure * self.light_scale))
 
     def present(self, output, tone: ToneMap) -> None:
         """Show the accumulation target in ``output`` (a framebuffer of the same size): tone
         mapped light, or the density image through its colour map."""
+        self._upload_host_light()
         output.use()
         output.viewport = (0, 0, *self.size)
         self.ctx.disable(self.ctx.BLEND | self.ctx.DEPTH_TEST)
@@ -263,11 +287,18 @@ class Renderer:
     def read_accumulation(self) -> np.ndarray:
         """The accumulation target's light as a (height, width, 4) float32 array, bottom row
         first (deferred light included), times ``light_scale``."""
+        self._upload_host_light()
         self.splat.land(self.accumulation)
         self.density_splat.land(self.accumulation)
         data = self._accumulation_fbo.read(components=4, dtype="f4")
         light = np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
         return light * np.float32(self.light_scale) if self.light_scale != 1.0 else light
+
+    def _upload_host_light(self) -> None:
+        """Put light the host splat kept on the host (``light_on_host``) into the target."""
+        if self._host_light and not self._host_light_uploaded:
+            self.accumulation.write(self.host_splat.light)
+            self._host_light_uploaded = True
 
     def release(self) -> None:
         self.tone_map.release()

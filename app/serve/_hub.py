@@ -392,7 +392,7 @@ class Hub:
             viewer.changed = viewer.want_key = False
         if viewer.renderer is None or viewer.target.size != size:
             viewer.release()
-            viewer.renderer = Renderer(ctx, max_drawn=self.max_drawn)
+            viewer.renderer = Renderer(ctx, max_drawn=self.max_drawn, light_on_host=True)
             viewer._colour = ctx.texture(size, 4)
             viewer.target = ctx.framebuffer(color_attachments=[viewer._colour])
             key = True
@@ -414,21 +414,28 @@ class Hub:
         tone = ToneMap(exposure=view.exposure)
         width, height = size
         started = time.perf_counter()
-        viewer.renderer.render(scene, camera.view_projection(width / height), style, tone,
-                               viewer.target, represents=represents)
+        renderer = viewer.renderer
+        renderer.resize(width, height)
+        renderer.accumulate(scene, camera.view_projection(width / height), style,
+                            represents=represents)
+        # Light the host splat made (GL draws on the CPU) is tone mapped on the host: it never
+        # goes through llvmpipe and back (ADR 0335)
+        picture = renderer.host_picture(tone)
         # Converted on the GPU: half the bytes back and no swscale. Where GL draws on the CPU
         # the pass costs more than swscale does (the 30k collision at 720p on 2 cores: 14.7
         # pictures/s against 17.1 with swscale, bench serve --client chromium).
-        convert_on_gpu = codec == "h264" and not is_software(ctx)
-        if convert_on_gpu:
-            if viewer.yuv420 is None:
-                viewer.yuv420 = Yuv420Pass(ctx, viewer._colour, size)
-            viewer.yuv420.submit()
-            picture = viewer.yuv420.collect()
-        else:
-            pixels = viewer.target.read(components=3, alignment=1)
-            picture = np.ascontiguousarray(
-                np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1])
+        convert_on_gpu = picture is None and codec == "h264" and not is_software(ctx)
+        if picture is None:
+            renderer.present(viewer.target, tone)
+            if convert_on_gpu:
+                if viewer.yuv420 is None:
+                    viewer.yuv420 = Yuv420Pass(ctx, viewer._colour, size)
+                viewer.yuv420.submit()
+                picture = viewer.yuv420.collect()
+            else:
+                pixels = viewer.target.read(components=3, alignment=1)
+                picture = np.ascontiguousarray(
+                    np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1])
         viewer.draw_seconds.append(time.perf_counter() - started)
         viewer.sent += 1
         viewer.shown = frame.sequence

@@ -1,0 +1,112 @@
+"""The host tone map (app/render/_host_tone_map.py): a renderer that keeps the host splat's light
+on the host gives the picture GL's tone-map pass draws and reads back, to within one step of
+255 a value on a few pixels, at any exposure and while a still picture is refined; GL still
+gets the light where it is presented or read."""
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
+
+from orrery.app.render import ParticleScene, PointStyle, Renderer, ToneMap  # noqa: E402
+from orrery.app.render import headless_context  # noqa: E402
+from orrery.app.render._host_tone_map import HostToneMap, tone_table  # noqa: E402
+
+from .splat_images import SIZE, moving_galaxy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    context = headless_context()
+    yield context
+    context.release()
+
+
+def _gl_picture(ctx, renderer, tone):
+    colour = ctx.texture(SIZE, 4)
+    target = ctx.framebuffer(color_attachments=[colour])
+    try:
+        renderer.present(target, tone)
+        pixels = np.frombuffer(target.read(components=3, alignment=1), np.uint8)
+        return pixels.reshape(SIZE[1], SIZE[0], 3)[::-1]
+    finally:
+        target.release()
+        colour.release()
+
+
+def _assert_within_a_step(host, gl):
+    difference = np.abs(host.astype(int) - gl.astype(int))
+    assert difference.max() <= 1
+    assert np.count_nonzero(difference) <= 0.01 * difference.size
+    assert np.count_nonzero(gl) > 0.05 * gl.size  # the galaxy is in the picture
+
+
+@pytest.mark.parametrize("exposure", [0.05, 0.6, 8.0])
+def test_the_host_picture_is_the_gl_tone_maps(ctx, exposure):
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
+    scene = ParticleScene(ctx)
+    renderer = Renderer(ctx, host_splat=True, light_on_host=True)
+    tone = ToneMap(exposure=exposure)
+    try:
+        renderer.resize(*SIZE)
+        for frame in frames:
+            scene.show(frame, population)
+        renderer.accumulate(scene, view_projection, PointStyle(colour_mode="speed"))
+        host = renderer.host_picture(tone)
+        assert host.shape == (SIZE[1], SIZE[0], 3) and host.dtype == np.uint8
+        # the light goes into GL only now, for the pass
+        _assert_within_a_step(host, _gl_picture(ctx, renderer, tone))
+    finally:
+        renderer.release()
+        scene.release()
+
+
+def test_a_refined_picture_is_tone_mapped_with_its_light_scale(ctx):
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
+    scene = ParticleScene(ctx)
+    renderer = Renderer(ctx, host_splat=True, light_on_host=True, max_drawn=5000)
+    tone = ToneMap()
+    try:
+        renderer.resize(*SIZE)
+        scene.show(frames[0], population)
+        for _ in range(3):  # the first stretches of a still picture
+            renderer.accumulate(scene, view_projection, PointStyle())
+            assert renderer.light_scale > 1
+            _assert_within_a_step(renderer.host_picture(tone), _gl_picture(ctx, renderer, tone))
+    finally:
+        renderer.release()
+        scene.release()
+
+
+def test_no_host_picture_without_host_light_or_with_bloom(ctx):
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
+    scene = ParticleScene(ctx)
+    scene.show(frames[0], population)
+    uploads_at_once = Renderer(ctx, host_splat=True)
+    gl_points = Renderer(ctx, splat=False, light_on_host=True)
+    keeps = Renderer(ctx, host_splat=True, light_on_host=True)
+    try:
+        for renderer in (uploads_at_once, gl_points, keeps):
+            renderer.resize(*SIZE)
+            renderer.accumulate(scene, view_projection, PointStyle())
+        assert uploads_at_once.host_picture(ToneMap()) is None
+        assert gl_points.host_picture(ToneMap()) is None
+        assert keeps.host_picture(ToneMap(bloom=0.5)) is None
+        # read back, the kept light is the light the renderer that uploads at once holds
+        np.testing.assert_array_equal(keeps.read_accumulation(),
+                                      uploads_at_once.read_accumulation())
+    finally:
+        for renderer in (uploads_at_once, gl_points, keeps):
+            renderer.release()
+        scene.release()
+
+
+def test_the_table_maps_every_float_as_the_shader_would():
+    table = tone_table(1.0, 2.2)
+    light = np.array([0.0, -3.0, np.nan, np.inf, 1e-12, 1e6], np.float32)
+    picture = HostToneMap().apply(np.tile(light[None, :, None], (1, 1, 4)), ToneMap(exposure=1.0))
+    assert picture[0, :, 0].tolist() == [0, 0, 0, 255, 0, 255]
+    finite = table[: (0x7F800000 >> 13) + 1]  # +0 up to +inf: rising as the curve does
+    assert table.dtype == np.uint8 and np.all(np.diff(finite.astype(int)) >= 0)
+    with pytest.raises(ValueError, match="bloom"):
+        HostToneMap().apply(np.zeros((2, 2, 4), np.float32), ToneMap(bloom=0.3))
