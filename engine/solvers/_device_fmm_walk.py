@@ -12,8 +12,13 @@ them, and a sub-group sorts each segment (sources ascending). The lists are exac
 the host's, entry for entry, whatever order the pairs and the atomics came in.
 
 Host round trips: the first walk (and any walk after an overflow) reads the state after each
-step, and grows an array that overflowed to the size the step counted and runs the step again;
-it keeps the steps' widths and the arrays' sizes, each with a quarter to spare, as a plan.
+step, and grows a frontier that overflowed to the size the step counted and runs the step again.
+Pairs past their array's capacity are counted, not written, and do not stop the walk: so a walk
+over pair arrays too small (the first, over arrays of one entry) is the count pass, and the
+arrays are then allocated for the counted pairs and the walk queued again from its plan. No
+array is ever copied into a larger one: an array grows by releasing the old one first, so
+old and new never hold memory together. The walk keeps the steps' widths and the arrays' sizes,
+each with a quarter to spare, as a plan.
 Later walks queue every step of the plan at once and read nothing: the lists take the pair
 counts where the walk left them, launched over the arrays' capacities (docs/fmm-tuning-log.md#0191). The
 solver reads the state once its whole evaluation is queued (``complete``): a tree that outgrew
@@ -38,7 +43,9 @@ from ._device_tree import ITEM_GROUP
 
 # Kernels index list entries and walk counts with 32-bit signed integers.
 MAX_ENTRIES = 2**31 - 1
-FRONTIERS = ("frontier_a", "frontier_b")
+# The walk's two frontiers (a step reads one and writes the next into the other). Once the walk
+# is done no frontier is read, and the first holds the lists' unsorted entries (DeviceLists.build).
+SCRATCH = ("scratch_a", "scratch_b")
 # list_sort (fmm_lists.cl): a sub-group per target. A segment of up to LIST_SLOTS entries a
 # work-item is sorted in registers by a bitonic network (lists are mostly below 300 entries:
 # 512 on a sub-group of 32); a longer one is ranked, each work-item ranking LIST_RANKS entries a
@@ -60,16 +67,21 @@ def _spare(size: int) -> int:
 
 
 # Scratch arrays that only one step of building the lists reads (the others hold pairs or lists).
-STEP_SCRATCH = (*FRONTIERS, "cursor", "unsorted")
+STEP_SCRATCH = (*SCRATCH, "cursor")
 
 
-def _scratch(context: Context, arrays: dict[str, DeviceArray], name: str, size: int, dtype) -> DeviceArray:
-    """Scratch array ``name`` of ``arrays`` with room for ``size`` entries (contents not kept on growth)."""
+def _sized(context: Context, arrays: dict[str, DeviceArray], name: str, size: int, dtype) -> DeviceArray:
+    """Array ``name`` of ``arrays`` with room for ``size`` entries; one too small is released
+    before its replacement of exactly ``size`` is allocated (contents not kept), so that the two
+    never hold memory together. Callers hold no reference to an array they may grow."""
     array = arrays.get(name)
-    if array is None or array.size < max(1, size):
-        kind = "temporaries" if name in STEP_SCRATCH else "lists"
-        array = arrays[name] = context.empty(_spare(size), dtype, f"{kind}.{name}")
-    return array
+    if array is not None and array.size >= max(1, size):
+        return array
+    del array  # released before the allocation, with the table's reference
+    arrays.pop(name, None)
+    kind = "temporaries" if name in STEP_SCRATCH else "lists"
+    arrays[name] = context.empty(max(1, size), dtype, f"{kind}.{name}")
+    return arrays[name]
 
 
 @dataclass
@@ -80,7 +92,7 @@ class InteractionLists:
     ``host_reads`` the walk's round trips (none once it has a plan)."""
 
     m2l_start: DeviceArray
-    m2l_source: DeviceArray
+    m2l_source: DeviceArray  # uint32 entries in the memory of the walk's uint64 pair array
     p2p_start: DeviceArray
     p2p_source: DeviceArray
     steps: int
@@ -89,9 +101,14 @@ class InteractionLists:
 
 @dataclass
 class WalkPlan:
-    widths: list[int]  # each step's launch width
+    widths: list[int]  # each step's launch width (its frontier's capacity)
     m2l: int           # capacities of the pair arrays
     p2p: int
+
+    def frontier(self, parity: int) -> int:
+        """The capacity frontier array ``parity`` needs: step s writes the frontier of step
+        s + 1 into array s % 2."""
+        return max([1, *self.widths[1 + parity::2]])
 
 
 class DeviceDualWalk:
@@ -100,7 +117,7 @@ class DeviceDualWalk:
     def __init__(self, context: Context, program):
         self.context = context
         self._k = {name: program.kernel(name) for name in
-                   ("walk_reset", "walk_step", "copy_pairs")}
+                   ("walk_reset", "walk_step")}
         self._lists = DeviceLists(context, DeviceScan(context))
         self._root = context.upload(np.zeros(1, np.uint64), "lists.root_pair")  # the pair (root, root)
         self.state = context.empty(STATE_WORDS, np.uint32, "temporaries.fmm_state")
@@ -109,21 +126,9 @@ class DeviceDualWalk:
         self.plan: WalkPlan | None = None
         self._steps = 0  # the last walk's
 
-    def _array(self, name: str, size: int, dtype) -> DeviceArray:
-        """Scratch array ``name`` with room for ``size`` entries (contents not kept on growth)."""
-        return _scratch(self.context, self._arrays, name, size, dtype)
-
-    def _keep_growing(self, name: str, size: int, filled: int, events: list[KernelEvent]) -> DeviceArray:
-        """Pair list ``name`` with room for ``size``, keeping its first ``filled`` entries."""
-        array = self._arrays.get(name)
-        if array is not None and array.size >= max(1, size):
-            return array
-        grown = self.context.empty(_spare(size), np.uint64, f"lists.{name}")
-        if array is not None and filled:
-            events.append(self._k["copy_pairs"].launch(launch_size(filled, ITEM_GROUP), ITEM_GROUP, array,
-                                                       np.int32(filled), grown))
-        self._arrays[name] = grown
-        return grown
+    def _array(self, name: str, size: int, dtype=np.uint64) -> DeviceArray:
+        """Array ``name`` with room for ``size`` entries (``_sized``)."""
+        return _sized(self.context, self._arrays, name, size, dtype)
 
     def walk(self, nodes: DeviceArray, node_slots: int, shape: DeviceArray, opening: dict,
              events: dict[str, list[KernelEvent]]) -> InteractionLists:
@@ -137,18 +142,21 @@ class DeviceDualWalk:
         if self.plan is not None:
             steps, reads = self._planned(geometry, events["walk"]), 0
         else:
-            steps, reads = self._stepwise(geometry, node_slots, events["walk"])
+            steps, reads = self._stepwise(geometry, events["walk"])
         self._steps = steps
-        m2l_start, m2l_source = self._lists.build("m2l", self._arrays["m2l"], self.state, STATE_M2L, node_slots,
-                                                  events["lists"])
-        p2p_start, p2p_source = self._lists.build("p2p", self._arrays["p2p"], self.state, STATE_P2P, node_slots,
-                                                  events["lists"])
+        pairs = {name: self._arrays[name] for name in ("m2l", "p2p")}
+        unsorted = self._array(SCRATCH[0], max(array.size for array in pairs.values()))
+        m2l_start, m2l_source = self._lists.build("m2l", pairs["m2l"], self.state, STATE_M2L, node_slots,
+                                                  unsorted, events["lists"])
+        p2p_start, p2p_source = self._lists.build("p2p", pairs["p2p"], self.state, STATE_P2P, node_slots,
+                                                  unsorted, events["lists"])
         return InteractionLists(m2l_start, m2l_source, p2p_start, p2p_source, steps, reads)
 
     def complete(self, state: np.ndarray) -> bool:
         """Whether the last walk reached its end within its arrays, from the state read after it
         (else its plan is dropped: the next walk goes step by step)."""
-        if state[STATE_OVERFLOW] or state[STATE_FRONTIER + self._steps % 3]:
+        if (state[STATE_OVERFLOW] or state[STATE_FRONTIER + self._steps % 3]
+                or state[STATE_M2L] > self._arrays["m2l"].size or state[STATE_P2P] > self._arrays["p2p"].size):
             self.plan = None
             return False
         return True
@@ -174,9 +182,8 @@ class DeviceDualWalk:
         """Every step of the plan queued at once; the steps."""
         plan = self.plan
         self._reset(0, 0, 0, 1, events)
-        widest = max(plan.widths)
-        frontiers = [self._array(name, widest, np.uint64) for name in FRONTIERS]
-        m2l, p2p = self._array("m2l", plan.m2l, np.uint64), self._array("p2p", plan.p2p, np.uint64)
+        frontiers = [self._array(name, plan.frontier(parity)) for parity, name in enumerate(SCRATCH)]
+        m2l, p2p = self._array("m2l", plan.m2l), self._array("p2p", plan.p2p)
         pairs = self._root
         for step, width in enumerate(plan.widths):
             next_pairs = frontiers[step % 2]
@@ -184,19 +191,22 @@ class DeviceDualWalk:
             pairs = next_pairs
         return len(plan.widths)
 
-    def _stepwise(self, geometry, node_count: int, events: list[KernelEvent]) -> tuple[int, int]:
+    def _stepwise(self, geometry, events: list[KernelEvent]) -> tuple[int, int]:
         """Step by step, reading the state after each step (and running a step again after
-        growing the arrays it overflowed); renews the plan. The steps and the reads."""
+        growing the frontier it overflowed), over the pair arrays as they are: where they were
+        too small, this walk was the count pass, and the walk is queued again from the plan it
+        renews, over arrays of the counted size. The steps and the reads."""
         self._reset(0, 0, 0, 1, events)
-        reads = 0
-        pairs, size, widths = self._root, 1, []
-        filled = {"m2l": 0, "p2p": 0}
-        arrays = {name: self._keep_growing(name, node_count, 0, events) for name in filled}
+        reads, size, widths, filled = 0, 1, [], {"m2l": 0, "p2p": 0}
+        pair_arrays = {name: self._array(name, 1) for name in filled}
         while size:
             step = len(widths)
-            next_pairs = self._array(FRONTIERS[step % 2], 4 * size, np.uint64)
+            frontier = SCRATCH[step % 2]
             while True:
-                self._step(pairs, size, step, geometry, arrays["m2l"], arrays["p2p"], next_pairs, events)
+                # The frontier read is the other array (or the root): growing this one frees nothing read.
+                pairs = self._root if step == 0 else self._arrays[SCRATCH[(step + 1) % 2]]
+                self._step(pairs, size, step, geometry, pair_arrays["m2l"], pair_arrays["p2p"],
+                           self._array(frontier, 1), events)
                 state = [int(v) for v in self.state.download()]
                 reads += 1
                 totals = {"m2l": state[STATE_M2L], "p2p": state[STATE_P2P]}
@@ -206,20 +216,26 @@ class DeviceDualWalk:
                                             f"and theta ({totals['m2l']} M2L pairs so far)")
                 if not state[STATE_OVERFLOW]:
                     break
-                arrays = {name: self._keep_growing(name, totals[name], filled[name], events) for name in filled}
-                next_pairs = self._array(FRONTIERS[step % 2], following, np.uint64)
+                self._array(frontier, _spare(following))
                 self._reset(filled["m2l"], filled["p2p"], step, size, events)
             filled = totals
             widths.append(size)
-            pairs, size = next_pairs, following
-        self.plan = WalkPlan([_spare(w) for w in widths], _spare(filled["m2l"]), _spare(filled["p2p"]))
+            size = following
+        del pair_arrays
+        # Arrays that held every pair keep their size; the others are sized for the counts.
+        capacity = {name: self._arrays[name].size if self._arrays[name].size >= count else _spare(count)
+                    for name, count in filled.items()}
+        self.plan = WalkPlan([_spare(w) for w in widths], capacity["m2l"], capacity["p2p"])
+        if any(self._arrays[name].size < count for name, count in filled.items()):
+            self._planned(geometry, events)
         return len(widths), reads
 
 
 class DeviceLists:
     """Per-target lists from unordered pairs (``fmm_lists.cl``): ``build`` gives ``start``
     (node_count + 1 entries) and ``source``, the sources of node t being
-    ``source[start[t]:start[t + 1]]`` ascending; each list ``name`` keeps arrays of its own, so
+    ``source[start[t]:start[t + 1]]`` ascending, written over the pairs (a uint32 view of the
+    pair array's memory: two entries a pair); each list ``name`` keeps a ``start`` of its own, so
     the M2L and P2P lists of one evaluation are alive together."""
 
     def __init__(self, context: Context, scan: DeviceScan):
@@ -233,19 +249,22 @@ class DeviceLists:
         self._arrays: dict[str, DeviceArray] = {}
 
     def build(self, name: str, pairs: DeviceArray, totals: DeviceArray, total: int, node_count: int,
-              events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
-        """The lists of the first ``totals[total]`` pairs of ``pairs`` (a count on the device, at
-        most ``pairs.size``; ``a << 32 | b``, each unordered pair once, no node with itself) of
-        ``node_count`` nodes; appends the launches to ``events``."""
+              unsorted: DeviceArray, events: list[KernelEvent]) -> tuple[DeviceArray, DeviceArray]:
+        """The lists of the first ``totals[total]`` pairs of ``pairs`` (uint64, a count on the
+        device, at most ``pairs.size``; ``a << 32 | b``, each unordered pair once, no node with
+        itself) of ``node_count`` nodes, with ``unsorted`` as scratch (at least the pairs'
+        bytes); appends the launches to ``events``. ``source`` is ``pairs``, its memory now
+        holding uint32 entries."""
+        if pairs.dtype != np.uint64 or unsorted.nbytes < pairs.nbytes:
+            raise ValueError(f"the lists of {pairs.size} uint64 pairs need as many bytes of scratch, "
+                             f"got {unsorted.nbytes}")
         k, capacity = self._k, pairs.size
-        entries = 2 * capacity
 
         def array(part: str, size: int) -> DeviceArray:
-            return _scratch(self.context, self._arrays, part, size, np.uint32)
+            return _sized(self.context, self._arrays, part, size, np.uint32)
 
         # The counts go into start, which the scan turns into the segments' starts in place.
-        start, source = array(f"{name}_start", node_count + 1), array(f"{name}_source", entries)
-        cursor, unsorted = array("cursor", node_count), array("unsorted", entries)
+        start, cursor, source = array(f"{name}_start", node_count + 1), array("cursor", node_count), pairs
         node_width, pair_width = launch_size(node_count, ITEM_GROUP), launch_size(capacity, ITEM_GROUP)
         count = (totals, np.int32(total), np.uint32(capacity))
         events.append(k["list_clear"].launch(node_width, ITEM_GROUP, np.int32(node_count), start, cursor))

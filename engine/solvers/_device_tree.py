@@ -5,9 +5,10 @@ bottom-up moments. The result is cpu-tree's node array (ADR-0010: depth-first, s
 ``tree_build.cl``, ``tree_moments.cl`` (and ``scan.cl``, ``radix_sort.cl``).
 
 Nothing comes back to the host during a build (ADR 0162): the node and walk-group counts stay
-on the device, where the kernels that follow read them; the arrays are sized for the most nodes
-a tree of n bodies can have (2n - 1) and the kernels over nodes or groups step by their launch's
-width. So a whole evaluation queues without waiting for the device. The host reads the counts
+on the device, where the kernels that follow read them; the node arrays are sized for the most
+nodes a tree of n bodies can have (2n - 1), or for the nodes a caller that knows the tree's shape
+plans (gpu-fmm: a tree with more nodes writes none past them, and its count says so), and the
+kernels over nodes or groups step by their launch's width. So a whole evaluation queues without waiting for the device. The host reads the counts
 only when asked (``DeviceTree.node_count``, ``group_count``: statistics, tests, gpu-fmm's
 first evaluation), and with the node count the cell levels that hold nodes (``occupied_levels``,
 on the device ``level_mask``: gpu-fmm launches its level passes only for those).
@@ -145,6 +146,7 @@ class DeviceTreeBuilder:
         self._scan = DeviceScan(context)
         self._sort = context.key_sort()
         self._count = 0
+        self._node_capacity = 0
         self._moment_capacity = 0
         self._entry = context.empty(2, np.uint32, "temporaries.tree_entry")
         self._level_mask = context.empty(1, np.uint32, "tree.level_mask")
@@ -152,11 +154,9 @@ class DeviceTreeBuilder:
         self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype, "temporaries.box_partials")
 
     def body_arrays(self, count: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
-        """The arrays a build of ``count`` bodies allocates (attribute -> name, shape, dtype):
-        node arrays for the most nodes such a tree can have (every internal node has at least
-        two children: 2 count - 1). The sort leaves keys and order in either array of each
-        pair, so both are the tree's."""
-        capacity = 2 * count - 1
+        """The arrays of a build of ``count`` bodies that the count sizes (attribute -> name,
+        shape, dtype). The sort leaves keys and order in either array of each pair, so both are
+        the tree's."""
         return {"keys": ("tree.keys", (count,), np.dtype(np.uint64)),
                 "spare_keys": ("tree.keys", (count,), np.dtype(np.uint64)),
                 "order": ("tree.order", (count,), np.dtype(np.uint32)),
@@ -164,10 +164,12 @@ class DeviceTreeBuilder:
                 "sorted": ("bodies.key_order", (count, 4), self.dtype),
                 "starts": ("tree.node_starts", (count + 1,), np.dtype(np.uint32)),
                 "group_starts": ("tree.group_starts", (count + 1,), np.dtype(np.uint32)),
-                "nodes": ("tree.nodes", (capacity, node_dtype(self.dtype).itemsize // 4),
-                          np.dtype(np.uint32)),
-                "levels": ("tree.levels", (capacity,), np.dtype(np.uint32)),
                 "groups": ("tree.groups", (count,), np.dtype(np.uint32))}
+
+    def node_arrays(self, capacity: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
+        """The arrays of ``capacity`` node records and their cell levels."""
+        return {"nodes": ("tree.nodes", (capacity, node_dtype(self.dtype).itemsize // 4), np.dtype(np.uint32)),
+                "levels": ("tree.levels", (capacity,), np.dtype(np.uint32))}
 
     def moment_arrays(self, capacity: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
         """The arrays of the moments of ``capacity`` nodes (attribute -> name, shape, dtype)."""
@@ -178,9 +180,11 @@ class DeviceTreeBuilder:
                 "quadrupoles": ("tree.quadrupoles", (6 * quad_rows,), self.dtype)}
 
     def build_bytes(self, count: int, *, moments: bool) -> dict[str, int]:
-        """Bytes per array name that builds of ``count`` bodies allocate (``moments``: with
-        gpu-tree's moments), from the tables the builder allocates by."""
-        tables = [self.body_arrays(count)]
+        """Bytes per array name that builds of ``count`` bodies allocate with node arrays for
+        the most nodes such a tree can have (every internal node has at least two children:
+        2 count - 1; ``moments``: with gpu-tree's moments), from the tables the builder
+        allocates by."""
+        tables = [self.body_arrays(count), self.node_arrays(2 * count - 1)]
         if moments:
             tables.append(self.moment_arrays(2 * count - 1))
         return array_bytes(*tables)
@@ -197,11 +201,19 @@ class DeviceTreeBuilder:
         self._keys = (arrays["keys"], arrays["spare_keys"])
         self._order = (arrays["order"], arrays["spare_order"])
         self._sorted, self._starts = arrays["sorted"], arrays["starts"]
-        self._group_starts, self._nodes = arrays["group_starts"], arrays["nodes"]
-        self._levels, self._groups = arrays["levels"], arrays["groups"]
-        capacity = self._nodes.shape[0]
-        self._node_items = launch_size(min(capacity, resident_size(self.context.info)), ITEM_GROUP)
+        self._group_starts, self._groups = arrays["group_starts"], arrays["groups"]
         self._count = count
+
+    def _node_arrays(self, capacity: int) -> None:
+        """Node arrays for ``capacity`` nodes, the old ones released first (they never hold
+        memory together)."""
+        if self._node_capacity == capacity:
+            return
+        self._nodes = self._levels = None
+        arrays = self._allocate(self.node_arrays(capacity))
+        self._nodes, self._levels = arrays["nodes"], arrays["levels"]
+        self._node_items = launch_size(min(capacity, resident_size(self.context.info)), ITEM_GROUP)
+        self._node_capacity = capacity
 
     def _moment_arrays(self, capacity: int) -> None:
         arrays = self._allocate(self.moment_arrays(capacity))
@@ -220,11 +232,14 @@ class DeviceTreeBuilder:
         entry, mask = self._entry.download()
         return int(entry), int(mask)
 
-    def build(self, body: DeviceArray, count: int, *, theta: float | None) -> DeviceTree:
+    def build(self, body: DeviceArray, count: int, *, theta: float | None,
+              node_capacity: int | None = None) -> DeviceTree:
         """The tree of the first ``count`` rows of ``body`` (real4: x, y, z, mass) and its walk
         groups, with the nodes' centres of mass, masses and opening distances for the opening
         angle ``theta`` (the one this evaluation uses); with ``theta=None`` those stay unset
-        (gpu-fmm computes its own expansions)."""
+        (gpu-fmm computes its own expansions). Node arrays for ``node_capacity`` nodes (None:
+        the most a tree of ``count`` bodies can have); a tree with more has only its count
+        (``node_count``) and the first ``node_capacity`` nodes, so build it again with room."""
         moments = theta is not None
         if count < 1:
             raise InvalidInputError("a tree needs at least one body")
@@ -232,6 +247,7 @@ class DeviceTreeBuilder:
             raise InvalidInputError(f"gpu-tree holds at most {MAX_BODIES} bodies (32-bit node "
                                     f"indices for up to 2n - 1 nodes), got {count}")
         self._body_arrays(count)
+        self._node_arrays(2 * count - 1 if node_capacity is None else min(node_capacity, 2 * count - 1))
         n = np.int32(count)
         k, b, m = self._k, self._b, self._m
         events: dict[str, list[KernelEvent]] = {stage: [] for stage in STAGES}
@@ -253,8 +269,9 @@ class DeviceTreeBuilder:
         events["build"] += self._scan.scan(starts, count, starts)
         events["build"] += self._scan.scan(group_starts, count, group_starts)
         events["build"].append(b["node_chains"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
-                                                       starts, group_starts, self._nodes,
-                                                       self._levels, self._groups, self._level_mask))
+                                                       starts, group_starts, np.uint32(self._node_capacity),
+                                                       self._nodes, self._levels, self._groups,
+                                                       self._level_mask))
         if moments and self._moment_capacity != self._nodes.shape[0]:
             self._moment_arrays(self._nodes.shape[0])
         tree = DeviceTree(count=count, body=self._sorted, keys=keys, order=order, nodes=self._nodes,

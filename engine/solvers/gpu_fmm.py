@@ -40,7 +40,7 @@ from ... import _native
 from ..compute import DeviceArray, Graph, KernelEvent, launch_size, unavailable_reason
 from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
                                DeviceDualWalk, InteractionLists)
-from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, levels_of
+from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, array_bytes, levels_of
 from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
                    FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
                    expansion_tables, fmm_setting)
@@ -78,6 +78,12 @@ P2P_SPLIT_COST = 2
 P2P_MOST_PARTS = None
 # l2p_bodies' work-group: one warp a leaf (its loop takes any size).
 L2P_GROUP = 32
+# Nodes a body that a solver's first tree build makes room for before it knows the tree's
+# shape, per body a leaf holds at most: 16 / leaf_capacity, a node for every 6 bodies at the
+# default capacity of 96, where a Plummer sphere's tree has one for every 23. A tree with more
+# nodes is built again once its count is read (the first evaluation reads it anyway); later
+# builds take the node plan's slots.
+FIRST_NODES_PER_BODY_AND_CAPACITY = 16
 # upward_leaves' work-items a node, at most a sub-group: ~8 bodies each of a leaf's ~30
 # (4 took the H200 0.46 ms at 10M bodies, 8 0.50).
 P2M_LANES = 4
@@ -241,9 +247,19 @@ class GpuFmmSolver(GpuSolver):
         self._node_capacity = capacity
 
     def evaluation_bytes(self, n: int) -> dict[str, int]:
-        # The node plan and the lists follow the tree's shape: they are not in this model.
-        return {**self._builder.build_bytes(n, moments=False),
+        # The nodes (the builder's sized by the node plan), the node plan and the lists follow
+        # the tree's shape: they are not in this model.
+        return {**array_bytes(self._builder.body_arrays(n)),
                 "accelerations.key_order": 4 * n * self.dtype.itemsize}
+
+    def _node_slots(self, count: int) -> int:
+        """The node records a build of ``count`` bodies makes room for: the node plan's slots
+        (before the first plan, a guess), at most the 2 count - 1 nodes such a tree can have."""
+        slots = self._node_capacity or FIRST_NODES_PER_BODY_AND_CAPACITY * count // self.leaf_capacity + ITEM_GROUP
+        return min(slots, 2 * count - 1)
+
+    def _build(self, body: DeviceArray, count: int) -> DeviceTree:
+        return self._builder.build(body, count, theta=None, node_capacity=self._node_slots(count))
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
@@ -266,11 +282,18 @@ class GpuFmmSolver(GpuSolver):
                   key) -> list[KernelEvent]:
         """The evaluation launched kernel by kernel (timed stage by stage), making or renewing
         the plans where it has to."""
-        tree = self._builder.build(body, count, theta=None)
+        # The last lists live in the walk's arrays, which this evaluation may grow: held here, the
+        # old arrays would take memory beside the new ones.
+        self._last = None
+        tree = self._build(body, count)
         reads = 0
         if not self._node_capacity:  # no node plan: the tree's counts now
             self._plan_nodes(tree.node_count, tree.occupied_mask)
             reads += 1
+            # Built again in the plan's slots: the guess held too few nodes, or would take
+            # memory beside the lists for nodes the tree does not have.
+            if tree.nodes.shape[0] != self._node_slots(count):
+                tree = self._build(body, count)
         if self._result is None or self._result.shape[0] != count:
             self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
         events = {stage: [] for stage in FMM_STAGES}
@@ -281,6 +304,8 @@ class GpuFmmSolver(GpuSolver):
             passes, reads = passes + 1, reads + lists.host_reads + 1
             if self._fits(state):
                 break
+            if int(state[STATE_TREE_NODES]) > tree.nodes.shape[0]:  # its nodes were not all written
+                tree = self._build(body, count)
         # Planned and within the plans at once: the next evaluation with this key is captured.
         self._fitted = key if reads == 1 else None
         self._stage_events, self._graph_event = {**tree.events, **events}, None
@@ -323,7 +348,7 @@ class GpuFmmSolver(GpuSolver):
         queued = {}
 
         def evaluation():
-            queued["tree"] = self._builder.build(body, count, theta=None)
+            queued["tree"] = self._build(body, count)
             queued["lists"] = self._queue_passes(k, queued["tree"], count, theta, out,
                                                  {stage: [] for stage in FMM_STAGES})
         try:
@@ -416,9 +441,9 @@ class GpuFmmSolver(GpuSolver):
         tree, lists, m2l_pairs, p2p_pairs = self._last
         nodes_n = tree.node_count
         return {"m2l_start": lists.m2l_start.download()[:nodes_n + 1],
-                "m2l_source": lists.m2l_source.download()[:2 * m2l_pairs],
+                "m2l_source": lists.m2l_source.download().view(np.uint32)[:2 * m2l_pairs],
                 "p2p_start": lists.p2p_start.download()[:nodes_n + 1],
-                "p2p_source": lists.p2p_source.download()[:2 * p2p_pairs],
+                "p2p_source": lists.p2p_source.download().view(np.uint32)[:2 * p2p_pairs],
                 "parent": self._parent.download()[:nodes_n],
                 "centre": self._centre.download()[:3 * nodes_n].reshape(-1, 3)}
 

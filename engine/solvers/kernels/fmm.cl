@@ -235,9 +235,12 @@ KERNEL void node_parents(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNod
  * M2L and P2P pairs so far, overflow, and three rotating frontier sizes: step s reads size
  * s % 3, adds the next frontier's into (s + 1) % 3 and clears (s + 2) % 3, which the step
  * after adds into), so the host may queue steps at widths it expects and read the state once:
- * an output past an array's capacity is counted but not written and flags an overflow, after
- * which every later step does nothing (the step's own groups go on counting), and the host walks again with arrays of the counted
- * sizes. */
+ * an M2L or P2P pair past its array's capacity is counted but not written (the walk goes on, so
+ * its counts are the whole walk's pairs: a walk over arrays too small is the count pass that
+ * sizes them, the host comparing the counts with the capacities); a pair past the next
+ * frontier's capacity flags an overflow, after which every later step does nothing (the step's
+ * own groups go on counting), and the host walks the step again with a frontier of the counted
+ * size. */
 
 /* The three output counts of a work-item in one word, so that one scan places all three: a
  * work-item has at most 36 child pairs with 36 pairs each, so a group's sums stay below 2^21
@@ -379,12 +382,13 @@ DEVICE ulong walk_counts(GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const acc
   return WALK_PACK(m2l, p2p, next);
 }
 
-/* Appends value at *at of an array of capacity (the cursor advances); a write past the
- * capacity is dropped and flagged. */
-DEVICE void walk_put(GLOBAL ulong* RESTRICT array, uint* at, const uint capacity, const ulong value, bool* overflow) {
-  if (*at < capacity) array[*at] = value;
-  else *overflow = true;
+/* Appends value at *at of an array of capacity (the cursor advances); false where the write
+ * was past the capacity, and dropped. */
+DEVICE bool walk_put(GLOBAL ulong* RESTRICT array, uint* at, const uint capacity, const ulong value) {
+  const bool room = *at < capacity;
+  if (room) array[*at] = value;
   ++*at;
+  return room;
 }
 
 /* One step over the frontier pairs [0, size), size = state[3 + step % 3] <= width (else an
@@ -436,8 +440,8 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
   uint next_at = bases[2] + WALK_FIELD(earlier, 2);
   bool overflow = false;
   const uint a = (uint)(pair >> 32);
-  if (kind == 0) walk_put(m2l, &m2l_at, m2l_capacity, pair, &overflow);
-  else if (kind == 1) walk_put(p2p, &p2p_at, p2p_capacity, pair, &overflow);
+  if (kind == 0) walk_put(m2l, &m2l_at, m2l_capacity, pair);
+  else if (kind == 1) walk_put(p2p, &p2p_at, p2p_capacity, pair);
   else if (kind <= 3) {
     uint c, d, k = 0;
     first_child_pair(kind, a, split, other, &c, &d);
@@ -445,22 +449,17 @@ void walk_step(GLOBAL const ulong* RESTRICT pairs, const int width, const int st
       uint ks, ko;
       const int kk = kept_kind(low, high, k++, c, d, &ks, &ko);
       const ulong kid = ((ulong)c << 32) | d;
-      if (kk == 0) walk_put(m2l, &m2l_at, m2l_capacity, kid, &overflow);
-      else if (kk == 1) walk_put(p2p, &p2p_at, p2p_capacity, kid, &overflow);
+      if (kk == 0) walk_put(m2l, &m2l_at, m2l_capacity, kid);
+      else if (kk == 1) walk_put(p2p, &p2p_at, p2p_capacity, kid);
       else if (kk <= 3) {
         uint e, f;
         first_child_pair(kk, c, ks, ko, &e, &f);
-        do walk_put(next, &next_at, next_capacity, ((ulong)e << 32) | f, &overflow);
+        do overflow |= !walk_put(next, &next_at, next_capacity, ((ulong)e << 32) | f);
         while (next_child_pair(nodes, kk, c, ks, &e, &f));
       }
     } while (next_child_pair(nodes, kind, a, split, &c, &d));
   }
   if (overflow) state[2] = (uint)step + 1; /* every writer stores the same value */
-}
-
-KERNEL void copy_pairs(GLOBAL const ulong* RESTRICT from, const int count, GLOBAL ulong* RESTRICT to) {
-  const int i = GLOBAL_ID;
-  if (i < count) to[i] = from[i];
 }
 
 /* M2L's schedule: the nodes longest list first, as sort keys (LIST_LIMIT - length) << shift | node

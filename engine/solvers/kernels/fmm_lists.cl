@@ -14,7 +14,9 @@
  *   list_scatter  one work-item per pair writes b into t = a's segment at start[a] + (an atomic
  *                 ticket from cursor[a], taken a run at a time), and a into b's: each segment
  *                 holds its sources in the order the atomics served them (any order);
- *   list_sort     one work-group of LIST_GROUP (one sub-group) per target sorts its segment: a
+ *   list_sort     one work-group of LIST_GROUP (one sub-group) per target sorts its segment into
+ *                 source (the host gives the pair array's own memory: the pairs are read for the
+ *                 last time by list_scatter, and 2 entries fill a pair's 8 bytes): a
  *                 segment of up to LIST_GROUP * LIST_SLOTS entries in registers, LIST_SLOTS a
  *                 work-item, by a bitonic network over the next power of two at least
  *                 LIST_GROUP (padded with 0xffffffff, above every node index; strides below

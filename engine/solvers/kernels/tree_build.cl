@@ -19,6 +19,9 @@
  * groups in depth-first order are the groups in the order of their first bodies: with g(p) = 1
  * where the chain at p holds a group and G its exclusive prefix sum, that group is groups[G(p)]
  * (G(count) = group count).
+ * The node arrays hold node_capacity nodes (2 count - 1 can be needed; gpu-fmm plans fewer): a
+ * node past them is not written, and its index is still counted, so starts[count] tells the host
+ * the tree it must build again with room.
  * Both totals stay on the device (starts[count], group_starts[count]): the kernels that follow
  * read them there, so a build queues without waiting for the device (ADR 0162). So does the
  * mask of the cell levels that hold nodes (bit l for level l), which a caller that reads the
@@ -68,7 +71,7 @@ DEVICE int run_begin(GLOBAL const ulong* RESTRICT keys, const int p, const int d
  * group; *used has bit l set for each of its nodes' cell levels l. */
 DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const int p,
                        GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
-                       GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
+                       const uint node_capacity, GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
                        GLOBAL uint* RESTRICT groups, uint* grouped, uint* used) {
   *grouped = 0;
   *used = 0;
@@ -93,8 +96,8 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
     const int group = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
     if (group) *grouped = 1;
     *used |= 1u << level;
-    if (nodes) {
-      const uint index = starts[p] + made;
+    const uint index = nodes ? starts[p] + made : 0u;
+    if (nodes && index < node_capacity) {
       TreeNode node;
       node.cx = 0;
       node.cy = 0;
@@ -124,7 +127,7 @@ KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int coun
   if (p == 0) level_mask[0] = 0;
   if (p >= count) return;
   uint grouped, used;
-  lengths[p] = node_chain(keys, count, p, 0, 0, 0, 0, 0, &grouped, &used);
+  lengths[p] = node_chain(keys, count, p, 0, 0, 0u, 0, 0, 0, &grouped, &used);
   group_marks[p] = grouped;
 }
 
@@ -134,12 +137,12 @@ KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int coun
  * read nothing). */
 KERNEL void node_chains(GLOBAL const ulong* RESTRICT keys, const int count,
                         GLOBAL const uint* RESTRICT starts, GLOBAL const uint* RESTRICT group_starts,
-                        GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
+                        const uint node_capacity, GLOBAL TreeNode* RESTRICT nodes, GLOBAL uint* RESTRICT levels,
                         GLOBAL uint* RESTRICT groups, GLOBAL uint* RESTRICT level_mask) {
   const int p = GLOBAL_ID;
   if (p >= count) return;
   uint grouped, used;
-  node_chain(keys, count, p, starts, group_starts, nodes, levels, groups, &grouped, &used);
+  node_chain(keys, count, p, starts, group_starts, node_capacity, nodes, levels, groups, &grouped, &used);
   if (used != 0 && (level_mask[0] & used) != used) ATOMIC_OR(level_mask, used);
 }
 

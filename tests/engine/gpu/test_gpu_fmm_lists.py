@@ -39,9 +39,11 @@ def _built(context, lists, pairs: np.ndarray, node_count: int, *, spare: int = 0
     """The lists of ``pairs`` from an array with ``spare`` slots past them, as the walk's."""
     stored = np.concatenate([pairs, np.full(spare, ~np.uint64(0))]) if spare else pairs
     totals = context.upload(np.array([7, pairs.size], np.uint32))  # the count at index 1
-    start, source = lists.build("m2l", context.upload(stored if stored.size else np.zeros(1, np.uint64)),
-                                totals, 1, node_count, [])
-    return start.download()[:node_count + 1], source.download()[:2 * pairs.size]
+    stored = context.upload(stored if stored.size else np.zeros(1, np.uint64))
+    unsorted = context.empty(stored.size, np.uint64)
+    start, source = lists.build("m2l", stored, totals, 1, node_count, unsorted, [])
+    assert source is stored  # the lists take the pairs' memory
+    return start.download()[:node_count + 1], source.download().view(np.uint32)[:2 * pairs.size]
 
 
 def test_device_lists_equal_a_lexsort_with_segments_past_the_local_tile(device):

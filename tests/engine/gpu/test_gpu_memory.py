@@ -53,6 +53,35 @@ def test_the_model_gives_each_array_that_n_alone_sizes_byte_for_byte(device, nam
         assert usage.peak - sum(model.values()) < 0.01 * usage.peak
 
 
+def test_gpu_fmms_nodes_and_lists_are_sized_by_its_tree_and_held_once(device):
+    solver = _solver("gpu-fmm", device)
+    usage = solver.measure_memory(ics.plummer(N, seed=6))
+    tree, stats = solver.last_tree(), solver.last_stats
+    # The node plan's slots (the first tree's nodes and a quarter), not the 2n - 1 nodes a
+    # tree of n bodies can have.
+    slots = tree.node_count + tree.node_count // 4
+    assert usage.peak_by_name["tree.nodes"] == tree.nodes.nbytes == slots * tree.nodes.nbytes // tree.nodes.shape[0]
+    assert tree.nodes.shape[0] < (2 * N - 1) // 10
+    # Each list once, sized by the count pass (a quarter and 64 to spare), its sources written
+    # over its pairs: no second array of either in the peak.
+    for name, entries in (("m2l", stats["m2l_interactions"]), ("p2p", stats["p2p_pairs"])):
+        pairs = entries // 2
+        assert usage.peak_by_name[f"lists.{name}"] == 8 * (pairs + pairs // 4 + 64), name
+    assert not [name for name in usage.peak_by_name if "source" in name or "unsorted" in name]
+
+
+def test_gpu_fmm_evaluations_within_its_plans_allocate_nothing(device):
+    solver = _solver("gpu-fmm", device)
+    state = solver.bind(ics.plummer(N, seed=7))
+    state.compute_accelerations()
+    state.synchronize()
+    with solver.context.memory.measure() as usage:
+        for _ in range(3):
+            state.compute_accelerations()
+        state.synchronize()
+    assert usage.peak == 0
+
+
 def test_a_run_that_cannot_fit_is_refused_before_anything_is_allocated(device, monkeypatch):
     solver = _solver("gpu-fmm", device)
     small = replace(solver.context.info, global_memory_bytes=1 << 20)
