@@ -110,13 +110,13 @@ class DeviceFrames:
 def widened_on_device(context, positions: np.ndarray):
     """float16 positions (n, 3) as a float32 device array on ``context``: the halves are
     uploaded (half the bytes of float32) and widened there, exactly (``frame_widen_half``)."""
-    halves = np.ascontiguousarray(positions, dtype=np.float16)
-    values = halves.size
+    halves = np.ascontiguousarray(positions, dtype=np.float16).reshape(-1, 3)
+    count = halves.shape[0]
     wide = context.empty(halves.shape, np.float32)
-    if values:
-        launch = max(1, -(-values // WIDEN_GROUP)) * WIDEN_GROUP
+    if count:
+        launch = max(1, -(-count // WIDEN_GROUP)) * WIDEN_GROUP
         frame_program(context, 32).kernel("frame_widen_half").launch(
-            launch, WIDEN_GROUP, context.upload(halves.view(np.uint16)), np.int32(values), wide)
+            launch, WIDEN_GROUP, context.upload(halves.view(np.uint16)), np.int32(count), wide)
     return wide
 
 

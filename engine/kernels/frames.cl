@@ -66,9 +66,10 @@ KERNEL void frame_half(GLOBAL const real4* RESTRICT body, const int count,
   const int i = GLOBAL_ID;
   if (i >= count) return;
   const real4 p = body[i];
-  out[3 * i] = orrery_float_to_half((float)p.x);
-  out[3 * i + 1] = orrery_float_to_half((float)p.y);
-  out[3 * i + 2] = orrery_float_to_half((float)p.z);
+  const ulong at = 3 * (ulong)i;
+  out[at] = orrery_float_to_half((float)p.x);
+  out[at + 1] = orrery_float_to_half((float)p.y);
+  out[at + 2] = orrery_float_to_half((float)p.z);
 }
 
 KERNEL void state_xyz(GLOBAL const real4* RESTRICT rows, const int count,
@@ -76,9 +77,10 @@ KERNEL void state_xyz(GLOBAL const real4* RESTRICT rows, const int count,
   const int i = GLOBAL_ID;
   if (i >= count) return;
   const real4 r = rows[i];
-  out[3 * i] = r.x;
-  out[3 * i + 1] = r.y;
-  out[3 * i + 2] = r.z;
+  const ulong at = 3 * (ulong)i;
+  out[at] = r.x;
+  out[at + 1] = r.y;
+  out[at + 2] = r.z;
 }
 
 /* The work-group's minima and maxima per axis into low[axis][0] and high[axis][0], from each
@@ -107,7 +109,7 @@ KERNEL void bounds_partials(GLOBAL const real4* RESTRICT body, const int count,
   const int lane = LOCAL_ID;
   float lx = BOUNDS_START, ly = BOUNDS_START, lz = BOUNDS_START;
   float hx = -BOUNDS_START, hy = -BOUNDS_START, hz = -BOUNDS_START;
-  for (int i = GLOBAL_ID; i < count; i += GLOBAL_SIZE) {
+  for (ulong i = (ulong)GLOBAL_ID; i < (ulong)count; i += (ulong)GLOBAL_SIZE) {
     const real4 p = body[i];
     const float x = (float)p.x, y = (float)p.y, z = (float)p.z;
     lx = MIN(lx, x); ly = MIN(ly, y); lz = MIN(lz, z);
@@ -156,15 +158,15 @@ KERNEL void frame_fixed16(GLOBAL const real4* RESTRICT body, const int count,
   const int i = GLOBAL_ID;
   if (i < 9) {  /* the box after the 3 count values, each float as two words, low word first */
     const uint bits = FLOAT_AS_UINT(box[i]);
-    out[3 * count + 2 * i] = (ushort)(bits & 0xffffu);
-    out[3 * count + 2 * i + 1] = (ushort)(bits >> 16);
+    out[3 * (ulong)count + 2 * i] = (ushort)(bits & 0xffffu);
+    out[3 * (ulong)count + 2 * i + 1] = (ushort)(bits >> 16);
   }
   if (i >= count) return;
   const real4 p = body[i];
   const float xyz[3] = {(float)p.x, (float)p.y, (float)p.z};
   for (int axis = 0; axis < 3; ++axis) {
     const float scaled = rint((xyz[axis] - box[axis]) * box[6 + axis]);
-    out[3 * i + axis] = (ushort)MIN(MAX(scaled, 0.0f), 65535.0f);
+    out[3 * (ulong)i + axis] = (ushort)MIN(MAX(scaled, 0.0f), 65535.0f);
   }
 }
 
@@ -181,10 +183,11 @@ DEVICE float orrery_half_to_float(const ushort half_bits) {
   return UINT_AS_FLOAT(sign | FLOAT_AS_UINT((float)mantissa * 5.9604644775390625e-8f));
 }
 
-/* One work-item per value: `values` binary16 numbers widened into float. */
-KERNEL void frame_widen_half(GLOBAL const ushort* RESTRICT half_values, const int values,
+/* One work-item per body: the 3 binary16 numbers of `count` (x, y, z) rows widened into float. */
+KERNEL void frame_widen_half(GLOBAL const ushort* RESTRICT half_values, const int count,
                              GLOBAL float* RESTRICT wide) {
   const int i = GLOBAL_ID;
-  if (i >= values) return;
-  wide[i] = orrery_half_to_float(half_values[i]);
+  if (i >= count) return;
+  const ulong at = 3 * (ulong)i;
+  for (int axis = 0; axis < 3; ++axis) wide[at + axis] = orrery_half_to_float(half_values[at + axis]);
 }

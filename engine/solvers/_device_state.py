@@ -27,9 +27,13 @@ INTEGRATE_GROUP = 64
 # The energy reduction: work-group size and most work-groups (partial sums downloaded).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
-# Most bodies a state holds: frames are written as (n, 3) arrays at 32-bit element offsets
-# 3 i (integrate.cl's positions_xyz, frames.cl), which pass 2**31 - 1 beyond this.
-MAX_STATE_BODIES = (2**31 - 1) // 3
+# Most bodies a state holds. Element offsets are 64-bit (3 i of a frame's (n, 3) rows in
+# integrate.cl's positions_xyz, frames.cl, interchange.cl), but the state's kernels index bodies
+# with 32-bit signed integers (GLOBAL_ID, the count passed as int) over rows padded to the
+# solver's and the launches' multiples (below 2**16), and energy.cl's grid-stride loop steps ENERGY_GROUP *
+# ENERGY_GROUPS (65,536) past its last body: a margin of 2**17 rows keeps every index below 2**31.
+INDEX_MARGIN = 2**17
+MAX_STATE_BODIES = 2**31 - INDEX_MARGIN
 # The state's arrays as the compute layer counts them (``Context.memory``).
 BODIES, VELOCITIES, ACCELERATIONS = "bodies.state", "velocities.state", "accelerations.state"
 

@@ -78,14 +78,19 @@ class GpuSolver(Solver):
             total[name] = total.get(name, 0) + nbytes
         return total
 
+    def body_limit(self) -> tuple[int, str]:
+        """The most bodies a device-resident run of this solver holds before some kernel's
+        32-bit index or offset overflows, and which kernels those are."""
+        return MAX_STATE_BODIES, "the state's kernels index bodies with 32-bit integers"
+
     def check_device_fits(self, n: int) -> None:
         """Refuse, before anything is allocated, a run of ``n`` bodies whose ``device_bytes``
-        and the arrays already held do not fit the device's memory, or that more bodies than
-        the kernels' 32-bit offsets reach (InvalidInputError)."""
-        if n > MAX_STATE_BODIES:
-            raise InvalidInputError(f"{self.name}: a device-resident run holds at most "
-                                    f"{MAX_STATE_BODIES} bodies (frames are written at 32-bit "
-                                    f"offsets, 3 a body), got {n}")
+        and the arrays already held do not fit the device's memory, or of more bodies than
+        ``body_limit`` allows (InvalidInputError)."""
+        limit, reason = self.body_limit()
+        if n > limit:
+            raise InvalidInputError(f"{self.name}: a device-resident run holds at most {limit} bodies "
+                                    f"({reason}), got {n}")
         info, held = self.context.info, self.context.memory.total.live
         needed = sum(self.device_bytes(n).values())
         if held + needed > info.global_memory_bytes:

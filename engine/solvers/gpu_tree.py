@@ -181,6 +181,16 @@ class GpuTreeSolver(GpuSolver):
     def _box_rows(self, count: int) -> int:
         return count if self._per_body_boxes() else 1
 
+    def body_limit(self) -> tuple[int, str]:
+        # tree_moments.cl writes node i's rows at 32-bit offsets (4 i of the sums and centres,
+        # 6 i of the quadrupoles) for up to 2n - 1 nodes.
+        per_node = 6 if self._builder.quadrupole else 4
+        limit = (2**31 // per_node + 1) // 2
+        state_limit, state_reason = super().body_limit()
+        if state_limit <= limit:
+            return state_limit, state_reason
+        return limit, f"tree_moments.cl writes node rows at 32-bit offsets, {per_node} a node, for up to 2n - 1 nodes"
+
     def evaluation_bytes(self, n: int) -> dict[str, int]:
         rows, real = self._box_rows(n), self.dtype.itemsize
         return {**self._builder.build_bytes(n, moments=True),

@@ -71,9 +71,9 @@ DEVICE float density_quantity(GLOBAL const float* RESTRICT position,
                               GLOBAL const float* RESTRICT value, const int i,
                               const int quantity_mode, const float inverse_interval) {
   if (quantity_mode == 1) {
-    const float dx = position[3 * i] - previous[3 * i];
-    const float dy = position[3 * i + 1] - previous[3 * i + 1];
-    const float dz = position[3 * i + 2] - previous[3 * i + 2];
+    const float dx = position[3 * (ulong)i] - previous[3 * (ulong)i];
+    const float dy = position[3 * (ulong)i + 1] - previous[3 * (ulong)i + 1];
+    const float dz = position[3 * (ulong)i + 2] - previous[3 * (ulong)i + 2];
     const float speed = SQRT(dx * dx + dy * dy + dz * dz) * inverse_interval;
     return speed <= 3.4e38f ? speed : 0.0f;
   }
@@ -154,7 +154,7 @@ KERNEL void density_deposit(GLOBAL const float* RESTRICT position,
   if (i >= count) return;
   const float weighted = mass[i] * weights[population[i] & 15];
   if (!(weighted > 0.0f) || !(weighted <= 3.4e38f)) return;  /* hidden, or not a mass */
-  const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
+  const float x = position[3 * (ulong)i], y = position[3 * (ulong)i + 1], z = position[3 * (ulong)i + 2];
   CLIP_COORDINATES(x, y, z);
   if (!(cw > 0.0f) || fabs(cz) > cw) return;
   const float world = adaptive ? support_length * support[i] : support_length;

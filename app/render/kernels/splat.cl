@@ -114,7 +114,7 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   const int i = k >= count ? 0
                 : ordered == 2 ? (int)((((ulong)first + (ulong)k) * step + offset) % total)
                 : ordered ? (int)locality_order[k] : k;
-  const float x = position[3 * i], y = position[3 * i + 1], z = position[3 * i + 2];
+  const float x = position[3 * (ulong)i], y = position[3 * (ulong)i + 1], z = position[3 * (ulong)i + 2];
   CLIP_COORDINATES(x, y, z);
   const float xw = (cx / cw + 1.0f) * 0.5f * (float)width;
   const float yw = (cy / cw + 1.0f) * 0.5f * (float)height;
@@ -130,8 +130,8 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
   if (visible) {
     GLOBAL const float* entry = palette + 4 * (population[i] & 15);
     if (colour_mode == 1) {
-      const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
-                  dz = z - previous[3 * i + 2];
+      const float dx = x - previous[3 * (ulong)i], dy = y - previous[3 * (ulong)i + 1],
+                  dz = z - previous[3 * (ulong)i + 2];
       const float ratio = MAX(SQRT(dx * dx + dy * dy + dz * dz) * speed_scale, 1e-6f);
       const float s = MIN(MAX(0.5f + 0.25f * log2(ratio), 0.0f), 1.0f);
       if (s < 0.5f) {  /* slow deep blue to median pink */
@@ -145,8 +145,8 @@ KERNEL void splat_points(GLOBAL const float* RESTRICT position,
       }
       r *= entry[3]; g *= entry[3]; b *= entry[3];
     } else if (colour_mode == 2) {
-      const float dx = x - previous[3 * i], dy = y - previous[3 * i + 1],
-                  dz = z - previous[3 * i + 2];
+      const float dx = x - previous[3 * (ulong)i], dy = y - previous[3 * (ulong)i + 1],
+                  dz = z - previous[3 * (ulong)i + 2];
       const float distance = SQRT(dx * dx + dy * dy + dz * dz);
       if (distance > 0.0f) {
         r = 0.5f + 0.5f * (dx / distance);

@@ -36,9 +36,10 @@ KERNEL void positions_xyz(GLOBAL const real4* RESTRICT body, const int count,
   const int i = GLOBAL_ID;
   if (i >= count) return;
   const real4 p = body[i];
-  out[3 * i] = (float)p.x;
-  out[3 * i + 1] = (float)p.y;
-  out[3 * i + 2] = (float)p.z;
+  const ulong at = 3 * (ulong)i;  /* past 2^31 - 1 above 715,827,882 bodies */
+  out[at] = (float)p.x;
+  out[at + 1] = (float)p.y;
+  out[at + 2] = (float)p.z;
 }
 
 /* A frame's copy of the solver's locality order (the next step's sort rewrites the solver's). */
