@@ -86,7 +86,9 @@ export function mount(root, transport, { width = null, height = null } = {}) {
   const status = element("div", { class: "orrery-status", text: "connecting…" });
   const panel = element("div", { class: "orrery-panel" });
   root.replaceChildren(canvas, panel, status);
-  const draw = canvas.getContext("2d");
+  // Opaque and desynchronized: a picture covers the whole canvas, so nothing under it is blended
+  // and it reaches the screen without waiting for the page's next composited frame.
+  const draw = canvas.getContext("2d", { alpha: false, desynchronized: true });
 
   // What tests and `orrery bench serve`'s browser client read.
   const state = {
