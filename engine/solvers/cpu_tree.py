@@ -27,6 +27,32 @@ TREE_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=16)
 # either the tree runs at THETA's default.
 TREE_THETA = replace(THETA, default=None,
                      doc=f"{THETA.doc} (default {THETA.default} unless accuracy is given)")
+# No default of its own either: with accuracy the table chooses it (ADR 0320), without it is off.
+TREE_QUADRUPOLE = replace(QUADRUPOLE, default=None,
+                          doc=f"{QUADRUPOLE.doc} (default: chosen by the accuracy table with "
+                              f"accuracy, else {QUADRUPOLE.default})")
+# What an interaction of the quadrupole walk costs in monopole interactions, so that the
+# accuracy table's work measure (``cost_per_particle``) compares the two variants: the walk
+# times at equal theta (the same interactions) over those without quadrupoles, N = 65,536,
+# theta 0.35 and 0.5, Plummer, Hernquist and the galaxy collision, were 1.46, 1.66, 1.68,
+# 1.23, 1.48 and 1.57 (median of five interleaved runs each, two shared cores; ADR 0320).
+QUADRUPOLE_INTERACTION_COST = 1.5
+
+
+def quadrupole_variants(quadrupole: bool | None, accuracy: float | None) -> list[dict]:
+    """The accuracy-table variants a tree chooses among: the quadrupole setting given, else both
+    when an accuracy is asked for, else the option's default."""
+    if quadrupole is not None:
+        return [{"quadrupole": quadrupole}]
+    if accuracy is not None:
+        return [{"quadrupole": False}, {"quadrupole": True}]
+    return [{"quadrupole": QUADRUPOLE.default}]
+
+
+def cost_per_particle(stats: dict, quadrupole: bool) -> float:
+    """The accuracy table's work measure of one evaluation: interactions per particle, those
+    of the quadrupole walk weighted by ``QUADRUPOLE_INTERACTION_COST``."""
+    return stats["interactions_per_particle"] * (QUADRUPOLE_INTERACTION_COST if quadrupole else 1.0)
 
 
 class CpuTreeSolver(Solver):
@@ -50,8 +76,10 @@ class CpuTreeSolver(Solver):
         With ``accuracy``: every this many evaluations, the error measured on a sample of bodies
         against float64 direct sums, and the setting tightened past the target
         (``tuning.accuracy_check``).
-    quadrupole : bool
-        Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same theta).
+    quadrupole : bool or None
+        Add traceless quadrupole terms for accepted cells (about 4x more accurate at the same
+        theta, each interaction about 1.5x the cost). None: with ``accuracy`` the table chooses
+        it with theta (the cheaper way to the target, ``chosen["variant"]``), else off.
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
     simd : {"scalar", "avx2", "avx512", "neon"} or None
@@ -61,7 +89,8 @@ class CpuTreeSolver(Solver):
     ``last_stats`` after an evaluation: ``seconds`` and the native breakdown ``sort_s`` (keys,
     radix sort and gather), ``build_s``, ``moments_s``, ``walk_s``, the interaction counters
     ``particle_particle`` and ``particle_cell``, ``interactions_per_particle``, ``nodes``,
-    ``leaves``, ``depth``, the ``simd`` level and ``theta`` (with ``accuracy`` when given).
+    ``leaves``, ``depth``, the ``simd`` level, ``theta`` and ``quadrupole`` (with ``accuracy``
+    when given) and ``cost_per_particle`` (the accuracy table's work measure).
     """
 
     name = "cpu-tree"
@@ -79,15 +108,16 @@ class CpuTreeSolver(Solver):
                          leaf_capacity=leaf_capacity, simd=self.simd)
         self.threads = threads or 0
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
-                                    default=THETA.default, variants=[{"quadrupole": quadrupole}])
+                                    default=THETA.default,
+                                    variants=quadrupole_variants(quadrupole, accuracy))
         self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
-        self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity
         # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an
         # option, because it changes speed and interaction counts but barely the answer.
         self.group_capacity = _native.TREE_GROUP_CAPACITY
         # Holds the tree's buffers between evaluations (no other state: the tree is rebuilt).
         self._engine = _native.TreeF32() if precision == "f32" else _native.TreeF64()
+        self._n = 1
 
     @property
     def chosen(self) -> dict | None:
@@ -95,20 +125,28 @@ class CpuTreeSolver(Solver):
         behind it; None before it, or when theta was given."""
         return self.setting.chosen
 
+    @property
+    def quadrupole(self) -> bool:
+        """Whether the last evaluation (or the first, before it) adds quadrupole terms."""
+        return self.setting.variant(self._n)["quadrupole"]
+
     def _compute(self, pos, mass, potential):
-        theta = self.setting.theta(pos.shape[0])
+        self._n = pos.shape[0]
+        theta = self.setting.theta(self._n)
         return self._engine.evaluate(pos, mass, self.softening, theta, self.quadrupole,
                                      self.leaf_capacity, group_capacity=self.group_capacity,
                                      threads=self.threads, potential=potential, simd=self.simd)
 
     def _extra_stats(self) -> dict:
-        return {**self._engine.stats, "simd": self.simd, **self.setting.stats()}
+        stats = self._engine.stats
+        return {**stats, "simd": self.simd, **self.setting.stats(), "quadrupole": self.quadrupole,
+                "cost_per_particle": cost_per_particle(stats, self.quadrupole)}
 
 
 SPEC = SolverSpec(
     name="cpu-tree",
     doc="Barnes-Hut tree on the CPU: O(N log N), error set by the opening angle theta",
-    options=(PRECISION, SOFTENING, THREADS, TREE_THETA, ACCURACY, CHECK_ACCURACY, QUADRUPOLE,
-             TREE_LEAF_CAPACITY, SIMD),
+    options=(PRECISION, SOFTENING, THREADS, TREE_THETA, ACCURACY, CHECK_ACCURACY,
+             TREE_QUADRUPOLE, TREE_LEAF_CAPACITY, SIMD),
     factory=CpuTreeSolver,
 )

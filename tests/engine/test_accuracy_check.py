@@ -76,7 +76,8 @@ def test_a_run_past_its_accuracy_warns_once_and_retunes_to_a_setting_within_it(p
                                                                                  monkeypatch):
     table = understated_table("cpu-tree", {"quadrupole=False": {"quadrupole": False}}, plummer.n)
     monkeypatch.setattr(accuracy_table, "load_table", lambda: table)
-    solver = make_solver("cpu-tree", accuracy=1e-3, check_accuracy=1, softening=SOFTENING)
+    solver = make_solver("cpu-tree", accuracy=1e-3, quadrupole=False, check_accuracy=1,
+                         softening=SOFTENING)
     sim = Simulation(plummer, solver, dt=1e-3)
     loose = solver.theta_in_use(plummer.n)
     assert loose == 1.0  # the understated table's loosest theta
@@ -97,7 +98,8 @@ def test_a_run_past_its_accuracy_at_the_tables_tightest_setting_warns_once_and_g
         plummer, monkeypatch):
     table = understated_table("cpu-tree", {"quadrupole=False": {"quadrupole": False}}, plummer.n)
     monkeypatch.setattr(accuracy_table, "load_table", lambda: table)
-    solver = make_solver("cpu-tree", accuracy=1e-5, check_accuracy=1, softening=SOFTENING)
+    solver = make_solver("cpu-tree", accuracy=1e-5, quadrupole=False, check_accuracy=1,
+                         softening=SOFTENING)
     sim = Simulation(plummer, solver, dt=1e-3)
     with pytest.warns(AccuracyDriftWarning, match="past accuracy 1e-05; the accuracy table has "
                       "nothing tighter than theta 0.2: the run goes on at it$"):

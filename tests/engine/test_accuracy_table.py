@@ -245,3 +245,39 @@ def test_calibrate_accuracy_measures_a_table_that_accuracy_then_uses(cache_dir, 
     solver = make_solver("cpu-tree", accuracy=worst * accuracy_table.MARGIN * 1.01)
     solver.accelerations(p.pos, p.mass)
     assert solver.chosen["theta"] == 0.6 and "accuracy.json" in solver.chosen["table"]
+
+
+# Where docs/accuracy.md says cpu-tree's accuracy= switches to quadrupoles (ADR 0320): from
+# N = 12,000 up at 1e-3 (and tighter), never at 3e-2, where monopoles at a large theta are cheaper.
+@pytest.mark.parametrize("n", [12000, 65536, 262144])
+def test_cpu_tree_accuracy_chooses_quadrupoles_where_documented(n):
+    table = load_table()
+    both = ["quadrupole=False", "quadrupole=True"]
+    assert table.choose("cpu-tree", both, 1e-3, n).variant == "quadrupole=True"
+    assert table.choose("cpu-tree", both, 3e-2, n).variant == "quadrupole=False"
+
+
+def test_cpu_tree_evaluates_with_the_quadrupoles_accuracy_chose():
+    particles = scenarios.load("plummer", n=12000, seed=0).particles
+    for target, quadrupole in ((1e-3, True), (3e-2, False)):
+        solver = make_solver("cpu-tree", accuracy=target)
+        solver.accelerations(particles.pos, particles.mass)
+        assert solver.chosen["variant"] == f"quadrupole={quadrupole}"
+        assert solver.quadrupole is quadrupole and solver.last_stats["quadrupole"] is quadrupole
+        assert f"quadrupole={quadrupole}" in solver.describe()
+    # Given, quadrupole is kept, and without accuracy it is off.
+    given = make_solver("cpu-tree", accuracy=1e-3, quadrupole=False)
+    given.accelerations(particles.pos, particles.mass)
+    assert given.chosen["variant"] == "quadrupole=False" and not given.last_stats["quadrupole"]
+    assert make_solver("cpu-tree").quadrupole is False
+
+
+def test_cpu_tree_work_measure_weights_quadrupole_interactions():
+    from orrery.engine.solvers.cpu_tree import QUADRUPOLE_INTERACTION_COST
+
+    particles = scenarios.load("plummer", n=4096, seed=0).particles
+    for quadrupole, weight in ((False, 1.0), (True, QUADRUPOLE_INTERACTION_COST)):
+        solver = make_solver("cpu-tree", theta=0.5, quadrupole=quadrupole)
+        solver.accelerations(particles.pos, particles.mass)
+        stats = solver.last_stats
+        assert stats["cost_per_particle"] == pytest.approx(stats["interactions_per_particle"] * weight)

@@ -506,6 +506,7 @@ def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
 def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
     from orrery.engine.tuning.accuracy_table import ThetaSetting
     from orrery.engine.options import THETA
+    from orrery.engine.solvers.cpu_tree import quadrupole_variants
 
     runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))
     try:
@@ -515,7 +516,7 @@ def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
         elif solver == "auto":
             assert runner.solver_description.startswith("auto: cpu-tree")
             setting = ThetaSetting("cpu-tree", theta=None, accuracy=1e-3, default=THETA.default,
-                                   variants=[{"quadrupole": False}])
+                                   variants=quadrupole_variants(None, 1e-3))
             assert used == setting.theta(n) != THETA.default
         else:
             assert used == (THETA.default if theta is None else theta)
