@@ -496,7 +496,10 @@ def _open_hdf5(path: Path) -> tuple[h5py.File, bool]:
     failed metadata read is retried for a moment; any other file is not going to change, so
     damage is reported at once (see ``_hdf5``)."""
     try:
-        return h5py.File(path, "r"), True
+        h5 = h5py.File(path, "r")
+        # In the process that writes it, HDF5 hands back the writer's own open file (mode r+)
+        # instead of refusing it as already open for write: a file still being written.
+        return h5, h5.mode == "r"
     except OSError as error:
         text = str(error)
         # A writer that stopped on a full disk can leave a file shorter than the end its

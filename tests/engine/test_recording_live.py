@@ -95,3 +95,29 @@ def test_the_player_follows_a_live_file_to_its_end(tmp_path):
             assert shown == sorted(shown) and shown[-1] == 10 * (FRAMES - 1)
             assert len(shown) > 5 and player.frame_count == FRAMES
         assert writer.wait(timeout=30) == 0
+
+
+def test_a_player_in_the_writers_process_follows_its_recorder(tmp_path):
+    """In the process that writes a file, HDF5 opens it by handing back the writer's own open
+    file rather than refusing it as already open for write, so the reader once took it for a
+    finished recording and never looked for new frames."""
+    from orrery.engine.recording import Recorder
+
+    path = tmp_path / "here.h5"
+    with Recorder(path, masses=np.ones(N), flush_seconds=0.02) as recorder:
+        recorder.append(np.full((N, 3), 0, np.float32), 0.0, 0)
+        deadline = time.monotonic() + 30
+        while recorder.frames_committed < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        player = Player(RecordingFile(path))
+        try:
+            assert player.live and player.frame_count == 1
+            for k in range(1, 5):
+                recorder.append(np.full((N, 3), k, np.float32), 0.5 * k, 10 * k)
+            while player.frame_count < 5 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert player.frame_count == 5
+            assert [player.read_frame(k)[0, 0] for k in range(5)] == [0, 1, 2, 3, 4]
+            assert player.step_of(4) == 40
+        finally:
+            player.close()
