@@ -179,14 +179,28 @@ def _main(args) -> int:
     if problem:
         print(NO_DISPLAY.format(reason=problem), file=sys.stderr)
         return 2
+    # The window's libraries are loaded before the source starts: pyglet finds them by running
+    # ldconfig, and once a live run has imported dpctl, every subprocess is a fork() of the whole
+    # process (dpctl turns vfork off), made beside the running solver thread (issue 42). Without a
+    # display the source is still opened, so that its own errors are reported first.
+    try:
+        from ._window import ViewerWindow
+        no_display = None
+    except BaseException as error:
+        if not _no_display(error):
+            raise
+        no_display = error
     try:
         source = open_source(args)
     except OSError as error:
         print(f"orrery-viewer: error: {error}", file=sys.stderr)
         return 2
+    if no_display is not None:
+        source.close()
+        print(NO_DISPLAY.format(reason=str(no_display) or type(no_display).__name__),
+              file=sys.stderr)
+        return 2
     try:
-        from ._window import ViewerWindow
-
         window = ViewerWindow(source, size=args.size, max_fps=args.max_fps,
                               vsync=not args.no_vsync, stats_path=args.stats, panel=args.panel,
                               max_drawn=args.max_drawn)
@@ -200,10 +214,15 @@ def _main(args) -> int:
             window.tone.exposure, window.tone.auto_exposure = args.exposure, False
     except BaseException as error:
         source.close()
-        # pyglet names its display errors per platform (pyglet.display.xlib, ...): match by name
-        if type(error).__name__ in ("NoSuchDisplayException", "NoSuchConfigException"):
+        if _no_display(error):
             print(NO_DISPLAY.format(reason=str(error) or type(error).__name__), file=sys.stderr)
             return 2
         raise
     return window.run(frames=args.frames, screenshot=args.screenshot,
                       screenshot_at=args.screenshot_at)
+
+
+def _no_display(error: BaseException) -> bool:
+    """Whether ``error`` is pyglet's "no display" (raised by its import, which connects, or by
+    the window): pyglet names these errors per platform (pyglet.display.xlib, ...), so by name."""
+    return type(error).__name__ in ("NoSuchDisplayException", "NoSuchConfigException")
