@@ -42,21 +42,24 @@ def tone_table(exposure: float, gamma: float) -> np.ndarray:
 
 class HostToneMap:
     """The picture of an RGBA32F light array (bottom row first, as GL holds it), top row
-    first: what ``ToneMapPass`` draws into an RGB8 framebuffer, read back and flipped."""
+    first: what ``ToneMapPass`` draws into an RGB8 framebuffer, read back and flipped, with a
+    fourth byte a pixel that means nothing (RGBX)."""
 
     def __init__(self):
         self._index: np.ndarray | None = None  # table indices, reused picture to picture
 
     def apply(self, light: np.ndarray, tone: ToneMap) -> np.ndarray:
-        """A new (height, width, 3) uint8 picture of ``light`` (height, width, 4) float32;
+        """A new (height, width, 4) uint8 RGBX picture of ``light`` (height, width, 4) float32;
         ``tone`` without bloom (bloom blurs neighbours: only the GL pass draws it)."""
         tone.validate()
         if tone.bloom > 0:
             raise ValueError("the host tone map draws no bloom")
-        height, width = light.shape[:2]
-        if self._index is None or self._index.shape[:2] != (height, width):
-            self._index = np.empty((height, width, 3), np.uint32)
-        # a view of the rows top first: the flip costs no copy
-        np.right_shift(light[::-1, :, :3].view(np.uint32), _SHIFT, out=self._index)
+        if self._index is None or self._index.shape != light.shape:
+            self._index = np.empty(light.shape, np.uint32)
+        # All four channels: each row is then one contiguous run (the flip reverses the rows
+        # alone), which NumPy shifts and gathers at several times the speed of a strided
+        # three-channel view, and the encoders take the fourth byte as padding.
+        np.right_shift(light[::-1].view(np.uint32), _SHIFT, out=self._index)
         # a new array each time: the last picture may still be waiting for its encoder
-        return np.take(tone_table(float(tone.exposure), float(tone.gamma)), self._index)
+        return np.take(tone_table(float(tone.exposure), float(tone.gamma)), self._index,
+                       mode="clip")

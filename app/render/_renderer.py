@@ -250,8 +250,8 @@ class Renderer:
         return True
 
     def host_picture(self, tone: ToneMap) -> np.ndarray | None:
-        """The last accumulation's picture made on the host, (height, width, 3) uint8, top row
-        first (what :meth:`present` draws, to within one step of 255 a value), where its light
+        """The last accumulation's picture made on the host, (height, width, 4) uint8 RGBX, top
+        row first (what :meth:`present` draws, to within one step of 255 a value), where its light
         is on the host (``light_on_host`` and the host splat drew it) and ``tone`` has no bloom;
         else None: :meth:`present` it and read the output."""
         if not (self.light_on_host and self._host_light and tone.bloom == 0):

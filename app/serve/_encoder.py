@@ -63,9 +63,10 @@ class H264Encoder:
         self.codec_string: str | None = None  # 'avc1.PPCCLL', known after the first picture
 
     def encode(self, rgb: np.ndarray, *, key: bool = False) -> tuple[int, bytes]:
-        """(picture kind, Annex-B bytes) of one RGB picture, converted here (swscale);
-        ``key`` forces a key picture."""
-        frame = self._from_ndarray(rgb, format="rgb24").reformat(
+        """(picture kind, Annex-B bytes) of one RGB picture ((height, width, 3), or 4 with a
+        padding byte: RGBX), converted here (swscale); ``key`` forces a key picture."""
+        layout = "rgb24" if rgb.shape[2] == 3 else "rgba"  # swscale drops the fourth byte
+        frame = self._from_ndarray(rgb, format=layout).reformat(
             format="yuv420p", dst_colorspace=BT709, dst_color_range=LIMITED_RANGE)
         return self._encode(frame, key)
 
@@ -102,8 +103,10 @@ class JpegEncoder:
         self._quality = quality
 
     def encode(self, rgb: np.ndarray, *, key: bool = False) -> tuple[int, bytes]:
+        """As :meth:`H264Encoder.encode`: (height, width, 3) RGB or 4 (RGBX)."""
         buffer = io.BytesIO()
-        self._image.fromarray(rgb).save(buffer, "JPEG", quality=self._quality)
+        self._image.fromarray(np.ascontiguousarray(rgb[..., :3])).save(
+            buffer, "JPEG", quality=self._quality)
         return JPEG_PICTURE, buffer.getvalue()
 
     def close(self) -> None:
