@@ -1,14 +1,11 @@
-// Probes of this machine's ceilings for `orrery bench ceilings`: multiply-add, sqrt+divide and
-// approximate 1/sqrt throughput per precision, and read bandwidth, on the SIMD level chosen at
-// run time and all requested threads. Each call does a fixed amount of work and returns how
-// many operations (or bytes) that was; Python times the calls with the benchmark harness.
+// Probes of this machine's ceilings (ceilings.hpp), in equal units taken by every thread.
+#include "ceilings.hpp"
+
 #include <atomic>
 #include <stdexcept>
 #include <string>
 
-#include "arrays.hpp"
 #include "parallel.hpp"
-#include "simd.hpp"
 
 namespace orrery {
 namespace {
@@ -40,15 +37,16 @@ ProbeFn find_probe(const SimdKernels& k, const std::string& probe, const std::st
   return fn;
 }
 
+}  // namespace
+
 double probe_operations(const std::string& probe, const std::string& precision, std::uint64_t rounds,
-                        unsigned threads, const std::string& simd) {
-  const ProbeFn fn = find_probe(simd_kernels(choose_simd_level(simd)), probe, precision);
+                        unsigned threads, const SimdKernels& kernels) {
+  const ProbeFn fn = find_probe(kernels, probe, precision);
   if (threads == 0) threads = ThreadPool::hardware_threads();
   // Four equal units per thread, taken dynamically: a core slowed by outside load takes fewer,
   // so the figure is what the machine as a whole sustains.
   const std::size_t units = 4 * std::size_t(threads);
   std::atomic<double> operations{0.0};
-  py::gil_scoped_release release;
   ThreadPool::instance().parallel_for(units, 1, threads, [&](std::size_t b, std::size_t e) {
     for (std::size_t u = b; u < e; ++u) {
       ProbeCount count = fn(rounds);
@@ -61,30 +59,16 @@ double probe_operations(const std::string& probe, const std::string& precision, 
   return operations.load();
 }
 
-double probe_read_bytes(const CArray<double>& buffer, unsigned threads, const std::string& simd) {
-  const ReadProbeFn fn = simd_kernels(choose_simd_level(simd)).read;
+double probe_read_bytes(const double* data, std::size_t size, unsigned threads, const SimdKernels& kernels) {
+  const ReadProbeFn fn = kernels.read;
   if (threads == 0) threads = ThreadPool::hardware_threads();
-  const double* data = buffer.data();
   constexpr std::size_t piece = std::size_t(1) << 17;  // 1 MiB of doubles per task
-  const std::size_t count = static_cast<std::size_t>(buffer.size()) / piece * piece;
+  const std::size_t count = size / piece * piece;
   if (count == 0) throw std::invalid_argument("the read buffer must hold at least 1 MiB");
-  py::gil_scoped_release release;
   ThreadPool::instance().parallel_for(count / piece, 1, threads, [&](std::size_t b, std::size_t e) {
     for (std::size_t t = b; t < e; ++t) keep(fn(data + t * piece, piece).checksum);
   });
   return 8.0 * double(count);
-}
-
-}  // namespace
-
-void register_ceilings(py::module_& m) {
-  m.def("probe_operations", &probe_operations, py::arg("probe"), py::arg("precision"),
-        py::arg("rounds"), py::arg("threads") = 0, py::arg("simd") = "",
-        "Run a throughput probe ('fma': flop, 'sqrt_div': sqrt+divide pairs, 'rsqrt_estimate': "
-        "approximate 1/sqrt) on every thread; returns the operations performed.");
-  m.def("probe_read_bytes", &probe_read_bytes, py::arg("buffer"), py::arg("threads") = 0,
-        py::arg("simd") = "",
-        "Read a float64 buffer once across the threads; returns the bytes read (whole MiB).");
 }
 
 }  // namespace orrery

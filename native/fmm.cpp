@@ -1,40 +1,22 @@
-// cpu-fmm: Cartesian fast multipole method on cpu-tree's octree (docs/adr/0110).
-// Stages: Morton keys and sort (morton.cpp), topology (octree.cpp), the dual
-// walk's interaction lists (fmm_lists.cpp), upward pass (P2M at leaves, M2M by tree depth),
-// M2L per target cell, downward pass (L2L by depth), and P2P with L2P at the leaves: each leaf
-// pair once for both leaves (fmm_p2p_kernel.hpp, docs/fmm-tuning-log.md#0161), then each body's far field.
-// Expansions are about the centres of the nodes' key boxes (fmm_lists.hpp), which depend only
-// on the keys; expansion arithmetic is in double at both precisions, the
-// particle sums in T, except M2L with float expansions (docs/fmm-tuning-log.md#0165): the signed multipoles
-// rounded to float, the cell pairs in float lanes, each local widened back to double.
-// Determinism: every output is written in an order fixed by the tree and the lists, never by
-// the threads. A cell's expansion and a body's far field are written by one task that adds its
-// inputs in list order. A mutual P2P pair writes two leaves, so the leaves are cut into groups
-// of consecutive leaves (a fixed body count, not a thread count): one task per group evaluates
-// the pairs whose lower leaf is in it, in leaf order, adding the other leaf's half into that
-// leaf's sums when it is in the group and into a slot of the group's own otherwise; no two tasks
-// write the same place. Then each leaf adds its slots in group order. No atomics, no locks.
+// cpu-fmm (fmm.hpp): the passes, their schedule and the engine that runs them.
+#include "fmm.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <pybind11/stl.h>
-
-#include "arrays.hpp"
-#include "fmm_expansions.hpp"
 #include "fmm_kernels.hpp"
-#include "fmm_lists.hpp"
 #include "fmm_p2p.hpp"
 #include "morton.hpp"
 #include "octree.hpp"
 #include "parallel.hpp"
-#include "simd.hpp"
 #include "stage_clock.hpp"
 #include "tree_walk.hpp"
 
@@ -42,10 +24,6 @@ namespace orrery {
 namespace {
 
 static_assert(fmm_terms(kFmmMaxOrder) <= kFmmKernelMaxTerms, "the M2L kernel's scratch holds every order");
-
-struct FmmStageSeconds {
-  double sort = 0, build = 0, walk = 0, upward = 0, m2l = 0, p2p = 0, downward = 0;
-};
 
 FmmP2PFn<float> mutual_for(const SimdKernels& k, float) { return k.fmm_p2p_f32; }
 FmmP2PFn<double> mutual_for(const SimdKernels& k, double) { return k.fmm_p2p_f64; }
@@ -60,10 +38,11 @@ constexpr std::size_t padded(std::size_t size) {
   return (size + kLanes<T> - 1) / kLanes<T> * kLanes<T>;
 }
 
-unsigned resolve_threads(unsigned threads) { return threads == 0 ? ThreadPool::hardware_threads() : threads; }
+}  // namespace
 
+// The engine's state and passes (FmmEngine holds one).
 template <typename T>
-class FmmEngine {
+class FmmPasses {
  public:
   void evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
                 double heavy_share, std::size_t leaf_capacity, bool float_expansions, unsigned threads,
@@ -92,24 +71,18 @@ class FmmEngine {
 
   const FmmLists& lists() const { return lists_; }
 
-  py::dict stats() const {
-    py::dict d;
-    d["sort_s"] = stages_.sort;
-    d["build_s"] = stages_.build;
-    d["walk_s"] = stages_.walk;
-    d["upward_s"] = stages_.upward;
-    d["m2l_s"] = stages_.m2l;
-    d["p2p_s"] = stages_.p2p;
-    d["downward_s"] = stages_.downward;
-    d["m2l_interactions"] = lists_.m2l_source.size();
-    d["particle_particle"] = particle_pairs_;
-    d["nodes"] = tree_.nodes.size();
-    d["leaves"] = tree_.leaves.size();
-    d["depth"] = tree_.depth;
-    d["terms"] = tables_.terms;
-    d["expansion_bits"] = expansion_bits_;
-    d["m2l_redone_in_double"] = m2l_redone_;
-    return d;
+  FmmStats stats() const {
+    FmmStats s;
+    s.stages = stages_;
+    s.m2l_interactions = lists_.m2l_source.size();
+    s.particle_particle = particle_pairs_;
+    s.nodes = tree_.nodes.size();
+    s.leaves = tree_.leaves.size();
+    s.depth = tree_.depth;
+    s.terms = tables_.terms;
+    s.expansion_bits = expansion_bits_;
+    s.m2l_redone_in_double = m2l_redone_;
+    return s;
   }
 
  private:
@@ -529,6 +502,33 @@ class FmmEngine {
   SortedParticles<T> sums_;  // in the kernel's units: x, y, z 8 a; m -2 u
 };
 
+template <typename T>
+FmmEngine<T>::FmmEngine() : passes_(std::make_unique<FmmPasses<T>>()) {}
+
+template <typename T>
+FmmEngine<T>::~FmmEngine() = default;
+
+template <typename T>
+void FmmEngine<T>::evaluate(const T* pos, const T* mass, std::size_t n, double softening, double theta, int order,
+                            double heavy_share, std::size_t leaf_capacity, bool float_expansions, unsigned threads,
+                            const SimdKernels& kernels, T* acc, T* pot) {
+  passes_->evaluate(pos, mass, n, softening, theta, order, heavy_share, leaf_capacity, float_expansions, threads,
+                    kernels, acc, pot);
+}
+
+template <typename T>
+FmmStats FmmEngine<T>::stats() const {
+  return passes_->stats();
+}
+
+template <typename T>
+const FmmLists& FmmEngine<T>::lists() const {
+  return passes_->lists();
+}
+
+template class FmmEngine<float>;
+template class FmmEngine<double>;
+
 void check_fmm_parameters(double softening, double theta, int order, std::size_t leaf_capacity) {
   if (!(softening >= 0.0)) throw std::invalid_argument("softening must be >= 0");
   if (!(theta >= 0.0 && theta < 1.0)) throw std::invalid_argument("FMM theta must be in [0, 1)");
@@ -539,143 +539,6 @@ void check_fmm_parameters(double softening, double theta, int order, std::size_t
 
 void check_heavy_share(double heavy_share) {
   if (!(heavy_share >= 0.0 && heavy_share < 1.0)) throw std::invalid_argument("heavy_share must be in [0, 1)");
-}
-
-py::dict lists_as_dict(const FmmLists& lists);
-
-template <typename T>
-void register_engine(py::module_& m, const char* name) {
-  py::class_<FmmEngine<T>>(m, name, "Fast multipole solver state (buffers reused across evaluations).")
-      .def(py::init<>())
-      .def(
-          "evaluate",
-          [](FmmEngine<T>& self, const CArray<T>& pos, const CArray<T>& mass, double softening, double theta,
-             int order, std::size_t leaf_capacity, unsigned threads, bool want_potential, const std::string& simd,
-             const std::string& expansions, double heavy_share) {
-            std::size_t n = check_positions_and_masses(pos, mass);
-            check_fmm_parameters(softening, theta, order, leaf_capacity);
-            check_heavy_share(heavy_share);
-            if (expansions != "f64" && expansions != "f32")
-              throw std::invalid_argument("expansions must be f64 or f32, got '" + expansions + "'");
-            if (n == 0) throw std::invalid_argument("no particles");
-            const SimdKernels& kernels = simd_kernels(choose_simd_level(simd));
-            return forces<T>(n, want_potential, [&](T* a, T* phi) {
-              self.evaluate(pos.data(), mass.data(), n, softening, theta, order, heavy_share, leaf_capacity,
-                            expansions == "f32", resolve_threads(threads), kernels, a, phi);
-            });
-          },
-          py::arg("pos"), py::arg("mass"), py::arg("softening"), py::arg("theta"), py::arg("order"),
-          py::arg("leaf_capacity"), py::arg("threads") = 0, py::arg("potential") = false, py::arg("simd") = "",
-          py::arg("expansions") = "f64", py::arg("heavy_share") = 0.0,
-          "Accelerations (n, 3) and potentials (n,) or None, in the caller's order; `expansions` f32 runs M2L "
-          "in float lanes (the other expansion stages stay in double); `heavy_share` > 0 opens pairs with a "
-          "node holding more than that share of the bodies at a smaller angle (fmm_lists.hpp).")
-      .def_property_readonly("stats", &FmmEngine<T>::stats,
-                             "Last evaluation: stage seconds, interaction counts, node/leaf counts.")
-      .def_property_readonly(
-          "lists", [](const FmmEngine<T>& self) { return lists_as_dict(self.lists()); },
-          "Last evaluation's interaction lists, depth order and centres (fmm_lists.hpp), as arrays.");
-}
-
-py::dict tables_dict(int order) {
-  const FmmTables tb = fmm_tables(order);
-  py::dict d;
-  d["order"] = tb.order;
-  d["terms"] = tb.terms;
-  d["gradient_terms"] = tb.gradient_terms;
-  d["degree"] = copy_vector([&] {
-    std::vector<std::int32_t> v(tb.terms);
-    for (int q = 0; q < tb.terms; ++q) v[q] = tb.nx[q] + tb.ny[q] + tb.nz[q];
-    return v;
-  }());
-  for (auto [key, vec] : {std::pair{"nx", &tb.nx}, {"ny", &tb.ny}, {"nz", &tb.nz}, {"mono_parent", &tb.mono_parent},
-                          {"mono_axis", &tb.mono_axis}, {"pair_start", &tb.pair_start}, {"pair_n", &tb.pair_n},
-                          {"pair_sum", &tb.pair_sum}})
-    d[key] = copy_vector(*vec);
-  d["mono_scale"] = copy_vector(tb.mono_scale);
-  d["factorial"] = copy_vector(tb.factorial);
-  for (int i = 0; i < 3; ++i) {
-    d[("minus_one_" + std::to_string(i)).c_str()] = copy_vector(tb.minus_one[i]);
-    d[("minus_two_" + std::to_string(i)).c_str()] = copy_vector(tb.minus_two[i]);
-    d[("plus_one_" + std::to_string(i)).c_str()] = copy_vector(tb.plus_one[i]);
-  }
-  return d;
-}
-
-// The lists as arrays, each target's M2L sources ascending (fmm_lists.hpp).
-py::dict lists_as_dict(const FmmLists& lists) {
-  py::dict d;
-  std::vector<std::uint32_t> m2l_source = lists.m2l_source;
-  sort_sources(lists.m2l_start, m2l_source, resolve_threads(0));
-  d["m2l_start"] = copy_vector(lists.m2l_start);
-  d["m2l_source"] = copy_vector(m2l_source);
-  d["p2p_start"] = copy_vector(lists.p2p_start);
-  d["p2p_source"] = copy_vector(lists.p2p_source);
-  d["leaves"] = copy_vector(lists.leaves);
-  d["parent"] = copy_vector(lists.parent);
-  d["depth_start"] = copy_vector(lists.depth_start);
-  d["by_depth"] = copy_vector(lists.by_depth);
-  py::array_t<double> centre({lists.centre.size() / 3, std::size_t(3)});
-  std::copy(lists.centre.begin(), lists.centre.end(), centre.mutable_data());
-  d["centre"] = centre;
-  return d;
-}
-
-using NodeWords = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
-
-py::dict lists_dict(const NodeWords& skip, const NodeWords& leaf_box, const std::array<double, 3>& cube_min,
-                    double cube_side, double theta, const NodeWords& count, int order, double heavy_share,
-                    unsigned threads) {
-  const std::size_t nodes = skip.size();
-  if (nodes == 0 || leaf_box.ndim() != 2 || std::size_t(leaf_box.shape(0)) != nodes || leaf_box.shape(1) != 6)
-    throw std::invalid_argument("skip must be non-empty and leaf_box of shape (nodes, 6)");
-  if (std::size_t(count.size()) != nodes) throw std::invalid_argument("count must hold one entry per node");
-  check_heavy_share(heavy_share);
-  if (!(cube_side > 0.0)) throw std::invalid_argument("cube_side must be > 0");
-  const BoundingCube cube{{cube_min[0], cube_min[1], cube_min[2]}, cube_side};
-  for (std::size_t i = 0; i < nodes; ++i) {
-    const std::uint32_t s = skip.data()[i];
-    if (s <= i || s > nodes) throw std::invalid_argument("not a depth-first node array (skip out of range)");
-  }
-  if (skip.data()[0] != nodes) throw std::invalid_argument("node 0 must be the root");
-  FmmLists lists;
-  {
-    py::gil_scoped_release release;
-    FmmWalkStorage storage;
-    fmm_interaction_lists(skip.data(), count.data(), leaf_box.data(), nodes, cube,
-                          fmm_opening(theta, order, heavy_share, count.data()[0]), resolve_threads(threads), storage,
-                          lists);
-  }
-  return lists_as_dict(lists);
-}
-
-}  // namespace
-
-void register_fmm(py::module_& m) {
-  m.attr("FMM_MAX_ORDER") = kFmmMaxOrder;
-  register_engine<float>(m, "FmmF32");
-  register_engine<double>(m, "FmmF64");
-  m.def("fmm_tables", &tables_dict, py::arg("order"),
-        "The FMM index tables of one expansion order (fmm_expansions.hpp), as arrays.");
-  m.def("fmm_lists", &lists_dict, py::arg("skip"), py::arg("leaf_box"), py::arg("cube_min"),
-        py::arg("cube_side"), py::arg("theta"), py::arg("count"), py::arg("order"), py::arg("heavy_share") = 0.0,
-        py::arg("threads") = 0,
-        "The FMM dual walk's interaction lists of a depth-first node array (fmm_lists.hpp), as arrays: count "
-        "holds each node's bodies (the root's: all), order the expansion order the heavy angles follow.");
-  m.def(
-      "fmm_opening",
-      [](double theta, int order, double heavy_share, std::size_t bodies) {
-        check_heavy_share(heavy_share);
-        const FmmOpening opening = fmm_opening(theta, order, heavy_share, bodies);
-        py::dict d;
-        d["theta2"] = opening.theta2;
-        d["heavy"] = opening.heavy;
-        d["heavy_theta2"] = copy_vector(std::vector<double>(opening.heavy_theta2.begin(), opening.heavy_theta2.end()));
-        return d;
-      },
-      py::arg("theta"), py::arg("order"), py::arg("heavy_share"), py::arg("bodies"),
-      "The walk's squared angles (fmm_lists.hpp's FmmOpening): theta2, heavy (0: no node is heavy) and "
-      "heavy_theta2, so that a device walk decides with the host's values.");
 }
 
 }  // namespace orrery

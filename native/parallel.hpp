@@ -51,4 +51,7 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
+// `threads`, or every hardware thread for 0: what a solver's threads = 0 means.
+inline unsigned resolve_threads(unsigned threads) { return threads == 0 ? ThreadPool::hardware_threads() : threads; }
+
 }  // namespace orrery

@@ -1,9 +1,8 @@
-// Reference gravity: direct summation in double precision with Neumaier-compensated sums, one
-// particle per task. Slow on purpose (scalar, no approximations); every other solver is measured
-// against it.
+// Reference gravity (reference.hpp): compensated sums, one particle per task.
+#include "reference.hpp"
+
 #include <cmath>
 
-#include "arrays.hpp"
 #include "parallel.hpp"
 
 namespace orrery {
@@ -19,43 +18,32 @@ struct CompensatedSum {
   double value() const { return sum + carry; }
 };
 
-py::tuple reference_accelerations(const CArray<double>& pos, const CArray<double>& mass,
-                                  double softening, unsigned threads, bool want_potential) {
-  std::size_t n = check_positions_and_masses(pos, mass);
-  const double* p = pos.data();
-  const double* m = mass.data();
-  const double eps2 = softening * softening;
-  if (threads == 0) threads = ThreadPool::hardware_threads();
-  return forces<double>(n, want_potential, [&](double* a, double* phi) {
-    ThreadPool::instance().parallel_for(n, 16, threads, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        CompensatedSum ax, ay, az, ui;
-        for (std::size_t j = 0; j < n; ++j) {
-          if (j == i) continue;
-          double dx = p[3 * j] - p[3 * i], dy = p[3 * j + 1] - p[3 * i + 1], dz = p[3 * j + 2] - p[3 * i + 2];
-          double r2 = dx * dx + dy * dy + dz * dz + eps2;
-          double inv_r = 1.0 / std::sqrt(r2);
-          double w = m[j] * inv_r * inv_r * inv_r;
-          ax.add(w * dx);
-          ay.add(w * dy);
-          az.add(w * dz);
-          if (phi) ui.add(-m[j] * inv_r);
-        }
-        a[3 * i] = ax.value();
-        a[3 * i + 1] = ay.value();
-        a[3 * i + 2] = az.value();
-        if (phi) phi[i] = ui.value();
-      }
-    });
-  });
-}
-
 }  // namespace
 
-void register_reference(py::module_& m) {
-  m.def("reference_accelerations", &reference_accelerations, py::arg("pos"), py::arg("mass"),
-        py::arg("softening"), py::arg("threads") = 0, py::arg("potential") = false,
-        "Double-precision compensated direct summation: (acc (n,3), potential (n,) or None).");
+void reference_accelerations(const double* p, const double* m, std::size_t n, double softening,
+                             unsigned threads, double* a, double* phi) {
+  const double eps2 = softening * softening;
+  if (threads == 0) threads = ThreadPool::hardware_threads();
+  ThreadPool::instance().parallel_for(n, 16, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      CompensatedSum ax, ay, az, ui;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        double dx = p[3 * j] - p[3 * i], dy = p[3 * j + 1] - p[3 * i + 1], dz = p[3 * j + 2] - p[3 * i + 2];
+        double r2 = dx * dx + dy * dy + dz * dz + eps2;
+        double inv_r = 1.0 / std::sqrt(r2);
+        double w = m[j] * inv_r * inv_r * inv_r;
+        ax.add(w * dx);
+        ay.add(w * dy);
+        az.add(w * dz);
+        if (phi) ui.add(-m[j] * inv_r);
+      }
+      a[3 * i] = ax.value();
+      a[3 * i + 1] = ay.value();
+      a[3 * i + 2] = az.value();
+      if (phi) phi[i] = ui.value();
+    }
+  });
 }
 
 }  // namespace orrery

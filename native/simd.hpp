@@ -3,8 +3,6 @@
 // path). x86-64 builds have scalar, avx2 and avx512; AArch64 builds scalar and neon.
 #pragma once
 
-#include <pybind11/pybind11.h>
-
 #include <string>
 #include <vector>
 
@@ -31,7 +29,5 @@ SimdLevel cpu_simd_level();
 SimdLevel choose_simd_level(const std::string& requested);
 
 const SimdKernels& simd_kernels(SimdLevel level);
-
-void register_simd(pybind11::module_& m);
 
 }  // namespace orrery

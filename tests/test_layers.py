@@ -1,7 +1,9 @@
 """The layers import downwards only: the engine imports neither the app nor the benchmarks, and
-the app does not import the benchmarks (``orrery bench`` registers itself: ADR 0250)."""
+the app does not import the benchmarks (``orrery bench`` registers itself: ADR 0250). In native/,
+the C++ core includes nothing of Python: its bindings are apart, in native/python/ (ADR 0315)."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,19 @@ def _import_nodes(tree):
             yield from (node for _ in node.names)
         elif isinstance(node, ast.ImportFrom):
             yield node
+
+
+# An include of pybind11, of Python's C API or of a binding header (native/python/).
+PYTHON_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](pybind11/|Python\.h|python/)', re.MULTILINE)
+
+
+def test_the_native_core_includes_no_python():
+    core = sorted((ROOT / "native").glob("*.[ch]pp"))
+    assert core, "no native core files found"
+    offences = [str(path.relative_to(ROOT)) for path in core if PYTHON_INCLUDE.search(path.read_text())]
+    assert offences == []
+
+
+def test_the_native_core_check_sees_a_binding():
+    assert PYTHON_INCLUDE.search((ROOT / "native/python/module.cpp").read_text())
+    assert PYTHON_INCLUDE.search((ROOT / "native/python/tree.cpp").read_text())

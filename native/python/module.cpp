@@ -1,4 +1,5 @@
-// orrery._native: the CPU solvers and probes, one registration function per source file.
+// orrery._native: the CPU solvers and probes of the core (native/*.cpp), one registration function
+// per binding file (native/python/*.cpp).
 #include <pybind11/pybind11.h>
 
 #include "parallel.hpp"

@@ -1,4 +1,4 @@
-// What the bindings share: shape checks (the Python layer validates values: NaN, negative mass;
+// What the Python bindings share: shape checks (the Python layer validates values: NaN, negative mass;
 // these guard the native code against arrays of the wrong shape or layout), the result arrays of
 // a force call, and numpy copies of vectors.
 #pragma once
