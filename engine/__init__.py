@@ -8,7 +8,7 @@ from .errors import (InvalidInputError, OrreryError, SolverUnavailableError,
                      UnknownSolverError)
 from .initial_conditions import ics, scenarios
 from .particles import Particles
-from .simulation import Simulation
+from .live.simulation import Simulation
 from .solvers import make_solver, solver_specs
 
 __all__ = [

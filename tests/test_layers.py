@@ -75,10 +75,10 @@ def test_only_the_compute_layer_imports_a_gpu_api(folder):
 
 
 def test_recording_stores_and_reads_runs_and_builds_none():
-    """The recording package imports no solver, nor the simulation or runner that build runs:
-    continuing a recorded run is ``engine/resume.py``, beside the runner."""
-    builders = ("orrery.engine.solvers", "orrery.engine.simulation", "orrery.engine.runner",
-                "orrery.engine.resume")
+    """The recording package imports no solver, nor the live path that builds runs: continuing a
+    recorded run is ``engine/live/resume.py``, beside the runner."""
+    builders = ("orrery.engine.solvers", "orrery.engine.live", "orrery.engine.simulation",
+                "orrery.engine.runner", "orrery.engine.resume")
     offences = []
     for path, package in modules_of("engine"):
         if not package.startswith("orrery.engine.recording"):

@@ -23,7 +23,7 @@ from ..compute import HostSnapshot
 from ..diagnostics import Diagnostics, measure
 from ..errors import InvalidInputError
 from ..particles import Particles
-from ..simulation import Simulation, solver_attributes
+from ..live.simulation import Simulation, solver_attributes
 from ..solvers import Solver
 from ._let import morton_keys
 from ._solver import DistributedSolver, kind_of

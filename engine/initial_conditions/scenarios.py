@@ -183,7 +183,7 @@ def half_mass_radius(particles: Particles, *, sample: int = 200_000) -> float:
 def from_keyframe(source: KeyframeScenario) -> Scenario:
     """The state and settings of a recording's keyframe (``resume.keyframe_start``) as a
     scenario: its particles, dt, softening, solver and options, starting at its time and step."""
-    from ..resume import keyframe_start
+    from ..live.resume import keyframe_start
 
     start = keyframe_start(source.path, from_frame=source.frame)
     options = dict(start.solver_options)

@@ -360,7 +360,7 @@ def test_a_failure_reading_positions_is_reported_and_the_thread_survives():
 
 
 def test_controls_of_one_kind_merge_and_the_queue_stays_bounded(monkeypatch):
-    import orrery.engine.runner as runner_module
+    import orrery.engine.live.runner as runner_module
 
     runner, _ = _sleeping_runner(0.002, paused=True)
     try:
@@ -384,8 +384,8 @@ def test_controls_of_one_kind_merge_and_the_queue_stays_bounded(monkeypatch):
 def test_a_full_queue_behind_a_stuck_step_is_refused_with_a_clear_error(monkeypatch):
     import threading
 
-    import orrery.engine._runner_commands as commands_module
-    import orrery.engine.runner as runner_module
+    import orrery.engine.live._runner_commands as commands_module
+    import orrery.engine.live.runner as runner_module
 
     monkeypatch.setattr(commands_module, "QUEUE_WAIT", 0.2)
     release = threading.Event()

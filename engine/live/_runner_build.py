@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from . import scenarios
-from .contracts import SteppedSimulation
-from .flock import FlockSimulation
-from .particles import Particles
+from .. import scenarios
+from ..contracts import SteppedSimulation
+from ..flock import FlockSimulation
+from ..particles import Particles
+from ..solvers import Solver, solver_specs
 from .simulation import Simulation
-from .solvers import Solver, solver_specs
 
 # What a change of settings takes (settings_change).
 RESTART = "restart"  # new initial conditions: another scenario, count or seed

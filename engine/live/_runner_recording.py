@@ -5,9 +5,9 @@ restarts or changes solver, since a file describes one run with one solver."""
 
 from __future__ import annotations
 
-from .contracts import SteppedSimulation
-from .errors import OrreryError
-from .recording import Recorder
+from ..contracts import SteppedSimulation
+from ..errors import OrreryError
+from ..recording import Recorder
 
 
 class LiveRecording:

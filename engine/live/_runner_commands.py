@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from .errors import OrreryError
+from ..errors import OrreryError
 
 MAX_QUEUED_CONTROLS = 64
 QUEUE_WAIT = 5.0

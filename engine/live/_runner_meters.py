@@ -9,8 +9,8 @@ from collections import deque
 
 import numpy as np
 
-from .contracts import SteppedSimulation
-from .errors import InvalidInputError
+from ..contracts import SteppedSimulation
+from ..errors import InvalidInputError
 
 # Fewest seconds between two energy samples: each costs a potential evaluation and a download
 # of the state, which at a million particles every 25 steps would cost a tenth of the GPU's rate.
