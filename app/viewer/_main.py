@@ -182,22 +182,24 @@ def _main(args) -> int:
     # The window's libraries are loaded before the source starts: pyglet finds them by running
     # ldconfig, and once a live run has imported dpctl, every subprocess is a fork() of the whole
     # process (dpctl turns vfork off), made beside the running solver thread (issue 42). Without a
-    # display the source is still opened, so that its own errors are reported first.
+    # display, or with any other failure of that import, the source is still opened, so that
+    # its own errors are reported first (a pyglet that another part of the process loaded
+    # headless fails its GL import with a GLException, not a display error).
     try:
         from ._window import ViewerWindow
-        no_display = None
-    except BaseException as error:
-        if not _no_display(error):
-            raise
-        no_display = error
+        window_error = None
+    except Exception as error:
+        window_error = error
     try:
         source = open_source(args)
     except OSError as error:
         print(f"orrery-viewer: error: {error}", file=sys.stderr)
         return 2
-    if no_display is not None:
+    if window_error is not None:
         source.close()
-        print(NO_DISPLAY.format(reason=str(no_display) or type(no_display).__name__),
+        if not _no_display(window_error):
+            raise window_error
+        print(NO_DISPLAY.format(reason=str(window_error) or type(window_error).__name__),
               file=sys.stderr)
         return 2
     try:
