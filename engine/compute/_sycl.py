@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import site
+import subprocess
 import sys
 import sysconfig
 
@@ -46,9 +47,20 @@ def configure_loader() -> str | None:
 
 
 def _dpctl():
-    """Import dpctl (configuring the loader first); MissingPackageError when it is not installed."""
+    """Import dpctl (configuring the loader first); MissingPackageError when it is not installed.
+
+    dpctl's import turns subprocess's vfork off (so that a debugger can follow native children),
+    after which every subprocess of the process (ctypes' ldconfig lookups, pyglet's, a movie's
+    encoder) is a fork() of the whole process, made beside running solver threads and device
+    queues; the setting it found is put back (issue 42).
+    """
     if "dpctl" not in sys.modules:
         configure_loader()
+        vfork = subprocess._USE_VFORK
+        try:
+            require("dpctl")
+        finally:
+            subprocess._USE_VFORK = vfork
     dpctl = require("dpctl")
     require("dpctl.memory")
     require("dpctl.program")

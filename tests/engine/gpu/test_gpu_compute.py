@@ -1,5 +1,8 @@
 """The compute layer's host types on every backend: discovery, arrays, builds, launches."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -118,3 +121,15 @@ def test_missing_packages_are_named_not_raised(monkeypatch):
     with pytest.raises(compute.DeviceUnavailableError, match="dpctl is not installed"):
         compute.open_device("sycl:cpu")
 
+
+
+def test_opening_a_device_leaves_subprocess_vfork_on(device):
+    """dpctl's import turns subprocess's vfork off; after the compute layer has imported it, a
+    subprocess is still vfork()ed, not a fork() of the whole process beside its solver threads."""
+    code = ("import subprocess, sys\n"
+            "from orrery.engine import compute\n"
+            f"compute.open_device({device!r})\n"
+            "print(subprocess._USE_VFORK, 'dpctl' in sys.modules)\n")
+    printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, timeout=120).stdout.split()
+    assert printed == ["True", str(device.startswith("sycl"))]
