@@ -36,7 +36,10 @@ def test_equal_settings_give_cpu_trees_interactions_and_accuracy(device):
     particles = ics.plummer(4096, seed=2)
     targets = np.sort(np.random.default_rng(0).choice(4096, 1024, replace=False))
     exact = sampled_exact(particles.pos, particles.mass, targets, 0.01)
-    for setting in ({"theta": 0.5}, {"theta": 0.8, "quadrupole": True}, {"accuracy": 1e-3}):
+    # accuracy= with the quadrupole setting given: left to the table, cpu-tree chooses it with
+    # theta (ADR 0320) and gpu-tree does not yet, so the two would run different settings.
+    for setting in ({"theta": 0.5}, {"theta": 0.8, "quadrupole": True},
+                    {"accuracy": 1e-3, "quadrupole": False}):
         results = {}
         for walk in ("coherent", "independent", "group", "list"):
             solver = make_solver("gpu-tree", device=device, walk=walk, **setting)
