@@ -170,8 +170,10 @@ def test_default_thresholds_for_each_set_of_available_solvers(available, expecte
 
 def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(cache_dir):
     """Crossovers timed the way `orrery calibrate` times them (every CPU solver, the approximate
-    ones at accuracy 1e-3, so at equal error), stored, and auto asked at each size: where one
-    solver beat the others by 30% in the run, auto names it, and says it was calibrated at 1e-3."""
+    ones at accuracy 1e-3, so at equal error), stored, and auto asked at each size: it names a
+    solver the run measured within 30% of the fastest (closer than that is too close to call in
+    one run on a shared machine), and says it was calibrated at 1e-3; direct summation alone is
+    that fast at 256, and it is not among them at 65536."""
     from orrery.engine.tuning.solver_timing import as_timing_curves, measure_curves
 
     sizes = [256, 4096, 65536]
@@ -179,17 +181,16 @@ def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(ca
                             budget_s=120, max_eval_s=30)
     save_calibration(Calibration(precision="f32", curves=as_timing_curves(curves),
                                  settings={"accuracy": 1e-3}))
-    decided = 0
+    fastest = {}
     for n in sizes:
         medians = {name: next(p.timing.median for p in points if p.n == n)
                    for name, points in curves.items() if any(p.n == n for p in points)}
-        ranked = sorted(medians, key=medians.get)
-        if medians[ranked[1]] < 1.3 * medians[ranked[0]]:
-            continue  # too close to call in one run on a shared machine
+        best = min(medians.values())
+        fastest[n] = {name for name, median in medians.items() if median < 1.3 * best}
         auto = make_solver("auto", accuracy=1e-3)
         particles = ics.plummer(n, seed=0)
         auto.accelerations(particles.pos, particles.mass)
-        assert auto.chosen == ranked[0], (n, medians, auto.reason)
+        assert auto.chosen in fastest[n], (n, medians, auto.reason)
         assert "at accuracy 0.001" in auto.reason
-        decided += 1
-    assert decided >= 2  # direct summation at 256 and an approximate solver at 65536 at least
+    assert fastest[256] == {"cpu-direct"}, fastest
+    assert "cpu-direct" not in fastest[65536], fastest
