@@ -21,9 +21,11 @@ No GUI package is imported here.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import traceback
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -41,6 +43,21 @@ from ._runner_recording import LiveRecording
 
 __all__ = ["ENERGY_INTERVAL", "MAX_QUEUED_CONTROLS", "ControlQueueFullError", "RunSettings",
            "SimulationRunner", "solver_options"]
+
+
+# How long the interpreter's exit waits for a runner left running to finish its step in progress.
+EXIT_STEP_TIMEOUT = 60.0
+# Runners whose solver thread may be stepping. They are stopped when the interpreter exits: a
+# daemon thread still inside the native core while its static objects (the thread pool) are
+# destroyed ended the process with std::terminate ("terminate called without an active
+# exception", SIGABRT) whenever a script ended without closing its runner.
+_RUNNING: weakref.WeakSet[SimulationRunner] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_running() -> None:
+    for runner in list(_RUNNING):
+        runner.close(timeout=EXIT_STEP_TIMEOUT)
 
 
 class SimulationRunner(PublishedFrames):
@@ -84,6 +101,7 @@ class SimulationRunner(PublishedFrames):
         self._build(settings)
         self._thread = threading.Thread(target=self._loop, name="orrery-solver", daemon=True)
         self._thread.start()
+        _RUNNING.add(self)
 
     # FrameSource ---------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
 """The solver thread: frames are whole steps, controls apply between steps, failures are kept."""
 
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -522,3 +524,23 @@ def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
             assert used == (THETA.default if theta is None else theta)
     finally:
         assert runner.close(timeout=10)
+
+
+@pytest.mark.parametrize("solver", ["cpu-direct", "cpu-tree"])
+def test_a_script_that_ends_with_its_runner_stepping_exits_cleanly(tmp_path, solver):
+    """The interpreter's exit stops a runner left running and closes its recording, where the
+    solver thread inside the native core aborted the process (SIGABRT, std::terminate)."""
+    path = tmp_path / "live.h5"
+    script = ("import time\n"
+              "from orrery.engine.runner import RunSettings, SimulationRunner\n"
+              f"runner = SimulationRunner(RunSettings('plummer-cluster', n=20000, solver={solver!r}))\n"
+              f"runner.start_recording({str(path)!r}, every=1, precision='f32')\n"
+              "time.sleep(1.0)\n"
+              "print('exiting', flush=True)\n")
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=120)
+    assert (ended.returncode, ended.stdout) == (0, "exiting\n"), ended.stderr
+    from orrery.engine.recording import RecordingFile
+
+    with RecordingFile(path) as recording:
+        assert recording.closed_cleanly and recording.frame_count >= 1
