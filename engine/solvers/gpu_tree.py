@@ -195,13 +195,11 @@ class GpuTreeSolver(GpuSolver):
         rows, real = self._box_rows(n), self.dtype.itemsize
         return {**self._builder.build_bytes(n, moments=True),
                 "tree.group_boxes": 2 * rows * 4 * real, "tree.body_groups": 4 * rows,
-                "accelerations.key_order": 4 * n * real}
+                "accelerations.key_order": 4 * n * real,
+                "temporaries.tally": 2 * self._walk_work_groups(n) * 8}
 
-    def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
-                             potential: bool) -> list[KernelEvent]:
-        tree = self._builder.build(body, count, theta=self.setting.theta(count))
-        if self._result is None or self._result.shape[0] != count:
-            self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
+    def _walk_work_groups(self, count: int) -> int:
+        """Work-groups the walk launches, each with two uint64 interaction counters."""
         if self.walk in _GROUP_WALKS:
             # As many work-groups as the device holds (its sub-groups take the walk groups
             # from a counter), and no more than one sub-group per body would need.
@@ -210,7 +208,14 @@ class GpuTreeSolver(GpuSolver):
                               resident_size(self.context.info) // WALK_GROUP_SIZE)
         else:
             work_groups = ceil_div(count, WALK_GROUP_SIZE)
-        work_groups = max(1, work_groups)
+        return max(1, work_groups)
+
+    def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
+                             potential: bool) -> list[KernelEvent]:
+        tree = self._builder.build(body, count, theta=self.setting.theta(count))
+        if self._result is None or self._result.shape[0] != count:
+            self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
+        work_groups = self._walk_work_groups(count)
         if self._tally is None or self._tally.shape[0] < 2 * work_groups:
             self._tally = self.context.empty(2 * work_groups, np.uint64, "temporaries.tally")
         self._tally_groups = work_groups
