@@ -135,6 +135,43 @@ def unlock_whole_file(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+# -- write permission -----------------------------------------------------------------------------
+
+# A descriptor's own mode bits: a file's owner can change them while writing through a
+# descriptor opened before (permissions are checked when a file is opened, not when written).
+_FILE_MODES = _native(hasattr(os, "fchmod"))
+
+
+def withhold_write_permission(fd: int) -> int | None:
+    """Take the write bits off the open file ``fd`` (owned by this process's user), so that
+    nobody but a privileged user can open it for writing, or truncating, any more while this
+    descriptor and those opened before keep writing. Returns the mode to give back with
+    :func:`restore_mode`, or None where modes cannot be set (another platform, a file system
+    that refuses, another owner)."""
+    if not _FILE_MODES:
+        return None
+    try:
+        mode = os.fstat(fd).st_mode & 0o7777
+        os.fchmod(fd, mode & ~0o222)
+    except OSError:
+        return None
+    return mode
+
+
+def owns(status: os.stat_result) -> bool:
+    """Whether this process's user owns the file ``status`` describes (where modes are set)."""
+    return _FILE_MODES and status.st_uid == os.geteuid()
+
+
+def restore_mode(fd: int, mode: int | None) -> None:
+    """Give ``fd`` back the mode :func:`withhold_write_permission` returned (nothing for None)."""
+    if mode is not None:
+        try:
+            os.fchmod(fd, mode)
+        except OSError:
+            pass  # the file is still whole; only its mode stays read-only
+
+
 # -- write-back -----------------------------------------------------------------------------------
 
 # <linux/fs.h>: start write-out of the range's dirty pages not already under write-out.
@@ -324,6 +361,7 @@ CHOSEN = {
                    else "POSIX record"),
     "write-back": "sync_file_range" if _SYNC_FILE_RANGE is not None else "the OS's own",
     "free space": "fstatvfs" if _FILE_SYSTEM_STATS else "disk_usage",
+    "write permission": "fchmod" if _FILE_MODES else "unchanged",
     "thread niceness": "per thread" if _THREAD_NICENESS else "unchanged",
     "usable cores": "affinity" if _AFFINITY else "cpu_count",
     "process information": "/proc" if _PROC else "none",

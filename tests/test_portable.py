@@ -23,6 +23,7 @@ FALLBACKS = {
     "file locks": "none",
     "write-back": "the OS's own",
     "free space": "disk_usage",
+    "write permission": "unchanged",
     "thread niceness": "unchanged",
     "usable cores": "cpu_count",
     "process information": "none",

@@ -11,8 +11,11 @@ Recorder writes unguarded, and without ``fcntl`` a reader takes a file whose HDF
 still marked open for writing as live. ``engine.portable`` chooses among these.
 
 Another program can still open the file for writing behind the lock's back (HDF5 itself empties
-a file before it looks at locks): a shared ``flock`` makes HDF5 writers fail, and the Recorder
-checks at every commit that the file is still the one it wrote (ADR 0200).
+a file before it looks at locks). While the Recorder writes, the file's write permission is
+withheld (its own descriptors, opened before, keep writing), so that an unprivileged program's
+open for writing fails before anything is emptied; a shared ``flock`` makes HDF5 writers fail;
+and the Recorder checks at every commit that the file is still the one it wrote, which is what
+is left against a privileged user, whom no permission stops (ADRs 0200, 0203).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class WriterLock:
 
     def __init__(self, path: Path, fd: int, created: bool):
         self.path, self.fd, self.created = path, fd, created
+        self._mode: int | None = None  # the file's mode while its write permission is withheld
 
     def free_bytes(self) -> int:
         """Bytes the file's file system can still take (for an unprivileged writer)."""
@@ -47,9 +51,13 @@ class WriterLock:
         it for writing through HDF5 then fails, where it would otherwise succeed (a SWMR writer
         gives up HDF5's own lock) and overwrite the recording. Call it once HDF5 has let go
         of its own exclusive lock (after SWMR writing starts). HDF5 truncates before it
-        locks, so this alone does not keep the frames: :meth:`changed` tells the writer."""
+        locks, so the file's write permission is also withheld until :meth:`release`: an
+        unprivileged program cannot open it for writing at all, and what a privileged one
+        does, :meth:`changed` tells the writer."""
         # without flock (another platform, or file system) the checks of changed() still hold
         portable.lock_whole_file(self.fd, shared=True)
+        # HDF5's "w" opens with O_TRUNC: refused for want of permission, the file is kept
+        self._mode = portable.withhold_write_permission(self.fd)
 
     def fingerprint(self) -> bytes:
         """The file's first bytes (HDF5's superblock), which its writer rewrites only when it
@@ -76,6 +84,7 @@ class WriterLock:
         recording that never started must not block the next attempt)."""
         if self.fd < 0:
             return
+        portable.restore_mode(self.fd, self._mode)
         if remove and self.created:
             try:
                 if os.path.samestat(os.fstat(self.fd), os.stat(self.path)):
@@ -107,7 +116,7 @@ def claim(path, *, overwrite: bool) -> WriterLock:
         if not overwrite:
             raise RecordingError(f"{path} already exists; remove it or choose another "
                                  "name") from None
-        fd, created = _open(path, flags), False
+        fd, created = _open_to_overwrite(path, flags), False
     except OSError as error:
         raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
     lock = WriterLock(path, fd, created)
@@ -176,9 +185,21 @@ def _checked_path(path) -> Path:
     return path
 
 
-def _open(path: Path, flags: int) -> int:
+def _open_to_overwrite(path: Path, flags: int) -> int:
+    """Open an existing file to overwrite it. One of the user's own that has no write permission
+    for its owner gets it back first: a recording whose writer was killed keeps the read-only
+    mode it was written under (ADR 0203), and overwriting was asked for."""
     try:
         return os.open(path, flags)
+    except PermissionError as error:
+        try:
+            status = os.stat(path)
+            if not portable.owns(status) or status.st_mode & 0o200:
+                raise error
+            os.chmod(path, (status.st_mode & 0o7777) | 0o200)
+            return os.open(path, flags)
+        except OSError as refused:
+            raise RecordingError(f"cannot record to {path}: {_reason(refused)}") from refused
     except OSError as error:
         raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
 

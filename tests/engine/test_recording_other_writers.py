@@ -2,14 +2,20 @@
 and noticed where it does not: the Recorder stops with an error naming what happened instead of
 closing as if nothing had (ADR 0200)."""
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from orrery.engine import portable
 from orrery.engine.errors import RecordingError
 from orrery.engine.recording import Recorder, RecordingFile
 
@@ -81,3 +87,105 @@ def test_a_recording_whose_file_was_removed_is_noticed_at_close(tmp_path):
     with pytest.raises(RecordingError, match="changed while it was being recorded: it was "
                                              "removed"):
         recorder.close()
+
+
+def test_a_live_recording_is_read_only_to_others_until_it_closes(tmp_path):
+    path = tmp_path / "live.h5"
+    mode = _mode_of_a_new_file(tmp_path)
+    recorder = _recording(path)
+    withheld = portable.CHOSEN["write permission"] == "fchmod"
+    assert path.stat().st_mode & 0o7777 == (mode & ~0o222 if withheld else mode)
+    recorder.close()
+    assert path.stat().st_mode & 0o7777 == mode
+
+
+def _mode_of_a_new_file(folder):
+    probe = folder / "probe"
+    os.close(os.open(probe, os.O_CREAT | os.O_WRONLY, 0o666))
+    mode = probe.stat().st_mode & 0o7777
+    probe.unlink()
+    return mode
+
+
+NOBODY = 65534
+
+
+def test_an_unprivileged_program_cannot_empty_a_live_recording_and_no_frame_is_lost():
+    """HDF5's "w" opens the file with O_TRUNC before it looks at any lock; without write
+    permission that open fails, so nothing is emptied. Run as root, the recording is handed to
+    an unprivileged owner first (whom only the mode can stop) and the open is made as that user."""
+    if portable.CHOSEN["write permission"] != "fchmod":
+        pytest.skip("file modes are not set on this platform (or ORRERY_PORTABLE=1): the "
+                    "recorder notices the emptied file instead (the first test)")
+    folder = Path(tempfile.mkdtemp())
+    try:
+        folder.chmod(0o755)  # reachable by the unprivileged user
+        path = folder / "live.h5"
+        recorder = _recording(path)
+        if os.geteuid() == 0:
+            os.chown(path, NOBODY, NOBODY)
+        assert _truncating_open_as_unprivileged(path) == errno.EACCES
+        for step in range(1, 4):
+            recorder.append(np.full((N, 3), step, np.float32), float(step), step)
+        recorder.close()
+        with RecordingFile(path) as recording:
+            assert recording.closed_cleanly and recording.frame_count == 4
+            assert [recording.read(step)[0, 0] for step in range(4)] == [0, 1, 2, 3]
+    finally:
+        shutil.rmtree(folder)
+
+
+def _truncating_open_as_unprivileged(path) -> int:
+    """The errno of open(path, O_WRONLY | O_TRUNC) by an unprivileged user; 0 when the open
+    succeeded (and emptied the file)."""
+    def truncate():
+        os.close(os.open(path, os.O_WRONLY | os.O_TRUNC))
+    return _as_unprivileged(truncate)
+
+
+def _as_unprivileged(work) -> int:
+    """Run ``work`` in a child process, as the user NOBODY when this process is root; its exit
+    code: 0 when ``work`` returned, the errno of an OSError it raised, 99 for anything else."""
+    with warnings.catch_warnings():  # Python 3.12 warns that forking a threaded process may hang
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports by its exit code only
+        code = 99
+        try:
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            work()
+            code = 0
+        except OSError as error:
+            code = error.errno
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_overwriting_a_recording_left_read_only_by_a_killed_writer_is_allowed():
+    """A writer killed mid-recording leaves its file without write permission; overwrite=True
+    gives its owner's write bit back (tested as an unprivileged owner, whom the mode stops)."""
+    if portable.CHOSEN["write permission"] != "fchmod":
+        pytest.skip("file modes are not set on this platform (or ORRERY_PORTABLE=1)")
+    from orrery.engine.recording._writer_lock import claim
+
+    folder = Path(tempfile.mkdtemp())
+    try:
+        folder.chmod(0o777)
+        path = folder / "killed.h5"
+        path.write_bytes(b"the frames of a killed writer")
+        path.chmod(0o444)
+        if os.geteuid() == 0:
+            os.chown(path, NOBODY, NOBODY)
+        assert _truncating_open_as_unprivileged(path) == errno.EACCES
+
+        def overwrite():
+            claim(path, overwrite=True).release()
+        assert _as_unprivileged(overwrite) == 0
+        assert path.stat().st_size == 0 and path.stat().st_mode & 0o200
+    finally:
+        shutil.rmtree(folder)
