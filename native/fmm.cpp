@@ -94,16 +94,7 @@ class FmmPasses {
     keys_.resize(n);
     morton_keys(pos, n, tree_.cube, keys_.data(), threads);
     sort_keys(keys_, order_, key_scratch_, order_scratch_, threads);
-    for (auto* v : {&sorted_.x, &sorted_.y, &sorted_.z, &sorted_.m}) v->resize(n);
-    ThreadPool::instance().parallel_for(n, 16384, threads, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t k = begin; k < end; ++k) {
-        const std::size_t i = order_[k];
-        sorted_.x[k] = pos[3 * i];
-        sorted_.y[k] = pos[3 * i + 1];
-        sorted_.z[k] = pos[3 * i + 2];
-        sorted_.m[k] = mass[i];
-      }
-    });
+    gather_sorted(pos, mass, order_.data(), n, threads, sorted_);
     stages_.sort = seconds_since(start);
     start = StageClock::now();
     build_topology(keys_.data(), n, leaf_capacity, tree_);

@@ -29,7 +29,7 @@ void TreeEngine<T>::build(const T* pos, const T* mass, std::size_t n, std::size_
   keys_.resize(n);
   morton_keys(pos, n, tree_.cube, keys_.data(), threads);
   sort_keys(keys_, order_, key_scratch_, order_scratch_, threads);
-  gather(pos, mass, n, threads);
+  gather_sorted(pos, mass, order_.data(), n, threads, sorted_);
   stages_.sort = seconds_since(start);
 
   start = StageClock::now();
@@ -52,20 +52,6 @@ void TreeEngine<T>::evaluate(const T* pos, const T* mass, std::size_t n, double 
                       group_capacity, threads, kernels, acc, pot);
   stages_.walk = seconds_since(start);
   n_ = n;
-}
-
-template <typename T>
-void TreeEngine<T>::gather(const T* pos, const T* mass, std::size_t n, unsigned threads) {
-  for (auto* v : {&sorted_.x, &sorted_.y, &sorted_.z, &sorted_.m}) v->resize(n);
-  ThreadPool::instance().parallel_for(n, 16384, threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t k = begin; k < end; ++k) {
-      const std::size_t i = order_[k];
-      sorted_.x[k] = pos[3 * i];
-      sorted_.y[k] = pos[3 * i + 1];
-      sorted_.z[k] = pos[3 * i + 2];
-      sorted_.m[k] = mass[i];
-    }
-  });
 }
 
 template class TreeEngine<float>;

@@ -49,8 +49,6 @@ class TreeEngine {
   const std::vector<std::uint64_t>& keys() const { return keys_; }
 
  private:
-  void gather(const T* pos, const T* mass, std::size_t n, unsigned threads);
-
   std::vector<std::uint32_t> order_, order_scratch_;
   std::vector<std::uint64_t> keys_, key_scratch_;
   SortedParticles<T> sorted_;

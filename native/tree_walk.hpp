@@ -17,6 +17,7 @@
 
 #include "simd_kernels.hpp"
 #include "octree.hpp"
+#include "parallel.hpp"
 
 namespace orrery {
 
@@ -28,6 +29,23 @@ template <typename T>
 struct SortedParticles {
   std::vector<T> x, y, z, m;
 };
+
+// Particle k of `sorted` is caller particle order[k] (positions xyz-interleaved, n of them): the
+// gather after the Morton sort, shared by the tree and the FMM.
+template <typename T>
+void gather_sorted(const T* pos, const T* mass, const std::uint32_t* order, std::size_t n,
+                   unsigned threads, SortedParticles<T>& sorted) {
+  for (auto* v : {&sorted.x, &sorted.y, &sorted.z, &sorted.m}) v->resize(n);
+  ThreadPool::instance().parallel_for(n, 16384, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const std::size_t i = order[k];
+      sorted.x[k] = pos[3 * i];
+      sorted.y[k] = pos[3 * i + 1];
+      sorted.z[k] = pos[3 * i + 2];
+      sorted.m[k] = mass[i];
+    }
+  });
+}
 
 struct WalkCounts {
   std::uint64_t particle_particle = 0;  // pairwise terms evaluated (i != j)
