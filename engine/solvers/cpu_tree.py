@@ -109,7 +109,8 @@ class CpuTreeSolver(Solver):
         self.threads = threads or 0
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
                                     default=THETA.default,
-                                    variants=quadrupole_variants(quadrupole, accuracy))
+                                    variants=quadrupole_variants(quadrupole, accuracy),
+                                    between_thetas=True)
         self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.leaf_capacity = leaf_capacity
         # Most particles sharing one walk (docs/adr/0011); a tuning knob for benchmarks, not an

@@ -125,7 +125,8 @@ class GpuTreeSolver(GpuSolver):
                          leaf_capacity=leaf_capacity, walk=walk, opening=opening)
         self.setting = ThetaSetting(self.name, theta=theta, accuracy=accuracy,
                                     default=THETA.default,
-                                    variants=[{"opening": opening, "quadrupole": quadrupole}])
+                                    variants=[{"opening": opening, "quadrupole": quadrupole}],
+                                    between_thetas=True)
         self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.quadrupole = quadrupole
         self.leaf_capacity = leaf_capacity

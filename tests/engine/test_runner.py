@@ -9,7 +9,7 @@ import pytest
 
 from orrery.engine.errors import InvalidInputError
 from orrery.engine.runner import RunSettings, SimulationRunner
-from orrery.engine.solvers import HostState, Solver
+from orrery.engine.solvers import HostState, Solver, make_solver
 
 SMALL = RunSettings(scenario="plummer", n=64, seed=1, solver="cpu-direct", dt=1e-3)
 
@@ -488,7 +488,6 @@ def test_a_disk_filling_up_mid_recording_stops_the_recording_not_the_run(tmp_pat
 def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
     from orrery.engine import scenarios
     from orrery.engine.runner import solver_options
-    from orrery.engine.solvers import make_solver
 
     scenario = scenarios.load("plummer", n=64, seed=1)
     settings = RunSettings(scenario="plummer", n=64, solver="auto")
@@ -506,9 +505,7 @@ def test_the_live_run_leaves_theta_to_the_solver_unless_it_is_set():
     ("cpu-direct", 256, None),  # none at all
 ])
 def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
-    from orrery.engine.tuning.accuracy_table import ThetaSetting
     from orrery.engine.options import THETA
-    from orrery.engine.solvers.cpu_tree import quadrupole_variants
 
     runner = SimulationRunner(RunSettings(scenario="plummer", n=n, solver=solver, theta=theta))
     try:
@@ -517,9 +514,8 @@ def test_frames_say_which_theta_the_solver_uses(solver, n, theta):
             assert used is None
         elif solver == "auto":
             assert runner.solver_description.startswith("auto: cpu-tree")
-            setting = ThetaSetting("cpu-tree", theta=None, accuracy=1e-3, default=THETA.default,
-                                   variants=quadrupole_variants(None, 1e-3))
-            assert used == setting.theta(n) != THETA.default
+            chosen = make_solver("cpu-tree", accuracy=1e-3).setting.theta(n)
+            assert used == chosen != THETA.default
         else:
             assert used == (THETA.default if theta is None else theta)
     finally:
