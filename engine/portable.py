@@ -158,9 +158,20 @@ def withhold_write_permission(fd: int) -> int | None:
     return mode
 
 
-def owns(status: os.stat_result) -> bool:
-    """Whether this process's user owns the file ``status`` describes (where modes are set)."""
-    return _FILE_MODES and status.st_uid == os.geteuid()
+def give_owner_write_permission(path) -> bool:
+    """Give the file at ``path`` its owner's write bit back, where this process's user owns it
+    and it lacks the bit (a recording whose writer was killed while its write permission was
+    withheld); whether it was given."""
+    if not _FILE_MODES:
+        return False
+    try:
+        status = os.stat(path)
+        if status.st_uid != os.geteuid() or status.st_mode & 0o200:
+            return False
+        os.chmod(path, (status.st_mode & 0o7777) | 0o200)
+    except OSError:
+        return False
+    return True
 
 
 def restore_mode(fd: int, mode: int | None) -> None:

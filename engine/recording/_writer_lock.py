@@ -190,16 +190,12 @@ def _open_to_overwrite(path: Path, flags: int) -> int:
     for its owner gets it back first: a recording whose writer was killed keeps the read-only
     mode it was written under (ADR 0203), and overwriting was asked for."""
     try:
-        return os.open(path, flags)
-    except PermissionError as error:
         try:
-            status = os.stat(path)
-            if not portable.owns(status) or status.st_mode & 0o200:
-                raise error
-            os.chmod(path, (status.st_mode & 0o7777) | 0o200)
             return os.open(path, flags)
-        except OSError as refused:
-            raise RecordingError(f"cannot record to {path}: {_reason(refused)}") from refused
+        except PermissionError:
+            if not portable.give_owner_write_permission(path):
+                raise
+            return os.open(path, flags)
     except OSError as error:
         raise RecordingError(f"cannot record to {path}: {_reason(error)}") from error
 

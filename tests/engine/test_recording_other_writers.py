@@ -108,44 +108,52 @@ def _mode_of_a_new_file(folder):
 
 
 NOBODY = 65534
+# The exit code of a child whose work the Recorder refused (RecordingError).
+REFUSED = 98
 
 
-def test_an_unprivileged_program_cannot_empty_a_live_recording_and_no_frame_is_lost():
-    """HDF5's "w" opens the file with O_TRUNC before it looks at any lock; without write
-    permission that open fails, so nothing is emptied. Run as root, the recording is handed to
-    an unprivileged owner first (whom only the mode can stop) and the open is made as that user."""
-    if portable.CHOSEN["write permission"] != "fchmod":
-        pytest.skip("file modes are not set on this platform (or ORRERY_PORTABLE=1): the "
-                    "recorder notices the emptied file instead (the first test)")
+@pytest.fixture
+def open_folder():
+    """A folder the unprivileged user can reach: pytest's tmp_path lies in one only its owner
+    (here root) may enter."""
     folder = Path(tempfile.mkdtemp())
-    try:
-        folder.chmod(0o755)  # reachable by the unprivileged user
-        path = folder / "live.h5"
-        recorder = _recording(path)
-        if os.geteuid() == 0:
-            os.chown(path, NOBODY, NOBODY)
-        assert _truncating_open_as_unprivileged(path) == errno.EACCES
-        for step in range(1, 4):
-            recorder.append(np.full((N, 3), step, np.float32), float(step), step)
-        recorder.close()
-        with RecordingFile(path) as recording:
-            assert recording.closed_cleanly and recording.frame_count == 4
-            assert [recording.read(step)[0, 0] for step in range(4)] == [0, 1, 2, 3]
-    finally:
-        shutil.rmtree(folder)
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder)
 
 
-def _truncating_open_as_unprivileged(path) -> int:
-    """The errno of open(path, O_WRONLY | O_TRUNC) by an unprivileged user; 0 when the open
-    succeeded (and emptied the file)."""
-    def truncate():
-        os.close(os.open(path, os.O_WRONLY | os.O_TRUNC))
-    return _as_unprivileged(truncate)
+def _give_to_unprivileged(path) -> None:
+    """Run as root, hand ``path`` to NOBODY: a file root owns is closed to NOBODY whatever its
+    mode, so only as its owner does NOBODY show what the mode alone stops."""
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+
+
+def test_an_unprivileged_program_cannot_empty_a_live_recording_and_no_frame_is_lost(open_folder):
+    """HDF5's "w" opens the file with O_TRUNC before it looks at any lock; without write
+    permission that open fails, so nothing is emptied. Where modes are left alone (another
+    platform, ORRERY_PORTABLE=1) the open empties it, and the Recorder says so (ADR 0200)."""
+    path = open_folder / "live.h5"
+    recorder = _recording(path)
+    _give_to_unprivileged(path)
+    opened = _as_unprivileged(lambda: os.close(os.open(path, os.O_WRONLY | os.O_TRUNC)))
+    if portable.CHOSEN["write permission"] != "fchmod":
+        assert opened == 0
+        assert "another program emptied or rewrote it" in _append_until_it_fails(recorder)
+        return
+    assert opened == errno.EACCES
+    for step in range(1, 4):
+        recorder.append(np.full((N, 3), step, np.float32), float(step), step)
+    recorder.close()
+    with RecordingFile(path) as recording:
+        assert recording.closed_cleanly and recording.frame_count == 4
+        assert [recording.read(step)[0, 0] for step in range(4)] == [0, 1, 2, 3]
 
 
 def _as_unprivileged(work) -> int:
     """Run ``work`` in a child process, as the user NOBODY when this process is root; its exit
-    code: 0 when ``work`` returned, the errno of an OSError it raised, 99 for anything else."""
+    code: 0 when ``work`` returned, the errno of an OSError it raised, REFUSED for a
+    RecordingError, 99 for anything else."""
     with warnings.catch_warnings():  # Python 3.12 warns that forking a threaded process may hang
         warnings.simplefilter("ignore", DeprecationWarning)
         child = os.fork()
@@ -158,6 +166,8 @@ def _as_unprivileged(work) -> int:
                 os.setuid(NOBODY)
             work()
             code = 0
+        except RecordingError:
+            code = REFUSED
         except OSError as error:
             code = error.errno
         finally:
@@ -166,26 +176,21 @@ def _as_unprivileged(work) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def test_overwriting_a_recording_left_read_only_by_a_killed_writer_is_allowed():
+def test_overwriting_a_recording_left_read_only_by_a_killed_writer(open_folder):
     """A writer killed mid-recording leaves its file without write permission; overwrite=True
-    gives its owner's write bit back (tested as an unprivileged owner, whom the mode stops)."""
-    if portable.CHOSEN["write permission"] != "fchmod":
-        pytest.skip("file modes are not set on this platform (or ORRERY_PORTABLE=1)")
+    gives its owner's write bit back (tested as an unprivileged owner, whom the mode stops).
+    Where modes are left alone, such a file is the user's own doing, and it is refused."""
     from orrery.engine.recording._writer_lock import claim
 
-    folder = Path(tempfile.mkdtemp())
-    try:
-        folder.chmod(0o777)
-        path = folder / "killed.h5"
-        path.write_bytes(b"the frames of a killed writer")
-        path.chmod(0o444)
-        if os.geteuid() == 0:
-            os.chown(path, NOBODY, NOBODY)
-        assert _truncating_open_as_unprivileged(path) == errno.EACCES
-
-        def overwrite():
-            claim(path, overwrite=True).release()
-        assert _as_unprivileged(overwrite) == 0
-        assert path.stat().st_size == 0 and path.stat().st_mode & 0o200
-    finally:
-        shutil.rmtree(folder)
+    path = open_folder / "killed.h5"
+    kept = b"the frames of a killed writer"
+    path.write_bytes(kept)
+    path.chmod(0o444)
+    _give_to_unprivileged(path)
+    overwritten = _as_unprivileged(lambda: claim(path, overwrite=True).release())
+    if portable.CHOSEN["write permission"] != "fchmod":
+        assert overwritten == REFUSED
+        assert path.read_bytes() == kept and not path.stat().st_mode & 0o200
+        return
+    assert overwritten == 0
+    assert path.stat().st_size == 0 and path.stat().st_mode & 0o200
