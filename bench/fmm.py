@@ -28,7 +28,7 @@ from ..engine.tuning.timing import Timing, time_trials
 from ._fmm_peers import jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .memory import MEMORY, check_memory_solver, memory_row, print_memory
-from .harness import launched_one_by_one, one_evaluation
+from .harness import launched_one_by_one, one_evaluation, replay_equals_launched
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
 
@@ -91,16 +91,22 @@ def _errors(acc, exact, targets) -> dict:
 
 
 def _measure(solver, particles, exact, targets, args, limits=None) -> dict:
-    timing: Timing = time_trials(one_evaluation(solver, particles, resident=args.resident), warmup=args.warmup, trials=args.trials)
+    evaluation = one_evaluation(solver, particles, resident=args.resident)
+    timing: Timing = time_trials(evaluation, warmup=args.warmup, trials=args.trials)
+    timed = evaluation.accelerations()  # the errors are those of the path timed
+    replayed = replay_equals_launched(solver, timed, particles)
     with launched_one_by_one(solver):  # the stages' times (and launch_times()) of one evaluation
-        acc = np.asarray(solver.accelerations(particles.pos, particles.mass), np.float64)[targets]
+        solver.accelerations(particles.pos, particles.mass)
         stats = dict(solver.last_stats)
+    acc = np.asarray(timed, np.float64)[targets]
     errors = np.linalg.norm(acc - exact, axis=1) / np.linalg.norm(exact, axis=1)
     if hasattr(solver, "interaction_counts"):
         stats.update(solver.interaction_counts())
     row = {**timing.summary(), "rms": float(np.sqrt(np.mean(errors ** 2))),
            "p90": float(np.percentile(errors, 90)),
            **{f"{stage}_s": stats[f"{stage}_s"] for stage in STAGES if f"{stage}_s" in stats}}
+    if replayed is not None:
+        row["replay_equals_launched"] = replayed
     if "m2l_interactions" in stats:
         row["m2l_per_particle"] = stats["m2l_interactions"] / len(particles.pos)
     if "particle_particle" in stats:
@@ -195,7 +201,8 @@ def run(**options) -> list[dict]:
         print(f"\n{args.solver} ({args.precision}, {args.ic}, N = {n}{', resident' if args.resident else ''}) "
               "per evaluation (stages: device seconds)")
         print(format_table(grid, ["order", "theta", "median_s", "iqr_s", "rms", "p90", *stage_columns,
-                                  "m2l_per_particle", "p2p_per_particle", *rate_columns]))
+                                  "m2l_per_particle", "p2p_per_particle", *rate_columns,
+                                  *(["replay_equals_launched"] if "replay_equals_launched" in grid[0] else [])]))
         if launches:
             print(f"\n{args.solver} (N = {n}) the last evaluation of each setting by kernel (device seconds)")
             print(format_table(launches, ["order", "theta", "stage", "kernel", "launches", "total_s", "longest_s"]))

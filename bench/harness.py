@@ -21,18 +21,49 @@ from ..engine.solvers import Solver
 FLOP_PER_INTERACTION = 20
 
 
-def one_evaluation(solver, particles, *, resident: bool) -> Callable[[], None]:
+class TimedEvaluation:
     """What an approximate-solver benchmark times: one force evaluation, resident on the solver's
     device and waited for (a device evaluation queues without waiting: ADR 0162), or through
-    the host API (upload, evaluate, download)."""
-    if resident:
-        state = solver.bind(particles)
+    the host API (upload, evaluate, download). ``accelerations()`` is the result of the last
+    evaluation timed, so that an error reported beside a time is that of the path timed (a
+    resident gpu-fmm evaluation is replayed from a CUDA graph, not launched kernel by kernel)."""
 
-        def evaluate():
-            state.compute_accelerations()
-            state.synchronize()
-        return evaluate
-    return lambda: solver.accelerations(particles.pos, particles.mass)
+    def __init__(self, solver, particles, *, resident: bool):
+        self._solver, self._particles = solver, particles
+        self._state = solver.bind(particles) if resident else None
+        self._host = None
+
+    def __call__(self) -> None:
+        if self._state is None:
+            self._host = self._solver.accelerations(self._particles.pos, self._particles.mass)
+            return
+        self._state.compute_accelerations()
+        self._state.synchronize()
+
+    def accelerations(self) -> np.ndarray:
+        """The last timed evaluation's accelerations, (n, 3) on the host (one more evaluation
+        if none was timed)."""
+        if self._state is None:
+            if self._host is None:
+                self()
+            return np.asarray(self._host)
+        self._state.synchronize()
+        return np.asarray(self._state.accelerations())
+
+
+def one_evaluation(solver, particles, *, resident: bool) -> TimedEvaluation:
+    """One force evaluation of ``solver`` as the benchmarks time it (:class:`TimedEvaluation`)."""
+    return TimedEvaluation(solver, particles, resident=resident)
+
+
+def replay_equals_launched(solver, timed: np.ndarray, particles) -> bool | None:
+    """Whether ``timed`` (accelerations of evaluations replayed from a graph) equals, bit for bit,
+    the same evaluation launched kernel by kernel; None where ``solver`` replays nothing."""
+    if not solver.replay:
+        return None
+    with launched_one_by_one(solver):
+        launched = np.asarray(solver.accelerations(particles.pos, particles.mass))
+    return bool(np.array_equal(launched, timed))
 
 
 @contextmanager

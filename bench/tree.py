@@ -179,9 +179,10 @@ def _scaling(args, walk) -> list[dict]:
     for n in sorted(args.n):
         particles = ics.make(args.ic, n, seed=args.seed)
         solver = _solver(args, walk=walk)
-        timing = _time(one_evaluation(solver, particles, resident=args.resident), args)
+        evaluation = one_evaluation(solver, particles, resident=args.resident)
+        timing = _time(evaluation, args)
         stats = solver.last_stats
-        errors = _scaling_error(solver, particles, args) if args.scaling_error else {}
+        errors = _scaling_error(evaluation.accelerations(), particles, args) if args.scaling_error else {}
         row = {"table": "scaling", "solver": args.solver, **_walk_columns(walk), "n": n,
                **timing.summary(), **errors,
                "interactions_per_particle": stats.get("interactions_per_particle", float("nan")),
@@ -223,10 +224,10 @@ def _scaling(args, walk) -> list[dict]:
     return rows + [summary]
 
 
-def _scaling_error(solver, particles, args) -> dict:
+def _scaling_error(acc, particles, args) -> dict:
+    """The errors of ``acc``, the result of the evaluations timed."""
     targets = _targets(particles.n, args.error_targets)
     exact = _exact(particles.pos, particles.mass, targets, args)
-    acc = solver.accelerations(particles.pos, particles.mass)
     rms, p90 = error_percentiles(acc[targets], exact)
     return {"rms_error": rms, "p90_error": p90}
 

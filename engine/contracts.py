@@ -57,6 +57,9 @@ class SimulationState(Protocol):
     def synchronize(self) -> None:
         """Wait until the work queued so far has finished."""
 
+    def accelerations(self) -> np.ndarray:
+        """The last evaluation's accelerations, (n, 3), a host copy (waits for it)."""
+
     def positions(self) -> np.ndarray:
         """Current positions, a host copy the caller may keep."""
 

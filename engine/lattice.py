@@ -169,6 +169,10 @@ class LatticeState(HostFrames):
     def synchronize(self) -> None:
         """Host work: done when it returns."""
 
+    def accelerations(self) -> np.ndarray:
+        """The last evaluation's accelerations, a copy."""
+        return np.array(self.acc)
+
     def advance(self, key, step) -> None:
         """Run ``step()`` (one whole step of ``Simulation``) as one change: a step that leaves
         the lattice raises with the state as it was before the step."""

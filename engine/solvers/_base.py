@@ -139,6 +139,10 @@ class HostState(HostFrames):
     def synchronize(self) -> None:
         """Wait until the work queued so far has finished: host work is done when it returns."""
 
+    def accelerations(self) -> np.ndarray:
+        """The last evaluation's accelerations, a copy."""
+        return np.array(self.acc)
+
     def kick(self, dt: float) -> None:
         self.vel += self.acc * self.solver.dtype.type(dt)
 

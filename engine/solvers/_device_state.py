@@ -192,6 +192,10 @@ class DeviceState:
         self._drift.launch(self._global, INTEGRATE_GROUP, self.body, self.vel, np.int32(self._n),
                            self.solver.dtype.type(dt))
 
+    def accelerations(self) -> np.ndarray:
+        """The last evaluation's accelerations, copied to the host once it has finished."""
+        return np.ascontiguousarray(self.acc.download()[:self._n, :3])
+
     def positions(self) -> np.ndarray:
         """Current positions, copied to the host (the one transfer a frame needs)."""
         return np.ascontiguousarray(self.body.download()[:self._n, :3])

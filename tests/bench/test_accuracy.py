@@ -27,6 +27,9 @@ def test_bench_accuracy_compares_accuracy_with_the_fastest_setting_meeting_it(tm
         meeting = [r for r in grid[1:] if r["error"] <= 1e-3]
         timed = sorted(meeting, key=lambda r: r["work"])[:2]
         assert all(r["mean_median_s"] > 0 for r in timed)
+        # the error of the evaluations timed is the one the setting was chosen by (host solvers:
+        # the same sums)
+        assert all(r["timed_error"] == r["error"] for r in [asked, *timed])
         fastest = min(timed, key=lambda r: r["mean_median_s"])
         assert summary["fastest_setting"] == fastest["setting"]
         assert summary["ratio"] == pytest.approx(summary["accuracy_s"] / fastest["mean_median_s"])

@@ -144,3 +144,27 @@ def test_bench_fmm_launches_split_each_stage_by_kernel(device):
     assert count["l2l"] == len([level for level in levels if level > 0])
     with pytest.raises(InvalidInputError, match="GPU solver"):
         fmm.run(n=[512], orders=[3], thetas=[0.6], trials=1, launches=True)
+
+
+def test_bench_fmm_reports_the_error_of_the_evaluations_it_timed(device):
+    """The RMS beside a resident time is that of the state's own last timed evaluation (on CUDA
+    replayed from a graph, which must equal the same evaluation launched kernel by kernel)."""
+    from orrery.bench import fmm
+    from orrery.engine import ics, make_solver
+    from orrery.engine.accuracy import sampled_exact
+
+    rows = fmm.run(n=[2048], solver="gpu-fmm", device=device, orders=[3], thetas=[0.6], trials=2,
+                   warmup=1, error_targets=64, resident=True, expansions="f32")
+    (row,) = [r for r in rows if r["table"] == "grid"]
+    particles = ics.make("plummer", 2048, seed=1)
+    state = make_solver("gpu-fmm", device=device, order=3, theta=0.6, expansions="f32").bind(particles)
+    state.compute_accelerations()
+    targets = np.sort(np.random.default_rng(0).choice(2048, size=64, replace=False))
+    exact = sampled_exact(particles.pos, particles.mass, targets, 0.01)
+    acc = state.accelerations()[targets].astype(np.float64)
+    errors = np.linalg.norm(acc - exact, axis=1) / np.linalg.norm(exact, axis=1)
+    assert row["rms"] == pytest.approx(float(np.sqrt(np.mean(errors ** 2))), rel=1e-12)
+    if device.startswith("cuda"):
+        assert row["replay_equals_launched"] is True
+    else:  # the OpenCL CPU device has no graphs: nothing is replayed
+        assert "replay_equals_launched" not in row
