@@ -58,8 +58,9 @@ def one_evaluation(solver, particles, *, resident: bool) -> TimedEvaluation:
 
 def replay_equals_launched(solver, timed: np.ndarray, particles) -> bool | None:
     """Whether ``timed`` (accelerations of evaluations replayed from a graph) equals, bit for bit,
-    the same evaluation launched kernel by kernel; None where ``solver`` replays nothing."""
-    if not solver.replay:
+    the same evaluation launched kernel by kernel; None where the last evaluation timed was not
+    replayed (the solver replays nothing, or had not captured its graph yet)."""
+    if not solver.replay or not solver.last_stats.get("graph"):
         return None
     with launched_one_by_one(solver):
         launched = np.asarray(solver.accelerations(particles.pos, particles.mass))
