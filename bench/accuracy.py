@@ -4,8 +4,8 @@ same accuracy, per solver and N, measured in one run.
 For each solver and particle count, every scenario asked for (by default those the accuracy
 table holds a setting to) is built at that N with its own softening; ``make_solver(solver,
 accuracy=a)`` and every setting of the solver's grid (trees: quadrupoles and theta; FMMs: order
-and theta; the settings ``accuracy=`` chooses among, with the solver's other options at their
-defaults) are evaluated once for their errors (RMS and 90th percentile of |da|/|a| over sampled
+and theta, each with and without heavy nodes; the settings ``accuracy=`` chooses among, with
+the solver's other options at their defaults) are evaluated once for their errors (RMS and 90th percentile of |da|/|a| over sampled
 targets against float64 sums). A setting meets ``a`` when both errors are at most ``a`` on
 every scenario, the criterion the table's rule answers for. Of those, the ``timed`` cheapest by
 the solver's own work measure (interactions or cost per particle) are timed, as is
@@ -27,6 +27,7 @@ from ..engine.accuracy import error_percentiles, sampled_exact
 from ..engine.errors import InvalidInputError
 from ..engine.options import DEVICE, PRECISION, SIMD, THREADS, Option
 from ..engine.solvers import solver_specs
+from ..engine.solvers._fmm import ACCURACY_HEAVY_SHARE
 from ..engine.tuning import accuracy_table
 from ..engine.tuning.timing import time_interleaved
 from ._options import SEED, BenchmarkSpec, several
@@ -46,7 +47,9 @@ SPEC = BenchmarkSpec("accuracy", HELP, options=(
             (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 1.0)),
     several(Option("fmm_orders", int, None, "the FMMs' expansion orders swept", minimum=1), (4, 5, 6, 7)),
     several(Option("fmm_thetas", float, None, "the FMMs' opening angles swept", minimum=0.0),
-            (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9)),
+            (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 0.95)),
+    Option("fmm_heavy_share", float, ACCURACY_HEAVY_SHARE, "the FMMs' heavy share, swept with "
+           "every order and theta beside none", minimum=0.0, exclusive_minimum=True, maximum=0.5),
     Option("timed", int, 3, "meeting settings timed, the cheapest by the solver's work measure",
            minimum=1),
     PRECISION, THREADS, SIMD, DEVICE,
@@ -67,7 +70,8 @@ def _grid(solver: str, args) -> list[dict]:
     if "accuracy" not in options:
         raise InvalidInputError(f"{solver} has no accuracy option: choose an approximate solver")
     if "order" in options:
-        return [{"order": order, "theta": theta} for order in args.fmm_orders
+        return [{"order": order, "theta": theta, **heavy} for order in args.fmm_orders
+                for heavy in ({}, {"heavy_share": args.fmm_heavy_share})
                 for theta in args.fmm_thetas if theta <= 0.95]
     # A tree's moments: cpu-tree's accuracy= chooses them with theta (ADR 0320), and for the
     # others the fastest setting meeting the target may still be the one with quadrupoles.

@@ -271,8 +271,9 @@ class AccuracyCalibrated(Protocol):
 
     # The option sets measured apart, in the order of the table's variant keys.
     accuracy_variants: tuple[dict[str, object], ...]
-    # The thetas measured for each variant.
-    accuracy_thetas: tuple[float, ...]
+    @classmethod
+    def accuracy_thetas(cls, variant: dict[str, object]) -> tuple[float, ...]:
+        """The thetas measured for ``variant``, one of ``accuracy_variants``."""
 
 
 @runtime_checkable

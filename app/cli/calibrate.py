@@ -63,8 +63,9 @@ def add_parser(subparsers) -> None:
     accuracy.add_argument("--accuracy", action="store_true",
                           help="measure the accuracy table that accuracy= chooses theta from")
     accuracy.add_argument("--thetas", type=number(at_least=0), nargs="+", default=None,
-                          help="opening angles measured (default: each solver's grid, 0.05 to "
-                               "1.5 for the trees, 0.2 to 0.9 for the FMMs)")
+                          help="opening angles measured (default: each variant's grid, 0.05 to "
+                               "1.5 for the trees, 0.2 to 0.9 for the FMMs, 0.5 to 0.95 for "
+                               "the FMMs with heavy nodes)")
     accuracy.add_argument("--sizes", type=integer(minimum=2), nargs="+",
                           help="particle counts measured (default: 1024 to 65536, factors of 2)")
     accuracy.add_argument("--scenarios", nargs="+", default=None, metavar="NAME",
@@ -184,15 +185,16 @@ def run_accuracy(args) -> int:
 
             # Angles beyond a solver's range (an FMM's theta < 1) are not measured for it.
             theta_option = next(o for o in specs[name].options if o.name == "theta")
-            grid = args.thetas or calibrated.accuracy_thetas
-            thetas = [t for t in grid if theta_option.maximum is None or t <= theta_option.maximum]
+            thetas = {key: [t for t in args.thetas or calibrated.accuracy_thetas(variant)
+                            if theta_option.maximum is None or t <= theta_option.maximum]
+                      for key, variant in variants.items()}
             rows.update(accuracy_table.measure(name, variants, thetas, names, args.sizes,
                                                seed=args.seed, solver_options=options,
                                                reference_device=options.get("device"),
                                                on_point=advance))
     settings = {"precision": args.precision, "seed": args.seed, "targets": accuracy_table.TARGETS,
                 "scenarios": names, "sizes": args.sizes,
-                "thetas": args.thetas or "each solver's accuracy_thetas",
+                "thetas": args.thetas or "each variant's accuracy_thetas",
                 "note": "RMS and 90th-percentile relative force errors against float64 direct "
                         "summation, each scenario with its own softening"}
     table = accuracy_table.AccuracyTable(rows, {key: "this run" for key in rows})

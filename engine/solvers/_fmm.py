@@ -35,6 +35,14 @@ ACCURACY_ORDERS = (2, 3, 4, 5, 6, 7)
 # The opening angles it measures: below 0.2 no order is the cheapest way to any error above
 # 1e-5, and 0.95 is the largest theta allowed.
 ACCURACY_THETAS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.9)
+# The heavy share the table also measures each order with (see FMM_HEAVY_SHARE), and at which
+# angles. Heavy nodes take the tail of the errors away at wide angles: cpu-fmm at N = 262,144,
+# p 7, theta 0.95 with heavy nodes met 1e-3 on Plummer, Hernquist and the galaxy collision
+# (worst 8.1e-4) with 2.3x fewer pair equivalents than theta 0.7 without (worst 7.2e-4), in
+# 0.21-0.32 s against 0.35-0.54 (issue 48). Below theta 0.5 few pairs reach a heavy node's
+# tighter angle and the plain rows serve.
+ACCURACY_HEAVY_SHARE = 0.003
+ACCURACY_HEAVY_THETAS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 # An M2L costs about m2l_pair_equivalents(p) pair interactions on the CPU (188 at p 5), so large
 # leaves pay: at N = 65536, p 5, theta 0.6, capacities 16/32/64/128 took 1.06/0.61/0.36/0.31 s at
 # about the same error (docs/performance.md). At N = 262144 (Plummer, RMS and p90 <= 1e-3, the
@@ -50,7 +58,8 @@ FMM_LEAF_CAPACITY = replace(LEAF_CAPACITY, default=96)
 FMM_HEAVY_SHARE = Option("heavy_share", float, None,
                          "a node holding more than this share of the bodies is heavy: pairs with "
                          "one open at theta * 2^(-(k+1)/(p+1)), k = log2 of its bodies over that "
-                         "share (default: none is heavy, theta alone decides)",
+                         "share (default: with accuracy, chosen by the accuracy table with the "
+                         "order and theta; else none is heavy, theta alone decides)",
                          minimum=0.0, exclusive_minimum=True, maximum=0.5)
 # The precision of the expansions, one record for both FMMs (each solver says what it rounds:
 # docs/fmm-tuning-log.md#0165); left out, :func:`expansion_precision` chooses.
@@ -74,20 +83,39 @@ def expansion_precision(expansions: str | None, precision: str, accuracy: float 
     return precision
 
 
-def order_variants(order: int | None, accuracy: float | None) -> list[dict]:
+def order_variants(order: int | None, accuracy: float | None,
+                   heavy_share: float | None = None) -> list[dict]:
     """The accuracy-table variants an FMM chooses among: the order given, else every measured
-    order when an accuracy is asked for, else the default order."""
-    if order is not None:
-        return [{"order": order}]
-    if accuracy is not None:
-        return [{"order": o} for o in ACCURACY_ORDERS]
-    return [{"order": FMM_DEFAULT_ORDER}]
+    order when an accuracy is asked for, else the default order. With an accuracy, each order
+    with and without heavy nodes (``ACCURACY_HEAVY_SHARE``), or with the heavy share given."""
+    if accuracy is None:
+        return [{"order": FMM_DEFAULT_ORDER if order is None else order}]
+    orders = ACCURACY_ORDERS if order is None else (order,)
+    shares = (None, ACCURACY_HEAVY_SHARE) if heavy_share is None else (heavy_share,)
+    return [{"order": o} if share is None else {"order": o, "heavy_share": share}
+            for o in orders for share in shares]
 
 
-def fmm_setting(solver: str, *, theta, order, accuracy) -> ThetaSetting:
-    """Theta and order of an FMM: ``setting.theta(n)`` and ``setting.variant(n)["order"]``."""
+# Every variant ``orrery calibrate --accuracy`` measures for the FMMs.
+ACCURACY_VARIANTS = tuple(order_variants(None, 1.0))
+
+
+def accuracy_thetas(variant: dict) -> tuple[float, ...]:
+    """The angles the table measures ``variant`` at: the wide ones with heavy nodes."""
+    return ACCURACY_HEAVY_THETAS if "heavy_share" in variant else ACCURACY_THETAS
+
+
+def fmm_setting(solver: str, *, theta, order, accuracy, heavy_share) -> ThetaSetting:
+    """Theta, order and heavy share of an FMM: ``setting.theta(n)`` and
+    ``setting.variant(n)["order"]``, with :func:`heavy_share_in` for the heavy share."""
     return ThetaSetting(solver, theta=theta, accuracy=accuracy, default=FMM_DEFAULT_THETA,
-                        variants=order_variants(order, accuracy))
+                        variants=order_variants(order, accuracy, heavy_share))
+
+
+def heavy_share_in(variant: dict, given: float | None) -> float:
+    """The heavy share of an evaluation with ``variant`` (the option ``given`` where the variant
+    names none), 0 for none: what the native opening test takes."""
+    return variant.get("heavy_share", given) or 0.0
 
 
 def m2l_pair_equivalents(order: int) -> float:

@@ -20,9 +20,9 @@ from dataclasses import replace
 from ... import _native
 from ..cpu_features import simd_level
 from ._base import Solver
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
-                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
-                   fmm_setting)
+from ._fmm import (ACCURACY_VARIANTS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
+                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, accuracy_thetas, cost_per_particle, expansion_precision,
+                   fmm_setting, heavy_share_in)
 from ..options import ACCURACY, CHECK_ACCURACY, PRECISION, SIMD, SOFTENING, THREADS, SolverSpec
 from ..tuning.accuracy_check import accuracy_check
 
@@ -71,7 +71,8 @@ class CpuFmmSolver(Solver):
         the precision's, but f64 for an accuracy below ``F32_EXPANSIONS_FLOOR``.
     heavy_share : float or None
         A node holding more than this share of the bodies is heavy: pairs with one open at a
-        smaller angle (docs/fmm.md); None: theta alone decides.
+        smaller angle (docs/fmm.md); None: with ``accuracy``, the table chooses it with the
+        order and theta (none or ``ACCURACY_HEAVY_SHARE``), else theta alone decides.
 
     ``last_stats`` after an evaluation: ``seconds`` and the stages ``sort_s``, ``build_s``,
     ``walk_s`` (interaction lists), ``upward_s`` (P2M, M2M), ``m2l_s``, ``p2p_s`` (with L2P),
@@ -82,8 +83,11 @@ class CpuFmmSolver(Solver):
 
     name = "cpu-fmm"
     # The accuracy table's variants (``orrery calibrate --accuracy``): one per order.
-    accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
-    accuracy_thetas = ACCURACY_THETAS
+    accuracy_variants = ACCURACY_VARIANTS
+
+    @classmethod
+    def accuracy_thetas(cls, variant: dict) -> tuple[float, ...]:
+        return accuracy_thetas(variant)
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, check_accuracy, order,
                  leaf_capacity, simd, expansions, heavy_share):
@@ -94,10 +98,11 @@ class CpuFmmSolver(Solver):
                          leaf_capacity=leaf_capacity, simd=self.simd, expansions=self.expansions,
                          heavy_share=heavy_share)
         self.threads = threads or 0
-        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy,
+                                   heavy_share=heavy_share)
         self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.leaf_capacity = leaf_capacity
-        self.heavy_share = heavy_share
+        self._heavy_share_given = heavy_share
         self._engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
         self._n = 1
 
@@ -117,12 +122,17 @@ class CpuFmmSolver(Solver):
         """The expansion order of the last evaluation (or of the first, before it)."""
         return self.setting.variant(self._n)["order"]
 
+    @property
+    def heavy_share(self) -> float:
+        """The heavy share of the last evaluation (or of the first, before it); 0 for none."""
+        return heavy_share_in(self.setting.variant(self._n), self._heavy_share_given)
+
     def _compute(self, pos, mass, potential):
         self._n = pos.shape[0]
         return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
                                      self.leaf_capacity, threads=self.threads, potential=potential,
                                      simd=self.simd, expansions=self.expansions,
-                                     heavy_share=self.heavy_share or 0.0)
+                                     heavy_share=self.heavy_share)
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, depth order and centres (for tests)."""
@@ -131,6 +141,7 @@ class CpuFmmSolver(Solver):
     def _extra_stats(self) -> dict:
         stats = self._engine.stats
         return {**stats, "simd": self.simd, **self.setting.stats(), "order": self.order,
+                "heavy_share": self.heavy_share,
                 "cost_per_particle": cost_per_particle(stats, self._n, self.order)}
 
 

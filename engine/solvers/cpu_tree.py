@@ -97,7 +97,11 @@ class CpuTreeSolver(Solver):
     # The options besides theta that the accuracy table measures apart (``orrery calibrate
     # --accuracy``), in the order of the table's variant keys.
     accuracy_variants = ({"quadrupole": False}, {"quadrupole": True})
-    accuracy_thetas = DEFAULT_THETAS
+
+    @classmethod
+    def accuracy_thetas(cls, variant: dict) -> tuple[float, ...]:
+        """Every variant at the table's angles."""
+        return DEFAULT_THETAS
 
     def __init__(self, *, precision, softening, threads, theta, accuracy, check_accuracy,
                  quadrupole, leaf_capacity, simd):

@@ -41,9 +41,9 @@ from ..compute import DeviceArray, Graph, KernelEvent, launch_size, unavailable_
 from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
                                DeviceDualWalk, InteractionLists)
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, array_bytes, levels_of
-from ._fmm import (ACCURACY_ORDERS, ACCURACY_THETAS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
-                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, cost_per_particle, expansion_precision,
-                   expansion_tables, fmm_setting)
+from ._fmm import (ACCURACY_VARIANTS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_HEAVY_SHARE,
+                   FMM_LEAF_CAPACITY, FMM_ORDER, FMM_THETA, accuracy_thetas, cost_per_particle, expansion_precision,
+                   expansion_tables, fmm_setting, heavy_share_in)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
 from ..options import ACCURACY, CHECK_ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
@@ -139,7 +139,7 @@ class GpuFmmSolver(GpuSolver):
         accuracy below ``F32_EXPANSIONS_FLOOR`` (``expansion_precision``).
     heavy_share : float or None
         As for cpu-fmm: pairs with a node holding more than this share of the bodies open at a
-        smaller angle (the same lists as cpu-fmm's with the same share).
+        smaller angle (the same lists as cpu-fmm's with the same share); None: as for cpu-fmm.
 
     ``last_stats``: ``wall_s`` (wall), ``kernel_s`` (device), per stage ``box_s`` ..
     ``build_s`` (tree build), ``upward_s``, ``walk_s``, ``lists_s``, ``m2l_s``, ``downward_s``,
@@ -153,8 +153,11 @@ class GpuFmmSolver(GpuSolver):
 
     name = "gpu-fmm"
     # The accuracy table's variants and angles, as cpu-fmm's (the same lists, the same errors).
-    accuracy_variants = tuple({"order": order} for order in ACCURACY_ORDERS)
-    accuracy_thetas = ACCURACY_THETAS
+    accuracy_variants = ACCURACY_VARIANTS
+
+    @classmethod
+    def accuracy_thetas(cls, variant: dict) -> tuple[float, ...]:
+        return accuracy_thetas(variant)
 
     def __init__(self, *, precision, softening, device, theta, accuracy, check_accuracy, order,
                  leaf_capacity, expansions, heavy_share):
@@ -162,11 +165,12 @@ class GpuFmmSolver(GpuSolver):
                          accuracy=accuracy, check_accuracy=check_accuracy, order=order,
                          leaf_capacity=leaf_capacity, expansions=expansions,
                          heavy_share=heavy_share)
-        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy)
+        self.setting = fmm_setting(self.name, theta=theta, order=order, accuracy=accuracy,
+                                   heavy_share=heavy_share)
         self.accuracy_check = accuracy_check(self.name, self.setting, check_accuracy)
         self.order = self.setting.variant(1)["order"]
         self.leaf_capacity = leaf_capacity
-        self.heavy_share = heavy_share
+        self._heavy_share_given = heavy_share
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._sort = self.context.key_sort()
         self._builder = DeviceTreeBuilder(self.context, self.dtype, leaf_capacity=leaf_capacity,
@@ -258,6 +262,10 @@ class GpuFmmSolver(GpuSolver):
         slots = self._node_capacity or FIRST_NODES_PER_BODY_AND_CAPACITY * count // self.leaf_capacity + ITEM_GROUP
         return min(slots, 2 * count - 1)
 
+    def _heavy_share(self, count: int) -> float:
+        """The heavy share of an evaluation of ``count`` bodies (0: none)."""
+        return heavy_share_in(self.setting.variant(count), self._heavy_share_given)
+
     def _build(self, body: DeviceArray, count: int) -> DeviceTree:
         return self._builder.build(body, count, theta=None, node_capacity=self._node_slots(count))
 
@@ -330,7 +338,8 @@ class GpuFmmSolver(GpuSolver):
                       "expansion_bits": 8 * self.expansion.itemsize, "walk_steps": lists.steps,
                       "host_reads": reads, "passes": passes, "nodes": int(state[STATE_NODES]),
                       "graph": self._graph_event is not None,
-                      "terms": self._terms, "order": self.order, **self.setting.stats()}
+                      "terms": self._terms, "order": self.order, "heavy_share": self._heavy_share(count),
+                      **self.setting.stats()}
         self._n = count
 
     def _replay_key(self, body: DeviceArray, out: DeviceArray, count: int, potential: bool, theta: float):
@@ -338,7 +347,8 @@ class GpuFmmSolver(GpuSolver):
         where evaluations are not replayed (no plans yet, or ``replay`` off)."""
         if not self.replay or not self._node_capacity or self._walk is None or self._walk.plan is None:
             return None
-        return (id(body), id(out), count, potential, self.order, theta, self._node_capacity, self._levels,
+        return (id(body), id(out), count, potential, self.order, theta, self._heavy_share(count),
+                self._node_capacity, self._levels,
                 id(self._walk.plan), id(self._result))
 
     def _capture(self, key, k: dict, body: DeviceArray, out: DeviceArray, count: int,
@@ -395,7 +405,7 @@ class GpuFmmSolver(GpuSolver):
         for level in reversed([level for level in levels if level < MORTON_LEVELS]):
             events["upward"].append(k["upward"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes,
                                                        tree.levels, *geometry))
-        opening = _native.fmm_opening(theta, self.order, self.heavy_share or 0.0, count)
+        opening = _native.fmm_opening(theta, self.order, self._heavy_share(count), count)
         lists = self._walk.walk(tree.nodes, slots, self._shape, opening, events)
         shift = np.int32(max(1, (slots - 1).bit_length()))  # bits of a node index
         events["m2l"].append(k["m2l_schedule"].launch(width, ITEM_GROUP, np.int32(slots), shift, lists.m2l_start,

@@ -112,7 +112,11 @@ class GpuTreeSolver(GpuSolver):
     # --accuracy``), in the order of the table's variant keys; the walks differ in speed only.
     accuracy_variants = tuple({"opening": opening, "quadrupole": quadrupole}
                               for opening in ("group", "body") for quadrupole in (False, True))
-    accuracy_thetas = DEFAULT_THETAS
+
+    @classmethod
+    def accuracy_thetas(cls, variant: dict) -> tuple[float, ...]:
+        """Every variant at the table's angles."""
+        return DEFAULT_THETAS
 
     def __init__(self, *, precision, softening, device, theta, accuracy, check_accuracy,
                  quadrupole, leaf_capacity, walk, opening):

@@ -48,7 +48,8 @@ calibration scenarios within [a / 4, a] (``tests/engine/test_accuracy_rule.py``)
 A solver joins in three steps: the ``ACCURACY`` option in its ``SPEC`` (and a theta option
 without a default of its own, so that both given together can be refused); the
 ``contracts.AccuracyCalibrated`` members on its class, ``accuracy_variants`` (the option sets
-the table measures apart) and ``accuracy_thetas`` (``DEFAULT_THETAS`` unless its angles differ):
+the table measures apart) and ``accuracy_thetas(variant)`` (``DEFAULT_THETAS`` unless its angles
+differ):
 ``orrery calibrate --accuracy`` makes the solver with each set and every theta; and a
 :class:`ThetaSetting` that it asks for theta (and, with several variants, the variant) at each
 evaluation, exposing ``chosen`` and adding ``ThetaSetting.stats()`` to ``last_stats``.
@@ -375,11 +376,12 @@ def save_table(rows: dict, settings: dict, *, path: Path | None = None) -> Path:
 
 # --- measuring ---------------------------------------------------------------------------------
 
-def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
+def measure(solver: str, variants: dict[str, dict], thetas: dict[str, Iterable[float]],
             scenario_names: Iterable[str], sizes: Iterable[int], *, seed: int = 0,
             solver_options: dict | None = None, reference_device: str | None = None,
             on_point=None) -> dict:
-    """Rows for ``solver``: every variant (``{key: options}``) at every theta, scenario and size.
+    """Rows for ``solver``: every variant (``{key: options}``) at each of its thetas
+    (``{key: angles}``), every scenario and size.
 
     Each scenario is built with ``seed`` at each size and measured with its own softening
     against float64 direct summation over ``TARGETS`` sampled particles. ``on_point(solver,
@@ -391,7 +393,7 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
     from ..accuracy import error_percentiles, sampled_exact
     from ..solvers import make_solver
 
-    thetas = sorted(thetas)
+    thetas = {key: sorted(angles) for key, angles in thetas.items()}
     rows: dict = {(solver, key): {} for key in variants}
     for scenario in scenario_names:
         for size in sizes:
@@ -403,7 +405,7 @@ def measure(solver: str, variants: dict[str, dict], thetas: Iterable[float],
                                   device=reference_device)
             for key, options in variants.items():
                 points = []
-                for theta in thetas:
+                for theta in thetas[key]:
                     instance = make_solver(solver, theta=theta, softening=built.softening,
                                            **(solver_options or {}), **options)
                     acc = instance.accelerations(particles.pos, particles.mass)

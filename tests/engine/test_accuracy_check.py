@@ -28,7 +28,8 @@ def understated_table(solver: str, variants: dict, n: int, *,
                       **options) -> accuracy_table.AccuracyTable:
     """``solver``'s errors at ``thetas`` measured on one Plummer sphere, written into a table as
     ``UNDERSTATED`` times smaller than measured: the table then chooses settings far too loose."""
-    rows = accuracy_table.measure(solver, variants, thetas, ["plummer"], [n], seed=2,
+    rows = accuracy_table.measure(solver, variants, {key: thetas for key in variants},
+                                  ["plummer"], [n], seed=2,
                                   solver_options=options)
     for by_scenario in rows.values():
         for by_n in by_scenario.values():

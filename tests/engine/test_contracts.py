@@ -77,5 +77,7 @@ def test_every_solver_with_an_accuracy_option_declares_what_the_accuracy_table_m
     assert sorted(calibrated) == ["cpu-fmm", "cpu-tree", "gpu-fmm", "gpu-tree"]
     for name, factory in calibrated.items():
         assert isinstance(factory, AccuracyCalibrated), name
-        assert factory.accuracy_variants and factory.accuracy_thetas, name
-    assert solver_specs()["cpu-tree"].factory.accuracy_thetas == accuracy_table.DEFAULT_THETAS
+        assert factory.accuracy_variants, name
+        assert all(factory.accuracy_thetas(variant) for variant in factory.accuracy_variants), name
+    cpu_tree = solver_specs()["cpu-tree"].factory
+    assert cpu_tree.accuracy_thetas({"quadrupole": True}) == accuracy_table.DEFAULT_THETAS

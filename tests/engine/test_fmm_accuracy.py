@@ -13,7 +13,9 @@ from orrery.engine import ics, make_solver
 from orrery.engine.accuracy import error_percentiles
 from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.errors import InvalidInputError
-from orrery.engine.solvers._fmm import ACCURACY_ORDERS, ACCURACY_THETAS, m2l_pair_equivalents
+from orrery.engine.solvers._fmm import (ACCURACY_HEAVY_SHARE, ACCURACY_HEAVY_THETAS, ACCURACY_ORDERS,
+                                        ACCURACY_THETAS, ACCURACY_VARIANTS, m2l_pair_equivalents)
+from orrery.engine.tuning.accuracy_table import variant_key
 from orrery.engine.tuning import accuracy_table
 from orrery.engine.tuning.accuracy_table import load_table
 from orrery.engine.tuning.calibration import Calibration, save_calibration
@@ -46,10 +48,13 @@ def test_cpu_fmm_accuracy_holds_on_every_shipped_scenario(cache_dir, shipped_sce
         assert rms <= OTHER_REALISATION_RMS * target, (name, rms, solver.chosen)
         chosen = solver.chosen
         assert chosen["accuracy"] == target and chosen["n"] == N
-        assert chosen["variant"] == f"order={solver.order}" and solver.order in ACCURACY_ORDERS
+        heavy = {"heavy_share": solver.heavy_share} if solver.heavy_share else {}
+        assert chosen["variant"] == variant_key({"order": solver.order, **heavy})
+        assert solver.order in ACCURACY_ORDERS and solver.heavy_share in (0.0, ACCURACY_HEAVY_SHARE)
         stats = solver.last_stats
-        assert (stats["theta"], stats["order"], stats["accuracy"]) == (chosen["theta"], solver.order, target)
-        assert f"order={solver.order}" in solver.describe() and f"accuracy {target:g}" in solver.describe()
+        assert (stats["theta"], stats["order"], stats["accuracy"], stats["heavy_share"]) == \
+            (chosen["theta"], solver.order, target, solver.heavy_share)
+        assert chosen["variant"] in solver.describe() and f"accuracy {target:g}" in solver.describe()
     # Not over-accurate by orders of magnitude.
     assert max(rms for rms, _ in errors.values()) >= target / 30
 
@@ -58,10 +63,24 @@ def test_a_given_order_is_kept_and_only_theta_chosen(cache_dir, shipped_scenario
     table = load_table()
     for order in (3, 6):
         errors = _errors(shipped_scenarios, accuracy=1e-3, order=order)
+        variants = [variant_key(v) for v in ({"order": order},
+                                             {"order": order, "heavy_share": ACCURACY_HEAVY_SHARE})]
         for name, (rms, solver) in errors.items():
             assert rms <= OTHER_REALISATION_RMS * 1e-3, (name, rms, solver.chosen)
-            assert solver.order == order and solver.chosen["variant"] == f"order={order}"
-            assert solver.theta == table.choose("cpu-fmm", [f"order={order}"], 1e-3, N).theta
+            assert solver.order == order and solver.chosen["variant"] in variants
+            assert solver.theta == table.choose("cpu-fmm", variants, 1e-3, N).theta
+
+
+def test_a_given_heavy_share_is_kept_and_one_the_table_never_measured_is_refused(cache_dir,
+                                                                                 plummer_2048):
+    solver = make_solver("cpu-fmm", accuracy=1e-3, heavy_share=ACCURACY_HEAVY_SHARE)
+    solver.accelerations(plummer_2048.pos, plummer_2048.mass)
+    assert solver.heavy_share == ACCURACY_HEAVY_SHARE and "heavy_share" in solver.chosen["variant"]
+    with pytest.raises(InvalidInputError, match="heavy_share=0.02"):
+        make_solver("cpu-fmm", accuracy=1e-3, heavy_share=0.02)
+    # without accuracy the option alone decides, as before
+    assert make_solver("cpu-fmm", theta=0.6).heavy_share == 0.0
+    assert make_solver("cpu-fmm", theta=0.6, heavy_share=0.01).heavy_share == 0.01
     # (At N = 3000 the fastest angle is not the largest that qualifies: P2P in leaves of 96 is
     # cheaper than M2L there, so no order-against-angle relation holds.)
 
@@ -106,8 +125,9 @@ def test_an_order_the_table_never_measured_is_refused_with_the_way_out(cache_dir
 @pytest.mark.parametrize("solver", ["cpu-fmm", "gpu-fmm"])
 def test_the_shipped_defaults_cover_every_order_and_scenario(cache_dir, solver):
     table = load_table()
-    for order in ACCURACY_ORDERS:
-        by_scenario = table.rows[(solver, f"order={order}")]
+    for variant in ACCURACY_VARIANTS:
+        by_scenario = table.rows[(solver, variant_key(variant))]
+        heavy = "heavy_share" in variant
         assert set(by_scenario) == set(accuracy_table.SCENARIOS)
         for by_n in by_scenario.values():
             # every size measured on the CPU; gpu-fmm also holds 2^20, measured on a GPU
@@ -119,7 +139,9 @@ def test_the_shipped_defaults_cover_every_order_and_scenario(cache_dir, solver):
                 # orders 5-7 also between them.
                 thetas = {t for t, *_ in points}
                 lowest = 0.0 if size < 131072 else 0.35 if size <= 262144 else 0.45
-                assert {t for t in ACCURACY_THETAS if t >= lowest} <= thetas
+                # heavy nodes: the wide angles, where they change the lists
+                assert set(ACCURACY_HEAVY_THETAS if heavy else
+                           (t for t in ACCURACY_THETAS if t >= lowest)) <= thetas
                 rms = [r for _, r, _, _ in points]
                 # Errors grow with theta, up to the sampling noise of a few outliers (Hernquist).
                 assert all(b >= 0.5 * a for a, b in zip(rms, rms[1:]))

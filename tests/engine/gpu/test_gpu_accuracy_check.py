@@ -61,7 +61,8 @@ def test_a_device_run_within_its_accuracy_is_bitwise_the_same_with_and_without_t
 
 def test_a_device_run_past_its_accuracy_warns_once_and_retunes_to_a_setting_within_it(
         device, plummer, monkeypatch):
-    rows = accuracy_table.measure("gpu-tree", GROUP_WALK, (0.2, 0.3, 0.45, 0.6, 0.8, 1.0),
+    rows = accuracy_table.measure("gpu-tree", GROUP_WALK,
+                                  {key: (0.2, 0.3, 0.45, 0.6, 0.8, 1.0) for key in GROUP_WALK},
                                   ["plummer"], [plummer.n], seed=2,
                                   solver_options={"device": device})
     for by_scenario in rows.values():

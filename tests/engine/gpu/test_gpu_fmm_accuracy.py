@@ -25,6 +25,7 @@ def test_gpu_fmm_accuracy_holds_on_every_shipped_scenario(device, shipped_scenar
         assert rms == pytest.approx(cpu_rms, rel=0.05, abs=2e-6), name
         stats = gpu.last_stats
         assert (stats["theta"], stats["order"], stats["accuracy"]) == (gpu.chosen["theta"], gpu.order, target)
+        assert stats["heavy_share"] == cpu.heavy_share  # the variant's, as cpu-fmm's
         counts = gpu.interaction_counts()
         assert counts["particle_particle"] == cpu.last_stats["particle_particle"]
         assert counts["cost_per_particle"] == pytest.approx(cpu.last_stats["cost_per_particle"])
