@@ -77,7 +77,8 @@ class H264Encoder:
 
     def encode_yuv420(self, image: np.ndarray, *, key: bool = False) -> tuple[int, bytes]:
         """As :meth:`encode`, of a picture already converted to yuv420p (``yuv420_layout``: the
-        GPU's ``Yuv420Pass`` gives it so), which costs the encoder no conversion."""
+        GPU's ``Yuv420Pass`` and the host tone map give it so), which costs the encoder no
+        conversion."""
         return self._encode(self._from_numpy_buffer(image, format="yuv420p"), key)
 
     def _encode(self, frame, key: bool) -> tuple[int, bytes]:

@@ -419,12 +419,14 @@ class Hub:
         renderer.accumulate(scene, camera.view_projection(width / height), style,
                             represents=represents)
         # Light the host splat made (GL draws on the CPU) is tone mapped on the host: it never
-        # goes through llvmpipe and back (ADR 0335)
-        picture = renderer.host_picture(tone)
+        # goes through llvmpipe and back (ADR 0335), and for H.264 it becomes the encoder's
+        # yuv420p frame in the same pass (ADR 0337)
+        picture = renderer.host_picture(tone, yuv420=codec == "h264")
         # Converted on the GPU: half the bytes back and no swscale. Where GL draws on the CPU
         # the pass costs more than swscale does (the 30k collision at 720p on 2 cores: 14.7
         # pictures/s against 17.1 with swscale, bench serve --client chromium).
         convert_on_gpu = picture is None and codec == "h264" and not is_software(ctx)
+        yuv420 = codec == "h264" and (picture is not None or convert_on_gpu)
         if picture is None:
             renderer.present(viewer.target, tone)
             if convert_on_gpu:
@@ -447,7 +449,7 @@ class Hub:
         def encode_and_send() -> None:
             started = time.perf_counter()
             try:
-                if convert_on_gpu:
+                if yuv420:
                     kind, payload = encoder.encode_yuv420(picture, key=key)
                 else:
                     kind, payload = encoder.encode(picture, key=key)

@@ -132,14 +132,18 @@ def test_a_still_viewer_past_the_cap_gets_pictures_until_every_particle_is_drawn
         hub.close()
 
 
-@pytest.mark.parametrize("on_gpu", [True, False], ids=["gpu-conversion", "swscale"])
-def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
-    """The H.264 viewer's pictures are converted to BT.709 yuv420p, by the GPU's pass (where
-    GL draws on a GPU) or by swscale (where it draws on the CPU), and tagged so: decoded,
-    their colours are the JPEG viewer's of the same frame."""
+@pytest.mark.parametrize("conversion", ["host-tone-map", "gpu-pass", "swscale"])
+def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, conversion):
+    """The H.264 viewer's pictures are converted to BT.709 yuv420p, with the tone map where the
+    host splat's light is on the host, else by the GPU's pass (where GL draws on a GPU) or by
+    swscale (where it draws on the CPU), and tagged so: decoded, their colours are the JPEG
+    viewer's of the same frame."""
+    from orrery.app.render import Renderer
     from orrery.app.serve import _hub
 
-    monkeypatch.setattr(_hub, "is_software", lambda ctx: not on_gpu)
+    if conversion != "host-tone-map":  # the light goes through GL, as with bloom or density
+        monkeypatch.setattr(Renderer, "host_picture", lambda renderer, tone, yuv420=False: None)
+        monkeypatch.setattr(_hub, "is_software", lambda ctx: conversion == "swscale")
     hub = Hub(SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct")))
     try:
         hub.source.pause()
