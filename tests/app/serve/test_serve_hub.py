@@ -6,6 +6,7 @@ import io
 import json
 import threading
 import time
+from pathlib import Path
 
 import av
 import numpy as np
@@ -101,6 +102,24 @@ def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
     wait_for(lambda: keeping_up.count() > 20, what="pictures for the viewer that keeps up")
     assert stalled.count() == PICTURES_IN_FLIGHT
     assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts wake-ups in /proc")
+def test_the_render_thread_sleeps_while_every_picture_waits_for_its_acknowledgement(hub):
+    stalled = Client(hub, ack=False)
+    wait_for(lambda: stalled.count() == PICTURES_IN_FLIGHT, what="the viewer's window filled")
+
+    def wake_ups():  # the render thread's context switches so far
+        status = Path(f"/proc/self/task/{hub._thread.native_id}/status").read_text()
+        return sum(int(line.split()[1]) for line in status.splitlines()
+                   if "ctxt_switches:" in line)
+
+    before = wake_ups()
+    time.sleep(1.0)
+    # the statistics, four times a second, and no polling (it woke 240 times a second)
+    assert wake_ups() - before < 40
+    stalled.viewer.receive(parse(json.dumps({"type": "ack", "sequence": 1})))
+    wait_for(lambda: stalled.count() > PICTURES_IN_FLIGHT, what="a picture after the ack")
 
 
 def test_a_viewer_that_leaves_gives_back_its_renderer_and_encode_thread(hub):
