@@ -215,3 +215,11 @@ def splat_points(position: F32, previous: F32, population: npt.NDArray[np.uint8]
     """Gaussian point sprites added into ``light`` ((height, width, 4) float32, bottom row
     first, overwritten) with 64-bit fixed-point sums as kernels/splat.cl does (native/splat.cpp):
     colour_mode 0 population, 1 speed, 2 heading; the same bits for any thread count and level."""
+
+TONE_TABLE_SHIFT: int
+
+def tone_map_yuv420(light: F32, table: npt.NDArray[np.uint8], frame: npt.NDArray[np.uint8]) -> None:
+    """``light`` ((height, width, 4) float32, bottom row first, even sides) tone mapped through
+    ``table`` (one uint8 per float32 bits >> TONE_TABLE_SHIFT) into ``frame``, a (height * 3 / 2,
+    width) yuv420p frame, top row first, BT.709 limited range, chroma sited as yuv420.frag
+    (native/tone_map.cpp). Releases the GIL."""

@@ -1,8 +1,10 @@
-"""Tone mapping on the host: the host splat's light to an 8-bit RGB picture, for a caller that
-wants the picture's bytes rather than a GL framebuffer (``orrery serve`` where GL draws on the
-CPU). The light then never goes into GL and the picture never comes back out: on two shared
-cores at 1280x720 the upload, llvmpipe's tone-map pass and the read-back took 16-30 ms a
-picture, the table below 9-11 ms (docs/adr/0335).
+"""Tone mapping on the host: the host splat's light to an 8-bit RGB picture, or straight to the
+yuv420p frame an H.264 encoder takes, for a caller that wants the picture's bytes rather than a
+GL framebuffer (``orrery serve`` where GL draws on the CPU). The light then never goes into GL
+and the picture never comes back out: on two shared cores at 1280x720 the upload, llvmpipe's
+tone-map pass and the read-back took 16-30 ms a picture, the table below 9-11 ms in NumPy
+(docs/adr/0335); the yuv420p frame, in one native pass over the light, 2.6 ms where the NumPy
+picture and swscale's conversion of it took 7.1 (docs/adr/0337).
 
 The curve is ``tonemap.frag``'s (exposure, Narkowicz's filmic fit, gamma, rounded to 8 bits),
 evaluated once per table entry instead of once per pixel: a light value is looked up by the top
@@ -18,10 +20,11 @@ import functools
 
 import numpy as np
 
+from ... import _native
 from ._style import ToneMap
 
-MANTISSA_BITS = 10
-_SHIFT = 23 - MANTISSA_BITS  # float32 bits below those that index the table
+_SHIFT = _native.TONE_TABLE_SHIFT  # float32 bits below those that index the table
+MANTISSA_BITS = 23 - _SHIFT
 # Tables kept: one per exposure a viewer has (a refining picture scales it each stretch).
 _TABLES_KEPT = 8
 
@@ -51,9 +54,7 @@ class HostToneMap:
     def apply(self, light: np.ndarray, tone: ToneMap) -> np.ndarray:
         """A new (height, width, 4) uint8 RGBX picture of ``light`` (height, width, 4) float32;
         ``tone`` without bloom (bloom blurs neighbours: only the GL pass draws it)."""
-        tone.validate()
-        if tone.bloom > 0:
-            raise ValueError("the host tone map draws no bloom")
+        table = _table(tone)
         if self._index is None or self._index.shape != light.shape:
             self._index = np.empty(light.shape, np.uint32)
         # All four channels: each row is then one contiguous run (the flip reverses the rows
@@ -61,5 +62,20 @@ class HostToneMap:
         # three-channel view, and the encoders take the fourth byte as padding.
         np.right_shift(light[::-1].view(np.uint32), _SHIFT, out=self._index)
         # a new array each time: the last picture may still be waiting for its encoder
-        return np.take(tone_table(float(tone.exposure), float(tone.gamma)), self._index,
-                       mode="clip")
+        return np.take(table, self._index, mode="clip")
+
+    @staticmethod
+    def yuv420(light: np.ndarray, tone: ToneMap) -> np.ndarray:
+        """A new (height * 3 / 2, width) uint8 yuv420p frame (``_video.yuv420_layout``) of
+        ``light`` (height, width, 4) float32 with even sides: :meth:`apply`'s picture converted
+        as the GPU's ``Yuv420Pass`` converts one (BT.709 limited range), in one native pass."""
+        frame = np.empty((light.shape[0] * 3 // 2, light.shape[1]), np.uint8)
+        _native.tone_map_yuv420(light, _table(tone), frame)
+        return frame
+
+
+def _table(tone: ToneMap) -> np.ndarray:
+    tone.validate()
+    if tone.bloom > 0:
+        raise ValueError("the host tone map draws no bloom")
+    return tone_table(float(tone.exposure), float(tone.gamma))

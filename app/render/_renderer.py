@@ -249,15 +249,18 @@ class Renderer:
         self.particle_path = self.host_splat.path
         return True
 
-    def host_picture(self, tone: ToneMap) -> np.ndarray | None:
+    def host_picture(self, tone: ToneMap, *, yuv420: bool = False) -> np.ndarray | None:
         """The last accumulation's picture made on the host, (height, width, 4) uint8 RGBX, top
         row first (what :meth:`present` draws, to within one step of 255 a value), where its light
         is on the host (``light_on_host`` and the host splat drew it) and ``tone`` has no bloom;
-        else None: :meth:`present` it and read the output."""
+        else None: :meth:`present` it and read the output. ``yuv420``: the picture as a yuv420p
+        frame instead (``HostToneMap.yuv420``; even sides)."""
         if not (self.light_on_host and self._host_light and tone.bloom == 0):
             return None
-        return self.host_tone_map.apply(
-            self.host_splat.light, replace(tone, exposure=tone.exposure * self.light_scale))
+        tone = replace(tone, exposure=tone.exposure * self.light_scale)
+        if yuv420:
+            return self.host_tone_map.yuv420(self.host_splat.light, tone)
+        return self.host_tone_map.apply(self.host_splat.light, tone)
 
     def present(self, output, tone: ToneMap) -> None:
         """Show the accumulation target in ``output`` (a framebuffer of the same size): tone

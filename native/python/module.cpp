@@ -16,6 +16,7 @@ void register_ceilings(py::module_& m);
 void register_simd(py::module_& m);
 void register_flock(py::module_& m);
 void register_splat(py::module_& m);
+void register_tone_map(py::module_& m);
 }  // namespace orrery
 
 PYBIND11_MODULE(_native, m) {
@@ -31,4 +32,5 @@ PYBIND11_MODULE(_native, m) {
   orrery::register_simd(m);
   orrery::register_flock(m);
   orrery::register_splat(m);
+  orrery::register_tone_map(m);
 }

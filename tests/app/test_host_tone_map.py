@@ -1,7 +1,8 @@
 """The host tone map (app/render/_host_tone_map.py): a renderer that keeps the host splat's light
 on the host gives the picture GL's tone-map pass draws and reads back, to within one step of
-255 a value on a few pixels, at any exposure and while a still picture is refined; GL still
-gets the light where it is presented or read."""
+255 a value on a few pixels, at any exposure and while a still picture is refined, and its
+yuv420p frame is the GPU pass's conversion of that picture; GL still gets the light where it is
+presented or read."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 from orrery.app.render import ParticleScene, PointStyle, Renderer, ToneMap  # noqa: E402
 from orrery.app.render import headless_context  # noqa: E402
 from orrery.app.render._host_tone_map import HostToneMap, tone_table  # noqa: E402
+from orrery.app.render._yuv420_pass import Yuv420Pass  # noqa: E402
 
 from .splat_images import SIZE, moving_galaxy  # noqa: E402
 
@@ -83,6 +85,36 @@ def test_a_refined_picture_is_tone_mapped_with_its_light_scale(ctx):
         scene.release()
 
 
+def test_the_host_yuv420_frame_is_the_gpu_pass_conversion_of_the_host_picture(ctx):
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
+    size = (SIZE[0] - SIZE[0] % 2, SIZE[1] - SIZE[1] % 2)  # yuv420p frames have even sides
+    scene = ParticleScene(ctx)
+    renderer = Renderer(ctx, host_splat=True, light_on_host=True)
+    tone = ToneMap(exposure=0.6)
+    try:
+        renderer.resize(*size)
+        scene.show(frames[-1], population)
+        renderer.accumulate(scene, view_projection, PointStyle(colour_mode="speed"))
+        frame = renderer.host_picture(tone, yuv420=True)
+        assert frame.shape == (size[1] * 3 // 2, size[0]) and frame.dtype == np.uint8
+        # the GPU's conversion (yuv420.frag, here on llvmpipe) of the RGBX host picture
+        picture = ctx.texture(size, 4, renderer.host_picture(tone)[::-1].tobytes())
+        gpu = Yuv420Pass(ctx, picture, size)
+        try:
+            gpu.submit()
+            converted = gpu.collect()
+        finally:
+            gpu.release()
+            picture.release()
+        difference = np.abs(frame.astype(int) - converted.astype(int))
+        assert difference.max() <= 1  # fixed point against the shader's floats
+        assert np.count_nonzero(difference) <= 0.001 * difference.size
+        assert np.count_nonzero(converted[:size[1]] > 16) > 0.05 * size[0] * size[1]  # lit
+    finally:
+        renderer.release()
+        scene.release()
+
+
 def test_no_host_picture_without_host_light_or_with_bloom(ctx):
     frames, population, view_projection = moving_galaxy(keep_inside=False)
     scene = ParticleScene(ctx)
@@ -115,3 +147,7 @@ def test_the_table_maps_every_float_as_the_shader_would():
     assert table.dtype == np.uint8 and np.all(np.diff(finite.astype(int)) >= 0)
     with pytest.raises(ValueError, match="bloom"):
         HostToneMap().apply(np.zeros((2, 2, 4), np.float32), ToneMap(bloom=0.3))
+    with pytest.raises(ValueError, match="bloom"):
+        HostToneMap.yuv420(np.zeros((2, 2, 4), np.float32), ToneMap(bloom=0.3))
+    with pytest.raises(ValueError, match="even"):
+        HostToneMap.yuv420(np.zeros((3, 2, 4), np.float32), ToneMap())

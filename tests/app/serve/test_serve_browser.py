@@ -24,11 +24,17 @@ def state(driver) -> dict:
         " inputLatencies: s.inputLatencies.length} : null")
 
 
-def canvas_pixels(driver) -> np.ndarray:
-    """The picture on the page's canvas as the browser drew it: mean brightness of 32 x 32
-    blocks, computed in the page (the full picture is megabytes of JSON)."""
+def shown_pixels(driver) -> np.ndarray:
+    """The picture the page shows (its video's, or its canvas's where the pictures are drawn
+    there), as the browser made it: mean brightness of 32 x 32 blocks, computed in the page (the
+    full picture is megabytes of JSON)."""
     blocks = driver.execute_script(
-        "const c = document.querySelector('canvas.orrery-canvas');"
+        "let c = document.querySelector('canvas.orrery-canvas');"
+        "const v = document.querySelector('video.orrery-video');"
+        "if (v && !v.hidden) {"
+        "  const copy = document.createElement('canvas'); copy.width = c.width;"
+        "  copy.height = c.height; copy.getContext('2d').drawImage(v, 0, 0, c.width, c.height);"
+        "  c = copy; }"
         "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
         "const bw = Math.ceil(c.width / 32), bh = Math.ceil(c.height / 32);"
         "const sums = new Array(bw * bh).fill(0);"
@@ -67,6 +73,13 @@ def test_the_browser_decodes_a_moving_run_and_shows_the_collision(serve, browser
                      what="the step counter to advance")
     assert later["decoded"] > first["decoded"]
     assert not later["errors"]
+    shown_by = page.execute_script(
+        "const v = document.querySelector('video.orrery-video');"
+        "const c = document.querySelector('canvas.orrery-canvas');"
+        "return v && !v.hidden ? [v.videoWidth, v.videoHeight, c.width, c.height] : null")
+    assert shown_by is not None, "Chromium shows the pictures through its track generator's video"
+    assert shown_by[:2] == [side - side % 2 for side in shown_by[2:]], \
+        "the video's pictures are the canvas's size (made even for H.264)"
     screenshot = tmp_path / "page.png"
     page.save_screenshot(str(screenshot))
     from PIL import Image
@@ -82,13 +95,13 @@ def test_dragging_moves_this_clients_camera_and_not_anothers(serve, browser):
     one, two = browser(server.url), browser(server.url)
     decoded(one), decoded(two)
     time.sleep(1.0)
-    before_one, before_two = canvas_pixels(one), canvas_pixels(two)
+    before_one, before_two = shown_pixels(one), shown_pixels(two)
     canvas = one.find_element(By.CSS_SELECTOR, "canvas.orrery-canvas")
     ActionChains(one).move_to_element_with_offset(canvas, 200, 0).click_and_hold() \
         .move_by_offset(150, 40).move_by_offset(150, 40).release().perform()
     wait_for(lambda: state(one)["inputLatencies"] >= 2, what="a picture showing the drag")
     time.sleep(1.0)
-    after_one, after_two = canvas_pixels(one), canvas_pixels(two)
+    after_one, after_two = shown_pixels(one), shown_pixels(two)
     assert np.abs(after_one - before_one).mean() > 0.2, "the drag turned the view"
     assert np.abs(after_two - before_two).max() < 1e-9, \
         "the other client's camera did not move"
@@ -105,6 +118,20 @@ def test_pause_stops_the_step_counter_for_every_client(serve, browser):
     time.sleep(2.0)
     assert state(two)["step"] == step, "no step is made while paused"
     assert state(one)["step"] == step
+
+
+def test_a_browser_without_a_track_generator_draws_the_pictures_into_the_canvas(serve, browser):
+    server = serve(*RUN, "--paused")
+    page = browser(server.url)
+    page.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                         {"source": "delete window.MediaStreamTrackGenerator;"})
+    page.refresh()
+    decoded(page)
+    assert page.execute_script("return document.querySelector('video') === null")
+    wait_for(lambda: shown_pixels(page).max() > 10, what="the collision drawn into the canvas")
+    blocks = shown_pixels(page)
+    assert blocks.std() > 1, "the canvas shows a picture, not one flat colour"
+    assert not state(page)["errors"]
 
 
 def test_killing_the_server_shows_the_reconnect_message(serve, browser):

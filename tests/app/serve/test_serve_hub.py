@@ -6,6 +6,7 @@ import io
 import json
 import threading
 import time
+from pathlib import Path
 
 import av
 import numpy as np
@@ -103,6 +104,24 @@ def test_a_viewer_that_never_acknowledges_holds_up_nobody(hub):
     assert keeping_up.latest()[2] > stalled.latest()[2], "the run went on"
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts wake-ups in /proc")
+def test_the_render_thread_sleeps_while_every_picture_waits_for_its_acknowledgement(hub):
+    stalled = Client(hub, ack=False)
+    wait_for(lambda: stalled.count() == PICTURES_IN_FLIGHT, what="the viewer's window filled")
+
+    def wake_ups():  # the render thread's context switches so far
+        status = Path(f"/proc/self/task/{hub._thread.native_id}/status").read_text()
+        return sum(int(line.split()[1]) for line in status.splitlines()
+                   if "ctxt_switches:" in line)
+
+    before = wake_ups()
+    time.sleep(1.0)
+    # the statistics, four times a second, and no polling (it woke 240 times a second)
+    assert wake_ups() - before < 40
+    stalled.viewer.receive(parse(json.dumps({"type": "ack", "sequence": 1})))
+    wait_for(lambda: stalled.count() > PICTURES_IN_FLIGHT, what="a picture after the ack")
+
+
 def test_a_viewer_that_leaves_gives_back_its_renderer_and_encode_thread(hub):
     leaving, staying = Client(hub), Client(hub)
     wait_for(lambda: leaving.count() > 2 and staying.count() > 2, what="pictures for both")
@@ -132,14 +151,18 @@ def test_a_still_viewer_past_the_cap_gets_pictures_until_every_particle_is_drawn
         hub.close()
 
 
-@pytest.mark.parametrize("on_gpu", [True, False], ids=["gpu-conversion", "swscale"])
-def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, on_gpu):
-    """The H.264 viewer's pictures are converted to BT.709 yuv420p, by the GPU's pass (where
-    GL draws on a GPU) or by swscale (where it draws on the CPU), and tagged so: decoded,
-    their colours are the JPEG viewer's of the same frame."""
+@pytest.mark.parametrize("conversion", ["host-tone-map", "gpu-pass", "swscale"])
+def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, conversion):
+    """The H.264 viewer's pictures are converted to BT.709 yuv420p, with the tone map where the
+    host splat's light is on the host, else by the GPU's pass (where GL draws on a GPU) or by
+    swscale (where it draws on the CPU), and tagged so: decoded, their colours are the JPEG
+    viewer's of the same frame."""
+    from orrery.app.render import Renderer
     from orrery.app.serve import _hub
 
-    monkeypatch.setattr(_hub, "is_software", lambda ctx: not on_gpu)
+    if conversion != "host-tone-map":  # the light goes through GL, as with bloom or density
+        monkeypatch.setattr(Renderer, "host_picture", lambda renderer, tone, yuv420=False: None)
+        monkeypatch.setattr(_hub, "is_software", lambda ctx: conversion == "swscale")
     hub = Hub(SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct")))
     try:
         hub.source.pause()
