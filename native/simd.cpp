@@ -4,23 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#ifdef ORRERY_X86_KERNELS
-#include <cpuid.h>
-#endif
+#include "cpu_support.hpp"
 
 namespace orrery {
-
-#ifdef ORRERY_X86_KERNELS
-namespace {
-
-// CPUID leaf 1, ECX bit 29: asked directly, as Clang 14's __builtin_cpu_supports has no "f16c".
-bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
-}
-
-}  // namespace
-#endif
 
 const char* simd_name(SimdLevel level) {
   switch (level) {
@@ -46,10 +32,8 @@ namespace {
 bool cpu_runs(SimdLevel level) {
   switch (level) {
 #ifdef ORRERY_X86_KERNELS
-    // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
-    case SimdLevel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    case SimdLevel::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case SimdLevel::avx512: return cpu_runs_avx512();
+    case SimdLevel::avx2: return cpu_runs_avx2();
 #endif
     // Every AArch64 CPU has NEON; a level this build lacks is not in compiled_simd_levels().
     default: return true;
