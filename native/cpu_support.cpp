@@ -8,6 +8,11 @@
 #endif
 #endif
 
+#if defined(ORRERY_ARM64_KERNELS) && defined(__linux__)
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#endif
+
 namespace orrery {
 
 #ifdef ORRERY_X86_KERNELS
@@ -74,6 +79,18 @@ bool cpu_runs_avx2() {
 bool cpu_runs_avx512() {
   const CpuidRegisters leaf7 = cpuid(7, 0);
   return has(leaf7.ebx, kLeaf7EbxAvx512f) && has(leaf7.ebx, kLeaf7EbxAvx512dq) && os_saves(kXcr0Zmm);
+}
+#endif
+
+#ifdef ORRERY_ARM64_KERNELS
+unsigned cpu_sve_vector_bits() {
+#if defined(__linux__)
+  if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) return 0;
+  const int length = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
+  return length < 0 ? 0 : 8 * static_cast<unsigned>(length & PR_SVE_VL_LEN_MASK);
+#else
+  return 0;
+#endif
 }
 #endif
 
