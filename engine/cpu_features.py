@@ -9,7 +9,8 @@ import os
 from .. import _native
 from .errors import InvalidInputError, SolverUnavailableError
 
-SIMD_LEVELS = ("scalar", "avx2", "avx512", "neon")  # neon on AArch64 builds, the others on x86-64
+# avx2 and avx512 on x86-64 builds, neon and sve on AArch64 ones.
+SIMD_LEVELS = ("scalar", "avx2", "avx512", "neon", "sve")
 
 
 def available_simd_levels() -> list[str]:
@@ -19,7 +20,9 @@ def available_simd_levels() -> list[str]:
 
 def simd_level(requested: str | None = None) -> dict:
     """The level a native CPU kernel runs at for ``requested`` (``None``: ``ORRERY_SIMD`` if set,
-    else the widest available), with its target block sizes and how it computes 1/sqrt.
+    else the widest available), the table its kernels come from (``kernels``: the level's name,
+    or for ``sve`` the vector length's table, ``sve128``, ``sve256`` or ``sve512``), with its
+    target block sizes and how it computes 1/sqrt.
 
     Raises :class:`InvalidInputError` for an unknown name and :class:`SolverUnavailableError` for
     a level this CPU or build lacks.
@@ -47,8 +50,8 @@ def check_simd_environment() -> None:
         try:
             value.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInputError(f"ORRERY_SIMD must be scalar, avx2, avx512 or neon, got {value!r}") \
-                from None
+            names = f"{', '.join(SIMD_LEVELS[:-1])} or {SIMD_LEVELS[-1]}"
+            raise InvalidInputError(f"ORRERY_SIMD must be {names}, got {value!r}") from None
 
 
 def hardware_threads() -> int:

@@ -100,7 +100,7 @@ CHECK_ACCURACY = Option("check_accuracy", int, None,
 QUADRUPOLE = Option("quadrupole", bool, False, "add traceless quadrupole moments of cells")
 LEAF_CAPACITY = Option("leaf_capacity", int, 16, "most particles a leaf holds", minimum=1)
 SIMD = Option("simd", str, None, "CPU instruction set for the native kernels (default: ORRERY_SIMD, "
-              "else the widest this CPU has)", choices=("scalar", "avx2", "avx512", "neon"))
+              "else the widest this CPU has)", choices=("scalar", "avx2", "avx512", "neon", "sve"))
 DEVICE = Option("device", str, None, "compute device, e.g. 'cuda:0' or 'sycl:cpu' (default: first found)")
 
 

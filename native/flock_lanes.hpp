@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "bits.hpp"
+
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -67,7 +69,7 @@ struct FlockLanes {
     const int limit = count < lanes ? int(count) : int(lanes);
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(limit), index));
   }
-  static long count(M m) { return __builtin_popcount(unsigned(_mm256_movemask_ps(m))); }
+  static long count(M m) { return count_set_bits(unsigned(_mm256_movemask_ps(m))); }
   using I = __m256i;
   static I load_rows(const std::uint32_t* p, M live) {
     const __m256i index = _mm256_maskload_epi32(reinterpret_cast<const int*>(p), _mm256_castps_si256(live));
@@ -112,7 +114,7 @@ struct FlockLanes {
   static M first(std::size_t count) {
     return count >= lanes ? M(0xffff) : M((1u << count) - 1u);
   }
-  static long count(M m) { return __builtin_popcount(unsigned(m)); }
+  static long count(M m) { return count_set_bits(m); }
   using I = __m512i;
   static I load_rows(const std::uint32_t* p, M live) {
     const __m512i index = _mm512_maskz_loadu_epi32(live, p);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bits.hpp"
 #include "morton.hpp"
 #include "parallel.hpp"
 
@@ -76,7 +77,7 @@ struct DualWalk {
     double theta2 = opening.theta2;
     if (opening.heavy != 0) {
       const std::uint32_t c = std::max(count[a], count[b]);
-      if (c > opening.heavy) theta2 = opening.heavy_theta2[31 - __builtin_clz(c / opening.heavy)];
+      if (c > opening.heavy) theta2 = opening.heavy_theta2[highest_set_bit(c / opening.heavy)];
     }
     return theta2 * d2 > r * r;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "bits.hpp"
 #include "parallel.hpp"
 
 namespace orrery {
@@ -15,7 +16,7 @@ namespace {
 int common_level(std::uint64_t a, std::uint64_t b) {
   std::uint64_t differ = a ^ b;
   if (differ == 0) return kMortonLevels;
-  int highest = 63 - __builtin_clzll(differ);
+  int highest = highest_set_bit(differ);
   return kMortonLevels - 1 - highest / 3;
 }
 

@@ -4,29 +4,16 @@
 #include <stdexcept>
 #include <string>
 
-#ifdef ORRERY_X86_KERNELS
-#include <cpuid.h>
-#endif
+#include "cpu_support.hpp"
 
 namespace orrery {
-
-#ifdef ORRERY_X86_KERNELS
-namespace {
-
-// CPUID leaf 1, ECX bit 29: asked directly, as Clang 14's __builtin_cpu_supports has no "f16c".
-bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
-}
-
-}  // namespace
-#endif
 
 const char* simd_name(SimdLevel level) {
   switch (level) {
     case SimdLevel::avx512: return "avx512";
     case SimdLevel::avx2: return "avx2";
     case SimdLevel::neon: return "neon";
+    case SimdLevel::sve: return "sve";
     default: return "scalar";
   }
 }
@@ -35,7 +22,7 @@ std::vector<SimdLevel> compiled_simd_levels() {
 #if defined(ORRERY_X86_KERNELS)
   return {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512};
 #elif defined(ORRERY_ARM64_KERNELS)
-  return {SimdLevel::scalar, SimdLevel::neon};
+  return {SimdLevel::scalar, SimdLevel::neon, SimdLevel::sve};
 #else
   return {SimdLevel::scalar};
 #endif
@@ -43,13 +30,26 @@ std::vector<SimdLevel> compiled_simd_levels() {
 
 namespace {
 
+#ifdef ORRERY_ARM64_KERNELS
+// The SVE table of this process's vector length, null for a length without one.
+const SimdKernels* sve_kernels() {
+  switch (cpu_sve_vector_bits()) {
+    case 128: return &kSve128Kernels;
+    case 256: return &kSve256Kernels;
+    case 512: return &kSve512Kernels;
+    default: return nullptr;
+  }
+}
+#endif
+
 bool cpu_runs(SimdLevel level) {
   switch (level) {
 #ifdef ORRERY_X86_KERNELS
-    // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
-    case SimdLevel::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    case SimdLevel::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case SimdLevel::avx512: return cpu_runs_avx512();
+    case SimdLevel::avx2: return cpu_runs_avx2();
+#endif
+#ifdef ORRERY_ARM64_KERNELS
+    case SimdLevel::sve: return sve_kernels() != nullptr;
 #endif
     // Every AArch64 CPU has NEON; a level this build lacks is not in compiled_simd_levels().
     default: return true;
@@ -70,9 +70,14 @@ SimdLevel cpu_simd_level() { return cpu_simd_levels().back(); }
 namespace {
 
 SimdLevel parse_simd_level(const std::string& name, const char* source) {
-  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::neon})
+  constexpr SimdLevel kEveryLevel[] = {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512,
+                                       SimdLevel::neon, SimdLevel::sve};
+  std::string names;
+  for (SimdLevel level : kEveryLevel) {
     if (name == simd_name(level)) return level;
-  throw std::invalid_argument(std::string(source) + " must be scalar, avx2, avx512 or neon, got '" + name + "'");
+    names += std::string(names.empty() ? "" : level == SimdLevel::sve ? " or " : ", ") + simd_name(level);
+  }
+  throw std::invalid_argument(std::string(source) + " must be " + names + ", got '" + name + "'");
 }
 
 }  // namespace
@@ -98,6 +103,7 @@ const SimdKernels& simd_kernels(SimdLevel level) {
 #endif
 #ifdef ORRERY_ARM64_KERNELS
   if (level == SimdLevel::neon) return kNeonKernels;
+  if (level == SimdLevel::sve && sve_kernels()) return *sve_kernels();
 #endif
   return kScalarKernels;
 }

@@ -1,6 +1,7 @@
 // Run-time choice of the instruction set: the widest level both this build and this CPU have,
-// lowered by ORRERY_SIMD=scalar|avx2|avx512|neon or by an explicit request (tests check every
-// path). x86-64 builds have scalar, avx2 and avx512; AArch64 builds scalar and neon.
+// lowered by ORRERY_SIMD=scalar|avx2|avx512|neon|sve or by an explicit request (tests check every
+// path). x86-64 builds have scalar, avx2 and avx512; AArch64 builds scalar, neon and sve, whose
+// table is the one of the CPU's vector length (128, 256 or 512 bits; other lengths have no sve).
 #pragma once
 
 #include <string>
@@ -10,7 +11,7 @@
 
 namespace orrery {
 
-enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3 };
+enum class SimdLevel : int { scalar = 0, avx2 = 1, avx512 = 2, neon = 3, sve = 4 };
 
 const char* simd_name(SimdLevel level);
 

@@ -155,6 +155,9 @@ extern const SimdKernels kAvx512Kernels;
 #endif
 #ifdef ORRERY_ARM64_KERNELS
 extern const SimdKernels kNeonKernels;
+extern const SimdKernels kSve128Kernels;  // one SVE table per vector length (simd_sve.hpp)
+extern const SimdKernels kSve256Kernels;
+extern const SimdKernels kSve512Kernels;
 #endif
 
 }  // namespace orrery

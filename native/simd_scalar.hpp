@@ -12,6 +12,7 @@
 // its sources' moments into lanes with it).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 namespace orrery {
@@ -35,15 +36,11 @@ struct Vec {
   static V fma(V a, V b, V c) { return a * b + c; }
   static V fnma(V a, V b, V c) { return c - a * b; }
   static V div(V a, V b) { return a / b; }
-  static V sqrt(V a) { return sqrt_of(a); }
+  static V sqrt(V a) { return std::sqrt(a); }
   static constexpr bool has_estimate = false;
   static V zero_lane(V v, std::size_t lane) { return lane == 0 ? T(0) : v; }
   static void transpose(const T* const* rows, std::size_t offset, T* out, std::size_t) { out[0] = rows[0][offset]; }
-  static V two_over_sqrt(V r2) { return T(2) / sqrt_of(r2); }
-
- private:
-  static float sqrt_of(float x) { return __builtin_sqrtf(x); }
-  static double sqrt_of(double x) { return __builtin_sqrt(x); }
+  static V two_over_sqrt(V r2) { return T(2) / std::sqrt(r2); }
 };
 
 }  // namespace simd_scalar

@@ -116,7 +116,9 @@ def run(args) -> int:
     info = build_info()
     level = simd_level()
     forced = f"; ORRERY_SIMD={info['simd_env']}" if info["simd_env"] else ""
-    print(f"CPU: {info['threads']} threads, SIMD {level['level']} "
+    # SVE has a table per vector length: which one this CPU runs.
+    table = f"[{level['kernels']} table] " if level["kernels"] != level["level"] else ""
+    print(f"CPU: {info['threads']} threads, SIMD {level['level']} {table}"
           f"(CPU supports {info['simd_cpu']}; built: {', '.join(info['simd_compiled'])}{forced})")
     print(f"  cpu-direct and cpu-tree kernels, 1/sqrt: f32 {level['rsqrt_f32']}; f64 {level['rsqrt_f64']}")
     _print_compute_devices()

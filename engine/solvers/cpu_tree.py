@@ -82,7 +82,7 @@ class CpuTreeSolver(Solver):
         it with theta (the cheaper way to the target, ``chosen["variant"]``), else off.
     leaf_capacity : int
         Most particles a leaf holds (coincident particles may exceed it).
-    simd : {"scalar", "avx2", "avx512", "neon"} or None
+    simd : {"scalar", "avx2", "avx512", "neon", "sve"} or None
         Instruction set of the interaction kernels; None: ``ORRERY_SIMD``, else the widest this
         CPU runs. Resolved once, when the solver is made.
 

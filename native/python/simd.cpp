@@ -37,6 +37,7 @@ py::dict build_info() {
 #endif
 #ifdef ORRERY_ARM64_KERNELS
   level_flags["neon"] = "";
+  level_flags["sve"] = ORRERY_SVE_FLAGS " -msve-vector-bits=128, 256 or 512 (a table each)";
 #endif
   info["simd_compiled"] = compiled;
   info["simd_flags"] = level_flags;
@@ -52,6 +53,7 @@ py::dict level_description(const std::string& requested) {
   const SimdKernels& kernels = simd_kernels(level);
   py::dict d;
   d["level"] = simd_name(level);
+  d["kernels"] = kernels.name;  // the level's table: sve128, sve256 or sve512 for sve
   d["block_f32"] = kernels.block_f32;
   d["block_f64"] = kernels.block_f64;
   d["rsqrt_f32"] = kernels.rsqrt_f32;

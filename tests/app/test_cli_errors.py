@@ -71,7 +71,7 @@ def test_an_orrery_simd_that_is_not_text_is_one_line(monkeypatch, capsys):
     monkeypatch.setitem(os.environb, b"ORRERY_SIMD", b"\xff")
     for argv in (["devices"], QUICK_RUN):
         assert main(argv) == 2
-        assert "ORRERY_SIMD must be scalar, avx2, avx512 or neon" in _last_line(capsys)
+        assert "ORRERY_SIMD must be scalar, avx2, avx512, neon or sve" in _last_line(capsys)
 
 
 def test_a_bad_orrery_simd_stops_only_the_commands_that_use_it(monkeypatch, capsys, tmp_path):

@@ -123,7 +123,7 @@ def test_orrery_simd_environment_variable_sets_the_default(monkeypatch):
     assert make_solver("cpu-direct").simd == "scalar"
     assert make_solver("cpu-direct", simd=LEVELS[-1]).simd == LEVELS[-1]
     monkeypatch.setenv("ORRERY_SIMD", "sse9")
-    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2, avx512 or neon"):
+    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2, avx512, neon or sve"):
         make_solver("cpu-direct")
 
 

@@ -264,7 +264,7 @@ def test_orrery_simd_environment_picks_the_level(monkeypatch, plummer_2048):
     _, _, stats = _tree(particles, simd=available_simd_levels()[-1])
     assert stats["simd"] == available_simd_levels()[-1]
     monkeypatch.setenv("ORRERY_SIMD", "sse9")
-    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2, avx512 or neon"):
+    with pytest.raises(InvalidInputError, match="ORRERY_SIMD must be scalar, avx2, avx512, neon or sve"):
         make_solver("cpu-tree")
 
 

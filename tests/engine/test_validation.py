@@ -143,7 +143,7 @@ def undecodable_simd(monkeypatch):
 
 def test_an_orrery_simd_that_is_not_text_is_a_clear_error(undecodable_simd):
     for call in (build_info, simd_level, lambda: make_solver("cpu-direct")):
-        with pytest.raises(InvalidInputError, match=r"ORRERY_SIMD must be scalar, avx2, avx512 or neon, got b'avx\\xff'"):
+        with pytest.raises(InvalidInputError, match=r"ORRERY_SIMD must be scalar, avx2, avx512, neon or sve, got b'avx\\xff'"):
             call()
 
 
