@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from ... import _native
+from ..errors import InvalidInputError
 from ..options import LEAF_CAPACITY, THETA, Option
 from ..tuning.accuracy_table import ThetaSetting
 
@@ -90,6 +91,11 @@ def order_variants(order: int | None, accuracy: float | None,
     with and without heavy nodes (``ACCURACY_HEAVY_SHARE``), or with the heavy share given."""
     if accuracy is None:
         return [{"order": FMM_DEFAULT_ORDER if order is None else order}]
+    if heavy_share not in (None, ACCURACY_HEAVY_SHARE):
+        raise InvalidInputError(
+            f"accuracy= knows the errors of heavy_share {ACCURACY_HEAVY_SHARE:g} alone (the "
+            f"accuracy table's), not of heavy_share={heavy_share:g}: leave heavy_share to the "
+            f"table, or give theta with it instead of accuracy")
     orders = ACCURACY_ORDERS if order is None else (order,)
     shares = (None, ACCURACY_HEAVY_SHARE) if heavy_share is None else (heavy_share,)
     return [{"order": o} if share is None else {"order": o, "heavy_share": share}

@@ -76,7 +76,7 @@ def test_a_given_heavy_share_is_kept_and_one_the_table_never_measured_is_refused
     solver = make_solver("cpu-fmm", accuracy=1e-3, heavy_share=ACCURACY_HEAVY_SHARE)
     solver.accelerations(plummer_2048.pos, plummer_2048.mass)
     assert solver.heavy_share == ACCURACY_HEAVY_SHARE and "heavy_share" in solver.chosen["variant"]
-    with pytest.raises(InvalidInputError, match="heavy_share=0.02"):
+    with pytest.raises(InvalidInputError, match="heavy_share=0.02: leave heavy_share to the table"):
         make_solver("cpu-fmm", accuracy=1e-3, heavy_share=0.02)
     # without accuracy the option alone decides, as before
     assert make_solver("cpu-fmm", theta=0.6).heavy_share == 0.0
