@@ -41,22 +41,19 @@ def _sve_vector_bits() -> int:
     return 8 * (length & PR_SVE_VL_LEN_MASK)
 
 
-@pytest.mark.skipif(not ON_LINUX or "avx2" not in build_info()["simd_compiled"],
-                    reason="Linux's x86 CPU flags are the reference")
-def test_x86_levels_are_those_linux_reports_for_this_cpu():
-    flags = _linux_cpu_flags()
+# The other systems have no independent statement of what the CPU offers a process here.
+@pytest.mark.skipif(not ON_LINUX, reason="the reference is what Linux reports (/proc, auxv)")
+def test_levels_are_those_linux_reports_for_this_cpu():
+    if "neon" in build_info()["simd_compiled"]:  # AArch64: NEON, and the SVE table of the
+        bits = _sve_vector_bits()                 # process's vector length where there is one
+        if bits in SVE_TABLE_BITS:
+            assert available_simd_levels() == ["scalar", "neon", "sve"]
+            assert simd_level("sve")["kernels"] == f"sve{bits}"
+        else:
+            assert available_simd_levels() == ["scalar", "neon"]
+            with pytest.raises(SolverUnavailableError, match="SIMD level sve is not available"):
+                simd_level("sve")
+        return
+    flags = _linux_cpu_flags()  # x86-64: the flags name the levels whose registers Linux saves
     expected = ["scalar"] + [level for level, needs in X86_LEVEL_FLAGS.items() if needs <= flags]
     assert available_simd_levels() == expected
-
-
-@pytest.mark.skipif(not ON_LINUX or "neon" not in build_info()["simd_compiled"],
-                    reason="Linux's AArch64 capabilities are the reference")
-def test_aarch64_offers_the_sve_table_of_the_process_vector_length():
-    bits = _sve_vector_bits()
-    if bits in SVE_TABLE_BITS:
-        assert available_simd_levels() == ["scalar", "neon", "sve"]
-        assert simd_level("sve")["kernels"] == f"sve{bits}"
-    else:
-        assert available_simd_levels() == ["scalar", "neon"]
-        with pytest.raises(SolverUnavailableError, match="SIMD level sve is not available"):
-            simd_level("sve")
