@@ -362,6 +362,9 @@ def _encode_segment(settings: _Settings, feed: queue.Queue, room: threading.Sema
     packets, convert, encode, ended = [], 0.0, 0.0, False
     try:
         encoder = settings.open_encoder()
+        # One converter for the segment, as the served stream keeps one: a frame's own
+        # reformat() makes and frees a swscale context for every frame
+        converter = av.video.reformatter.VideoReformatter()
         while (item := feed.get()) is not None:
             index, kind, image = item
             try:
@@ -369,9 +372,9 @@ def _encode_segment(settings: _Settings, feed: queue.Queue, room: threading.Sema
                 if kind == "yuv420p":
                     frame = av.VideoFrame.from_numpy_buffer(image, format="yuv420p")
                 else:
-                    frame = av.VideoFrame.from_ndarray(image, format="rgb24").reformat(
-                        format="yuv420p", dst_colorspace=BT709, dst_color_range=LIMITED_RANGE,
-                        threads=1)
+                    frame = converter.reformat(
+                        av.VideoFrame.from_ndarray(image, format="rgb24"), format="yuv420p",
+                        dst_colorspace=BT709, dst_color_range=LIMITED_RANGE, threads=1)
                 frame.pts = index
                 converted = time.thread_time()
                 packets.extend(encoder.encode(frame))
