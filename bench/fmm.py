@@ -3,9 +3,12 @@ angle (RMS and 90th percentile of |da|/|a| over sampled targets against exact fl
 its stage breakdown (sort, build, walk, upward, M2L, P2P, downward, from ``last_stats``) and,
 with ``--versus``, the fastest setting of each solver that reaches each error target (by RMS and
 by 90th percentile), measured in the same run (``--versus cpu-tree`` sweeps the tree's theta with and without quadrupoles).
-With ``--peers``, jz-fmm (bench/_fmm_peers.py, CUDA only) is swept over ``--peer-orders`` and
-``--peer-thetas`` in the same run, its errors measured by the same sampled float64 sums, and
-joins the equal-error table.
+With ``--peers``, jz-fmm (bench/_fmm_peers.py, CUDA only) is swept in the same run over its
+expansion orders, opening angles, leaf sizes and tree coarsening factors (``--peer-orders``,
+``--peer-thetas``, ``--peer-leaf-sizes``, ``--peer-coarse-factors``), each setting at the
+smallest of ``--peer-ilist-factors`` whose interaction lists hold it (a setting that overflows
+them is a row saying so, not a timing); its errors are measured by the same sampled float64 sums
+and its fastest setting at each target joins the equal-error table as ours does.
 
 Self-contained: it needs only the solvers, the initial conditions and the timing harness.
 """
@@ -13,7 +16,8 @@ Self-contained: it needs only the solvers, the initial conditions and the timing
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import asdict, fields, replace
+from itertools import product
 
 import numpy as np
 
@@ -25,12 +29,15 @@ from ..engine.solvers import solver_specs
 from ..engine.solvers._fmm import FMM_HEAVY_SHARE
 from ..engine.options import LEAF_CAPACITY, PRECISION, Option
 from ..engine.tuning.timing import Timing, time_trials
-from ._fmm_peers import jzfmm_peer
+from ._fmm_peers import MAX_LEAF_SIZE, ListOverflow, PeerSetting, jzfmm_peer
 from ._options import SOLVER_RUN, BenchmarkSpec, several
 from .memory import MEMORY, check_memory_solver, memory_row, print_memory
 from .harness import launched_one_by_one, one_evaluation, replay_equals_launched
 
 HELP = "fast multipole method: time and error per order and theta, stage breakdown, equal-error comparison"
+
+# What the equal-error table names of a setting: ours, the compared solver's and the peer's.
+SETTING_KNOBS = ("order", "theta", "quadrupole", "leaf_size", "coarse_factor", "ilist_factor")
 
 STAGES = ("box", "keys", "sort", "build", "walk", "lists", "upward", "m2l", "p2p", "downward", "l2p", "kernel")
 
@@ -70,9 +77,25 @@ SPEC = BenchmarkSpec("fmm", HELP, options=(
                    exclusive_minimum=True), (1e-2, 3e-3, 1e-3, 3e-4)),
     Option("peers", bool, False, "also sweep jz-fmm (CUDA only; skipped with the reason where "
                                  "it cannot run) and compare at equal error"),
-    several(Option("peer_orders", int, None, "jz-fmm's expansion orders", minimum=1), (3, 4, 5, 6)),
+    # jz-fmm's paper: p 5 and theta 0.8 by default, p up to 7 and smaller angles in its
+    # accuracy-time comparison (figure 9); leaves of at most 32 and its FMM's planes coarsened by
+    # 4 are its defaults, which it does not vary. Its leaf size trades M2L for leaf-leaf sums as
+    # our leaf capacity does, so it is swept as ours is.
+    several(Option("peer_orders", int, None, "jz-fmm's expansion orders", minimum=1), (4, 5, 6, 7)),
     several(Option("peer_thetas", float, None, "jz-fmm's opening angles", minimum=0.0),
             (0.5, 0.6, 0.7, 0.8)),
+    several(Option("peer_leaf_sizes", int, None, "jz-fmm's most particles a leaf holds "
+                                                 "(max_leaf_size)", minimum=1,
+                   maximum=MAX_LEAF_SIZE), (16, 32, 64)),
+    several(Option("peer_coarse_factors", float, None, "jz-fmm's growth of the largest node from "
+                                                       "one tree plane to the next (coarse_fac)",
+                   minimum=1.0, exclusive_minimum=True), (4.0,)),
+    # Its default of 64 entries a leaf is sized for theta 0.8 and overflows at 0.6 on a Plummer
+    # sphere; its paper raised it for smaller angles.
+    several(Option("peer_ilist_factors", float, None, "jz-fmm's interaction-list entries "
+                                                      "allocated per leaf (alloc_fac_ilist): each "
+                                                      "setting runs at the smallest that holds it",
+                   minimum=0.0, exclusive_minimum=True), (64.0, 256.0, 1024.0)),
 ))
 
 
@@ -233,22 +256,44 @@ def _versus_sweep(args, n, particles, exact, targets) -> list[dict]:
 
 
 def _peer_sweep(peer, args, n, particles, exact, targets) -> list[dict]:
-    """The peer at every order and theta: wall time of a device-resident evaluation (the
-    particles uploaded once), errors by our sampled float64 sums."""
-    sweep = []
-    for order in args.peer_orders:
-        for theta in args.peer_thetas:
-            row = {"table": "peer", "solver": peer.name, "n": n, "order": order, "theta": theta}
+    """The peer at every order, theta, leaf size and coarsening factor, each at the smallest
+    interaction-list factor that holds it: wall time of a device-resident evaluation (the
+    particles uploaded once), errors by our sampled float64 sums.
+
+    1. For each setting, try the list factors from the smallest up, skipping those that
+       overflowed at the same theta, leaf size and coarsening factor: the lists are those of the
+       tree and the opening test alone, the same at every order.
+    2. A factor whose lists overflow is a row saying so (``overflow``, NaN time and errors); the
+       next factor is tried. An overflow of another allocation, or any other failure, is a row
+       with a note and ends the setting.
+    3. The first factor that runs is timed, and no larger one: a larger list is only more memory
+       to allocate and fill, the same work in the kernels.
+    """
+    sweep, overflowed = [], {}
+    for order, theta, leaf_size, coarse in product(args.peer_orders, args.peer_thetas,
+                                                   args.peer_leaf_sizes, args.peer_coarse_factors):
+        tree = (theta, leaf_size, coarse)
+        for factor in sorted(f for f in args.peer_ilist_factors if f > overflowed.get(tree, 0.0)):
+            setting = PeerSetting(order, theta, leaf_size, coarse, factor)
+            row = {"table": "peer", "solver": peer.name, "n": n, **asdict(setting)}
+            sweep.append(row)
             try:
-                evaluate, read = peer.prepare(particles.pos, particles.mass, order, theta)
+                evaluate, read = peer.prepare(particles.pos, particles.mass, setting)
                 timing = time_trials(evaluate, warmup=max(args.warmup, 1), trials=args.trials)
                 row.update(**timing.summary(), **_errors(read(), exact, targets))
+                break
+            except ListOverflow as error:
+                row.update(median_s=float("nan"), rms=float("nan"), p90=float("nan"),
+                           overflow=True, note=f"overflow: {error}")
+                if not error.ilist:
+                    break
+                overflowed[tree] = factor
             except Exception as error:  # noqa: BLE001 - a peer's failure is a row, not a crash
                 row.update(median_s=float("nan"), rms=float("nan"), p90=float("nan"),
                            note=f"{type(error).__name__}: {str(error)[:80]}")
-            sweep.append(row)
+                break
     print(f"\n{peer.name} sweep (N = {n}, device-resident, its own tree build included)")
-    print(format_table(sweep, ["order", "theta", "median_s", "rms", "p90", "note"]))
+    print(format_table(sweep, [*(f.name for f in fields(PeerSetting)), "median_s", "rms", "p90", "note"]))
     return sweep
 
 
@@ -272,8 +317,8 @@ def _equal_error(args, n, groups) -> list[dict]:
                 meeting = [r for r in candidates if _reaches(r, metric, target)]
                 best = min(meeting, key=lambda r: r["median_s"]) if meeting else None
                 row[f"{label}_s"] = best["median_s"] if best else float("nan")
-                row[f"{label}_setting"] = (", ".join(f"{k}={best[k]}" for k in ("order", "theta", "quadrupole")
-                                                     if k in best) if best else "none reached it")
+                row[f"{label}_setting"] = (", ".join(f"{k}={best[k]}" for k in SETTING_KNOBS if k in best)
+                                           if best else "none reached it")
             for label, _ in groups[1:]:
                 row[f"{label}_ratio"] = row[f"{label}_s"] / row[f"{first}_s"]
             rows.append(row)
