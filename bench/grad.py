@@ -56,7 +56,7 @@ SPEC = BenchmarkSpec("grad", HELP, options=(
     Option("steps", int, 10, "steps K of the run", minimum=1),
     Option("dt", float, 1e-3, "time step", minimum=0.0, exclusive_minimum=True),
     Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference, "
-                                        "gpu-direct or cpu-tree (monopole cells)"),
+                                        "gpu-direct, cpu-tree (monopole cells) or cpu-fmm"),
     several(replace(PRECISION, default="f64"), ("f64",)),
     *SOLVER_RUN,
     Option("trials", int, 5, "timed trials", minimum=1),

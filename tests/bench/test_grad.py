@@ -34,5 +34,5 @@ def test_bench_grad_runs_the_reference_as_a_function():
 
 
 def test_bench_grad_refuses_solvers_without_a_vjp():
-    with pytest.raises(InvalidInputError, match="no force VJP for solver 'cpu-fmm'"):
-        grad.run(n=[32], steps=1, trials=1, warmup=0, solver="cpu-fmm")
+    with pytest.raises(InvalidInputError, match="no force VJP for solver 'auto'"):
+        grad.run(n=[32], steps=1, trials=1, warmup=0, solver="auto")
