@@ -47,10 +47,9 @@ from ._options import SOLVER_RUN, BenchmarkSpec, several
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 
 COLUMNS = ["solver", "precision", "n", "steps", "theta", "order", "threads", "device", "forward_s",
-           "gradient_s",
-           "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "memory_over_forward",
-           "forward_device_bytes", "gradient_device_bytes", "device_memory_over_forward",
-           "reversible", "direct_error", "fd_error"]
+           "gradient_s", "grad_over_forward", "forward_iqr_s", "gradient_iqr_s",
+           "memory_over_forward", "forward_device_bytes", "gradient_device_bytes",
+           "device_memory_over_forward", "reversible", "direct_error", "fd_error"]
 
 POSITION_STEP = 3e-4  # positions and velocities, absolute
 MASS_STEP = 0.1  # relative
@@ -60,7 +59,8 @@ SPEC = BenchmarkSpec("grad", HELP, options=(
     Option("steps", int, 10, "steps K of the run", minimum=1),
     Option("dt", float, 1e-3, "time step", minimum=0.0, exclusive_minimum=True),
     Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference, "
-                                        "gpu-direct, cpu-tree (monopole cells) or cpu-fmm"),
+                                        "gpu-direct, cpu-tree (monopole cells), cpu-fmm or "
+                                        "gpu-fmm"),
     several(replace(PRECISION, default="f64"), ("f64",)),
     Option("theta", float, None, "opening angle of a tree or FMM solver (default: its own)",
            minimum=0.0),

@@ -27,7 +27,9 @@ which the cube's ``lo`` and ``side`` take back to the extreme particles:
     dL/dlo_a = sum_nodes dL/dz_a,    dL/dside = sum_nodes dL/dz . g / 2^22
 
 :func:`fmm_lists` takes the lists from cpu-fmm's own evaluation (the native engine) and the
-leaves' particles from the native tree build (the same tree, ADR-0010);
+leaves' particles from the native tree build (the same tree, ADR-0010); :func:`evaluated_lists`
+makes them from any FMM evaluation's lists and tree, and :func:`gpu_fmm_lists` from gpu-fmm's,
+downloaded from its device;
 :func:`fixed_fmm_forces` evaluates them in numpy (the tests' check that they are what cpu-fmm
 evaluated, and the function whose differences the VJP is checked against); :func:`fmm_vjp` is
 its VJP, for the accelerations' cotangents and optionally the potentials'.
@@ -80,36 +82,54 @@ def fmm_lists(pos, mass, *, theta: float, order: int, leaf_capacity: int,
     engine = _native.FmmF32() if precision == "f32" else _native.FmmF64()
     engine.evaluate(pos, mass, 0.0, theta, order, leaf_capacity, threads=threads,
                     heavy_share=heavy_share)
-    lists = engine.lists
     build = _native.build_tree_f32 if precision == "f32" else _native.build_tree_f64
     tree = build(pos, mass, leaf_capacity, False, theta, threads)
-    first = tree["nodes"]["first"].astype(np.int64)
-    count = tree["nodes"]["count"].astype(np.int64)
-    sorted_index = np.asarray(tree["order"], np.int64)
+    return evaluated_lists(pos, order, engine.lists, tree["nodes"], tree["order"])
 
-    def particles(nodes) -> np.ndarray:
+
+def evaluated_lists(pos, order: int, lists: dict, nodes, sorted_index) -> FmmLists:
+    """:class:`FmmLists` of an FMM evaluation at ``pos`` (in the precision it evaluated):
+    ``lists`` its lists, parents and centres (``last_lists``' names: ``m2l_start``,
+    ``m2l_source``, ``p2p_start``, ``p2p_source``, ``parent``, ``centre``), ``nodes`` its
+    tree's records (``first``, ``count``, ``skip``) and ``sorted_index`` the caller's index of
+    each body in key order."""
+    first, count, skip = (np.asarray(nodes[f], np.int64) for f in ("first", "count", "skip"))
+    sorted_index = np.asarray(sorted_index, np.int64)
+
+    def particles(of) -> np.ndarray:
         return np.concatenate([sorted_index[first[node]:first[node] + count[node]]
-                               for node in nodes] + [np.zeros(0, np.int64)])
+                               for node in of] + [np.zeros(0, np.int64)])
 
-    leaves = np.asarray(lists["leaves"], np.int64)
+    leaves = np.flatnonzero(skip == np.arange(1, len(skip) + 1))
     members = tuple(particles([leaf]) for leaf in leaves)
     leaf_of = np.empty(len(pos), np.int64)
     for leaf, own in zip(leaves, members):
         leaf_of[own] = leaf
     p2p_start, p2p_source = (np.asarray(lists[k], np.int64) for k in ("p2p_start", "p2p_source"))
     near = tuple(particles(p2p_source[p2p_start[leaf]:p2p_start[leaf + 1]]) for leaf in leaves)
-    depth_start, by_depth = (np.asarray(lists[k], np.int64) for k in ("depth_start", "by_depth"))
+    parent = np.asarray(lists["parent"], np.int64)
+    depth = np.zeros(len(parent), np.int64)
+    for node in range(1, len(parent)):  # depth first: a parent comes before its children
+        depth[node] = depth[parent[node]] + 1
     m2l_start = np.asarray(lists["m2l_start"], np.int64)
-    cube = _Cube.of(pos.astype(np.float64))
+    cube = _Cube.of(np.asarray(pos).astype(np.float64))
     return FmmLists(
-        order=order, leaf_of=leaf_of, leaves=leaves, members=members, near=near,
-        parent=np.asarray(lists["parent"], np.int64),
-        levels=tuple(by_depth[a:b] for a, b in zip(depth_start[:-1], depth_start[1:])),
+        order=order, leaf_of=leaf_of, leaves=leaves, members=members, near=near, parent=parent,
+        levels=tuple(np.flatnonzero(depth == d) for d in range(depth.max() + 1)),
         m2l_target=np.repeat(np.arange(len(m2l_start) - 1), np.diff(m2l_start)),
         m2l_source=np.asarray(lists["m2l_source"], np.int64),
         offset=np.rint((lists["centre"] - cube.lo) / cube.side * 2.0 ** (KEY_LEVELS + 1))
         / 2.0 ** (KEY_LEVELS + 1),
         low_index=cube.low_index, side_axis=cube.side_axis, high_index=cube.high_index)
+
+
+def gpu_fmm_lists(solver, pos) -> FmmLists:
+    """The tree and lists of a gpu-fmm solver's last evaluation (at ``pos``), downloaded from
+    its device."""
+    tree = solver.last_tree()
+    return evaluated_lists(np.asarray(pos).astype(solver.dtype), solver.order,
+                           solver.last_lists(), tree.node_records(solver.dtype),
+                           tree.order.download()[:tree.count])
 
 
 @dataclass(frozen=True)
