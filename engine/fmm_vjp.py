@@ -1,4 +1,4 @@
-"""The VJP of cpu-fmm's evaluation with its tree and lists held fixed, float64.
+"""The VJP of the FMMs' evaluation with its tree and lists held fixed, float64, on the host.
 
 cpu-fmm (``native/fmm.cpp``, the algebra in ``native/fmm_expansions.hpp``) evaluates, for
 expansion order p and multi-indices k, n with ``t_n(v) = v^n / n!``:
@@ -10,7 +10,8 @@ expansion order p and multi-indices k, n with ``t_n(v) = v^n / n!``:
     L2P   a(x) = sum_{|k|<p} L_{k+e_i}(leaf) t_k(x - z_leaf),  phi(x) = -sum_k L_k t_k(x - z_leaf)
     P2P   the softened direct sum over the leaf's other particles and its P2P leaves' particles
 
-with ``D_m = d^m (1/r)``, ``r^2 = |R|^2 + eps^2``. The expansion centres are the nodes' key
+with ``D_m = d^m (1/r)``, ``r^2 = |R|^2 + eps^2``; gpu-fmm evaluates the same lists and algebra
+on its device (``engine/solvers/kernels/fmm.cl``). The expansion centres are the nodes' key
 boxes' centres: ``z = lo + g side / 2^22``, where ``g`` (twice the box centre in finest Morton
 cells) is an integer fixed with the keys, and ``lo`` (the particles' smallest coordinate on
 each axis) and ``side`` (the largest extent over the axes) are the bounding cube's. With the
@@ -27,12 +28,11 @@ which the cube's ``lo`` and ``side`` take back to the extreme particles:
     dL/dlo_a = sum_nodes dL/dz_a,    dL/dside = sum_nodes dL/dz . g / 2^22
 
 :func:`fmm_lists` takes the lists from cpu-fmm's own evaluation (the native engine) and the
-leaves' particles from the native tree build (the same tree, ADR-0010); :func:`evaluated_lists`
-makes them from any FMM evaluation's lists and tree, and :func:`gpu_fmm_lists` from gpu-fmm's,
-downloaded from its device;
-:func:`fixed_fmm_forces` evaluates them in numpy (the tests' check that they are what cpu-fmm
-evaluated, and the function whose differences the VJP is checked against); :func:`fmm_vjp` is
-its VJP, for the accelerations' cotangents and optionally the potentials'.
+leaves' particles from the native tree build (the same tree, ADR-0010); :func:`gpu_fmm_lists`
+takes gpu-fmm's, downloaded from its device; both through :func:`evaluated_lists`.
+:func:`fixed_fmm_forces` evaluates them in numpy (the tests' check that they are what the
+solver evaluated, and the function whose differences the VJP is checked against);
+:func:`fmm_vjp` is its VJP, for the accelerations' cotangents and optionally the potentials'.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ _BLOCK = 1 << 21
 
 @dataclass(frozen=True)
 class FmmLists:
-    """What cpu-fmm evaluated at one set of positions, as caller indices (particles) and node
+    """What an FMM evaluated at one set of positions, as caller indices (particles) and node
     indices: the tree, its lists and the cube's geometry that places the centres."""
 
     order: int
@@ -231,8 +231,8 @@ class _Terms:
 
     def shift_gradient(self, Y, X, t) -> np.ndarray:
         """(m, 3): d/dv of sum_{k+n=s} Y_s X_k t_n(v), the gradient of a shift by v whose
-        parent side is Y and child side X (M2M: Y the parent's cotangent; L2L: Y the parent's
-        local, X the child's cotangent)."""
+        parent side is Y and child side X (M2M: Y the parent's multipole cotangent, X the
+        child's multipole; L2L: Y the parent's local, X the child's local cotangent)."""
         weight = Y[:, self.pair_sum] * X[:, self.pair_k]
         t = np.concatenate([t, np.zeros((len(t), 1))], axis=1)  # t[-1]: the absent term, 0
         return np.stack([np.einsum("mq,mq->m", weight, t[:, self.minus[a][self.pair_n]])
@@ -277,7 +277,7 @@ class _FarField:
 
     def __init__(self, pos, mass, softening: float, lists: FmmLists):
         terms = self.terms = _terms(lists.order)
-        self.lists, self.eps2 = lists, float(softening) ** 2
+        self.eps2 = float(softening) ** 2
         self.centre = _centres(pos, lists)
         nodes = len(lists.parent)
         self.t = terms.monomials(pos - self.centre[lists.leaf_of])
@@ -405,12 +405,14 @@ def _near_vjp(pos, mass, eps2: float, acc_bar, pot_bar, lists: FmmLists):
         d, inverse, r3, r5 = _near_pairs(pos, targets, sources, eps2)
         abar, pbar = acc_bar[targets], pot_bar[targets]
         d_dot_abar = np.einsum("tsc,tc->ts", d, abar)
-        # T(d) abar_t + pbar_t d / s^(3/2): a source's pull on the target, moved by the source.
-        pull = (r3[:, :, None] * abar[:, None, :]
-                - (3.0 * r5 * d_dot_abar - r3 * pbar[:, None])[:, :, None] * d)
+        # A source's pull on the target, moved by the source: T(d) abar_t + pbar_t d / s^(3/2)
+        # = r3 abar_t - weight d; summed over sources for the target, over targets for each source.
+        weight = 3.0 * r5 * d_dot_abar - r3 * pbar[:, None]
         mu = mass[sources]
-        pos_bar[targets] -= np.einsum("s,tsc->tc", mu, pull)
-        np.add.at(pos_bar, sources, mu[:, None] * pull.sum(axis=0))
+        pos_bar[targets] += (np.einsum("ts,tsc->tc", weight * mu, d)
+                             - (r3 @ mu)[:, None] * abar)
+        np.add.at(pos_bar, sources,
+                  mu[:, None] * (r3.T @ abar - np.einsum("ts,tsc->sc", weight, d)))
         np.add.at(mass_bar, sources, np.einsum("ts,ts->s", r3, d_dot_abar) - pbar @ inverse)
     return pos_bar, mass_bar
 
