@@ -11,7 +11,10 @@ GPU solver's device (gpu-direct, ``engine/solvers/_device_lattice.py``) also ``d
 allocated during one untimed forward run and one untimed gradient, as the compute layer counts
 them, ``engine/compute/_memory.py``) and their ratio ``device_memory_over_forward``;
 ``reversible`` (the backward pass came back to the initial lattice state
-bit for bit) and, with ``--check``, ``fd_error``: over ``--check-samples`` coordinates of each of
+bit for bit); with ``--against-direct``, ``direct_error``: the largest difference of the
+gradient from cpu-direct's float64 gradient of the same run (the same bodies, steps and
+lattice) over the largest component of that one, the worst of positions, velocities and
+masses; and, with ``--check``, ``fd_error``: over ``--check-samples`` coordinates of each of
 the initial positions, velocities and masses (chosen at random, fixed by ``--seed``), the
 largest relative error |gradient - difference| / |difference| against five-point central
 differences, every perturbed run on the same lattice. The loss is linear in the final state
@@ -43,10 +46,10 @@ from ._options import SOLVER_RUN, BenchmarkSpec, several
 
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 
-COLUMNS = ["solver", "precision", "n", "steps", "threads", "device", "forward_s", "gradient_s",
-           "grad_over_forward", "forward_iqr_s", "gradient_iqr_s", "memory_over_forward",
-           "forward_device_bytes", "gradient_device_bytes", "device_memory_over_forward",
-           "reversible", "fd_error"]
+COLUMNS = ["solver", "precision", "n", "steps", "theta", "order", "threads", "device", "forward_s",
+           "gradient_s", "grad_over_forward", "forward_iqr_s", "gradient_iqr_s",
+           "memory_over_forward", "forward_device_bytes", "gradient_device_bytes",
+           "device_memory_over_forward", "reversible", "direct_error", "fd_error"]
 
 POSITION_STEP = 3e-4  # positions and velocities, absolute
 MASS_STEP = 0.1  # relative
@@ -56,11 +59,18 @@ SPEC = BenchmarkSpec("grad", HELP, options=(
     Option("steps", int, 10, "steps K of the run", minimum=1),
     Option("dt", float, 1e-3, "time step", minimum=0.0, exclusive_minimum=True),
     Option("solver", str, "cpu-direct", "a solver with a force VJP: cpu-direct, reference, "
-                                        "gpu-direct or cpu-tree (monopole cells)"),
+                                        "gpu-direct, cpu-tree (monopole cells), cpu-fmm or "
+                                        "gpu-fmm"),
     several(replace(PRECISION, default="f64"), ("f64",)),
+    Option("theta", float, None, "opening angle of a tree or FMM solver (default: its own)",
+           minimum=0.0),
+    several(Option("order", int, None, "expansion orders of an FMM solver, a row each "
+                                       "(default: its own)", minimum=1), None),
     *SOLVER_RUN,
     Option("trials", int, 5, "timed trials", minimum=1),
     Option("warmup", int, 1, "untimed warm-up runs", minimum=0),
+    Option("against_direct", bool, False, "also measure direct_error against cpu-direct's "
+                                          "float64 gradient of the same run"),
     Option("check", bool, False, "also measure fd_error against central differences"),
     Option("check_samples", int, 4, "coordinates of each of pos, vel and mass that --check "
                                     "differences", minimum=1),
@@ -76,8 +86,9 @@ def run(**options) -> list[dict]:
     for n in args.n:
         particles = ics.make(args.ic, n, seed=args.seed)
         for precision in args.precision:
-            solver = make_solver(args.solver, **_solver_options(args, precision))
-            rows.append(_measure(args, solver, particles))
+            for order in args.order or (None,):
+                solver = make_solver(args.solver, **_solver_options(args, precision, order))
+                rows.append(_measure(args, solver, particles))
     print(format_table(rows, [c for c in COLUMNS if any(c in r for r in rows)]))
     return rows
 
@@ -103,6 +114,7 @@ def _measure(args, solver, particles) -> dict:
     last = solver.last_stats
     row = {"solver": solver.name, "precision": solver.precision, "n": particles.n,
            "steps": args.steps, "threads": last.get("threads"),
+           **{key: last[key] for key in ("theta", "order") if key in last},
            "forward_s": timings["forward"].median, "forward_iqr_s": timings["forward"].iqr,
            "gradient_s": timings["gradient"].median, "gradient_iqr_s": timings["gradient"].iqr,
            "grad_over_forward": timings["gradient"].median / timings["forward"].median,
@@ -114,6 +126,15 @@ def _measure(args, solver, particles) -> dict:
         row["gradient_device_bytes"] = _peak_device_memory(solver, gradient)
         row["device_memory_over_forward"] = (row["gradient_device_bytes"]
                                              / row["forward_device_bytes"])
+    if args.against_direct:
+        direct = make_solver("cpu-direct", precision="f64", softening=solver.softening,
+                             threads=args.threads)
+        exact = run_gradient(particles, direct, dt=args.dt, steps=args.steps,
+                             loss_grad=loss_grad, lattice=lattice)
+        row["direct_error"] = max(
+            float(np.abs(got - want).max() / np.abs(want).max())
+            for got, want in zip((results["gradient"].pos, results["gradient"].vel,
+                                  results["gradient"].mass), (exact.pos, exact.vel, exact.mass)))
     if args.check:
         row["fd_error"] = _fd_error(args, solver, particles, lattice, loss_grad,
                                     results["gradient"], rng)
@@ -163,8 +184,8 @@ def _fd_error(args, solver, particles, lattice, loss_grad, gradient, rng) -> flo
     return worst
 
 
-def _solver_options(args, precision: str) -> dict:
+def _solver_options(args, precision: str, order: int | None) -> dict:
     known = {o.name for o in solver_specs()[args.solver].options}
     options = {"precision": precision, "softening": args.softening, "threads": args.threads,
-               "simd": args.simd, "device": args.device}
+               "simd": args.simd, "device": args.device, "theta": args.theta, "order": order}
     return {k: v for k, v in options.items() if k in known and v is not None}

@@ -25,7 +25,9 @@ This is the exact VJP of the softened kernel the direct solvers evaluate (``cpu-
 the tests' independent check. :func:`force_and_vjp` gives a step's accelerations and VJP in one
 pass where the solver is ``cpu-direct`` in float64 (the native kernel computes its accelerations
 with the same operations, so the same bits). cpu-tree's VJP, its tree held fixed, is
-``engine/tree_vjp.py``'s; :func:`force_vjp` and :func:`force_and_vjp` take it for cpu-tree.
+``engine/tree_vjp.py``'s, and cpu-fmm's and gpu-fmm's, their tree and lists held fixed,
+``engine/fmm_vjp.py``'s (on the host: gpu-fmm's lists and tree are downloaded from its device);
+:func:`force_vjp` and :func:`force_and_vjp` take them for those solvers.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ import numpy as np
 
 from .. import _native
 from .errors import InvalidInputError
+from .fmm_vjp import FmmLists, fmm_lists, fmm_vjp, gpu_fmm_lists
 from .particles import check_no_coincident, check_positions_and_masses
 from .tree_vjp import tree_lists, tree_vjp
 
 # Solvers whose evaluation is the plain direct sum above.
 DIRECT_SOLVERS = ("cpu-direct", "gpu-direct", "reference")
-# Solvers with a VJP: the direct ones, and cpu-tree with monopole cells (its tree held fixed).
-VJP_SOLVERS = (*DIRECT_SOLVERS, "cpu-tree")
+# Solvers with a VJP: the direct ones, cpu-tree with monopole cells (its tree held fixed) and
+# the FMMs (their tree and lists held fixed; gpu-fmm's VJP runs on the host).
+FMM_SOLVERS = ("cpu-fmm", "gpu-fmm")
+VJP_SOLVERS = (*DIRECT_SOLVERS, "cpu-tree", *FMM_SOLVERS)
 # Pairs a block of targets holds at once (a few MiB of temporaries).
 _BLOCK_PAIRS = 1 << 16
 
@@ -103,8 +108,18 @@ def _cotangent(values, shape: tuple, name: str) -> np.ndarray:
 
 def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.ndarray]:
     """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out);
-    cpu-tree's with its tree as built at ``pos`` held fixed (no potential cotangents)."""
+    cpu-tree's with its tree as built at ``pos`` held fixed (no potential cotangents), the FMMs'
+    with their tree and lists as evaluated at ``pos`` held fixed (gpu-fmm's: it evaluates once
+    on its device for them, and the VJP runs on the host)."""
     check_has_vjp(solver)
+    if solver.name in FMM_SOLVERS:
+        pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
+        if solver.name == "gpu-fmm":
+            solver.accelerations(pos, mass)
+            lists = gpu_fmm_lists(solver, pos)
+        else:
+            lists = _fmm_lists(solver, pos, mass)
+        return fmm_vjp(pos, mass, solver.softening, acc_bar, lists, pot_bar)
     if solver.name == "cpu-tree":
         if pot_bar is not None:
             raise InvalidInputError("cpu-tree's VJP takes the accelerations' cotangents only, "
@@ -130,15 +145,34 @@ def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, n
                                                         solver.softening, solver.threads,
                                                         solver.simd, True)
         return acc, pos_bar, mass_bar
+    if solver.name == "cpu-fmm":
+        pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
+        # The lists first: an accuracy check after the evaluation may retune the setting.
+        lists = _fmm_lists(solver, pos, mass)
+        acc = solver.accelerations(pos, mass)
+        return (acc, *fmm_vjp(pos, mass, solver.softening, acc_bar, lists))
+    if solver.name == "gpu-fmm":
+        pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
+        acc = solver.accelerations(pos, mass)
+        return (acc, *fmm_vjp(pos, mass, solver.softening, acc_bar,
+                              gpu_fmm_lists(solver, pos)))
     acc = solver.accelerations(pos, mass)
     return (acc, *force_vjp(solver, pos, mass, acc_bar))
+
+
+def _fmm_lists(solver, pos, mass) -> FmmLists:
+    """The tree and lists cpu-fmm evaluates at ``pos``, ``mass`` with its setting now."""
+    return fmm_lists(pos, mass, **solver.evaluation_setting(len(mass)),
+                     leaf_capacity=solver.leaf_capacity, precision=solver.precision,
+                     threads=solver.threads)
 
 
 def check_has_vjp(solver) -> None:
     """Refuse a solver whose evaluation has no VJP here (InvalidInputError naming those that do)."""
     if solver.name not in VJP_SOLVERS:
         raise InvalidInputError(f"no force VJP for solver {solver.name!r} yet; these have one: "
-                                f"{', '.join(VJP_SOLVERS)} (cpu-tree without quadrupoles)")
+                                f"{', '.join(VJP_SOLVERS)} (cpu-tree without quadrupoles, "
+                                "the FMMs with their tree and lists held fixed)")
     if solver.name == "cpu-tree" and solver.quadrupole:
         raise InvalidInputError("no force VJP for cpu-tree's quadrupole cells yet; "
                                 "quadrupole=False has one")

@@ -115,24 +115,31 @@ class CpuFmmSolver(Solver):
     @property
     def theta(self) -> float:
         """The opening angle of the last evaluation (or of the first, before it)."""
-        return self.setting.theta(self._n)
+        return self.evaluation_setting(self._n)["theta"]
 
     @property
     def order(self) -> int:
         """The expansion order of the last evaluation (or of the first, before it)."""
-        return self.setting.variant(self._n)["order"]
+        return self.evaluation_setting(self._n)["order"]
 
     @property
     def heavy_share(self) -> float:
         """The heavy share of the last evaluation (or of the first, before it); 0 for none."""
-        return heavy_share_in(self.setting.variant(self._n), self._heavy_share_given)
+        return self.evaluation_setting(self._n)["heavy_share"]
+
+    def evaluation_setting(self, n: int) -> dict:
+        """``theta``, ``order`` and ``heavy_share`` (0: no node is heavy) of an evaluation of
+        ``n`` bodies now."""
+        variant = self.setting.variant(n)
+        return {"theta": self.setting.theta(n), "order": variant["order"],
+                "heavy_share": heavy_share_in(variant, self._heavy_share_given)}
 
     def _compute(self, pos, mass, potential):
         self._n = pos.shape[0]
-        return self._engine.evaluate(pos, mass, self.softening, self.theta, self.order,
-                                     self.leaf_capacity, threads=self.threads, potential=potential,
+        return self._engine.evaluate(pos, mass, self.softening, threads=self.threads,
+                                     leaf_capacity=self.leaf_capacity, potential=potential,
                                      simd=self.simd, expansions=self.expansions,
-                                     heavy_share=self.heavy_share)
+                                     **self.evaluation_setting(self._n))
 
     def last_lists(self) -> dict:
         """The last evaluation's interaction lists, depth order and centres (for tests)."""

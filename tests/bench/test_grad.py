@@ -34,5 +34,16 @@ def test_bench_grad_runs_the_reference_as_a_function():
 
 
 def test_bench_grad_refuses_solvers_without_a_vjp():
-    with pytest.raises(InvalidInputError, match="no force VJP for solver 'cpu-fmm'"):
-        grad.run(n=[32], steps=1, trials=1, warmup=0, solver="cpu-fmm")
+    with pytest.raises(InvalidInputError, match="no force VJP for solver 'auto'"):
+        grad.run(n=[32], steps=1, trials=1, warmup=0, solver="auto")
+
+
+def test_bench_grad_sweeps_an_fmms_orders_against_the_direct_gradient():
+    rows = grad.run(n=[512], steps=2, trials=1, warmup=0, solver="cpu-fmm", theta=0.6,
+                    order=[2, 6], against_direct=True, softening=0.05)
+    assert [(r["order"], r["theta"]) for r in rows] == [(2, 0.6), (6, 0.6)]
+    assert all(r["reversible"] for r in rows)
+    # The expansions' error, and with it the gradient's, falls with the order.
+    assert 1e-6 < rows[1]["direct_error"] < rows[0]["direct_error"] / 4 < 1e-2
+    (direct,) = grad.run(n=[64], steps=2, trials=1, warmup=0, against_direct=True)
+    assert direct["direct_error"] == 0 and "order" not in direct
