@@ -136,6 +136,14 @@ class FrameSource(ABC):
         ``timeout``."""
         time.sleep(timeout)
 
+    def on_frame(self, wake: Callable[[], None]) -> bool:
+        """Have ``wake()`` called, from the publishing thread, whenever a newer frame is
+        published, so that a reader waiting for other news too (the served render thread: a
+        viewer's input) waits on its own event instead of polling ``wait_for_newer``. False
+        where the source cannot tell (a replay, whose frames come from its clock): its readers
+        poll."""
+        return False
+
 
 class PublishedFrames(FrameSource):
     """A source whose frames are made by a thread of its own (or by the caller) and published
@@ -153,6 +161,7 @@ class PublishedFrames(FrameSource):
         self._population = np.zeros(0, np.uint8)
         self._population_names: tuple[str, ...] = ()
         self._masses: np.ndarray | None = None
+        self._wakes: list[Callable[[], None]] = []
 
     @property
     def population(self) -> np.ndarray:
@@ -200,4 +209,11 @@ class PublishedFrames(FrameSource):
             self._sequence += 1
             self._front = make(self._sequence)
             self._condition.notify_all()
+            for wake in self._wakes:
+                wake()
             return self._front
+
+    def on_frame(self, wake: Callable[[], None]) -> bool:
+        with self._condition:
+            self._wakes.append(wake)
+        return True

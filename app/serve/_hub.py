@@ -49,8 +49,8 @@ DEFAULT_MAX_FPS = 60.0
 STATS_INTERVAL = 0.25
 # Energy samples sent with the statistics (the newest).
 ENERGY_POINTS = 400
-# Seconds the render thread waits for news before looking again (bounds input latency when a
-# source cannot signal new frames).
+# Seconds the render thread waits before looking again where a source cannot signal new frames
+# (FrameSource.on_frame: a replay): bounds the input latency there.
 IDLE_WAIT = 0.004
 
 
@@ -264,6 +264,10 @@ class Hub:
         self._upload_seconds = deque(maxlen=64)  # a new frame into the scene's buffers
         self.error: str | None = None  # why the render thread stopped, if it did
         self._started = threading.Event()
+        # a new frame is news, like a viewer's input, while a viewer has room for it: the render
+        # thread then sleeps on one event
+        self._waiting_for_frames = False
+        self._frames_signalled = source.on_frame(self._frame_published)
         self._thread = threading.Thread(target=self._run, name="orrery-serve-render", daemon=True)
         self._thread.start()
         self._started.wait(60.0)
@@ -297,6 +301,10 @@ class Hub:
 
     def wake(self) -> None:
         self._news.set()
+
+    def _frame_published(self) -> None:
+        if self._waiting_for_frames:
+            self._news.set()
 
     def settings_changed(self) -> None:
         self._settings_dirty = True
@@ -358,10 +366,12 @@ class Hub:
                (viewer.changed or viewer.want_key or viewer.shown != frame.sequence
                 or viewer.renderer is not None and viewer.renderer.refining)]
         if not due:
-            if viewers and frame is not None:  # waiting for the run: wake on its next frame
-                self.source.wait_for_newer(frame.sequence, IDLE_WAIT)
+            self._waiting_for_frames = bool(viewers) and frame is not None
+            if self._waiting_for_frames and not self._frames_signalled:
+                self.source.wait_for_newer(frame.sequence, IDLE_WAIT)  # a replay: poll it
             else:
                 self._news.wait(self._quiet_seconds(now, frame))
+            self._waiting_for_frames = False
             return
         started = time.perf_counter()
         # a replay playing a priority-ordered recording hands over the first K particles
@@ -377,15 +387,18 @@ class Hub:
                 viewer.next_due = time.monotonic() + 1.0
 
     def _quiet_seconds(self, now: float, frame) -> float:
-        """How long nothing is to be drawn unless news comes (a viewer's acknowledgement, input
-        or hello, a departure, closing: each wakes this thread): until a viewer's next picture
-        is due (``max_fps``) or the statistics are. Polling at IDLE_WAIT instead, while every
-        viewer waited for acknowledgements, cost the thread 2% of a core in 240 wake-ups a
-        second. A source without a frame yet is polled: it may not signal its first."""
+        """How long nothing is to be drawn unless news comes (a new frame, a viewer's
+        acknowledgement, input or hello, a departure, closing: each wakes this thread): until a
+        viewer held back by ``max_fps`` may take its next picture, or the statistics are due. A
+        viewer free to take one now has been drawn the newest frame, so only news can give it
+        another. Polling at IDLE_WAIT instead, while every viewer waited for acknowledgements or
+        the run was paused, cost the thread 2% of a core in 240 wake-ups a second. A source
+        without a frame yet is polled: it may not signal its first."""
         if frame is None:
             return IDLE_WAIT
         until = [self._stats_due] + [viewer.next_due for viewer in self.viewers
-                                     if viewer.sent - viewer.acknowledged < PICTURES_IN_FLIGHT]
+                                     if viewer.sent - viewer.acknowledged < PICTURES_IN_FLIGHT
+                                     and viewer.next_due > now]
         return max(min(until) - now, 0.0)
 
     def _picture(self, ctx, scene, viewer: Viewer, frame) -> None:

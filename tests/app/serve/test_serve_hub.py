@@ -121,6 +121,25 @@ def test_the_render_thread_sleeps_while_every_picture_waits_for_its_acknowledgem
     wait_for(lambda: stalled.count() > PICTURES_IN_FLIGHT, what="a picture after the ack")
 
 
+def test_the_render_thread_sleeps_while_the_run_is_paused(hub):
+    watching = Client(hub)
+    wait_for(lambda: watching.count() > 2, what="pictures of the running run")
+    hub.source.pause()
+    wait_for(lambda: hub.source.paused, what="the run paused")
+    turns = []
+    turn = hub._turn
+    hub._turn = lambda *args: (turns.append(None), turn(*args))
+    time.sleep(0.5)  # the last frame drawn and its picture acknowledged
+    before, pictures = len(turns), watching.count()
+    time.sleep(1.0)
+    # the statistics, four times a second: a viewer with room and nothing new is not polled
+    # (it was, 240 times a second, while the run was paused)
+    assert len(turns) - before < 40
+    assert watching.count() == pictures, "no picture without a new frame"
+    hub.source.resume()
+    wait_for(lambda: watching.count() > pictures + 2, what="pictures once the run goes on")
+
+
 def test_a_viewer_that_leaves_gives_back_its_renderer_and_encode_thread(hub):
     leaving, staying = Client(hub), Client(hub)
     wait_for(lambda: leaving.count() > 2 and staying.count() > 2, what="pictures for both")
