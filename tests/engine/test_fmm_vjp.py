@@ -13,11 +13,9 @@ from orrery.engine.force_vjp import direct_vjp, force_and_vjp, force_vjp
 from orrery.engine.gradients import ReversibleRun, run_gradient
 from orrery.engine.lattice import Lattice
 
+from .differences import central_difference, central_differences, relative_error
+
 SOFTENING = 0.05
-
-
-def _relative_error(got, expected):
-    return float(np.abs(got - expected).max() / np.abs(expected).max())
 
 
 @pytest.mark.parametrize("theta, order, leaf_capacity, heavy_share",
@@ -31,11 +29,11 @@ def test_the_lists_and_expansions_are_the_ones_cpu_fmm_evaluated(theta, order, l
                       heavy_share=heavy_share)
     direct = make_solver("cpu-direct", precision="f64", softening=SOFTENING)
     # The approximation is in play (far from the direct sum), and the lists give it to round-off.
-    assert _relative_error(acc, direct.accelerations(p.pos, p.mass)) > 1e-7
+    assert relative_error(acc, direct.accelerations(p.pos, p.mass)) > 1e-7
     assert len(lists.m2l_target) > 0
     fixed_acc, fixed_pot = fixed_fmm_forces(p.pos, p.mass, SOFTENING, lists)
-    assert _relative_error(fixed_acc, acc) < 1e-13
-    assert _relative_error(fixed_pot, pot) < 1e-13
+    assert relative_error(fixed_acc, acc) < 1e-13
+    assert relative_error(fixed_pot, pot) < 1e-13
 
 
 @pytest.mark.parametrize("expansions", ["f32", "f64"])
@@ -46,7 +44,7 @@ def test_a_float32_fmms_lists_are_the_ones_it_evaluated(expansions):
                                        expansions=expansions)
     lists = fmm_lists(pos, mass, theta=0.6, order=4, leaf_capacity=8, precision="f32")
     # float64 sums over float32's lists: float32's round-off apart, not an expansion's worth.
-    assert _relative_error(fixed_fmm_forces(pos, mass, SOFTENING, lists)[0], acc) < 1e-5
+    assert relative_error(fixed_fmm_forces(pos, mass, SOFTENING, lists)[0], acc) < 1e-5
 
 
 def test_vjp_matches_central_differences_of_the_fixed_list_evaluation():
@@ -63,23 +61,11 @@ def test_vjp_matches_central_differences_of_the_fixed_list_evaluation():
         acc, pot = fixed_fmm_forces(pos, mass, SOFTENING, lists)
         return float(np.sum(acc_bar * acc) + pot_bar @ pot)
 
-    h = 1e-6
-    pos_fd, mass_fd = np.zeros((n, 3)), np.zeros(n)
-    for index in np.ndindex(pos_fd.shape):
-        up, down = p.pos.copy(), p.pos.copy()
-        up[index] += h
-        down[index] -= h
-        pos_fd[index] = (loss(up, p.mass) - loss(down, p.mass)) / (2 * h)
-    for k in range(n):
-        up, down = p.mass.copy(), p.mass.copy()
-        step = h * p.mass[k]
-        up[k] += step
-        down[k] -= step
-        mass_fd[k] = (loss(p.pos, up) - loss(p.pos, down)) / (2 * step)
+    pos_fd, mass_fd = central_differences(loss, (p.pos, p.mass), relative=(1,))
     # The cube's extreme particles carry every centre with them: held fixed, their
     # derivatives would be 3e-4 off.
-    assert _relative_error(pos_bar, pos_fd) < 1e-7
-    assert _relative_error(mass_bar, mass_fd) < 1e-7
+    assert relative_error(pos_bar, pos_fd) < 1e-7
+    assert relative_error(mass_bar, mass_fd) < 1e-7
 
 
 def test_force_and_vjp_give_cpu_fmms_own_accelerations_and_its_vjp():
@@ -109,7 +95,7 @@ def test_the_fmm_vjp_approaches_the_direct_vjp_as_the_order_grows():
         solver = make_solver("cpu-fmm", precision="f64", softening=SOFTENING, theta=0.5,
                              order=order, leaf_capacity=16)
         pos_bar, mass_bar = force_vjp(solver, p.pos, p.mass, acc_bar, pot_bar)
-        errors.append(max(_relative_error(pos_bar, exact[0]), _relative_error(mass_bar, exact[1])))
+        errors.append(max(relative_error(pos_bar, exact[0]), relative_error(mass_bar, exact[1])))
     assert all(later < earlier / 3 for earlier, later in zip(errors, errors[1:])), errors
     assert errors[-1] < 1e-2
 
@@ -148,13 +134,8 @@ def test_a_reversible_run_under_cpu_fmm_has_the_gradient_of_its_runs_fixed_lists
         run = ReversibleRun(Particles(pos, vel, mass), solver, dt=0.02, steps=6, lattice=lattice)
         return loss_grad(run.positions, run.velocities, mass)[0]
 
-    h = 1e-5
     for which, grad in enumerate((gradient.pos, gradient.vel, gradient.mass)):
         for index in [(0, 0), (17, 2), (39, 1)] if which < 2 else [(3,), (25,)]:
-            step = h * (p.mass[index] if which == 2 else 1.0)
-            state = [p.pos.copy(), p.vel.copy(), p.mass.copy()]
-            state[which][index] += step
-            up = loss(*state)
-            state[which][index] -= 2 * step
-            difference = (up - loss(*state)) / (2 * step)
+            difference = central_difference(loss, (p.pos, p.vel, p.mass), which, index,
+                                            relative=(2,), h=1e-5)
             assert abs(grad[index] - difference) < 1e-6 * np.abs(grad).max()

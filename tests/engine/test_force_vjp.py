@@ -8,28 +8,12 @@ from orrery.engine import InvalidInputError, ics, make_solver
 from orrery.engine.cpu_features import available_simd_levels
 from orrery.engine.force_vjp import direct_vjp, direct_vjp_numpy, force_and_vjp, force_vjp
 
+from .differences import central_differences
+
 
 def _loss(solver, pos, mass, acc_bar, pot_bar):
     acc, pot = solver.accelerations(pos, mass, potential=True)
     return float(np.sum(acc * acc_bar) + np.sum(pot * pot_bar))
-
-
-def _central_differences(solver, pos, mass, acc_bar, pot_bar, h=1e-5):
-    pos_fd, mass_fd = np.zeros_like(pos), np.zeros_like(mass)
-    for index in np.ndindex(pos.shape):
-        up, down = pos.copy(), pos.copy()
-        up[index] += h
-        down[index] -= h
-        pos_fd[index] = (_loss(solver, up, mass, acc_bar, pot_bar)
-                         - _loss(solver, down, mass, acc_bar, pot_bar)) / (2 * h)
-    for k in range(len(mass)):
-        up, down = mass.copy(), mass.copy()
-        step = h * mass[k]
-        up[k] += step
-        down[k] -= step
-        mass_fd[k] = (_loss(solver, pos, up, acc_bar, pot_bar)
-                      - _loss(solver, pos, down, acc_bar, pot_bar)) / (2 * step)
-    return pos_fd, mass_fd
 
 
 def _relative_error(got, expected):
@@ -47,7 +31,9 @@ def test_vjp_matches_central_differences(name, softening, with_potential):
     solver = make_solver(name, precision="f64", softening=softening)
     pos_bar, mass_bar = force_vjp(solver, p.pos, p.mass, acc_bar,
                                   pot_bar if with_potential else None)
-    pos_fd, mass_fd = _central_differences(solver, p.pos, p.mass, acc_bar, pot_bar)
+    pos_fd, mass_fd = central_differences(
+        lambda pos, mass: _loss(solver, pos, mass, acc_bar, pot_bar), (p.pos, p.mass),
+        relative=(1,), h=1e-5)
     assert _relative_error(pos_bar, pos_fd) < 1e-7
     assert _relative_error(mass_bar, mass_fd) < 1e-7
 

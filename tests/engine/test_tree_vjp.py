@@ -12,11 +12,9 @@ from orrery.engine.gradients import ReversibleRun, run_gradient
 from orrery.engine.lattice import Lattice
 from orrery.engine.tree_vjp import fixed_tree_accelerations, tree_lists, tree_vjp
 
+from .differences import central_difference, central_differences, relative_error
+
 SOFTENING = 0.05
-
-
-def _relative_error(got, expected):
-    return float(np.abs(got - expected).max() / np.abs(expected).max())
 
 
 @pytest.mark.parametrize("theta, leaf_capacity, group_capacity",
@@ -29,8 +27,8 @@ def test_the_lists_are_the_ones_cpu_tree_evaluated(theta, leaf_capacity, group_c
                        group_capacity=group_capacity)
     direct = make_solver("cpu-direct", precision="f64", softening=SOFTENING)
     # The approximation is in play (far from the direct sum), and the lists give it to round-off.
-    assert _relative_error(acc, direct.accelerations(p.pos, p.mass)) > 1e-5
-    assert _relative_error(fixed_tree_accelerations(p.pos, p.mass, SOFTENING, lists), acc) < 1e-14
+    assert relative_error(acc, direct.accelerations(p.pos, p.mass)) > 1e-5
+    assert relative_error(fixed_tree_accelerations(p.pos, p.mass, SOFTENING, lists), acc) < 1e-14
 
 
 def test_a_float32_trees_lists_are_the_ones_it_evaluated():
@@ -41,7 +39,7 @@ def test_a_float32_trees_lists_are_the_ones_it_evaluated():
     lists = tree_lists(pos, mass, theta=0.5, leaf_capacity=8, group_capacity=32,
                        precision="f32")
     # float64 sums over float32's lists: float32's round-off apart, not a cell's worth.
-    assert _relative_error(fixed_tree_accelerations(pos, mass, SOFTENING, lists), acc) < 1e-5
+    assert relative_error(fixed_tree_accelerations(pos, mass, SOFTENING, lists), acc) < 1e-5
 
 
 def test_vjp_matches_central_differences_of_the_fixed_tree_evaluation():
@@ -53,21 +51,9 @@ def test_vjp_matches_central_differences_of_the_fixed_tree_evaluation():
     def loss(pos, mass):
         return float(np.sum(acc_bar * fixed_tree_accelerations(pos, mass, SOFTENING, lists)))
 
-    h = 1e-6
-    pos_fd, mass_fd = np.zeros((90, 3)), np.zeros(90)
-    for index in np.ndindex(pos_fd.shape):
-        up, down = p.pos.copy(), p.pos.copy()
-        up[index] += h
-        down[index] -= h
-        pos_fd[index] = (loss(up, p.mass) - loss(down, p.mass)) / (2 * h)
-    for k in range(90):
-        up, down = p.mass.copy(), p.mass.copy()
-        step = h * p.mass[k]
-        up[k] += step
-        down[k] -= step
-        mass_fd[k] = (loss(p.pos, up) - loss(p.pos, down)) / (2 * step)
-    assert _relative_error(pos_bar, pos_fd) < 1e-7
-    assert _relative_error(mass_bar, mass_fd) < 1e-7
+    pos_fd, mass_fd = central_differences(loss, (p.pos, p.mass), relative=(1,))
+    assert relative_error(pos_bar, pos_fd) < 1e-7
+    assert relative_error(mass_bar, mass_fd) < 1e-7
 
 
 def test_force_and_vjp_give_cpu_trees_own_accelerations_and_its_vjp():
@@ -103,15 +89,10 @@ def test_a_reversible_run_under_cpu_tree_has_the_gradient_of_its_fixed_trees():
     gradient = run_gradient(p, solver, dt=0.02, steps=6, loss_grad=loss_grad, lattice=lattice)
     assert gradient.reversible
     assert solver.last_stats["particle_cell"] > 0
-    h = 1e-5
     for which, grad in enumerate((gradient.pos, gradient.vel, gradient.mass)):
         for index in [(0, 0), (17, 2), (39, 1)] if which < 2 else [(3,), (25,)]:
-            step = h * (p.mass[index] if which == 2 else 1.0)
-            state = [p.pos.copy(), p.vel.copy(), p.mass.copy()]
-            state[which][index] += step
-            up = loss(*state)
-            state[which][index] -= 2 * step
-            difference = (up - loss(*state)) / (2 * step)
+            difference = central_difference(loss, (p.pos, p.vel, p.mass), which, index,
+                                            relative=(2,), h=1e-5)
             assert abs(grad[index] - difference) < 1e-6 * np.abs(grad).max()
 
 
