@@ -111,7 +111,7 @@ class GpuDirectSolver(GpuSolver):
             raise InvalidInputError(f"{padded} rows are not padded for tile {tile}")
         defines = {"REAL_BITS": self.dtype.itemsize * 8, "TILE": tile,
                    "WITH_POTENTIAL": potential, "ZERO_SOFTENING": self.softening == 0}
-        program = self.context.build(["direct_vjp.cl"], package=__package__, defines=defines)
+        program = self.context.build(["softened_pair.cl", "direct_vjp.cl"], package=__package__, defines=defines)
         return [program.kernel("direct_vjp").launch(padded, tile, body, cotangent, out,
                                                     np.int32(padded),
                                                     self.dtype.type(self.softening ** 2))]

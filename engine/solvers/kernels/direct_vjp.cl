@@ -1,5 +1,6 @@
 /* direct_vjp.cl: the vector-Jacobian product of direct.cl's evaluation (engine/force_vjp.py
- * states the sums; cpu-direct's native kernel computes the same in float64 on the host).
+ * states the sums; cpu-direct's native kernel computes the same in float64 on the host; the
+ * pair's terms are softened_pair.cl's pair_vjp_term, which fmm_vjp.cl's P2P shares).
  *
  * For each target k, over every other body j with d = x_j - x_k, s = |d|^2 + eps^2:
  *   w = m_k abar_j - m_j abar_k
@@ -19,7 +20,8 @@
  * terms; its potential term is dropped by index, and with ZERO_SOFTENING every pair at r2 = 0
  * is (as direct.cl's pair_term drops it).
  * Host defines: TILE (= the work-group size), ZERO_SOFTENING, WITH_POTENTIAL.
- * Cost: about 35 flop and one rsqrt a pair (the potential's terms 8 more). */
+ * Cost: about 35 flop and one rsqrt a pair (the potential's terms 8 more).
+ * Needs softened_pair.cl first. */
 
 KERNEL LAUNCH_BOUNDS(TILE, 1)
 void direct_vjp(GLOBAL const real4* RESTRICT body, GLOBAL const real4* RESTRICT cotangent,
@@ -28,51 +30,16 @@ void direct_vjp(GLOBAL const real4* RESTRICT body, GLOBAL const real4* RESTRICT 
   LOCAL real4 tile_cotangent[TILE];
   const int k = GROUP_ID * TILE + LOCAL_ID;
   const real4 target = body[k];
-  const real tx = target.x, ty = target.y, tz = target.z, tm = target.w;
   const real4 own = cotangent[k];
-  const real ox = own.x, oy = own.y, oz = own.z;
-#ifdef WITH_POTENTIAL
-  const real op = own.w;
-#endif
-  real px = 0, py = 0, pz = 0, pm = 0;
+  real4 sum = MAKE_REAL4(0, 0, 0, 0);
   for (int start = 0; start < padded_count; start += TILE) {
     tile_body[LOCAL_ID] = body[start + LOCAL_ID];
     tile_cotangent[LOCAL_ID] = cotangent[start + LOCAL_ID];
     SYNC_THREADS;
-    for (int index = 0; index < TILE; ++index) {
-      const real4 source = tile_body[index];
-      const real4 bar = tile_cotangent[index];
-      const real dx = source.x - tx;
-      const real dy = source.y - ty;
-      const real dz = source.z - tz;
-      const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, softening2)));
-      const real root = RSQRT(r2);
-#ifdef ZERO_SOFTENING
-      const bool drop = !(r2 > 0);
-#else
-      const bool drop = false;
-#endif
-      const real inv_r = drop ? (real)0 : root;
-      const real inv_r3 = inv_r * inv_r * inv_r;
-      /* Each product rounded apart: the target's own w is then exactly zero (an FMA would
-       * leave the second product's rounding error, times 1 / eps^3). */
-      const real wx = MUL_RN(tm, bar.x) - MUL_RN(source.w, ox);
-      const real wy = MUL_RN(tm, bar.y) - MUL_RN(source.w, oy);
-      const real wz = MUL_RN(tm, bar.z) - MUL_RN(source.w, oz);
-      const real d_dot_w = FMA(dx, wx, FMA(dy, wy, dz * wz));
-      real along = -3 * inv_r3 * inv_r * inv_r * d_dot_w;
-#ifdef WITH_POTENTIAL
-      const bool self = start + index == k;
-      const real inv_r_other = self ? (real)0 : inv_r;
-      along -= inv_r_other * inv_r * inv_r * FMA(source.w, op, tm * bar.w);
-      pm -= bar.w * inv_r_other;
-#endif
-      px = FMA(inv_r3, wx, FMA(along, dx, px));
-      py = FMA(inv_r3, wy, FMA(along, dy, py));
-      pz = FMA(inv_r3, wz, FMA(along, dz, pz));
-      pm -= inv_r3 * FMA(bar.x, dx, FMA(bar.y, dy, bar.z * dz));
-    }
+    for (int index = 0; index < TILE; ++index)
+      sum = pair_vjp_term(sum, target, own, tile_body[index], tile_cotangent[index], softening2,
+                          start + index == k);
     SYNC_THREADS;
   }
-  out[k] = MAKE_REAL4(px, py, pz, pm);
+  out[k] = sum;
 }

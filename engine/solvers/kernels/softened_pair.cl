@@ -28,3 +28,43 @@ DEVICE real4 pair_term(real4 a, const real4 source, const real tx, const real ty
 #endif
   return a;
 }
+
+/* The VJP of pair_term for the pair of target k and source j (direct_vjp.cl states the sums;
+ * engine/force_vjp.py derives them): with d = x_j - x_k, s = |d|^2 + eps^2, the cotangents
+ * own = (abar_k, pbar_k) and bar = (abar_j, pbar_j), w = m_k abar_j - m_j abar_k,
+ *   v.xyz += w / s^(3/2) - 3 (d . w) d / s^(5/2),   v.w -= (abar_j . d) / s^(3/2)
+ * and, WITH_POTENTIAL, v.xyz -= (m_j pbar_k + m_k pbar_j) d / s^(3/2), v.w -= pbar_j / s^(1/2):
+ * target k's (pos_bar, mass_bar) from this pair. The target itself (`self`): d = 0 and w = 0
+ * add exact zeros to the force terms (w's products are rounded apart, MUL_RN, so that its
+ * own w is exactly zero), its potential term is dropped, and with ZERO_SOFTENING every pair at
+ * r2 = 0 is (as pair_term drops it). About 35 flop and one rsqrt (the potential 8 more). */
+DEVICE real4 pair_vjp_term(real4 v, const real4 target, const real4 own, const real4 source, const real4 bar,
+                           const real eps2, const bool self) {
+  const real dx = source.x - target.x;
+  const real dy = source.y - target.y;
+  const real dz = source.z - target.z;
+  const real r2 = FMA(dx, dx, FMA(dy, dy, FMA(dz, dz, eps2)));
+  const real root = RSQRT(r2);
+#ifdef ZERO_SOFTENING
+  const bool drop = !(r2 > 0);
+#else
+  const bool drop = false;
+#endif
+  const real inv_r = drop ? (real)0 : root;
+  const real inv_r3 = inv_r * inv_r * inv_r;
+  const real wx = MUL_RN(target.w, bar.x) - MUL_RN(source.w, own.x);
+  const real wy = MUL_RN(target.w, bar.y) - MUL_RN(source.w, own.y);
+  const real wz = MUL_RN(target.w, bar.z) - MUL_RN(source.w, own.z);
+  const real d_dot_w = FMA(dx, wx, FMA(dy, wy, dz * wz));
+  real along = -3 * inv_r3 * inv_r * inv_r * d_dot_w;
+#ifdef WITH_POTENTIAL
+  const real inv_r_other = self ? (real)0 : inv_r;
+  along -= inv_r_other * inv_r * inv_r * FMA(source.w, own.w, target.w * bar.w);
+  v.w -= bar.w * inv_r_other;
+#endif
+  v.x = FMA(inv_r3, wx, FMA(along, dx, v.x));
+  v.y = FMA(inv_r3, wy, FMA(along, dy, v.y));
+  v.z = FMA(inv_r3, wz, FMA(along, dz, v.z));
+  v.w -= inv_r3 * FMA(bar.x, dx, FMA(bar.y, dy, bar.z * dz));
+  return v;
+}
