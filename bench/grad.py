@@ -6,7 +6,7 @@ Rows: ``forward_s`` and ``gradient_s`` (medians, with interquartile ranges), the
 ``grad_over_forward``, ``memory_over_forward`` (the peak of host memory allocated through Python
 during one untimed gradient over that of one untimed forward run, by ``tracemalloc``: native
 buffers the solvers allocate themselves are not seen); where the run keeps its state on a
-GPU solver's device (gpu-direct, ``engine/solvers/_device_lattice.py``) also ``device``,
+GPU solver's device (gpu-direct, gpu-fmm: ``engine/solvers/_device_lattice.py``) also ``device``,
 ``forward_device_bytes`` and ``gradient_device_bytes`` (peak bytes of the device arrays
 allocated during one untimed forward run and one untimed gradient, as the compute layer counts
 them, ``engine/compute/_memory.py``) and their ratio ``device_memory_over_forward``;

@@ -280,7 +280,7 @@ class AccuracyCalibrated(Protocol):
 class DeviceForceVjp(Protocol):
     """A GPU solver whose force evaluation has a VJP on its device, so a reversible run's
     gradient (``engine/gradients.py``) keeps its state and adjoint there
-    (``solvers/_device_lattice.py``): gpu-direct."""
+    (``solvers/_device_lattice.py``): gpu-direct and gpu-fmm."""
 
     context: Context  # the device the arrays below live on
 

@@ -11,7 +11,8 @@ expansion order p and multi-indices k, n with ``t_n(v) = v^n / n!``:
     P2P   the softened direct sum over the leaf's other particles and its P2P leaves' particles
 
 with ``D_m = d^m (1/r)``, ``r^2 = |R|^2 + eps^2``; gpu-fmm evaluates the same lists and algebra
-on its device (``engine/solvers/kernels/fmm.cl``). The expansion centres are the nodes' key
+on its device (``engine/solvers/kernels/fmm.cl``), and its VJP there
+(``engine/solvers/kernels/fmm_vjp.cl``) is this module's, stage for stage. The expansion centres are the nodes' key
 boxes' centres: ``z = lo + g side / 2^22``, where ``g`` (twice the box centre in finest Morton
 cells) is an integer fixed with the keys, and ``lo`` (the particles' smallest coordinate on
 each axis) and ``side`` (the largest extent over the axes) are the bounding cube's. With the
@@ -28,8 +29,9 @@ which the cube's ``lo`` and ``side`` take back to the extreme particles:
     dL/dlo_a = sum_nodes dL/dz_a,    dL/dside = sum_nodes dL/dz . g / 2^22
 
 :func:`fmm_lists` takes the lists from cpu-fmm's own evaluation (the native engine) and the
-leaves' particles from the native tree build (the same tree, ADR-0010); :func:`gpu_fmm_lists`
-takes gpu-fmm's, downloaded from its device; both through :func:`evaluated_lists`.
+leaves' particles from the native tree build (the same tree, ADR-0010), through
+:func:`evaluated_lists`, which the tests also give gpu-fmm's lists, downloaded from its device,
+to hold its device VJP to this one.
 :func:`fixed_fmm_forces` evaluates them in numpy (the tests' check that they are what the
 solver evaluated, and the function whose differences the VJP is checked against);
 :func:`fmm_vjp` is its VJP, for the accelerations' cotangents and optionally the potentials'.
@@ -121,15 +123,6 @@ def evaluated_lists(pos, order: int, lists: dict, nodes, sorted_index) -> FmmLis
         offset=np.rint((lists["centre"] - cube.lo) / cube.side * 2.0 ** (KEY_LEVELS + 1))
         / 2.0 ** (KEY_LEVELS + 1),
         low_index=cube.low_index, side_axis=cube.side_axis, high_index=cube.high_index)
-
-
-def gpu_fmm_lists(solver, pos) -> FmmLists:
-    """The tree and lists of a gpu-fmm solver's last evaluation (at ``pos``), downloaded from
-    its device."""
-    tree = solver.last_tree()
-    return evaluated_lists(np.asarray(pos).astype(solver.dtype), solver.order,
-                           solver.last_lists(), tree.node_records(solver.dtype),
-                           tree.order.download()[:tree.count])
 
 
 @dataclass(frozen=True)

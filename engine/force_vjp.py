@@ -25,9 +25,11 @@ This is the exact VJP of the softened kernel the direct solvers evaluate (``cpu-
 the tests' independent check. :func:`force_and_vjp` gives a step's accelerations and VJP in one
 pass where the solver is ``cpu-direct`` in float64 (the native kernel computes its accelerations
 with the same operations, so the same bits). cpu-tree's VJP, its tree held fixed, is
-``engine/tree_vjp.py``'s, and cpu-fmm's and gpu-fmm's, their tree and lists held fixed,
-``engine/fmm_vjp.py``'s (on the host: gpu-fmm's lists and tree are downloaded from its device);
-:func:`force_vjp` and :func:`force_and_vjp` take them for those solvers.
+``engine/tree_vjp.py``'s, and cpu-fmm's, its tree and lists held fixed, ``engine/fmm_vjp.py``'s;
+gpu-fmm's runs on its device over the evaluation it differentiates (``kernels/fmm_vjp.cl``,
+:func:`device_force_and_vjp`: the VJP of the same algebra, which ``engine/fmm_vjp.py`` states
+and the tests hold it to); :func:`force_vjp` and :func:`force_and_vjp` take them for those
+solvers.
 """
 
 from __future__ import annotations
@@ -36,14 +38,15 @@ import numpy as np
 
 from .. import _native
 from .errors import InvalidInputError
-from .fmm_vjp import FmmLists, fmm_lists, fmm_vjp, gpu_fmm_lists
+from .fmm_vjp import FmmLists, fmm_lists, fmm_vjp
 from .particles import check_no_coincident, check_positions_and_masses
+from .solvers._device_state import pack, padded_count
 from .tree_vjp import tree_lists, tree_vjp
 
 # Solvers whose evaluation is the plain direct sum above.
 DIRECT_SOLVERS = ("cpu-direct", "gpu-direct", "reference")
 # Solvers with a VJP: the direct ones, cpu-tree with monopole cells (its tree held fixed) and
-# the FMMs (their tree and lists held fixed; gpu-fmm's VJP runs on the host).
+# the FMMs (their tree and lists held fixed; gpu-fmm's VJP runs on its device).
 FMM_SOLVERS = ("cpu-fmm", "gpu-fmm")
 VJP_SOLVERS = (*DIRECT_SOLVERS, "cpu-tree", *FMM_SOLVERS)
 # Pairs a block of targets holds at once (a few MiB of temporaries).
@@ -110,16 +113,13 @@ def force_vjp(solver, pos, mass, acc_bar, pot_bar=None) -> tuple[np.ndarray, np.
     """The VJP of ``solver``'s force evaluation at ``pos``, ``mass`` (float64 arrays out);
     cpu-tree's with its tree as built at ``pos`` held fixed (no potential cotangents), the FMMs'
     with their tree and lists as evaluated at ``pos`` held fixed (gpu-fmm's: it evaluates once
-    on its device for them, and the VJP runs on the host)."""
+    on its device, and the VJP runs there)."""
     check_has_vjp(solver)
-    if solver.name in FMM_SOLVERS:
+    if solver.name == "gpu-fmm":
+        return device_force_and_vjp(solver, pos, mass, acc_bar, pot_bar)[1:]
+    if solver.name == "cpu-fmm":
         pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
-        if solver.name == "gpu-fmm":
-            solver.accelerations(pos, mass)
-            lists = gpu_fmm_lists(solver, pos)
-        else:
-            lists = _fmm_lists(solver, pos, mass)
-        return fmm_vjp(pos, mass, solver.softening, acc_bar, lists, pot_bar)
+        return fmm_vjp(pos, mass, solver.softening, acc_bar, _fmm_lists(solver, pos, mass), pot_bar)
     if solver.name == "cpu-tree":
         if pot_bar is not None:
             raise InvalidInputError("cpu-tree's VJP takes the accelerations' cotangents only, "
@@ -152,12 +152,30 @@ def force_and_vjp(solver, pos, mass, acc_bar) -> tuple[np.ndarray, np.ndarray, n
         acc = solver.accelerations(pos, mass)
         return (acc, *fmm_vjp(pos, mass, solver.softening, acc_bar, lists))
     if solver.name == "gpu-fmm":
-        pos, mass, acc_bar, _ = _checked(pos, mass, acc_bar, None)
-        acc = solver.accelerations(pos, mass)
-        return (acc, *fmm_vjp(pos, mass, solver.softening, acc_bar,
-                              gpu_fmm_lists(solver, pos)))
+        return device_force_and_vjp(solver, pos, mass, acc_bar)
     acc = solver.accelerations(pos, mass)
     return (acc, *force_vjp(solver, pos, mass, acc_bar))
+
+
+def device_force_and_vjp(solver, pos, mass, acc_bar,
+                         pot_bar=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(acc, pos_bar, mass_bar)`` of a solver with a device VJP (``contracts.DeviceForceVjp``):
+    the bodies and cotangents go up once, the evaluation and its VJP run on the device one
+    after the other, the accelerations (``solver.accelerations``' bits) and the VJP's rows come
+    down once (float64 arrays of the solver's precision's values)."""
+    pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
+    if solver.softening == 0:  # as solver.accelerations refuses: an infinite force
+        check_no_coincident(pos)
+    context, dtype, n = solver.context, solver.dtype, len(mass)
+    padded = padded_count(n, solver.padding_for(n))
+    body = context.upload(pack(pos, mass, padded, dtype), "bodies.rows")
+    acc = context.empty((padded, 4), dtype, "accelerations.rows")
+    solver.launch_accelerations(body, acc, n, potential=False)
+    cotangent = context.upload(pack(acc_bar, pot_bar, padded, dtype), "adjoint.cotangents")
+    out = context.empty((padded, 4), dtype, "adjoint.cotangents")
+    solver.launch_vjp(body, cotangent, out, n, potential=pot_bar is not None)
+    rows = out.download()[:n].astype(np.float64)
+    return acc.download()[:n, :3], rows[:, :3], rows[:, 3]
 
 
 def _fmm_lists(solver, pos, mass) -> FmmLists:

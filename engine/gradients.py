@@ -20,9 +20,10 @@ lattice's rounding is treated as the identity: the gradient is that of the leapf
 arithmetic, evaluated along the run's trajectory, which agrees with finite differences of the
 lattice run to the differences' own accuracy (the lattice is finer than float64 there).
 
-Under a solver with a VJP on its device (``contracts.DeviceForceVjp``: gpu-direct) the run and
-its backward pass take the same steps on the device (``solvers/_device_lattice.py``): the
-lattice points, the adjoint and the cotangents stay there, and nothing moves between steps.
+Under a solver with a VJP on its device (``contracts.DeviceForceVjp``: gpu-direct, gpu-fmm) the
+run and its backward pass take the same steps on the device (``solvers/_device_lattice.py``):
+the lattice points, the adjoint and the cotangents stay there, and no particle data moves
+between steps (gpu-fmm's evaluations read their 36-byte state, as they always do).
 
 ``run_gradient(..., integrator="kdk" or "dkd")`` differentiates the floating-point leapfrogs
 instead, by checkpoints (``engine/checkpointed.py``): memory about 2 sqrt(K) states.

@@ -1,6 +1,7 @@
 """gpu-fmm's expansion operators of one order as straight-line kernel code, generated from the
 expansion tables (``native/fmm_expansions.hpp``; docs/fmm-tuning-log.md#0157): the monomials t_n(v) = v^n / n!,
-M2M, M2L, L2L and L2P, declared in ``fmm.cl``.
+M2M, M2L, L2L and L2P, declared in ``fmm.cl``, and the transposed operators of its VJP, declared
+in ``fmm_vjp.cl`` (``vjp_code``).
 
 Table-driven loops index the expansions with values read from memory, so a GPU compiler keeps
 the arrays in local memory (the per-thread stack): each M2L of order 4 then moves about 2 KiB
@@ -12,6 +13,24 @@ reads the source's terms from memory as its sums take them (the order in which e
 its products changes, not the products). The generator also counts M2L's
 floating-point operations, the numerator of the rate that ``orrery bench fmm`` sets against the
 device's FMA ceiling.
+
+The VJP's operators (``fmm_vjp.cl`` says where each runs), with pairs (k, n) of terms with
+``|k| + |n| <= p`` and ``s = k + n``:
+
+- ``l2p_vjp``: at one body, the local expansion's cotangent ``Lbar_q += -pbar t_q + sum_a
+  abar_a t_{q - e_a}`` (L2P transposed: a P2M of the cotangents) and the body's offset's
+  cotangent ``g_c = -pbar f_c + sum_a abar_a H_ac`` (``f`` the L2P's field, ``H`` its
+  derivative: the local expansion's second derivatives);
+- ``shift_gradient``: ``g_a = sum_pairs Y_s X_k t_{n - e_a}``, the gradient in a shift's offset
+  of ``sum Y_s X_k t_n``: L2L's (Y the parent's local expansion, X the child's cotangent) and
+  M2M's (Y the parent's multipole cotangent, X the child's multipole);
+- ``m2l_vjp``: over one M2L pair of node i with node j (both directions, ``R = z_i - z_j``,
+  ``D_m = d^m (1/r)`` to order p + 1, ``D(-R) = (-1)^|m| D(R)``), node i's signed multipole's
+  cotangent ``Sbar_k += sum_n (-1)^|s| D_s(R) Lbar_j,n`` (M2L transposed: its matrix is
+  symmetric, so it is M2L itself with the pair reversed) and node i's centre's
+  ``g_a += sum_m W_m D_{m + e_a}(R)``, ``W_m = sum_{k+n=m} Lbar_i,k S_j,n + (-1)^|m| Lbar_j,k
+  S_i,n`` (i as the target of j, and as its source);
+- ``unsign``: ``S_n -> (-1)^|n| S_n`` (a signed multipole to M, a signed cotangent to M's).
 """
 
 from __future__ import annotations
@@ -45,16 +64,14 @@ def _sum(terms: list[str]) -> str:
     return " + ".join(terms)
 
 
-def _m2l(tb, streamed: bool) -> tuple[list[str], int]:
-    terms = tb["terms"]
-    source = "GLOBAL const expansion_pack* RESTRICT from" if streamed else "const expansion* S"
-    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
-             f"                            const expansion eps2, {source}, expansion* L) {{",
-             "  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
+def _derivatives(tb) -> tuple[list[str], int]:
+    """The derivative tensor d0, d1, ... of 1/sqrt(r^2 + eps2) at (rx, ry, rz) for every term of
+    the tables ``tb``, by the Taylor recurrence (u_k = D_k / k!), and its operation count."""
+    lines = ["  const expansion inv_r2 = 1 / (rx * rx + ry * ry + rz * rz + eps2);",
              "  const expansion u0 = SQRT(inv_r2);"]
     flops = 8  # r^2 + eps^2 (5), the reciprocal and the square root (counted one each)
     axes = ("rx", "ry", "rz")
-    for q in range(1, terms):
+    for q in range(1, tb["terms"]):
         n = int(tb["degree"][q])
         first = [f"{axes[i]} * u{tb[f'minus_one_{i}'][q]}" for i in range(3) if tb[f"minus_one_{i}"][q] >= 0]
         second = [f"u{tb[f'minus_two_{i}'][q]}" for i in range(3) if tb[f"minus_two_{i}"][q] >= 0]
@@ -69,13 +86,23 @@ def _m2l(tb, streamed: bool) -> tuple[list[str], int]:
             flops += len(second) + 1
         lines.append(f"  const expansion u{q} = -({value}) * inv_r2;")
         flops += 1
-    for q in range(terms):
+    for q in range(tb["terms"]):
         scale = float(tb["factorial"][q])
         if scale == 1.0:
             lines.append(f"  const expansion d{q} = u{q};")
         else:
             lines.append(f"  const expansion d{q} = u{q} * {_literal(scale)};")
             flops += 1
+    return lines, flops
+
+
+def _m2l(tb, streamed: bool) -> tuple[list[str], int]:
+    terms = tb["terms"]
+    source = "GLOBAL const expansion_pack* RESTRICT from" if streamed else "const expansion* S"
+    lines = ["DEVICE void m2l_accumulate(const expansion rx, const expansion ry, const expansion rz,",
+             f"                            const expansion eps2, {source}, expansion* L) {{"]
+    derivatives, flops = _derivatives(tb)
+    lines += derivatives
     start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
     if streamed:  # four source terms at a time, each added into every L_k it reaches
         for v in range((terms + 3) // 4):
@@ -139,3 +166,86 @@ def _expansion_code(order: int, streamed: bool) -> ExpansionCode:
     m2l, flops = _m2l(tb, streamed)
     lines = _monomials(tb) + _shifts(tb) + m2l + _l2p(tb)
     return ExpansionCode(text="\n".join(lines) + "\n", m2l_flops=flops, m2l_streamed=streamed)
+
+
+def _l2p_vjp(tb) -> list[str]:
+    """L2P's VJP at one body (the module's docstring states it)."""
+    terms, gradient = tb["terms"], tb["gradient_terms"]
+    hessian = int(expansion_tables(tb["order"] - 1)["gradient_terms"]) if tb["order"] > 1 else 0
+    plus = [tb[f"plus_one_{a}"] for a in range(3)]
+    minus = [tb[f"minus_one_{a}"] for a in range(3)]
+    lines = ["DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, const expansion ax,",
+             "                     const expansion ay, const expansion az, const expansion pbar,",
+             "                     expansion* Lbar, expansion* g) {"]
+    bars = ("ax", "ay", "az")
+    for q in range(terms):
+        parts = [f"-pbar * t[{q}]"] + [f"{bars[a]} * t[{minus[a][q]}]" for a in range(3) if minus[a][q] >= 0]
+        lines.append(f"  Lbar[{q}] += {_sum(parts)};")
+    for c in range(3):
+        lines.append(f"  const expansion f{c} = {_sum([f'L[{plus[c][k]}] * t[{k}]' for k in range(gradient)])};")
+    for a in range(3):
+        for c in range(a, 3):
+            parts = [f"L[{plus[a][plus[c][k]]}] * t[{k}]" for k in range(hessian)] or ["(expansion)0"]
+            lines.append(f"  const expansion h{a}{c} = {_sum(parts)};")
+    for c in range(3):
+        h = [f"h{min(a, c)}{max(a, c)}" for a in range(3)]
+        lines.append(f"  g[{c}] = -pbar * f{c} + ax * {h[0]} + ay * {h[1]} + az * {h[2]};")
+    return lines + ["}"]
+
+
+def _shift_gradient(tb) -> list[str]:
+    start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
+    minus = [tb[f"minus_one_{a}"] for a in range(3)]
+    lines = ["DEVICE void shift_gradient(const expansion* t, GLOBAL const expansion* RESTRICT Y,",
+             "                            const expansion* X, expansion* g) {"]
+    for a in range(3):
+        rows = []
+        for k in range(tb["terms"]):
+            parts = [f"Y[{pair_sum[q]}] * t[{minus[a][pair_n[q]]}]" for q in range(start[k], start[k + 1])
+                     if minus[a][pair_n[q]] >= 0]
+            if parts:
+                rows.append(f"X[{k}] * ({_sum(parts)})")
+        lines.append(f"  g[{a}] = {_sum(rows)};")
+    return lines + ["}"]
+
+
+def _m2l_vjp(tb) -> list[str]:
+    order = tb["order"]
+    wide = expansion_tables(order + 1)  # D to order p + 1: its first terms are order p's
+    terms, degree = tb["terms"], wide["degree"]
+    lines = ["DEVICE void m2l_vjp(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,",
+             "                     const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,",
+             "                     GLOBAL const expansion* RESTRICT source, expansion* Sbar, expansion* g) {"]
+    lines += _derivatives(wide)[0]
+    start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
+
+    def signed(m: int, product: str) -> str:
+        return f"- {product}" if degree[m] % 2 else f"+ {product}"
+
+    for k in range(terms):
+        parts = [signed(pair_sum[q], f"d{pair_sum[q]} * bar[{pair_n[q]}]") for q in range(start[k], start[k + 1])]
+        lines.append(f"  Sbar[{k}] += 0 {' '.join(parts)};")
+    products: dict[int, list[str]] = {}
+    for k in range(terms):
+        for q in range(start[k], start[k + 1]):
+            s, n = int(pair_sum[q]), int(pair_n[q])
+            products.setdefault(s, []).append(f"+ own_bar[{k}] * source[{n}] " + signed(s, f"bar[{k}] * own[{n}]"))
+    for s in range(terms):
+        lines.append(f"  const expansion w{s} = 0 {' '.join(products[s])};")
+    for a in range(3):
+        plus = wide[f"plus_one_{a}"]
+        lines.append(f"  g[{a}] += {_sum([f'w{m} * d{plus[m]}' for m in range(terms)])};")
+    return lines + ["}"]
+
+
+def _unsign(tb) -> list[str]:
+    odd = [q for q in range(tb["terms"]) if tb["degree"][q] % 2]
+    return (["DEVICE void unsign(expansion* S) {"] + [f"  S[{q}] = -S[{q}];" for q in odd] + ["}"])
+
+
+@functools.lru_cache(maxsize=None)
+def vjp_code(order: int) -> str:
+    """The definitions of the operators ``fmm_vjp.cl`` declares, for expansion order ``order``."""
+    tb = expansion_tables(order)
+    lines = _l2p_vjp(tb) + _shift_gradient(tb) + _m2l_vjp(tb) + _unsign(tb)
+    return "\n".join(lines) + "\n"

@@ -23,6 +23,10 @@ and reads back once, at its end: the evaluation's state (36 bytes). A tree that 
 the passes run again with the plan renewed from it. The first evaluation reads the tree's counts
 and walks step by step, which makes the plans.
 
+VJP (docs/adr/0338): ``launch_vjp`` queues the VJP of the last evaluation on the device, its tree,
+lists, centres and expansions held fixed (``_device_fmm_vjp.py``, ``kernels/fmm_vjp.cl``), so a
+reversible run's gradient keeps its state and adjoint there (``contracts.DeviceForceVjp``).
+
 Replay (docs/fmm-tuning-log.md#0192): on CUDA the second evaluation in a row that fits its plans with the same
 arrays and settings is captured, build and passes, into a graph, and later ones replay it (one
 launch and the read of the state: the host's ~90 launches are gone). A replayed evaluation that
@@ -38,6 +42,7 @@ import numpy as np
 
 from ... import _native
 from ..compute import DeviceArray, Graph, KernelEvent, launch_size, unavailable_reason
+from ._device_fmm_vjp import DeviceFmmVjp, FmmEvaluation
 from ._device_fmm_walk import (STATE_DEFINES, STATE_LEVELS, STATE_M2L, STATE_NODES, STATE_P2P, STATE_TREE_NODES,
                                DeviceDualWalk, InteractionLists)
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, DeviceTreeBuilder, array_bytes, levels_of
@@ -46,6 +51,7 @@ from ._fmm import (ACCURACY_VARIANTS, F32_EXPANSIONS_FLOOR, FMM_EXPANSIONS, FMM_
                    expansion_tables, fmm_setting, heavy_share_in)
 from ._fmm_code import expansion_code
 from ._gpu import GpuSolver
+from ..errors import InvalidInputError
 from ..options import ACCURACY, CHECK_ACCURACY, DEVICE, PRECISION, SOFTENING, SolverSpec
 from ..tuning.accuracy_check import accuracy_check
 
@@ -198,6 +204,7 @@ class GpuFmmSolver(GpuSolver):
         self._graph: _Replay | None = None
         self._graph_event: KernelEvent | None = None
         self._fitted = None  # the key of the last launched evaluation that fitted its plans
+        self._vjp: DeviceFmmVjp | None = None  # the VJP's passes and arrays, made on first use
 
     @property
     def chosen(self) -> dict | None:
@@ -210,17 +217,21 @@ class GpuFmmSolver(GpuSolver):
         self._terms = int(expansion_tables(order)["terms"])
         self._node_capacity = 0  # the expansion arrays hold `terms` values a node: no node plan
 
+    def _defines(self, potential: bool) -> dict:
+        """fmm.cl's host defines at the order now."""
+        return {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
+                "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
+                "P2P_MASK_SELF": potential or self.softening == 0,
+                "WALK_GROUP": ITEM_GROUP, "MULTIPOLE_STRIDE": multipole_stride(self._terms),
+                "P2M_LANES": self._p2m_lanes,
+                "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
+                "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
+                "TERMS": self._terms, **STATE_DEFINES, **self._p2p}
+
     def _kernels(self, potential: bool):
         key = (self.order, potential)
         if key not in self._programs:
-            defines = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8,
-                       "EXPANSION_BITS": self.expansion.itemsize * 8, "WITH_POTENTIAL": potential,
-                       "P2P_MASK_SELF": potential or self.softening == 0,
-                       "WALK_GROUP": ITEM_GROUP, "MULTIPOLE_STRIDE": multipole_stride(self._terms),
-                       "P2M_LANES": self._p2m_lanes,
-                       "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
-                       "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
-                       "TERMS": self._terms, **STATE_DEFINES, **self._p2p}
+            defines = self._defines(potential)
             code = expansion_code(self.order)
             defines["M2L_STREAMED"] = code.m2l_streamed
             program = self.context.build(["tree_common.cl", "softened_pair.cl", "fmm.cl"],
@@ -429,6 +440,24 @@ class GpuFmmSolver(GpuSolver):
         events["l2p"].append(k["l2p_bodies"].launch(slots * L2P_GROUP, L2P_GROUP, state, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result, tree.order, out))
         return lists
+
+    def launch_vjp(self, body: DeviceArray, cotangent: DeviceArray, out: DeviceArray, count: int, *,
+                   potential: bool) -> list[KernelEvent]:
+        """Queue the VJP of the last evaluation (``launch_accelerations`` of ``body``'s first
+        ``count`` rows), its tree, lists and centres held fixed, on the device
+        (``kernels/fmm_vjp.cl``): for the cotangent rows ``cotangent`` (padded ``real4`` rows
+        (abar_x, abar_y, abar_z, pbar) in the caller's order; pbar read only with
+        ``potential``), write (pos_bar, mass_bar) rows into ``out``."""
+        if self._last is None or self._last[0].count != count:
+            raise InvalidInputError("gpu-fmm's VJP is that of its last evaluation, of the same "
+                                    f"{count} bodies: evaluate them first")
+        if self._vjp is None:
+            self._vjp = DeviceFmmVjp(self)
+        tree, lists, _, _ = self._last
+        evaluation = FmmEvaluation(tree=tree, lists=lists, state=self._walk.state, slots=self._node_capacity,
+                                   levels=self._levels, terms=self._terms, centre=self._centre, shape=self._shape,
+                                   multipole=self._multipole, local=self._local, defines=self._defines(potential))
+        return self._vjp.launch(evaluation, cotangent, out, count, potential=potential)
 
     def kernel_resources(self) -> dict[str, dict[str, int]]:
         """Registers and spills of the expansion and pair kernels where the backend reports them

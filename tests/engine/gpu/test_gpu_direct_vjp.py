@@ -157,9 +157,9 @@ def test_bench_grad_counts_the_device_memory_of_both_runs(device):
     assert 1.5 < row["device_memory_over_forward"] < 2.5
 
 
-def test_gpu_direct_alone_keeps_the_device_vjp_contract(device):
+def test_gpu_direct_and_gpu_fmm_keep_the_device_vjp_contract(device):
     from orrery.engine.contracts import DeviceForceVjp
 
     kept = {name for name in ("gpu-direct", "gpu-tree", "gpu-fmm")
             if isinstance(make_solver(name, precision="f32", device=device), DeviceForceVjp)}
-    assert kept == {"gpu-direct"}
+    assert kept == {"gpu-direct", "gpu-fmm"}

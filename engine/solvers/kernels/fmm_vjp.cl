@@ -1,0 +1,316 @@
+/* fmm_vjp.cl: the vector-Jacobian product of fmm.cl's evaluation with its tree, lists and
+ * centres' key boxes held fixed (engine/fmm_vjp.py states the algebra and is the host's
+ * float64 statement of the same sums; docs/adr/0338).
+ *
+ * Algorithm: the evaluation's stages taken back in reverse over the evaluation's own arrays
+ * (its key-ordered bodies, node records, levels, parents, centres, signed multipoles S, local
+ * expansions L, M2L and P2P lists), with a_bar, phi_bar the cotangents of the accelerations
+ * and potentials (real4 rows in the caller's order): the VJP of an FMM is an FMM pass with the
+ * cotangents as its sources.
+ *   vjp_l2p     per leaf: L2P transposed, Lbar(leaf) = sum over its bodies of the cotangents
+ *               expanded about its centre (a P2M of vector sources), and each body's offset's
+ *               cotangent (the local expansion's second derivatives dotted with a_bar), which
+ *               moves the body and, negated, the leaf's centre; every other node's cotangents
+ *               start at zero;
+ *   vjp_l2l     per cell level, deepest first, per internal node: L2L transposed, the
+ *               children's Lbar shifted up (M2M's form), and the shifts' offsets' cotangents
+ *               to the child's and the node's centres;
+ *   vjp_m2l     per node, over its M2L list (which holds every pair both ways, so a node's
+ *               list is both its sources and the targets it is a source of): M2L transposed,
+ *               Sbar(i) = sum over the list of the M2L of Lbar(j) with the pair reversed,
+ *               stored as M's cotangent Mbar = (-1)^|n| Sbar_n, and the pairs' offsets'
+ *               cotangents to node i's centre (as target and as source);
+ *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
+ *               shifted down into each child's (L2L's form), the offsets' cotangents;
+ *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
+ *               position cotangent m grad (an L2P of Mbar), its negation to the centre;
+ *   vjp_cube    one work-group: the centres' cotangents to the cube's extreme particles
+ *               (z = lo + shape / 2^22 side: lo_bar = sum of the centres' cotangents,
+ *               side_bar = sum of their dot products with shape / 2^22), and which particles
+ *               those are (the first in the caller's order of equal coordinates, as numpy's
+ *               argmin, and the first axis of equal extents);
+ *   vjp_p2p     per leaf, a work-item a target: P2P transposed over its own leaf and its P2P
+ *               leaves (direct_vjp.cl's pair, softened_pair.cl's pair_vjp_term: the lists hold
+ *               each pair both ways, so each body gathers its own sum), plus the far field's
+ *               and the cube's cotangents of the body, written at its caller index.
+ * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
+ * in a fixed order (bodies in key order, children in order, lists in order); the one value
+ * two work-items of a launch could both write, a child's centre cotangent in vjp_l2l and
+ * vjp_m2m, is written by its parent alone; vjp_cube's sums run strided over fixed work-items
+ * and fold in a fixed tree. No atomics: every run gives the same bits.
+ * Precision: expansions' cotangents in `expansion`, centres' and bodies' far-field cotangents in
+ * `accum`, pair sums in `real` (the solver's precision, as direct_vjp.cl).
+ * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group, a power of two), WITH_POTENTIAL
+ * (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl, softened_pair.cl and fmm.cl first; the
+ * operators below are generated per order (engine/solvers/_fmm_vjp_code.py) and appended. */
+
+DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, const expansion ax,
+                    const expansion ay, const expansion az, const expansion pbar,
+                    expansion* Lbar, expansion* g);
+DEVICE void shift_gradient(const expansion* t, GLOBAL const expansion* RESTRICT Y,
+                           const expansion* X, expansion* g);
+DEVICE void m2l_vjp(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
+                    const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,
+                    GLOBAL const expansion* RESTRICT source, expansion* Sbar, expansion* g);
+DEVICE void unsign(expansion* S);
+
+/* A body's cotangent row: (a_bar, phi_bar), phi_bar 0 without WITH_POTENTIAL. */
+DEVICE real4 body_cotangent(GLOBAL const real4* RESTRICT cotangent, const uint index) {
+  real4 bar = cotangent[index];
+#ifndef WITH_POTENTIAL
+  bar.w = 0;
+#endif
+  return bar;
+}
+
+DEVICE bool vjp_leaf(GLOBAL const TreeNode* RESTRICT nodes, const int i) { return nodes[i].skip == (uint)i + 1; }
+
+/* The monomials of a body about centre z (l2p_bodies' offsets). */
+DEVICE void body_monomials(const real4 b, GLOBAL const accum* RESTRICT centre, const int i, expansion* t) {
+  monomials((expansion)((accum)b.x - centre[3 * i]), (expansion)((accum)b.y - centre[3 * i + 1]),
+            (expansion)((accum)b.z - centre[3 * i + 2]), t);
+}
+
+KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                    GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
+                    GLOBAL const real4* RESTRICT cotangent, GLOBAL const accum* RESTRICT centre,
+                    GLOBAL const expansion* RESTRICT field, GLOBAL expansion* RESTRICT local_bar,
+                    GLOBAL accum* RESTRICT centre_bar, GLOBAL accum* RESTRICT far_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES]) return;
+  accum own[3] = {0, 0, 0};
+  if (vjp_leaf(nodes, i)) {
+    expansion Lbar[TERMS], t[TERMS], g[3];
+    for (int q = 0; q < TERMS; ++q) Lbar[q] = 0;
+    const uint end = nodes[i].first + nodes[i].count;
+    for (uint p = nodes[i].first; p < end; ++p) {
+      const real4 bar = body_cotangent(cotangent, order[p]);
+      body_monomials(body[p], centre, i, t);
+      l2p_vjp(t, field + (ulong)i * TERMS, (expansion)bar.x, (expansion)bar.y, (expansion)bar.z,
+              (expansion)bar.w, Lbar, g);
+      for (int a = 0; a < 3; ++a) {
+        far_bar[4 * (ulong)p + a] = (accum)g[a];
+        own[a] -= (accum)g[a];
+      }
+    }
+    for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * TERMS + q] = Lbar[q];
+  }
+  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+}
+
+/* The offset v = z_c - z_i of child c from node i, its monomials. */
+DEVICE void child_monomials(GLOBAL const accum* RESTRICT centre, const uint c, const int i, expansion* t) {
+  monomials((expansion)(centre[3 * c] - centre[3 * i]), (expansion)(centre[3 * c + 1] - centre[3 * i + 1]),
+            (expansion)(centre[3 * c + 2] - centre[3 * i + 2]), t);
+}
+
+KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                    GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT centre,
+                    GLOBAL const expansion* RESTRICT field, GLOBAL expansion* RESTRICT local_bar,
+                    GLOBAL accum* RESTRICT centre_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES] || vjp_leaf(nodes, i) || (int)levels[i] != level) return;
+  expansion M[TERMS], t[TERMS], X[TERMS], g[3];
+  accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
+  for (int q = 0; q < TERMS; ++q) M[q] = 0;
+  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
+    GLOBAL const expansion* RESTRICT child = local_bar + (ulong)c * TERMS;
+    child_monomials(centre, c, i, t);
+    m2m_accumulate(t, child, M);
+    for (int q = 0; q < TERMS; ++q) X[q] = child[q];
+    shift_gradient(t, field + (ulong)i * TERMS, X, g);
+    for (int a = 0; a < 3; ++a) {
+      centre_bar[3 * c + a] += (accum)g[a];
+      own[a] -= (accum)g[a];
+    }
+  }
+  for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * TERMS + q] = M[q];
+  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+}
+
+KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, GLOBAL const uint* RESTRICT m2l_start,
+                    GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre,
+                    const expansion eps2, GLOBAL const expansion* RESTRICT multipole,
+                    GLOBAL const expansion* RESTRICT local_bar, GLOBAL expansion* RESTRICT multipole_bar,
+                    GLOBAL accum* RESTRICT centre_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES]) return;
+  expansion own_bar[TERMS], own[TERMS], Sbar[TERMS], g[3] = {0, 0, 0};
+  for (int q = 0; q < TERMS; ++q) {
+    own_bar[q] = local_bar[(ulong)i * TERMS + q];
+    own[q] = multipole[(ulong)i * MULTIPOLE_STRIDE + q];
+    Sbar[q] = 0;
+  }
+  const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
+  for (uint s = m2l_start[i]; s < m2l_start[i + 1]; ++s) {
+    const uint j = m2l_source[s];
+    m2l_vjp((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]), (expansion)(z2 - centre[3 * j + 2]),
+            eps2, own_bar, own, local_bar + (ulong)j * TERMS, multipole + (ulong)j * MULTIPOLE_STRIDE, Sbar, g);
+  }
+  unsign(Sbar);
+  for (int q = 0; q < TERMS; ++q) multipole_bar[(ulong)i * TERMS + q] = Sbar[q];
+  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] += (accum)g[a];
+}
+
+KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                    GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT centre,
+                    GLOBAL const expansion* RESTRICT multipole, GLOBAL expansion* RESTRICT multipole_bar,
+                    GLOBAL accum* RESTRICT centre_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES] || vjp_leaf(nodes, i) || (int)levels[i] != level) return;
+  expansion t[TERMS], X[TERMS], g[3];
+  accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
+  GLOBAL const expansion* RESTRICT parent_bar = multipole_bar + (ulong)i * TERMS;
+  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
+    child_monomials(centre, c, i, t);
+    l2l_accumulate(t, parent_bar, multipole_bar + (ulong)c * TERMS);
+    for (int q = 0; q < TERMS; ++q) X[q] = multipole[(ulong)c * MULTIPOLE_STRIDE + q];
+    unsign(X);
+    shift_gradient(t, parent_bar, X, g);
+    for (int a = 0; a < 3; ++a) {
+      centre_bar[3 * c + a] += (accum)g[a];
+      own[a] -= (accum)g[a];
+    }
+  }
+  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+}
+
+KERNEL void vjp_p2m(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                    GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
+                    GLOBAL const expansion* RESTRICT multipole_bar, GLOBAL accum* RESTRICT centre_bar,
+                    GLOBAL accum* RESTRICT far_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES] || !vjp_leaf(nodes, i)) return;
+  expansion t[TERMS], f[4];
+  accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
+  const uint end = nodes[i].first + nodes[i].count;
+  for (uint p = nodes[i].first; p < end; ++p) {
+    const real4 b = body[p];
+    body_monomials(b, centre, i, t);
+    l2p(t, multipole_bar + (ulong)i * TERMS, f);
+    for (int a = 0; a < 3; ++a) {
+      const accum pull = (accum)b.w * (accum)f[a];
+      far_bar[4 * (ulong)p + a] += pull;
+      own[a] -= pull;
+    }
+    far_bar[4 * (ulong)p + 3] = -(accum)f[3];
+  }
+  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+}
+
+/* A candidate for an extreme coordinate: the value and the caller's index; `better` keeps the
+ * smaller value (or the larger, `high`), equal values the smaller index. */
+DEVICE bool better(const accum value, const uint index, const accum best, const uint best_index, const bool high) {
+  if (value != best) return high ? value > best : value < best;
+  return index < best_index;
+}
+
+/* cube_bar: lo_bar (3), side_bar; cube_index: the particle (caller index) at lo on each axis,
+ * the one at the high end of the side's axis, the side's axis (or -1: the cube of one point). */
+KERNEL LAUNCH_BOUNDS(CUBE_GROUP, 1)
+void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
+              const int count, GLOBAL const accum* RESTRICT shape, GLOBAL const accum* RESTRICT centre_bar,
+              GLOBAL accum* RESTRICT cube_bar, GLOBAL int* RESTRICT cube_index) {
+  LOCAL accum value[CUBE_GROUP][6];
+  LOCAL uint index[CUBE_GROUP][6];
+  LOCAL accum sum[CUBE_GROUP][4];
+  const int lane = LOCAL_ID;
+  /* extremes 0..2: the lowest coordinate on each axis, 3..5: the highest */
+  accum best[6];
+  uint best_index[6];
+  for (int e = 0; e < 6; ++e) {
+    best[e] = 0;
+    best_index[e] = 0xffffffffu;
+  }
+  for (int p = lane; p < count; p += CUBE_GROUP) {
+    const real4 b = body[p];
+    const accum x[3] = {(accum)b.x, (accum)b.y, (accum)b.z};
+    const uint k = order[p];
+    for (int e = 0; e < 6; ++e)
+      if (best_index[e] == 0xffffffffu || better(x[e % 3], k, best[e], best_index[e], e >= 3)) {
+        best[e] = x[e % 3];
+        best_index[e] = k;
+      }
+  }
+  accum own[4] = {0, 0, 0, 0};
+  const int nodes = (int)state[STATE_NODES];
+  for (int i = lane; i < nodes; i += CUBE_GROUP)
+    for (int a = 0; a < 3; ++a) {
+      const accum bar = centre_bar[3 * i + a];
+      own[a] += bar;
+      own[3] += bar * (shape[4 * i + a] / (accum)(2 << MORTON_LEVELS));
+    }
+  for (int e = 0; e < 6; ++e) {
+    value[lane][e] = best[e];
+    index[lane][e] = best_index[e];
+  }
+  for (int a = 0; a < 4; ++a) sum[lane][a] = own[a];
+  SYNC_THREADS;
+  for (int stride = CUBE_GROUP / 2; stride > 0; stride >>= 1) {
+    if (lane < stride) {
+      for (int e = 0; e < 6; ++e) {
+        const uint other = index[lane + stride][e];
+        if (other != 0xffffffffu &&
+            (index[lane][e] == 0xffffffffu || better(value[lane + stride][e], other, value[lane][e], index[lane][e], e >= 3))) {
+          value[lane][e] = value[lane + stride][e];
+          index[lane][e] = other;
+        }
+      }
+      for (int a = 0; a < 4; ++a) sum[lane][a] += sum[lane + stride][a];
+    }
+    SYNC_THREADS;
+  }
+  if (lane != 0) return;
+  int axis = -1;
+  accum side = 0;
+  for (int a = 0; a < 3; ++a) {
+    const accum extent = value[0][3 + a] - value[0][a];
+    if (extent > side) {
+      side = extent;
+      axis = a;
+    }
+  }
+  for (int a = 0; a < 3; ++a) {
+    cube_bar[a] = sum[0][a];
+    cube_index[a] = (int)index[0][a];
+  }
+  cube_bar[3] = sum[0][3];
+  cube_index[3] = axis < 0 ? 0 : (int)index[0][3 + axis];
+  cube_index[4] = axis;
+}
+
+/* Each body's row: P2P's VJP (its own leaf, then its P2P leaves in list order), its far-field
+ * cotangents and its share of the cube's, rounded once to `real` at its caller index. */
+KERNEL void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state,
+                    GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
+                    GLOBAL const uint* RESTRICT p2p_source, GLOBAL const uint* RESTRICT order,
+                    GLOBAL const real4* RESTRICT cotangent, const real eps2, GLOBAL const accum* RESTRICT far_bar,
+                    GLOBAL const accum* RESTRICT cube_bar, GLOBAL const int* RESTRICT cube_index,
+                    GLOBAL real4* RESTRICT out) {
+  const int leaf = GROUP_ID;
+  if (leaf >= (int)state[STATE_NODES] || !vjp_leaf(nodes, leaf)) return;
+  const uint end = nodes[leaf].first + nodes[leaf].count;
+  const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
+  for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
+    const real4 target = body[p];
+    const uint k = order[p];
+    const real4 own = body_cotangent(cotangent, k);
+    real4 sum = MAKE_REAL4(0, 0, 0, 0);
+    for (uint run = 0; run < runs; ++run) {
+      const uint source = run == 0 ? (uint)leaf : p2p_source[list_first + run - 1];
+      const uint last = nodes[source].first + nodes[source].count;
+      for (uint q = nodes[source].first; q < last; ++q)
+        sum = pair_vjp_term(sum, target, own, body[q], body_cotangent(cotangent, order[q]), eps2, q == p);
+    }
+    accum row[4] = {(accum)sum.x + far_bar[4 * (ulong)p], (accum)sum.y + far_bar[4 * (ulong)p + 1],
+                    (accum)sum.z + far_bar[4 * (ulong)p + 2], (accum)sum.w + far_bar[4 * (ulong)p + 3]};
+    const int axis = cube_index[4];
+    for (int a = 0; a < 3; ++a)
+      if ((int)k == cube_index[a]) row[a] += cube_bar[a];
+    if (axis >= 0) {
+      if ((int)k == cube_index[3]) row[axis] += cube_bar[3];
+      if ((int)k == cube_index[axis]) row[axis] -= cube_bar[3];
+    }
+    out[k] = MAKE_REAL4((real)row[0], (real)row[1], (real)row[2], (real)row[3]);
+  }
+}
