@@ -7,6 +7,7 @@ far-field cotangents and the cube's), kept between calls and grown as the trees 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -17,7 +18,8 @@ from ._fmm_code import expansion_code, vjp_code
 
 # vjp_cube's work-group: one group reads every body and node once.
 CUBE_GROUP = 256
-# vjp_p2p's work-group, a leaf's: its work-items take the leaf's bodies in turn.
+# vjp_p2p's work-group, a leaf's: a work-item a target and a slot of the sources' tile (leaves
+# hold ~30 bodies on a Plummer sphere at the default leaf capacity).
 P2P_VJP_GROUP = 32
 VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube", "vjp_p2p")
 
@@ -25,20 +27,21 @@ VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube"
 @dataclass(frozen=True)
 class FmmEvaluation:
     """What the VJP differentiates: an evaluation's tree and lists, its state on the device, the
-    node plan's slots and cell levels, the terms an expansion holds, its centres, shapes,
-    signed multipoles and local expansions, and fmm.cl's defines it was built with."""
+    node plan's slots and cell levels, its centres, shapes, signed multipoles and local
+    expansions, fmm.cl's defines it was built with and its M2L (over its lists, in its
+    schedule) for other sources."""
 
     tree: DeviceTree
     lists: InteractionLists
     state: DeviceArray
     slots: int
     levels: int
-    terms: int
     centre: DeviceArray
     shape: DeviceArray
     multipole: DeviceArray
     local: DeviceArray
     defines: dict
+    m2l: Callable[[DeviceArray, DeviceArray], KernelEvent]  # its M2L: (sources, field) -> event
 
 
 class DeviceFmmVjp:
@@ -47,7 +50,7 @@ class DeviceFmmVjp:
     def __init__(self, solver):
         self.solver = solver
         self._programs: dict[tuple, dict] = {}
-        self._nodes = self._terms = self._bodies = 0  # what the arrays hold
+        self._nodes = self._stride = self._bodies = 0  # what the arrays hold
         context, accum = solver.context, solver.accum
         self._cube_bar = context.empty(4, accum, "adjoint.fmm_cube")
         self._cube_index = context.empty(5, np.int32, "adjoint.fmm_cube")
@@ -60,20 +63,23 @@ class DeviceFmmVjp:
             program = solver.context.build(
                 ["tree_common.cl", "softened_pair.cl", "fmm.cl", "fmm_vjp.cl"], package=__package__, text=text,
                 defines={**defines, "WITH_POTENTIAL": potential, "ZERO_SOFTENING": solver.softening == 0,
-                         "CUBE_GROUP": CUBE_GROUP, **STATE_DEFINES})
+                         "CUBE_GROUP": CUBE_GROUP, "P2P_VJP_GROUP": P2P_VJP_GROUP, **STATE_DEFINES})
             self._programs[key] = {name: program.kernel(name) for name in VJP_KERNELS}
         return self._programs[key]
 
-    def _reserve(self, nodes: int, terms: int, bodies: int) -> None:
+    def _reserve(self, nodes: int, stride: int, bodies: int) -> None:
+        """Room for ``nodes`` nodes of ``stride`` expansion terms (MULTIPOLE_STRIDE: the local
+        cotangents are M2L's sources) and ``bodies`` bodies."""
         solver, context = self.solver, self.solver.context
-        if nodes > self._nodes or terms > self._terms:
-            self._nodes, self._terms = max(nodes, self._nodes), max(terms, self._terms)
-            size = self._nodes * self._terms
+        if nodes > self._nodes or stride > self._stride:
+            self._nodes, self._stride = max(nodes, self._nodes), max(stride, self._stride)
+            size = self._nodes * self._stride
             self._local_bar = context.empty(size, solver.expansion, "adjoint.fmm_locals")
             self._multipole_bar = context.empty(size, solver.expansion, "adjoint.fmm_multipoles")
             self._centre_bar = context.empty(3 * self._nodes, solver.accum, "adjoint.fmm_centres")
         if bodies > self._bodies:
             self._far_bar = context.empty(4 * bodies, solver.accum, "adjoint.fmm_bodies")
+            self._sorted_bar = context.empty((bodies, 4), solver.dtype, "adjoint.fmm_bodies")
             self._bodies = bodies
 
     def launch(self, evaluation, cotangent: DeviceArray, out: DeviceArray, count: int, *,
@@ -83,20 +89,22 @@ class DeviceFmmVjp:
         rows ``cotangent`` (the caller's order): (pos_bar, mass_bar) rows into ``out``."""
         e = evaluation
         k = self._kernels(e.defines, potential)
-        self._reserve(e.slots, e.terms, count)
+        self._reserve(e.slots, e.defines["MULTIPOLE_STRIDE"], count)
         solver, tree, lists = self.solver, e.tree, e.lists
         state, width = e.state, launch_size(e.slots, ITEM_GROUP)
         local_bar, multipole_bar, centre_bar = self._local_bar, self._multipole_bar, self._centre_bar
         events = [k["vjp_l2p"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,
-                                      e.centre, e.local, local_bar, centre_bar, self._far_bar)]
+                                      e.centre, e.local, self._sorted_bar, local_bar, centre_bar, self._far_bar)]
         levels = levels_of(e.levels)
         cells = [level for level in levels if level < MORTON_LEVELS]
         for level in reversed(cells):
             events.append(k["vjp_l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
                                               e.centre, e.local, local_bar, centre_bar))
+        # M2L transposed is M2L: the signed local cotangents as sources give the multipoles'
+        events.append(e.m2l(local_bar, multipole_bar))
         events.append(k["vjp_m2l"].launch(width, ITEM_GROUP, state, lists.m2l_start, lists.m2l_source, e.centre,
                                           solver.expansion.type(solver.softening ** 2), e.multipole, local_bar,
-                                          multipole_bar, centre_bar))
+                                          centre_bar))
         for level in cells:
             events.append(k["vjp_m2m"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
                                               e.centre, e.multipole, multipole_bar, centre_bar))
@@ -105,7 +113,7 @@ class DeviceFmmVjp:
         events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order, np.int32(count),
                                            e.shape, centre_bar, self._cube_bar, self._cube_index))
         events.append(k["vjp_p2p"].launch(e.slots * P2P_VJP_GROUP, P2P_VJP_GROUP, tree.body, state, tree.nodes,
-                                          lists.p2p_start, lists.p2p_source, tree.order, cotangent,
+                                          lists.p2p_start, lists.p2p_source, tree.order, self._sorted_bar,
                                           solver.dtype.type(solver.softening ** 2), self._far_bar,
                                           self._cube_bar, self._cube_index, out))
         return events

@@ -24,12 +24,12 @@ The VJP's operators (``fmm_vjp.cl`` says where each runs), with pairs (k, n) of 
 - ``shift_gradient``: ``g_a = sum_pairs Y_s X_k t_{n - e_a}``, the gradient in a shift's offset
   of ``sum Y_s X_k t_n``: L2L's (Y the parent's local expansion, X the child's cotangent) and
   M2M's (Y the parent's multipole cotangent, X the child's multipole);
-- ``m2l_vjp``: over one M2L pair of node i with node j (both directions, ``R = z_i - z_j``,
-  ``D_m = d^m (1/r)`` to order p + 1, ``D(-R) = (-1)^|m| D(R)``), node i's signed multipole's
-  cotangent ``Sbar_k += sum_n (-1)^|s| D_s(R) Lbar_j,n`` (M2L transposed: its matrix is
-  symmetric, so it is M2L itself with the pair reversed) and node i's centre's
-  ``g_a += sum_m W_m D_{m + e_a}(R)``, ``W_m = sum_{k+n=m} Lbar_i,k S_j,n + (-1)^|m| Lbar_j,k
-  S_i,n`` (i as the target of j, and as its source);
+- ``m2l_gradient``: over node i's M2L pair with node j (``R = z_i - z_j``, ``D_m = d^m (1/r)`` to
+  order p + 1), the pair's offset's cotangent as it moves node i's centre, i as the target of j
+  and as its source (each pair is in both lists; ``D(-R) = (-1)^|m| D(R)``):
+  ``g_a += sum_m W_m D_{m + e_a}(R)``, ``W_m = sum_{k+n=m} Lbar_i,k S_j,n + Lsbar_j,k M_i,n``,
+  with S and Lsbar the signed multipole and local cotangent (``(-1)^|n|`` times M and Lbar);
+  M2L's own transpose is M2L itself (``fmm_vjp.cl``);
 - ``unsign``: ``S_n -> (-1)^|n| S_n`` (a signed multipole to M, a signed cotangent to M's).
 """
 
@@ -209,32 +209,25 @@ def _shift_gradient(tb) -> list[str]:
     return lines + ["}"]
 
 
-def _m2l_vjp(tb) -> list[str]:
-    order = tb["order"]
-    wide = expansion_tables(order + 1)  # D to order p + 1: its first terms are order p's
-    terms, degree = tb["terms"], wide["degree"]
-    lines = ["DEVICE void m2l_vjp(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,",
-             "                     const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,",
-             "                     GLOBAL const expansion* RESTRICT source, expansion* Sbar, expansion* g) {"]
+def _m2l_gradient(tb) -> list[str]:
+    """The gradient in the offset of node i's M2L pairs with node j (the module's docstring)."""
+    wide = expansion_tables(tb["order"] + 1)  # D to order p + 1: its first terms are order p's
+    terms, start, pair_n, pair_sum = tb["terms"], tb["pair_start"], tb["pair_n"], tb["pair_sum"]
+    lines = ["DEVICE void m2l_gradient(const expansion rx, const expansion ry, const expansion rz,",
+             "                          const expansion eps2, const expansion* own_bar, const expansion* own,",
+             "                          GLOBAL const expansion* RESTRICT bar, GLOBAL const expansion* RESTRICT source,",
+             "                          expansion* g) {"]
     lines += _derivatives(wide)[0]
-    start, pair_n, pair_sum = tb["pair_start"], tb["pair_n"], tb["pair_sum"]
-
-    def signed(m: int, product: str) -> str:
-        return f"- {product}" if degree[m] % 2 else f"+ {product}"
-
-    for k in range(terms):
-        parts = [signed(pair_sum[q], f"d{pair_sum[q]} * bar[{pair_n[q]}]") for q in range(start[k], start[k + 1])]
-        lines.append(f"  Sbar[{k}] += 0 {' '.join(parts)};")
     products: dict[int, list[str]] = {}
     for k in range(terms):
         for q in range(start[k], start[k + 1]):
-            s, n = int(pair_sum[q]), int(pair_n[q])
-            products.setdefault(s, []).append(f"+ own_bar[{k}] * source[{n}] " + signed(s, f"bar[{k}] * own[{n}]"))
-    for s in range(terms):
-        lines.append(f"  const expansion w{s} = 0 {' '.join(products[s])};")
-    for a in range(3):
-        plus = wide[f"plus_one_{a}"]
-        lines.append(f"  g[{a}] += {_sum([f'w{m} * d{plus[m]}' for m in range(terms)])};")
+            products.setdefault(int(pair_sum[q]), []).append(
+                f"own_bar[{k}] * source[{pair_n[q]}] + bar[{k}] * own[{pair_n[q]}]")
+    plus = [wide[f"plus_one_{a}"] for a in range(3)]
+    for m in range(terms):  # each W_m used at once: few of them live
+        lines.append(f"  {{ const expansion w = {_sum(products[m])};")
+        lines += [f"    g[{a}] += w * d{plus[a][m]};" for a in range(3)]
+        lines.append("  }")
     return lines + ["}"]
 
 
@@ -247,5 +240,5 @@ def _unsign(tb) -> list[str]:
 def vjp_code(order: int) -> str:
     """The definitions of the operators ``fmm_vjp.cl`` declares, for expansion order ``order``."""
     tb = expansion_tables(order)
-    lines = _l2p_vjp(tb) + _shift_gradient(tb) + _m2l_vjp(tb) + _unsign(tb)
+    lines = _l2p_vjp(tb) + _shift_gradient(tb) + _m2l_gradient(tb) + _unsign(tb)
     return "\n".join(lines) + "\n"

@@ -205,6 +205,7 @@ class GpuFmmSolver(GpuSolver):
         self._graph_event: KernelEvent | None = None
         self._fitted = None  # the key of the last launched evaluation that fitted its plans
         self._vjp: DeviceFmmVjp | None = None  # the VJP's passes and arrays, made on first use
+        self._m2l_pass = None  # the last passes' M2L kernel, sorted schedule and node index bits
 
     @property
     def chosen(self) -> dict | None:
@@ -424,11 +425,8 @@ class GpuFmmSolver(GpuSolver):
         sort_events, schedule = self._sort.sort_keys(self._schedule, self._spare_schedule, slots,
                                                      SCHEDULE_LENGTH_BITS + int(shift))
         events["m2l"] += sort_events
-        events["m2l"].append(k["m2l"].launch(launch_size(slots * self._m2l_lanes, M2L_GROUP), M2L_GROUP, state,
-                                             shift, schedule, lists.m2l_start,
-                                             lists.m2l_source, self._centre,
-                                             self.expansion.type(self.softening ** 2), self._multipole,
-                                             self._local))
+        self._m2l_pass = (k["m2l"], schedule, shift)
+        events["m2l"].append(self._launch_m2l(lists, self._multipole, self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, state, tree.nodes, self._parent))
         for level in [level for level in levels if level > 0]:
             events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.levels,
@@ -440,6 +438,15 @@ class GpuFmmSolver(GpuSolver):
         events["l2p"].append(k["l2p_bodies"].launch(slots * L2P_GROUP, L2P_GROUP, state, tree.nodes, tree.body,
                                                     self._centre, self._local, self._result, tree.order, out))
         return lists
+
+    def _launch_m2l(self, lists: InteractionLists, multipole: DeviceArray, field: DeviceArray) -> KernelEvent:
+        """The last passes' M2L (its kernel, in the schedule they sorted) over ``lists``: ``field``
+        of every node from the signed expansions ``multipole`` (``MULTIPOLE_STRIDE`` a node) of
+        its list's nodes."""
+        kernel, schedule, shift = self._m2l_pass
+        return kernel.launch(launch_size(self._node_capacity * self._m2l_lanes, M2L_GROUP), M2L_GROUP,
+                             self._walk.state, shift, schedule, lists.m2l_start, lists.m2l_source, self._centre,
+                             self.expansion.type(self.softening ** 2), multipole, field)
 
     def launch_vjp(self, body: DeviceArray, cotangent: DeviceArray, out: DeviceArray, count: int, *,
                    potential: bool) -> list[KernelEvent]:
@@ -455,8 +462,9 @@ class GpuFmmSolver(GpuSolver):
             self._vjp = DeviceFmmVjp(self)
         tree, lists, _, _ = self._last
         evaluation = FmmEvaluation(tree=tree, lists=lists, state=self._walk.state, slots=self._node_capacity,
-                                   levels=self._levels, terms=self._terms, centre=self._centre, shape=self._shape,
-                                   multipole=self._multipole, local=self._local, defines=self._defines(potential))
+                                   levels=self._levels, centre=self._centre, shape=self._shape,
+                                   multipole=self._multipole, local=self._local, defines=self._defines(potential),
+                                   m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field))
         return self._vjp.launch(evaluation, cotangent, out, count, potential=potential)
 
     def kernel_resources(self) -> dict[str, dict[str, int]]:

@@ -49,9 +49,9 @@ DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, cons
                     expansion* Lbar, expansion* g);
 DEVICE void shift_gradient(const expansion* t, GLOBAL const expansion* RESTRICT Y,
                            const expansion* X, expansion* g);
-DEVICE void m2l_vjp(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
-                    const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,
-                    GLOBAL const expansion* RESTRICT source, expansion* Sbar, expansion* g);
+DEVICE void m2l_gradient(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
+                         const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,
+                         GLOBAL const expansion* RESTRICT source, expansion* g);
 DEVICE void unsign(expansion* S);
 
 /* A body's cotangent row: (a_bar, phi_bar), phi_bar 0 without WITH_POTENTIAL. */
@@ -71,11 +71,14 @@ DEVICE void body_monomials(const real4 b, GLOBAL const accum* RESTRICT centre, c
             (expansion)((accum)b.z - centre[3 * i + 2]), t);
 }
 
+/* Also copies each body's cotangent row into key order (`sorted_bar`, phi_bar 0 without
+ * WITH_POTENTIAL), for vjp_p2p. */
 KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                     GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
                     GLOBAL const real4* RESTRICT cotangent, GLOBAL const accum* RESTRICT centre,
-                    GLOBAL const expansion* RESTRICT field, GLOBAL expansion* RESTRICT local_bar,
-                    GLOBAL accum* RESTRICT centre_bar, GLOBAL accum* RESTRICT far_bar) {
+                    GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT sorted_bar,
+                    GLOBAL expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar,
+                    GLOBAL accum* RESTRICT far_bar) {
   const int i = GLOBAL_ID;
   if (i >= (int)state[STATE_NODES]) return;
   accum own[3] = {0, 0, 0};
@@ -85,6 +88,7 @@ KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RE
     const uint end = nodes[i].first + nodes[i].count;
     for (uint p = nodes[i].first; p < end; ++p) {
       const real4 bar = body_cotangent(cotangent, order[p]);
+      sorted_bar[p] = bar;
       body_monomials(body[p], centre, i, t);
       l2p_vjp(t, field + (ulong)i * TERMS, (expansion)bar.x, (expansion)bar.y, (expansion)bar.z,
               (expansion)bar.w, Lbar, g);
@@ -93,17 +97,21 @@ KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RE
         own[a] -= (accum)g[a];
       }
     }
-    for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * TERMS + q] = Lbar[q];
+    unsign(Lbar);
+    for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = Lbar[q];
   }
   for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
 }
 
-/* The offset v = z_c - z_i of child c from node i, its monomials. */
-DEVICE void child_monomials(GLOBAL const accum* RESTRICT centre, const uint c, const int i, expansion* t) {
-  monomials((expansion)(centre[3 * c] - centre[3 * i]), (expansion)(centre[3 * c + 1] - centre[3 * i + 1]),
-            (expansion)(centre[3 * c + 2] - centre[3 * i + 2]), t);
+/* The monomials of the offset z_i - z_c of node i from its child c (the upward pass's offsets). */
+DEVICE void parent_monomials(GLOBAL const accum* RESTRICT centre, const uint c, const int i, expansion* t) {
+  monomials((expansion)(centre[3 * i] - centre[3 * c]), (expansion)(centre[3 * i + 1] - centre[3 * c + 1]),
+            (expansion)(centre[3 * i + 2] - centre[3 * c + 2]), t);
 }
 
+/* The local cotangents signed, as the multipoles are (upward's M2M: offsets negated), so that
+ * M2L takes them as sources; the shift's monomials and the child's cotangent unsigned for the
+ * shift's gradient. */
 KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                     GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT centre,
                     GLOBAL const expansion* RESTRICT field, GLOBAL expansion* RESTRICT local_bar,
@@ -114,41 +122,42 @@ KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL c
   accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
   for (int q = 0; q < TERMS; ++q) M[q] = 0;
   for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
-    GLOBAL const expansion* RESTRICT child = local_bar + (ulong)c * TERMS;
-    child_monomials(centre, c, i, t);
+    GLOBAL const expansion* RESTRICT child = local_bar + (ulong)c * MULTIPOLE_STRIDE;
+    parent_monomials(centre, c, i, t);
     m2m_accumulate(t, child, M);
+    unsign(t);
     for (int q = 0; q < TERMS; ++q) X[q] = child[q];
+    unsign(X);
     shift_gradient(t, field + (ulong)i * TERMS, X, g);
     for (int a = 0; a < 3; ++a) {
       centre_bar[3 * c + a] += (accum)g[a];
       own[a] -= (accum)g[a];
     }
   }
-  for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * TERMS + q] = M[q];
+  for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = M[q];
   for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
 }
 
 KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, GLOBAL const uint* RESTRICT m2l_start,
                     GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre,
                     const expansion eps2, GLOBAL const expansion* RESTRICT multipole,
-                    GLOBAL const expansion* RESTRICT local_bar, GLOBAL expansion* RESTRICT multipole_bar,
-                    GLOBAL accum* RESTRICT centre_bar) {
+                    GLOBAL const expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar) {
   const int i = GLOBAL_ID;
   if (i >= (int)state[STATE_NODES]) return;
-  expansion own_bar[TERMS], own[TERMS], Sbar[TERMS], g[3] = {0, 0, 0};
+  expansion own_bar[TERMS], own[TERMS], g[3] = {0, 0, 0};
   for (int q = 0; q < TERMS; ++q) {
-    own_bar[q] = local_bar[(ulong)i * TERMS + q];
+    own_bar[q] = local_bar[(ulong)i * MULTIPOLE_STRIDE + q];
     own[q] = multipole[(ulong)i * MULTIPOLE_STRIDE + q];
-    Sbar[q] = 0;
   }
+  unsign(own_bar);
+  unsign(own);
   const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
   for (uint s = m2l_start[i]; s < m2l_start[i + 1]; ++s) {
     const uint j = m2l_source[s];
-    m2l_vjp((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]), (expansion)(z2 - centre[3 * j + 2]),
-            eps2, own_bar, own, local_bar + (ulong)j * TERMS, multipole + (ulong)j * MULTIPOLE_STRIDE, Sbar, g);
+    m2l_gradient((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
+                 (expansion)(z2 - centre[3 * j + 2]), eps2, own_bar, own, local_bar + (ulong)j * MULTIPOLE_STRIDE,
+                 multipole + (ulong)j * MULTIPOLE_STRIDE, g);
   }
-  unsign(Sbar);
-  for (int q = 0; q < TERMS; ++q) multipole_bar[(ulong)i * TERMS + q] = Sbar[q];
   for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] += (accum)g[a];
 }
 
@@ -162,7 +171,8 @@ KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL c
   accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
   GLOBAL const expansion* RESTRICT parent_bar = multipole_bar + (ulong)i * TERMS;
   for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
-    child_monomials(centre, c, i, t);
+    parent_monomials(centre, c, i, t);
+    unsign(t); /* the monomials of z_c - z_i, L2L's offset */
     l2l_accumulate(t, parent_bar, multipole_bar + (ulong)c * TERMS);
     for (int q = 0; q < TERMS; ++q) X[q] = multipole[(ulong)c * MULTIPOLE_STRIDE + q];
     unsign(X);
@@ -280,36 +290,56 @@ void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT bo
 }
 
 /* Each body's row: P2P's VJP (its own leaf, then its P2P leaves in list order), its far-field
- * cotangents and its share of the cube's, rounded once to `real` at its caller index. */
-KERNEL void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state,
-                    GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
-                    GLOBAL const uint* RESTRICT p2p_source, GLOBAL const uint* RESTRICT order,
-                    GLOBAL const real4* RESTRICT cotangent, const real eps2, GLOBAL const accum* RESTRICT far_bar,
-                    GLOBAL const accum* RESTRICT cube_bar, GLOBAL const int* RESTRICT cube_index,
-                    GLOBAL real4* RESTRICT out) {
+ * cotangents and its share of the cube's, rounded once to `real` at its caller index. A
+ * work-group of P2P_VJP_GROUP work-items a leaf, a target each (batches of that many where a
+ * leaf holds more); the sources and their cotangents stream through local memory a run (a
+ * leaf's bodies) at a time, P2P_VJP_GROUP bodies a tile, so that a source is read from global
+ * memory once per batch rather than once per target. Each target adds its sources in stream
+ * order, whatever the group's size. */
+KERNEL LAUNCH_BOUNDS(P2P_VJP_GROUP, 1)
+void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state,
+             GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
+             GLOBAL const uint* RESTRICT p2p_source, GLOBAL const uint* RESTRICT order,
+             GLOBAL const real4* RESTRICT cotangent, const real eps2, GLOBAL const accum* RESTRICT far_bar,
+             GLOBAL const accum* RESTRICT cube_bar, GLOBAL const int* RESTRICT cube_index,
+             GLOBAL real4* RESTRICT out) {
+  LOCAL real4 tile_body[P2P_VJP_GROUP];
+  LOCAL real4 tile_bar[P2P_VJP_GROUP];
   const int leaf = GROUP_ID;
-  if (leaf >= (int)state[STATE_NODES] || !vjp_leaf(nodes, leaf)) return;
-  const uint end = nodes[leaf].first + nodes[leaf].count;
+  const uint lane = (uint)LOCAL_ID;
+  if (leaf >= (int)state[STATE_NODES] || !vjp_leaf(nodes, leaf)) return; /* the whole group */
+  const uint first = nodes[leaf].first, count = nodes[leaf].count;
   const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
-  for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
-    const real4 target = body[p];
-    const uint k = order[p];
-    const real4 own = body_cotangent(cotangent, k);
+  for (uint base = 0; base < count; base += P2P_VJP_GROUP) {
+    const bool active = base + lane < count;
+    const uint p = first + (active ? base + lane : 0);
+    const real4 target = body[p], own = cotangent[p];
     real4 sum = MAKE_REAL4(0, 0, 0, 0);
     for (uint run = 0; run < runs; ++run) {
       const uint source = run == 0 ? (uint)leaf : p2p_source[list_first + run - 1];
-      const uint last = nodes[source].first + nodes[source].count;
-      for (uint q = nodes[source].first; q < last; ++q)
-        sum = pair_vjp_term(sum, target, own, body[q], body_cotangent(cotangent, order[q]), eps2, q == p);
+      const uint from = nodes[source].first, bodies = nodes[source].count;
+      for (uint chunk = 0; chunk < bodies; chunk += P2P_VJP_GROUP) {
+        const uint take = MIN((uint)P2P_VJP_GROUP, bodies - chunk);
+        if (lane < take) {
+          tile_body[lane] = body[from + chunk + lane];
+          tile_bar[lane] = cotangent[from + chunk + lane];
+        }
+        SYNC_THREADS;
+        if (active)
+          for (uint k = 0; k < take; ++k)
+            sum = pair_vjp_term(sum, target, own, tile_body[k], tile_bar[k], eps2, from + chunk + k == p);
+        SYNC_THREADS;
+      }
     }
+    if (!active) continue;
     accum row[4] = {(accum)sum.x + far_bar[4 * (ulong)p], (accum)sum.y + far_bar[4 * (ulong)p + 1],
                     (accum)sum.z + far_bar[4 * (ulong)p + 2], (accum)sum.w + far_bar[4 * (ulong)p + 3]};
-    const int axis = cube_index[4];
+    const int k = (int)order[p], axis = cube_index[4];
     for (int a = 0; a < 3; ++a)
-      if ((int)k == cube_index[a]) row[a] += cube_bar[a];
+      if (k == cube_index[a]) row[a] += cube_bar[a];
     if (axis >= 0) {
-      if ((int)k == cube_index[3]) row[axis] += cube_bar[3];
-      if ((int)k == cube_index[axis]) row[axis] -= cube_bar[3];
+      if (k == cube_index[3]) row[axis] += cube_bar[3];
+      if (k == cube_index[axis]) row[axis] -= cube_bar[3];
     }
     out[k] = MAKE_REAL4((real)row[0], (real)row[1], (real)row[2], (real)row[3]);
   }
