@@ -1,4 +1,4 @@
-"""gpu-fmm's force VJP on its device (``kernels/fmm_vjp.cl``, docs/adr/0338): the reverse passes
+"""gpu-fmm's force VJP on its device (``kernels/fmm_vjp.cl``, docs/adr/0326): the reverse passes
 over the last evaluation's tree, lists, centres and expansions, held fixed, and the arrays of
 cotangents they fill (a node's local and multipole cotangents, centre cotangents, the bodies'
 far-field cotangents and the cube's), kept between calls and grown as the trees grow.

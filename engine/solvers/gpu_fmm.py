@@ -23,7 +23,7 @@ and reads back once, at its end: the evaluation's state (36 bytes). A tree that 
 the passes run again with the plan renewed from it. The first evaluation reads the tree's counts
 and walks step by step, which makes the plans.
 
-VJP (docs/adr/0338): ``launch_vjp`` queues the VJP of the last evaluation on the device, its tree,
+VJP (docs/adr/0326): ``launch_vjp`` queues the VJP of the last evaluation on the device, its tree,
 lists, centres and expansions held fixed (``_device_fmm_vjp.py``, ``kernels/fmm_vjp.cl``), so a
 reversible run's gradient keeps its state and adjoint there (``contracts.DeviceForceVjp``).
 

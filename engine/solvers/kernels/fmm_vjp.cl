@@ -1,25 +1,29 @@
 /* fmm_vjp.cl: the vector-Jacobian product of fmm.cl's evaluation with its tree, lists and
  * centres' key boxes held fixed (engine/fmm_vjp.py states the algebra and is the host's
- * float64 statement of the same sums; docs/adr/0338).
+ * float64 statement of the same sums; docs/adr/0326).
  *
  * Algorithm: the evaluation's stages taken back in reverse over the evaluation's own arrays
- * (its key-ordered bodies, node records, levels, parents, centres, signed multipoles S, local
- * expansions L, M2L and P2P lists), with a_bar, phi_bar the cotangents of the accelerations
- * and potentials (real4 rows in the caller's order): the VJP of an FMM is an FMM pass with the
- * cotangents as its sources.
+ * (its key-ordered bodies, node records, levels, centres, signed multipoles S, local expansions
+ * L, M2L and P2P lists), with a_bar, phi_bar the cotangents of the accelerations and
+ * potentials (real4 rows in the caller's order): the VJP of an FMM is an FMM pass with the
+ * cotangents as its sources. Lbar and Mbar are the local expansions' and multipoles'
+ * cotangents; Lbar is kept signed as the multipoles are (Lsbar_n = (-1)^|n| Lbar_n, node rows
+ * of MULTIPOLE_STRIDE), so that fmm.cl's M2L takes it as its sources.
  *   vjp_l2p     per leaf: L2P transposed, Lbar(leaf) = sum over its bodies of the cotangents
  *               expanded about its centre (a P2M of vector sources), and each body's offset's
  *               cotangent (the local expansion's second derivatives dotted with a_bar), which
- *               moves the body and, negated, the leaf's centre; every other node's cotangents
- *               start at zero;
+ *               moves the body and, negated, the leaf's centre; every other node's centre
+ *               cotangent starts at zero; the bodies' cotangent rows copied into key order;
  *   vjp_l2l     per cell level, deepest first, per internal node: L2L transposed, the
- *               children's Lbar shifted up (M2M's form), and the shifts' offsets' cotangents
- *               to the child's and the node's centres;
- *   vjp_m2l     per node, over its M2L list (which holds every pair both ways, so a node's
- *               list is both its sources and the targets it is a source of): M2L transposed,
- *               Sbar(i) = sum over the list of the M2L of Lbar(j) with the pair reversed,
- *               stored as M's cotangent Mbar = (-1)^|n| Sbar_n, and the pairs' offsets'
- *               cotangents to node i's centre (as target and as source);
+ *               children's Lsbar shifted up (upward's signed M2M), and the shifts' offsets'
+ *               cotangents to the child's and the node's centres;
+ *   m2l         (fmm.cl's, launched by the solver over its lists in its schedule) M2L
+ *               transposed: its matrix D_{k+n}(z_i - z_j) is symmetric and the lists hold each
+ *               pair both ways, so Mbar_k(i) = sum_j sum_n D_{k+n}(z_i - z_j) Lsbar_n(j) is M2L
+ *               with Lsbar as the sources (the reversed pair's D(z_j - z_i) = (-1)^|k+n|
+ *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar);
+ *   vjp_m2l     per node, over its M2L list: the pairs' offsets' cotangents to node i's centre,
+ *               as target and as source (_fmm_code.py's m2l_gradient, D to order p + 1);
  *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
  *               shifted down into each child's (L2L's form), the offsets' cotangents;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
@@ -30,19 +34,21 @@
  *               those are (the first in the caller's order of equal coordinates, as numpy's
  *               argmin, and the first axis of equal extents);
  *   vjp_p2p     per leaf, a work-item a target: P2P transposed over its own leaf and its P2P
- *               leaves (direct_vjp.cl's pair, softened_pair.cl's pair_vjp_term: the lists hold
+ *               leaves (softened_pair.cl's pair_vjp_term, direct_vjp.cl's pair: the lists hold
  *               each pair both ways, so each body gathers its own sum), plus the far field's
  *               and the cube's cotangents of the body, written at its caller index.
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
- * in a fixed order (bodies in key order, children in order, lists in order); the one value
- * two work-items of a launch could both write, a child's centre cotangent in vjp_l2l and
- * vjp_m2m, is written by its parent alone; vjp_cube's sums run strided over fixed work-items
- * and fold in a fixed tree. No atomics: every run gives the same bits.
+ * in a fixed order (bodies in key order, children in order, lists in order; M2L as fmm.cl
+ * says); the one value two work-items of a launch could both write, a child's centre
+ * cotangent in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run
+ * strided over fixed work-items and fold in a fixed tree. No atomics: every run gives the same
+ * bits.
  * Precision: expansions' cotangents in `expansion`, centres' and bodies' far-field cotangents in
  * `accum`, pair sums in `real` (the solver's precision, as direct_vjp.cl).
- * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group, a power of two), WITH_POTENTIAL
- * (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl, softened_pair.cl and fmm.cl first; the
- * operators below are generated per order (engine/solvers/_fmm_vjp_code.py) and appended. */
+ * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group, a power of two), P2P_VJP_GROUP
+ * (vjp_p2p's), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,
+ * softened_pair.cl and fmm.cl first; the operators below are generated per order
+ * (engine/solvers/_fmm_code.py's vjp_code) and appended. */
 
 DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, const expansion ax,
                     const expansion ay, const expansion az, const expansion pbar,
