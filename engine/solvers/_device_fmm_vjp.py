@@ -52,8 +52,8 @@ class DeviceFmmVjp:
         self._programs: dict[tuple, dict] = {}
         self._nodes = self._stride = self._bodies = 0  # what the arrays hold
         context, accum = solver.context, solver.accum
-        self._cube_bar = context.empty(4, accum, "adjoint.fmm_cube")
-        self._cube_index = context.empty(5, np.int32, "adjoint.fmm_cube")
+        self._cube_bar = context.empty(6, accum, "adjoint.fmm_cube")
+        self._cube_index = context.empty(6, np.int32, "adjoint.fmm_cube")
 
     def _kernels(self, defines: dict, potential: bool) -> dict:
         solver = self.solver

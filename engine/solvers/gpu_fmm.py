@@ -227,14 +227,14 @@ class GpuFmmSolver(GpuSolver):
                 "P2M_LANES": self._p2m_lanes,
                 "M2L_GROUP": M2L_GROUP, "M2L_LANES": self._m2l_lanes,
                 "SCHEDULE_LENGTH_BITS": SCHEDULE_LENGTH_BITS,
-                "TERMS": self._terms, **STATE_DEFINES, **self._p2p}
+                "TERMS": self._terms, "M2L_STREAMED": expansion_code(self.order).m2l_streamed,
+                **STATE_DEFINES, **self._p2p}
 
     def _kernels(self, potential: bool):
         key = (self.order, potential)
         if key not in self._programs:
             defines = self._defines(potential)
             code = expansion_code(self.order)
-            defines["M2L_STREAMED"] = code.m2l_streamed
             program = self.context.build(["tree_common.cl", "softened_pair.cl", "fmm.cl"],
                                          package=__package__, text=code.text, defines=defines)
             if self._walk is None:

@@ -221,8 +221,9 @@ DEVICE bool better(const accum value, const uint index, const accum best, const 
   return index < best_index;
 }
 
-/* cube_bar: lo_bar (3), side_bar; cube_index: the particle (caller index) at lo on each axis,
- * the one at the high end of the side's axis, the side's axis (or -1: the cube of one point). */
+/* cube_bar: lo_bar (3), then side_bar on the side's axis and 0 on the others (all 0 for the
+ * cube of one point, whose side is fixed); cube_index: the particle (caller index) at lo, then
+ * the one at the high end, on each axis. */
 KERNEL LAUNCH_BOUNDS(CUBE_GROUP, 1)
 void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
               const int count, GLOBAL const accum* RESTRICT shape, GLOBAL const accum* RESTRICT centre_bar,
@@ -288,11 +289,10 @@ void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT bo
   }
   for (int a = 0; a < 3; ++a) {
     cube_bar[a] = sum[0][a];
+    cube_bar[3 + a] = a == axis ? sum[0][3] : (accum)0;
     cube_index[a] = (int)index[0][a];
+    cube_index[3 + a] = (int)index[0][3 + a];
   }
-  cube_bar[3] = sum[0][3];
-  cube_index[3] = axis < 0 ? 0 : (int)index[0][3 + axis];
-  cube_index[4] = axis;
 }
 
 /* Each body's row: P2P's VJP (its own leaf, then its P2P leaves in list order), its far-field
@@ -340,12 +340,10 @@ void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT stat
     if (!active) continue;
     accum row[4] = {(accum)sum.x + far_bar[4 * (ulong)p], (accum)sum.y + far_bar[4 * (ulong)p + 1],
                     (accum)sum.z + far_bar[4 * (ulong)p + 2], (accum)sum.w + far_bar[4 * (ulong)p + 3]};
-    const int k = (int)order[p], axis = cube_index[4];
-    for (int a = 0; a < 3; ++a)
-      if (k == cube_index[a]) row[a] += cube_bar[a];
-    if (axis >= 0) {
-      if (k == cube_index[3]) row[axis] += cube_bar[3];
-      if (k == cube_index[axis]) row[axis] -= cube_bar[3];
+    const int k = (int)order[p];
+    for (int a = 0; a < 3; ++a) {
+      if (k == cube_index[a]) row[a] += cube_bar[a] - cube_bar[3 + a];
+      if (k == cube_index[3 + a]) row[a] += cube_bar[3 + a];
     }
     out[k] = MAKE_REAL4((real)row[0], (real)row[1], (real)row[2], (real)row[3]);
   }

@@ -91,6 +91,35 @@ def test_the_device_vjp_with_zero_softening_is_the_numpy_vjp(device):
         assert _relative_error(a, b) < AGREEMENT["f64"]
 
 
+def test_the_device_vjp_with_m2l_streamed_is_the_numpy_vjp(device, monkeypatch):
+    """The VJP's M2L transpose is gpu-fmm's M2L, in the form the highest orders take (the
+    sources' terms read as the sums take them), here at order 4."""
+    from orrery.engine.solvers import _fmm_code
+
+    monkeypatch.setattr(_fmm_code, "STREAMED_FROM_ORDER", 1)
+    p = ics.plummer(300, seed=7)
+    solver = _gpu_fmm(device, "f64", **SETTING)
+    rng = np.random.default_rng(6)
+    acc_bar, pot_bar = rng.normal(size=(300, 3)), rng.normal(size=300)
+    got = force_vjp(solver, p.pos, p.mass, acc_bar, pot_bar)
+    expected = fmm_vjp(p.pos, p.mass, SOFTENING, acc_bar, _downloaded_lists(solver, p.pos), pot_bar)
+    for a, b in zip(got, expected):
+        assert _relative_error(a, b) < AGREEMENT["f64"]
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_the_device_vjp_of_bodies_at_one_point_is_the_numpy_vjp(device, n):
+    """Bodies at one point make a cube of side 1, fixed: no particle moves its side."""
+    solver = _gpu_fmm(device, "f64", **SETTING)
+    pos, mass = np.full((n, 3), 0.25), np.linspace(1.0, 2.0, n)
+    rng = np.random.default_rng(1)
+    acc_bar, pot_bar = rng.normal(size=(n, 3)), rng.normal(size=n)
+    got = force_vjp(solver, pos, mass, acc_bar, pot_bar)
+    expected = fmm_vjp(pos, mass, SOFTENING, acc_bar, _downloaded_lists(solver, pos), pot_bar)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * max(1.0, np.abs(b).max()))
+
+
 @pytest.mark.parametrize("precision", ["f64", "f32"])
 def test_the_device_vjp_gives_the_same_bits_each_call(device, precision):
     p = ics.plummer(500, seed=6)
