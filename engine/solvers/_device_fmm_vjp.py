@@ -28,8 +28,8 @@ VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube"
 class FmmEvaluation:
     """What the VJP differentiates: an evaluation's tree and lists, its state on the device, the
     node plan's slots and cell levels, its centres, shapes, signed multipoles and local
-    expansions, fmm.cl's defines it was built with and its M2L (over its lists, in its
-    schedule) for other sources."""
+    expansions, fmm.cl's defines it was built with, M2L's schedule and its M2L (over its
+    lists, in that schedule) for other sources."""
 
     tree: DeviceTree
     lists: InteractionLists
@@ -41,6 +41,8 @@ class FmmEvaluation:
     multipole: DeviceArray
     local: DeviceArray
     defines: dict
+    schedule: DeviceArray  # M2L's: the nodes, longest list first (sort keys)
+    shift: np.int32  # the bits of a node index in the schedule's keys
     m2l: Callable[[DeviceArray, DeviceArray], KernelEvent]  # its M2L: (sources, field) -> event
 
 
@@ -102,7 +104,9 @@ class DeviceFmmVjp:
                                               e.centre, e.local, local_bar, centre_bar))
         # M2L transposed is M2L: the signed local cotangents as sources give the multipoles'
         events.append(e.m2l(local_bar, multipole_bar))
-        events.append(k["vjp_m2l"].launch(width, ITEM_GROUP, state, lists.m2l_start, lists.m2l_source, e.centre,
+        lanes, group = e.defines["M2L_LANES"], e.defines["M2L_GROUP"]
+        events.append(k["vjp_m2l"].launch(launch_size(e.slots * lanes, group), group, state, e.shift, e.schedule,
+                                          lists.m2l_start, lists.m2l_source, e.centre,
                                           solver.expansion.type(solver.softening ** 2), e.multipole, local_bar,
                                           centre_bar))
         for level in cells:

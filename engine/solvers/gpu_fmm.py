@@ -464,6 +464,7 @@ class GpuFmmSolver(GpuSolver):
         evaluation = FmmEvaluation(tree=tree, lists=lists, state=self._walk.state, slots=self._node_capacity,
                                    levels=self._levels, centre=self._centre, shape=self._shape,
                                    multipole=self._multipole, local=self._local, defines=self._defines(potential),
+                                   schedule=self._m2l_pass[1], shift=self._m2l_pass[2],
                                    m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field))
         return self._vjp.launch(evaluation, cotangent, out, count, potential=potential)
 

@@ -22,8 +22,9 @@
  *               pair both ways, so Mbar_k(i) = sum_j sum_n D_{k+n}(z_i - z_j) Lsbar_n(j) is M2L
  *               with Lsbar as the sources (the reversed pair's D(z_j - z_i) = (-1)^|k+n|
  *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar);
- *   vjp_m2l     per node, over its M2L list: the pairs' offsets' cotangents to node i's centre,
- *               as target and as source (_fmm_code.py's m2l_gradient, D to order p + 1);
+ *   vjp_m2l     per node (M2L_LANES work-items, in M2L's schedule), over its M2L list: the
+ *               pairs' offsets' cotangents to node i's centre, as target and as source
+ *               (_fmm_code.py's m2l_gradient, D to order p + 1);
  *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
  *               shifted down into each child's (L2L's form), the offsets' cotangents;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
@@ -38,8 +39,8 @@
  *               each pair both ways, so each body gathers its own sum), plus the far field's
  *               and the cube's cotangents of the body, written at its caller index.
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
- * in a fixed order (bodies in key order, children in order, lists in order; M2L as fmm.cl
- * says); the one value two work-items of a launch could both write, a child's centre
+ * in a fixed order (bodies in key order, children in order, lists in order; vjp_m2l's lanes
+ * and M2L as fmm.cl's m2l says); the one value two work-items of a launch could both write, a child's centre
  * cotangent in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run
  * strided over fixed work-items and fold in a fixed tree. No atomics: every run gives the same
  * bits.
@@ -144,12 +145,21 @@ KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL c
   for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
 }
 
-KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, GLOBAL const uint* RESTRICT m2l_start,
-                    GLOBAL const uint* RESTRICT m2l_source, GLOBAL const accum* RESTRICT centre,
-                    const expansion eps2, GLOBAL const expansion* RESTRICT multipole,
+/* M2L_LANES work-items a node, the nodes in M2L's schedule (longest list first, as m2l takes
+ * them, so that a sub-group's lanes run lists of like lengths): work-item k of a node takes its
+ * list's entries k, k + M2L_LANES, ..., and the node's lanes (of one sub-group) add their
+ * partial gradients by a butterfly of shuffles (a + b and b + a are the same bits, so the sum is
+ * fixed by the list alone). */
+KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, const int shift, GLOBAL const ulong* RESTRICT schedule,
+                    GLOBAL const uint* RESTRICT m2l_start, GLOBAL const uint* RESTRICT m2l_source,
+                    GLOBAL const accum* RESTRICT centre, const expansion eps2, GLOBAL const expansion* RESTRICT multipole,
                     GLOBAL const expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar) {
-  const int i = GLOBAL_ID;
-  if (i >= (int)state[STATE_NODES]) return;
+  /* every lane of a sub-group reaches every shuffle: no return before the last */
+  const int slot = GLOBAL_ID / M2L_LANES, lane = LOCAL_ID % M2L_LANES;
+  const int node_count = (int)state[STATE_NODES];
+  if (node_count == 0) return; /* every work-item alike */
+  const bool active = slot < node_count;
+  const uint i = active ? (uint)(schedule[slot] & ((1UL << shift) - 1)) : 0;
   expansion own_bar[TERMS], own[TERMS], g[3] = {0, 0, 0};
   for (int q = 0; q < TERMS; ++q) {
     own_bar[q] = local_bar[(ulong)i * MULTIPOLE_STRIDE + q];
@@ -158,13 +168,17 @@ KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, GLOBAL const uint* RESTRI
   unsign(own_bar);
   unsign(own);
   const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
-  for (uint s = m2l_start[i]; s < m2l_start[i + 1]; ++s) {
+  const uint end = active ? m2l_start[i + 1] : 0;
+  for (uint s = m2l_start[i] + (uint)lane; s < end; s += M2L_LANES) {
     const uint j = m2l_source[s];
     m2l_gradient((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
                  (expansion)(z2 - centre[3 * j + 2]), eps2, own_bar, own, local_bar + (ulong)j * MULTIPOLE_STRIDE,
                  multipole + (ulong)j * MULTIPOLE_STRIDE, g);
   }
-  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] += (accum)g[a];
+  for (int mask = 1; mask < M2L_LANES; mask <<= 1)
+    for (int a = 0; a < 3; ++a) g[a] += SUBGROUP_SHUFFLE_XOR(g[a], mask);
+  if (active && lane == 0)
+    for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] += (accum)g[a];
 }
 
 KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
