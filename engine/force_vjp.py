@@ -161,8 +161,8 @@ def device_force_and_vjp(solver, pos, mass, acc_bar,
                          pot_bar=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(acc, pos_bar, mass_bar)`` of a solver with a device VJP (``contracts.DeviceForceVjp``):
     the bodies and cotangents go up once, the evaluation and its VJP run on the device one
-    after the other, the accelerations (``solver.accelerations``' bits) and the VJP's rows come
-    down once (float64 arrays of the solver's precision's values)."""
+    after the other, and their rows come down once: the accelerations in the solver's precision
+    (``solver.accelerations``' bits), the VJP as float64 arrays of its values."""
     pos, mass, acc_bar, pot_bar = _checked(pos, mass, acc_bar, pot_bar)
     if solver.softening == 0:  # as solver.accelerations refuses: an infinite force
         check_no_coincident(pos)

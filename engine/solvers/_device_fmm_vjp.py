@@ -84,7 +84,7 @@ class DeviceFmmVjp:
             self._sorted_bar = context.empty((bodies, 4), solver.dtype, "adjoint.fmm_bodies")
             self._bodies = bodies
 
-    def launch(self, evaluation, cotangent: DeviceArray, out: DeviceArray, count: int, *,
+    def launch(self, evaluation: FmmEvaluation, cotangent: DeviceArray, out: DeviceArray, count: int, *,
                potential: bool) -> list[KernelEvent]:
         """Queue the VJP of ``evaluation`` (the solver's last: ``tree``, ``lists``, the node
         plan's ``slots``, ``levels`` and arrays, the program's ``defines``) for the cotangent
