@@ -51,14 +51,21 @@
  * softened_pair.cl and fmm.cl first; the operators below are generated per order
  * (engine/solvers/_fmm_code.py's vjp_code) and appended. */
 
+/* The transposed operators (engine/solvers/_fmm_code.py's docstring states each sum): */
+/* L2P's VJP at a body of monomials t: Lbar += the cotangents (ax, ay, az, pbar) expanded, g = the
+ * offset's cotangent */
 DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, const expansion ax,
                     const expansion ay, const expansion az, const expansion pbar,
                     expansion* Lbar, expansion* g);
+/* g = d/dv of sum_{k+n=s} Y_s X_k t_n(v): a shift's offset's cotangent */
 DEVICE void shift_gradient(const expansion* t, GLOBAL const expansion* RESTRICT Y,
                            const expansion* X, expansion* g);
+/* g += node i's centre's cotangent from its M2L pair with node j at R = z_i - z_j (own_bar, own:
+ * node i's unsigned local cotangent and multipole; bar, source: node j's signed ones) */
 DEVICE void m2l_gradient(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
                          const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,
                          GLOBAL const expansion* RESTRICT source, expansion* g);
+/* S_n -> (-1)^|n| S_n */
 DEVICE void unsign(expansion* S);
 
 /* A body's cotangent row: (a_bar, phi_bar), phi_bar 0 without WITH_POTENTIAL. */
