@@ -15,15 +15,13 @@ from orrery.engine.fmm_vjp import FmmLists, evaluated_lists, fixed_fmm_forces, f
 from orrery.engine.force_vjp import force_and_vjp, force_vjp
 from orrery.engine.gradients import ReversibleRun, run_gradient
 
+from ..differences import relative_error
+
 SOFTENING = 0.05
 # The numpy evaluation of the downloaded lists against gpu-fmm's forces, relative to the
 # largest: float64 to round-off, float32 to its pair sums' rounding.
 AGREEMENT = {"f64": 1e-12, "f32": 1e-5}
 SETTING = {"theta": 0.6, "order": 4, "leaf_capacity": 8}
-
-
-def _relative_error(got, expected):
-    return float(np.abs(got - expected).max() / np.abs(expected).max())
 
 
 def _gpu_fmm(device, precision, **setting):
@@ -55,8 +53,8 @@ def test_gpu_fmms_downloaded_lists_give_its_forces(device, precision):
     assert len(lists.m2l_target) > 0
     pos, mass = p.pos.astype(solver.dtype), p.mass.astype(solver.dtype)
     fixed_acc, fixed_pot = fixed_fmm_forces(pos, mass, SOFTENING, lists)
-    assert _relative_error(fixed_acc, acc) < AGREEMENT[precision]
-    assert _relative_error(fixed_pot, pot) < AGREEMENT[precision]
+    assert relative_error(fixed_acc, acc) < AGREEMENT[precision]
+    assert relative_error(fixed_pot, pot) < AGREEMENT[precision]
 
 
 @pytest.mark.parametrize("precision", ["f64", "f32"])
@@ -75,7 +73,7 @@ def test_the_device_vjp_is_the_numpy_vjp_over_its_lists(device, precision, poten
         assert len(lists.m2l_target) > 11000
     expected = fmm_vjp(pos, mass, SOFTENING, acc_bar, lists, pot_bar)
     for a, b in zip(got, expected):
-        assert _relative_error(a, b) < AGREEMENT[precision]
+        assert relative_error(a, b) < AGREEMENT[precision]
 
 
 def test_the_device_vjp_with_zero_softening_is_the_numpy_vjp(device):
@@ -88,7 +86,7 @@ def test_the_device_vjp_with_zero_softening_is_the_numpy_vjp(device):
     got = force_vjp(solver, p.pos, p.mass, acc_bar, pot_bar)
     expected = fmm_vjp(p.pos, p.mass, 0.0, acc_bar, _downloaded_lists(solver, p.pos), pot_bar)
     for a, b in zip(got, expected):
-        assert _relative_error(a, b) < AGREEMENT["f64"]
+        assert relative_error(a, b) < AGREEMENT["f64"]
 
 
 def test_the_device_vjp_with_m2l_streamed_is_the_numpy_vjp(device, monkeypatch):
@@ -104,7 +102,7 @@ def test_the_device_vjp_with_m2l_streamed_is_the_numpy_vjp(device, monkeypatch):
     got = force_vjp(solver, p.pos, p.mass, acc_bar, pot_bar)
     expected = fmm_vjp(p.pos, p.mass, SOFTENING, acc_bar, _downloaded_lists(solver, p.pos), pot_bar)
     for a, b in zip(got, expected):
-        assert _relative_error(a, b) < AGREEMENT["f64"]
+        assert relative_error(a, b) < AGREEMENT["f64"]
 
 
 @pytest.mark.parametrize("n", [1, 5])
@@ -140,12 +138,12 @@ def test_gpu_fmms_vjp_is_cpu_fmms_over_the_same_lists(device):
     acc, pos_bar, mass_bar = force_and_vjp(gpu, p.pos, p.mass, acc_bar)
     np.testing.assert_array_equal(acc, gpu.accelerations(p.pos, p.mass))
     expected = force_vjp(cpu, p.pos, p.mass, acc_bar)
-    assert _relative_error(pos_bar, expected[0]) < 1e-12
-    assert _relative_error(mass_bar, expected[1]) < 1e-12
+    assert relative_error(pos_bar, expected[0]) < 1e-12
+    assert relative_error(mass_bar, expected[1]) < 1e-12
     with_potentials = force_vjp(gpu, p.pos, p.mass, acc_bar, pot_bar)
     expected = force_vjp(cpu, p.pos, p.mass, acc_bar, pot_bar)
-    assert _relative_error(with_potentials[0], expected[0]) < 1e-12
-    assert _relative_error(with_potentials[1], expected[1]) < 1e-12
+    assert relative_error(with_potentials[0], expected[0]) < 1e-12
+    assert relative_error(with_potentials[1], expected[1]) < 1e-12
 
 
 def test_a_reversible_run_under_gpu_fmm_has_cpu_fmms_gradient(device):
@@ -166,7 +164,7 @@ def test_a_reversible_run_under_gpu_fmm_has_cpu_fmms_gradient(device):
     # The devices' forces differ from the host's in their last bits, and so do the runs.
     for got, want in zip((gradient.pos, gradient.vel, gradient.mass),
                          (expected.pos, expected.vel, expected.mass)):
-        assert _relative_error(got, want) < 1e-9
+        assert relative_error(got, want) < 1e-9
 
 
 def test_steps_move_only_the_evaluations_states_to_the_host(device):
