@@ -2,8 +2,9 @@
 how they move then, by L-BFGS on whole-run gradients (``engine/gradients.py``): the FMM paper's demonstration of a
 differentiable simulation, at a size a test can run.
 
-The system is a Hernquist host (mass 1) and a small Plummer satellite on an orbit through it.
-The unknowns are the satellite's offset, six numbers: the position and velocity its centre
+The system is a Hernquist host (mass 1) and a small Plummer satellite on an orbit through it
+(:func:`make_system`; :func:`host_and_satellite` is the same system as the ``satellite``
+scenario preset, ``assets/scenarios/satellite.toml``). The unknowns are the satellite's offset, six numbers: the position and velocity its centre
 starts at (every satellite particle carries the same offset). The loss is
 ``0.5 * sum (|x_K - target x_K|^2 + |v_K - target v_K|^2)`` over the satellite's particles after
 K steps, and its gradient with respect to the offset is the sum of those particles' gradients at
@@ -19,9 +20,16 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .gradients import ReversibleRun
+from .errors import InvalidInputError
 from .initial_conditions import ics
 from .lattice import Lattice
-from .particles import Particles
+from .particles import Particles, check_count
+
+# The satellite's start (position, then velocity) in the scenario, and the truth the fit's
+# example recovers: 1.2 from the host's centre, inside its half-mass radius (2.4), moving at 0.7
+# where a circular orbit's speed is 0.5: it swings out to 3.1 and back in about 23 time units.
+ORBIT = (1.2, 0.0, 0.1, 0.0, 0.7, 0.05)
+POPULATIONS = ("host", "satellite")
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,9 @@ class SatelliteSystem:
         offset = np.asarray(offset, dtype=np.float64)
         return Particles(np.concatenate([self.host.pos, self.satellite.pos + offset[:3]]),
                          np.concatenate([self.host.vel, self.satellite.vel + offset[3:]]),
-                         np.concatenate([self.host.mass, self.satellite.mass]))
+                         np.concatenate([self.host.mass, self.satellite.mass]),
+                         np.repeat(np.arange(2, dtype=np.uint8), [self.host.n, self.satellite.n]),
+                         POPULATIONS)
 
 
 def make_system(host_n: int = 64, satellite_n: int = 16, *, satellite_mass: float = 0.02,
@@ -54,6 +64,34 @@ def make_system(host_n: int = 64, satellite_n: int = 16, *, satellite_mass: floa
     satellite = Particles(cluster.pos * satellite_size, cluster.vel * speed,
                           cluster.mass * satellite_mass)
     return SatelliteSystem(host, satellite)
+
+
+def satellite_count(n: int, satellite_fraction: float) -> int:
+    """How many of ``n`` particles the satellite gets: ``satellite_fraction`` of them, at least
+    one, and one fewer than all."""
+    n = check_count(n)
+    if n < 2:
+        raise InvalidInputError(f"a host and a satellite need at least 2 particles, got {n}")
+    if not 0 < satellite_fraction < 1:
+        raise InvalidInputError(f"satellite_fraction must be between 0 and 1, got "
+                                f"{satellite_fraction!r}")
+    return min(n - 1, max(1, round(n * satellite_fraction)))
+
+
+def host_and_satellite(n: int, *, satellite_fraction: float = 0.125,
+                       satellite_mass: float = 0.02, satellite_size: float = 0.05,
+                       orbit=ORBIT, seed: int = 0) -> Particles:
+    """The ``satellite`` scenario's generator: :func:`make_system` with ``n`` particles in all,
+    ``satellite_fraction`` of them in the satellite, whose centre starts at ``orbit`` (position
+    and velocity, six numbers); populations "host" and "satellite"."""
+    satellite_n = satellite_count(n, satellite_fraction)
+    orbit = np.asarray(orbit, dtype=np.float64)
+    if orbit.shape != (6,) or not np.isfinite(orbit).all():
+        raise InvalidInputError(f"orbit must be six finite numbers (position, velocity), got "
+                                f"{orbit.tolist()}")
+    system = make_system(n - satellite_n, satellite_n, satellite_mass=satellite_mass,
+                         satellite_size=satellite_size, seed=seed)
+    return system.particles(orbit)
 
 
 @dataclass(frozen=True)
