@@ -15,15 +15,18 @@ together: its particles then move as one, three numbers for six unknowns.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import minimize
 
-from .gradients import ReversibleRun
 from .errors import InvalidInputError
+from .gradients import ReversibleRun
 from .initial_conditions import ics
 from .lattice import Lattice
+from .live.simulation import Simulation
 from .particles import Particles, check_count
+from .recording import Recorder
 
 # The satellite's start (position, then velocity) in the scenario, and the truth the fit's
 # example recovers: 1.2 from the host's centre, inside its half-mass radius (2.4), moving at 0.7
@@ -66,32 +69,31 @@ def make_system(host_n: int = 64, satellite_n: int = 16, *, satellite_mass: floa
     return SatelliteSystem(host, satellite)
 
 
-def satellite_count(n: int, satellite_fraction: float) -> int:
-    """How many of ``n`` particles the satellite gets: ``satellite_fraction`` of them, at least
-    one, and one fewer than all."""
+def scenario_system(n: int, *, satellite_fraction: float = 0.125, satellite_mass: float = 0.05,
+                    satellite_size: float = 0.1, seed: int = 0) -> SatelliteSystem:
+    """:func:`make_system` with ``n`` particles in all, ``satellite_fraction`` of them (at least
+    one, and one fewer than all) in the satellite: the system of the ``satellite`` scenario and
+    of ``orrery fit-satellite``."""
     n = check_count(n)
     if n < 2:
         raise InvalidInputError(f"a host and a satellite need at least 2 particles, got {n}")
     if not 0 < satellite_fraction < 1:
         raise InvalidInputError(f"satellite_fraction must be between 0 and 1, got "
                                 f"{satellite_fraction!r}")
-    return min(n - 1, max(1, round(n * satellite_fraction)))
+    satellite_n = min(n - 1, max(1, round(n * satellite_fraction)))
+    return make_system(n - satellite_n, satellite_n, satellite_mass=satellite_mass,
+                       satellite_size=satellite_size, seed=seed)
 
 
-def host_and_satellite(n: int, *, satellite_fraction: float = 0.125,
-                       satellite_mass: float = 0.02, satellite_size: float = 0.05,
-                       orbit=ORBIT, seed: int = 0) -> Particles:
-    """The ``satellite`` scenario's generator: :func:`make_system` with ``n`` particles in all,
-    ``satellite_fraction`` of them in the satellite, whose centre starts at ``orbit`` (position
-    and velocity, six numbers); populations "host" and "satellite"."""
-    satellite_n = satellite_count(n, satellite_fraction)
+def host_and_satellite(n: int, *, orbit=ORBIT, seed: int = 0, **system) -> Particles:
+    """The ``satellite`` scenario's generator: :func:`scenario_system` (``system``: its
+    keywords) with the satellite's centre at ``orbit`` (position and velocity, six numbers);
+    populations "host" and "satellite"."""
     orbit = np.asarray(orbit, dtype=np.float64)
     if orbit.shape != (6,) or not np.isfinite(orbit).all():
         raise InvalidInputError(f"orbit must be six finite numbers (position, velocity), got "
                                 f"{orbit.tolist()}")
-    system = make_system(n - satellite_n, satellite_n, satellite_mass=satellite_mass,
-                         satellite_size=satellite_size, seed=seed)
-    return system.particles(orbit)
+    return scenario_system(n, seed=seed, **system).particles(orbit)
 
 
 @dataclass(frozen=True)
@@ -102,19 +104,21 @@ class FitResult:
     evaluations: int
     converged: bool
     message: str
+    lattice: Lattice  # every run of the fit's took its steps on this lattice
 
 
 def fit(system: SatelliteSystem, solver, *, dt: float, steps: int, target_positions,
-        target_velocities, start, max_iterations: int = 200) -> FitResult:
+        target_velocities, start, max_iterations: int = 200,
+        on_iteration: Callable[[int, np.ndarray, float], None] | None = None) -> FitResult:
     """The offset whose run ends with the satellite's particles nearest ``target_positions``
     and ``target_velocities`` (the satellite's, (satellite n, 3) each), by L-BFGS from
     ``start``. Every run uses the lattice of the starting guess, so the loss is one function of
-    the offset."""
+    the offset. ``on_iteration(iteration, offset, loss)`` is called after each iteration."""
     target = (np.asarray(target_positions, dtype=np.float64),
               np.asarray(target_velocities, dtype=np.float64))
     lattice = Lattice.for_state(*_state(system.particles(start)), solver.softening)
     satellite = system.satellite_slice
-    evaluations = 0
+    evaluations = iterations = 0
 
     def loss_and_gradient(offset):
         nonlocal evaluations
@@ -128,11 +132,37 @@ def fit(system: SatelliteSystem, solver, *, dt: float, steps: int, target_positi
         return loss, np.concatenate(
             [gradient.pos[satellite].sum(axis=0), gradient.vel[satellite].sum(axis=0)])
 
+    def iterated(intermediate_result):
+        nonlocal iterations
+        iterations += 1
+        if on_iteration is not None:
+            on_iteration(iterations, intermediate_result.x.copy(),
+                         float(intermediate_result.fun))
+
     result = minimize(loss_and_gradient, np.asarray(start, dtype=np.float64), jac=True,
-                      method="L-BFGS-B",
+                      method="L-BFGS-B", callback=iterated,
                       options={"maxiter": max_iterations, "ftol": 0.0, "gtol": 1e-12})
     return FitResult(result.x, float(result.fun), int(result.nit), evaluations,
-                     bool(result.success), str(result.message))
+                     bool(result.success), str(result.message), lattice)
+
+
+def record_run(path, system: SatelliteSystem, solver, offset, *, dt: float, steps: int,
+               every: int = 1, lattice: Lattice | None = None, label: str) -> None:
+    """Record to ``path`` the run :func:`fit` evaluates at ``offset`` (the same reversible
+    steps on ``lattice``; None: the run's own, as a target's :class:`ReversibleRun` takes): a
+    frame with velocities every ``every`` steps and at the last, keyframes at the recorder's
+    cadence and at the end. ``label`` names the run in the file's ``satellite_fit``
+    attribute."""
+    simulation = Simulation(system.particles(offset), solver, dt=dt, integrator="reversible",
+                            lattice=lattice)
+    source = {"satellite_fit": {"run": label, "offset": [float(x) for x in offset]}}
+    with Recorder.for_simulation(path, simulation, scenario="satellite", source=source,
+                                 velocities=True) as recorder:
+        recorder.append_simulation(simulation)
+        while simulation.steps < steps:
+            simulation.step(min(every, steps - simulation.steps))
+            recorder.append_simulation(simulation)
+        recorder.append_last_keyframe(simulation)
 
 
 def _state(particles: Particles):
