@@ -3,17 +3,20 @@ how they move then, by L-BFGS on whole-run gradients (``engine/gradients.py``): 
 differentiable simulation, at a size a test can run.
 
 The system is a Hernquist host (mass 1) and a small Plummer satellite on an orbit through it
-(:func:`make_system`; :func:`host_and_satellite` is the same system as the ``satellite``
-scenario preset, ``assets/scenarios/satellite.toml``). The unknowns are the satellite's offset, six numbers: the position and velocity its centre
-starts at (every satellite particle carries the same offset). The loss is
+(:func:`make_system`; :func:`scenario_system` sizes it as the ``satellite`` scenario preset,
+``assets/scenarios/satellite.toml``, and ``orrery fit-satellite`` do). The unknowns are the
+satellite's offset, six numbers: the position and velocity its centre starts at (every
+satellite particle carries the same offset). The loss is
 ``0.5 * sum (|x_K - target x_K|^2 + |v_K - target v_K|^2)`` over the satellite's particles after
 K steps, and its gradient with respect to the offset is the sum of those particles' gradients at
 the start. (Positions alone leave the problem nearly degenerate while the satellite holds
-together: its particles then move as one, three numbers for six unknowns.)
+together: its particles then move as one, three numbers for six unknowns.) :func:`record_run`
+records a run the fit evaluates, for the viewer to replay.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Callable
 
@@ -153,6 +156,8 @@ def record_run(path, system: SatelliteSystem, solver, offset, *, dt: float, step
     frame with velocities every ``every`` steps and at the last, keyframes at the recorder's
     cadence and at the end. ``label`` names the run in the file's ``satellite_fit``
     attribute."""
+    if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
+        raise InvalidInputError(f"every must be a whole number of at least 1, got {every!r}")
     simulation = Simulation(system.particles(offset), solver, dt=dt, integrator="reversible",
                             lattice=lattice)
     source = {"satellite_fit": {"run": label, "offset": [float(x) for x in offset]}}
