@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from ..engine import portable
-from ..engine.errors import OrreryError
+from ..engine.errors import InvalidInputError, OrreryError
+from ..engine.options import Option
 
 # -- argument types ------------------------------------------------------------------------------
 
@@ -95,6 +96,36 @@ def output_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: "
                                          f"{error.strerror or error}") from None
     return text
+
+
+def option_value(option: Option):
+    """argparse's ``type`` for an options record (``engine/options.py``): the record's own
+    conversion and checks of one value, so a bad value is a usage error with the rule and the
+    message a call from Python gets."""
+    def parse(text: str):
+        try:
+            return Option.coerce(option, text)
+        except InvalidInputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = getattr(option.type, "__name__", "value")
+    return parse
+
+
+def add_option_flags(parser: argparse.ArgumentParser, options) -> None:
+    """A flag for each options record (``--max-iterations`` for ``max_iterations``), its doc
+    and default the help, its value checked by :func:`option_value`."""
+    for option in options:
+        flag = "--" + option.name.replace("_", "-")
+        help_text = option.doc if option.default is None else \
+            f"{option.doc} (default: {option.default})"
+        if option.type is bool:
+            parser.add_argument(flag, dest=option.name, default=option.default,
+                                action=argparse.BooleanOptionalAction, help=help_text)
+        else:
+            metavar = "{" + ",".join(map(str, option.choices)) + "}" if option.choices else \
+                option.name.upper()
+            parser.add_argument(flag, dest=option.name, default=option.default,
+                                type=option_value(option), metavar=metavar, help=help_text)
 
 
 # Containers a movie can be written in (PyAV names the container by the extension).

@@ -13,9 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..app.command_line import output_file
-from ..engine.errors import InvalidInputError, OutputFileError
-from ..engine.options import Option
+from ..app.command_line import option_value, output_file
+from ..engine.errors import OutputFileError
 from . import BENCHMARKS, benchmark_module, results
 from ._options import Several, flag
 from .harness import write_rows
@@ -57,24 +56,13 @@ def _add_option(parser: argparse.ArgumentParser, option) -> None:
     elif isinstance(option, Several):
         # Both ``--n 1 2`` and ``--n 1 --n 2`` give [1, 2].
         parser.add_argument(flag(option.name), dest=option.name, default=None,
-                            type=_checked(option), nargs="*" if option.allow_empty else "+",
+                            type=option_value(option), nargs="*" if option.allow_empty else "+",
                             action="extend",
                             metavar=metavar,
                             help=help_text)
     else:
         parser.add_argument(flag(option.name), dest=option.name, default=None,
-                            type=_checked(option), metavar=metavar, help=help_text)
-
-
-def _checked(option):
-    """argparse's ``type`` for ``option``: its record's conversion and checks, one value."""
-    def parse(text: str):
-        try:
-            return Option.coerce(option, text)
-        except InvalidInputError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-    parse.__name__ = getattr(option.type, "__name__", "value")
-    return parse
+                            type=option_value(option), metavar=metavar, help=help_text)
 
 
 def run(args) -> int:

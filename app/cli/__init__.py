@@ -17,7 +17,7 @@ from ..command_line import REPORTED, report, stop_on_signals
 from ._mpi import ranks_agree
 
 # Subcommand modules, in the order ``orrery --help`` lists them (the registered ones follow).
-_COMMANDS = ("run", "devices", "calibrate", "info", "play", "render", "serve")
+_COMMANDS = ("run", "devices", "calibrate", "fit_satellite", "info", "play", "render", "serve")
 # Where a layer above the app registers a subcommand: ``NAME = "module"`` in pyproject.toml.
 COMMAND_GROUP = "orrery.commands"
 

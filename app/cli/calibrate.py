@@ -70,7 +70,8 @@ def add_parser(subparsers) -> None:
                           help="particle counts measured (default: 1024 to 65536, factors of 2)")
     accuracy.add_argument("--scenarios", nargs="+", default=None, metavar="NAME",
                           help="scenarios measured (default: every shipped one but the "
-                               "uniform cube, engine/tuning/accuracy_table.py says why)")
+                               "uniform cube and the satellite, engine/tuning/accuracy_table.py "
+                               "says why)")
     accuracy.add_argument("--device", default=None,
                           help="compute device of the GPU solvers (default: the first found)")
     accuracy.add_argument("--output", default=None, metavar="PATH", type=output_file,

@@ -4,7 +4,7 @@ in a forked child under a time and memory limit (tests/app/fuzz_child.py). A cas
 traceback, a crash, a hang, running out of memory or an output left incomplete; refusing in one
 line is what is expected (issue 42). ``orrery run``, ``render`` (with camera paths sound and
 hostile), ``info``, ``calibrate``, ``bench`` (its tables, a results store to record into and
-``bench report``'s store and page) and ``devices`` run whole; ``orrery play`` and
+``bench report``'s store and page), ``devices`` and ``fit-satellite`` run whole; ``orrery play`` and
 ``orrery-viewer`` open their source and stop at the window (no X server), and ``orrery serve``
 is stopped by SIGTERM once it serves. Every subcommand has its cases."""
 
@@ -203,6 +203,10 @@ def _other_case(inputs, rng, out):
         ["bench", "direct", "--n", "16", "--trials", "1", "--warmup", "0", "--no-ceilings",
          rng.choice(["--csv", "--json"]), rng.choice([*files, out, out + ".csv"])],
         ["devices", rng.choice(["--json", "--bogus", ""])],
+        ["fit-satellite", "--n", rng.choice(["0", "2", "16", "x", "1e308", "9" * 30]),
+         "--steps", rng.choice(["0", "-1", "3", "x", "nan"]), "--dt", rng.choice(NUMBERS),
+         "--solver", rng.choice(["cpu-direct", "cpu-tree", "gpu-tree", "x"]),
+         "--record", rng.choice([*files, out + ".d"])],
     ])
 
 

@@ -50,3 +50,12 @@ def test_a_flock_preset_runs_headless_and_records(capsys, tmp_path):
         assert recording.attributes["model"] == "flock" and recording.frame_count == 3
         first, last = recording.read(0), recording.read(2)
         assert first.shape == (300, 3) and not np.array_equal(first, last)
+
+
+def test_the_satellite_scenario_runs(capsys):
+    assert main(["run", "--scenario", "satellite", "--n", "240", "--steps", "3",
+                 "--solver", "cpu-direct", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # Preset: dt = 0.004, softening = 0.02.
+    assert "240 particles, 3 steps" in out and "t = 0.012," in out
+    assert "softening=0.02" in out

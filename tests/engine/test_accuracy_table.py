@@ -51,9 +51,9 @@ def test_cpu_tree_accuracy_holds_on_every_shipped_scenario(shipped_scenarios, ta
     assert max(rms for rms, _, _ in errors.values()) >= target / 4
 
 
-def test_the_table_covers_every_shipped_scenario_but_the_cube():
+def test_the_table_covers_every_shipped_scenario_but_the_cube_and_the_satellite():
     gravity = {name for name in scenarios.names() if scenarios.model(name) == "gravity"}
-    assert set(accuracy_table.SCENARIOS) == gravity - {"cube"}
+    assert set(accuracy_table.SCENARIOS) == gravity - {"cube", "satellite"}
 
 
 def test_a_looser_target_chooses_a_larger_theta(shipped_scenarios):

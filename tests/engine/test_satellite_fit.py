@@ -36,3 +36,15 @@ def test_the_satellite_carries_its_offset():
     np.testing.assert_allclose(particles.vel[satellite], system.satellite.vel + offset[3:])
     np.testing.assert_array_equal(particles.pos[:8], system.host.pos)
     assert particles.mass[satellite].sum() == pytest.approx(0.02)
+
+
+def test_a_recording_needs_frames_at_least_a_step_apart(tmp_path):
+    from orrery.engine import InvalidInputError
+    from orrery.engine.satellite_fit import record_run
+
+    system = make_system(8, 4, seed=1)
+    solver = make_solver("cpu-direct", precision="f64", softening=0.05, threads=1)
+    with pytest.raises(InvalidInputError, match="every must be a whole number of at least 1"):
+        record_run(tmp_path / "run.h5", system, solver, np.zeros(6), dt=DT, steps=4, every=0,
+                   label="target")
+    assert not (tmp_path / "run.h5").exists()

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from orrery.engine import InvalidInputError, scenarios
@@ -34,3 +35,31 @@ def test_a_scenario_without_run_settings_gets_the_default_time_step():
     preset = {"generator": "initial_conditions.ics.plummer", "parameters": {"n": 64}}
     scenario = scenarios._load_preset("bare", preset, n=None, seed=0)
     assert scenario.dt == scenarios.DT.default
+
+
+def test_the_satellite_preset_is_a_host_and_a_satellite_on_its_orbit():
+    from orrery.engine.satellite_fit import ORBIT
+
+    scenario = scenarios.load("satellite", n=400, seed=1)
+    particles = scenario.particles
+    satellite = particles.population == particles.population_names.index("satellite")
+    assert particles.population_names == ("host", "satellite") and satellite.sum() == 50
+    mass = particles.mass[satellite]
+    assert mass.sum() == pytest.approx(0.05) and particles.mass.sum() == pytest.approx(1.05)
+    centre = (particles.pos[satellite] * mass[:, None]).sum(axis=0) / mass.sum()
+    velocity = (particles.vel[satellite] * mass[:, None]).sum(axis=0) / mass.sum()
+    np.testing.assert_allclose(np.concatenate([centre, velocity]), ORBIT, atol=1e-12)
+    # Its preset's size (0.1), not the host's: every satellite particle near its centre.
+    assert np.percentile(np.linalg.norm(particles.pos[satellite] - centre, axis=1), 50) < 0.15
+    assert scenario.dt == pytest.approx(0.004) and scenario.softening == pytest.approx(0.02)
+
+
+def test_the_satellite_generator_refuses_a_system_it_cannot_split():
+    from orrery.engine.satellite_fit import host_and_satellite
+
+    with pytest.raises(InvalidInputError, match="at least 2 particles"):
+        host_and_satellite(1)
+    with pytest.raises(InvalidInputError, match="satellite_fraction"):
+        host_and_satellite(64, satellite_fraction=1.5)
+    with pytest.raises(InvalidInputError, match="orbit must be six"):
+        host_and_satellite(64, orbit=[1.0, 2.0])
