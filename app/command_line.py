@@ -107,7 +107,7 @@ def option_value(option: Option):
             return Option.coerce(option, text)
         except InvalidInputError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
-    parse.__name__ = getattr(option.type, "__name__", "value")
+    parse.__name__ = option.type.__name__  # argparse names the type in its errors
     return parse
 
 

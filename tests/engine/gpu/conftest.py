@@ -2,7 +2,8 @@
 (CI, no GPU) and CUDA device 0 through CuPy (marked ``gpu``: run on a machine with an NVIDIA GPU
 with ``pytest -m gpu``). A backend whose package or device is missing skips with the reason, except the devices named in
 ``ORRERY_REQUIRE_DEVICES`` (comma-separated; CI names ``sycl:cpu``), which fail instead, so that
-a broken install cannot turn every GPU test into a silent skip. ``ctx`` is a headless GL
+a broken install cannot turn every GPU test into a silent skip; ``needs_float64`` holds a
+float64 case to the same rule. ``ctx`` is a headless GL
 context (EGL) for the tests that render on a device (module scope)."""
 
 import os
@@ -22,6 +23,19 @@ def _opened(spec: str) -> str:
             pytest.fail(f"{spec} is required here but unavailable: {error}")
         pytest.skip(f"{spec} is not available here: {error}")
     return spec
+
+
+def needs_float64(device: str, info: compute.DeviceInfo) -> None:
+    """A float64 case on ``device`` (as the fixture names it), whose context's ``info`` says it
+    has no float64 (Intel's Arc GPUs, for one), skips, naming it;
+    on a device ``ORRERY_REQUIRE_DEVICES`` names it fails instead: the devices CI and the GPU
+    machines require (Intel's OpenCL CPU device, CUDA's) all have float64, so there a float64
+    case can never quietly stop running."""
+    if info.fp64:
+        return
+    if device in os.environ.get("ORRERY_REQUIRE_DEVICES", "").split(","):
+        pytest.fail(f"{device} is required here and reports no float64")
+    pytest.skip(f"{device} has no float64")
 
 
 @pytest.fixture(params=DEVICES)

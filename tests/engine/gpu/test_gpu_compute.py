@@ -9,6 +9,8 @@ import pytest
 from orrery.engine import InvalidInputError, compute
 from orrery.engine.compute import _cuda, _discovery, _sycl
 
+from .conftest import needs_float64
+
 SCALE_KERNEL = """
 KERNEL void scale(GLOBAL real* RESTRICT values, const int count, const real factor) {
   const int i = GLOBAL_ID;
@@ -65,9 +67,9 @@ def test_build_is_cached_per_source_and_defines(context):
 
 
 @pytest.mark.parametrize("bits", [32, 64])
-def test_launch_with_padding_and_defines(context, bits):
-    if bits == 64 and not context.info.fp64:
-        pytest.skip(f"{context.info.spec} has no float64")
+def test_launch_with_padding_and_defines(device, context, bits):
+    if bits == 64:
+        needs_float64(device, context.info)
     real = np.float32 if bits == 32 else np.float64
     kernel = context.build(text=SCALE_KERNEL, defines={"OFFSET": 0.5, "REAL_BITS": bits}).kernel("scale")
     values = ((np.arange(100) - 50) / 4).astype(real)  # exact in either rounding of a*b+c

@@ -18,6 +18,7 @@ from orrery.engine.lattice import Lattice
 from orrery.engine.solvers._device_state import pack, padded_count
 
 from ..differences import central_differences, relative_error
+from .conftest import needs_float64
 
 # The VJP's relative error against the host's (of the largest component) in each precision.
 VJP_TOLERANCE = {"f64": 1e-13, "f32": 1e-5}
@@ -26,8 +27,8 @@ N, STEPS, DT, SOFTENING = 8, 12, 0.02, 0.1
 
 def _gpu_direct(device, precision, softening=SOFTENING):
     solver = make_solver("gpu-direct", precision=precision, softening=softening, device=device)
-    if precision == "f64" and not solver.context.info.fp64:
-        pytest.skip(f"{device} has no float64")
+    if precision == "f64":
+        needs_float64(device, solver.context.info)
     return solver
 
 

@@ -16,6 +16,7 @@ from orrery.engine.force_vjp import force_and_vjp, force_vjp
 from orrery.engine.gradients import ReversibleRun, run_gradient
 
 from ..differences import relative_error
+from .conftest import needs_float64
 
 SOFTENING = 0.05
 # The numpy evaluation of the downloaded lists against gpu-fmm's forces, relative to the
@@ -27,8 +28,8 @@ SETTING = {"theta": 0.6, "order": 4, "leaf_capacity": 8}
 def _gpu_fmm(device, precision, **setting):
     solver = make_solver("gpu-fmm", device=device, precision=precision, softening=SOFTENING,
                          **setting)
-    if precision == "f64" and not solver.context.info.fp64:
-        pytest.skip(f"{device} has no float64")
+    if precision == "f64":
+        needs_float64(device, solver.context.info)
     return solver
 
 
@@ -79,8 +80,7 @@ def test_the_device_vjp_is_the_numpy_vjp_over_its_lists(device, precision, poten
 def test_the_device_vjp_with_zero_softening_is_the_numpy_vjp(device):
     p = ics.plummer(300, seed=5)
     solver = make_solver("gpu-fmm", device=device, precision="f64", softening=0.0, **SETTING)
-    if not solver.context.info.fp64:
-        pytest.skip(f"{device} has no float64")
+    needs_float64(device, solver.context.info)
     rng = np.random.default_rng(4)
     acc_bar, pot_bar = rng.normal(size=(300, 3)), rng.normal(size=300)
     got = force_vjp(solver, p.pos, p.mass, acc_bar, pot_bar)

@@ -4,6 +4,8 @@ and sub-group ids, any/all, ballot and popcount, broadcast, shuffle, shuffle-xor
 import numpy as np
 import pytest
 
+from .conftest import needs_float64
+
 FIELDS = 10
 INTEGER_KERNEL = """
 KERNEL void integer_ops(GLOBAL const int* RESTRICT input, GLOBAL int* RESTRICT out) {
@@ -70,9 +72,9 @@ def test_integer_subgroup_operations(context):
 
 
 @pytest.mark.parametrize("bits", [32, 64])
-def test_real_subgroup_operations(context, bits):
-    if bits == 64 and not context.info.fp64:
-        pytest.skip(f"{context.info.spec} has no float64")
+def test_real_subgroup_operations(device, context, bits):
+    if bits == 64:
+        needs_float64(device, context.info)
     real = np.float32 if bits == 32 else np.float64
     size = context.info.subgroup_size
     values = (_subgroup_values(size) * 0.25).astype(real)  # sums of quarters are exact
