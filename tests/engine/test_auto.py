@@ -172,8 +172,8 @@ def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(ca
     """Crossovers timed the way `orrery calibrate` times them (every CPU solver, the approximate
     ones at accuracy 1e-3, so at equal error), stored, and auto asked at each size: it names a
     solver the run measured within 30% of the fastest (closer than that is too close to call in
-    one run on a shared machine), and says it was calibrated at 1e-3; direct summation alone is
-    that fast at 256, and it is not among them at 65536."""
+    one run on a shared machine), and says it was calibrated at 1e-3; direct summation is among
+    them at 256 (where a tree at 1e-3 opens nearly every cell, so it may tie), and not at 65536."""
     from orrery.engine.tuning.solver_timing import as_timing_curves, measure_curves
 
     sizes = [256, 4096, 65536]
@@ -192,5 +192,5 @@ def test_auto_at_1e_3_picks_what_the_same_run_measures_fastest_at_equal_error(ca
         auto.accelerations(particles.pos, particles.mass)
         assert auto.chosen in fastest[n], (n, medians, auto.reason)
         assert "at accuracy 0.001" in auto.reason
-    assert fastest[256] == {"cpu-direct"}, fastest
+    assert "cpu-direct" in fastest[256], fastest
     assert "cpu-direct" not in fastest[65536], fastest
