@@ -79,9 +79,9 @@ class DeviceTree:
     nodes: DeviceArray
     levels: DeviceArray
     quadrupoles: DeviceArray
-    groups: DeviceArray
+    groups: DeviceArray | None  # None: built without walk groups (gpu-fmm)
     starts: DeviceArray
-    group_starts: DeviceArray
+    group_starts: DeviceArray | None
     read_entry: Callable[[DeviceArray, int], tuple[int, int]]
     events: dict[str, list[KernelEvent]] = field(default_factory=dict)
     # The cube the keys quantise: (min x, min y, min z, side) in the accumulation type.
@@ -122,9 +122,12 @@ class DeviceTreeBuilder:
     """Builds :class:`DeviceTree` s for one solver's settings, keeping its scratch arrays
     between builds (they are reallocated only when the body count or node count grows)."""
 
-    def __init__(self, context: Context, dtype, *, leaf_capacity: int, group_capacity: int,
+    def __init__(self, context: Context, dtype, *, leaf_capacity: int, group_capacity: int | None,
                  quadrupole: bool):
+        """``group_capacity``: the walk groups' most bodies (gpu-tree's); None: no groups are
+        listed, and their arrays (8 bytes a body) are not allocated."""
         self.context = context
+        self.grouped = group_capacity is not None
         self.dtype = np.dtype(dtype)
         self.quadrupole = quadrupole
         fp64 = context.info.fp64
@@ -132,9 +135,9 @@ class DeviceTreeBuilder:
         common = {"REAL_BITS": self.dtype.itemsize * 8, "ACCUM_BITS": self.accum.itemsize * 8}
         keys = context.build(["tree_common.cl", "tree_keys.cl"], package=__package__,
                              defines={**common, "BOX_GROUP": BOX_GROUP})
+        grouping = {"GROUP_CAPACITY": group_capacity} if self.grouped else {}
         build = context.build(["tree_common.cl", "tree_build.cl"], package=__package__,
-                              defines={**common, "LEAF_CAPACITY": leaf_capacity,
-                                       "GROUP_CAPACITY": group_capacity})
+                              defines={**common, "LEAF_CAPACITY": leaf_capacity, **grouping})
         moments = context.build(["tree_common.cl", "tree_moments.cl"], package=__package__,
                                 defines={**common, "QUADRUPOLE": quadrupole})
         self._k = {name: keys.kernel(name) for name in
@@ -152,19 +155,22 @@ class DeviceTreeBuilder:
         self._level_mask = context.empty(1, np.uint32, "tree.level_mask")
         self._cube = context.empty(4, self.accum, "tree.cube")
         self._partials = context.empty((2 * BOX_PARTIALS, 4), self.dtype, "temporaries.box_partials")
+        # What the build kernels take for the group arrays where there are none (never read).
+        self._no_groups = None if self.grouped else context.empty(1, np.uint32, "temporaries.no_groups")
 
     def body_arrays(self, count: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
         """The arrays of a build of ``count`` bodies that the count sizes (attribute -> name,
         shape, dtype). The sort leaves keys and order in either array of each pair, so both are
         the tree's."""
+        groups = {"group_starts": ("tree.group_starts", (count + 1,), np.dtype(np.uint32)),
+                  "groups": ("tree.groups", (count,), np.dtype(np.uint32))} if self.grouped else {}
         return {"keys": ("tree.keys", (count,), np.dtype(np.uint64)),
                 "spare_keys": ("tree.keys", (count,), np.dtype(np.uint64)),
                 "order": ("tree.order", (count,), np.dtype(np.uint32)),
                 "spare_order": ("tree.order", (count,), np.dtype(np.uint32)),
                 "sorted": ("bodies.key_order", (count, 4), self.dtype),
                 "starts": ("tree.node_starts", (count + 1,), np.dtype(np.uint32)),
-                "group_starts": ("tree.group_starts", (count + 1,), np.dtype(np.uint32)),
-                "groups": ("tree.groups", (count,), np.dtype(np.uint32))}
+                **groups}
 
     def node_arrays(self, capacity: int) -> dict[str, tuple[str, tuple[int, ...], np.dtype]]:
         """The arrays of ``capacity`` node records and their cell levels."""
@@ -201,7 +207,7 @@ class DeviceTreeBuilder:
         self._keys = (arrays["keys"], arrays["spare_keys"])
         self._order = (arrays["order"], arrays["spare_order"])
         self._sorted, self._starts = arrays["sorted"], arrays["starts"]
-        self._group_starts, self._groups = arrays["group_starts"], arrays["groups"]
+        self._group_starts, self._groups = arrays.get("group_starts"), arrays.get("groups")
         self._count = count
 
     def _node_arrays(self, capacity: int) -> None:
@@ -263,21 +269,24 @@ class DeviceTreeBuilder:
         events["sort"] = sort_events + [
             k["gather_bodies"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, body, order, n, self._sorted)]
 
-        starts, group_starts = self._starts, self._group_starts
+        starts = self._starts
+        group_starts, groups = ((self._group_starts, self._groups) if self.grouped
+                                else (self._no_groups, self._no_groups))
         events["build"] = [b["node_chain_lengths"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
                                                           starts, group_starts, self._level_mask)]
         events["build"] += self._scan.scan(starts, count, starts)
-        events["build"] += self._scan.scan(group_starts, count, group_starts)
+        if self.grouped:
+            events["build"] += self._scan.scan(group_starts, count, group_starts)
         events["build"].append(b["node_chains"].launch(launch_size(count, ITEM_GROUP), ITEM_GROUP, keys, n,
                                                        starts, group_starts, np.uint32(self._node_capacity),
-                                                       self._nodes, self._levels, self._groups,
+                                                       self._nodes, self._levels, groups,
                                                        self._level_mask))
         if moments and self._moment_capacity != self._nodes.shape[0]:
             self._moment_arrays(self._nodes.shape[0])
         tree = DeviceTree(count=count, body=self._sorted, keys=keys, order=order, nodes=self._nodes,
                           levels=self._levels,
                           quadrupoles=self._quadrupoles if moments else None,
-                          groups=self._groups, starts=starts, group_starts=group_starts,
+                          groups=self._groups, starts=starts, group_starts=self._group_starts,
                           read_entry=self._read, events=events, cube=self._cube,
                           level_mask=self._level_mask)
         if not moments:

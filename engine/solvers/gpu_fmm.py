@@ -10,8 +10,8 @@ walk has planned its steps), ``lists`` (the pairs
 gathered into per-target lists without a global sort, ``fmm_lists.cl``: exactly cpu-fmm's
 ``_native.fmm_lists``), ``m2l`` (the nodes ordered longest list first, then two work-items a
 node), ``downward`` (parents, L2L per cell level), ``p2p`` (pairwise pull of the own and listed
-leaves, a work-group per leaf) and ``l2p`` (which writes each body's result in the caller's
-order). Expansions in the bodies' precision (doubles where the device has them and the bodies
+leaves, a work-group per leaf, each body's sum written in the caller's order) and ``l2p`` (which
+adds the far field there: no key-ordered copy of the accelerations, docs/adr/0339). Expansions in the bodies' precision (doubles where the device has them and the bodies
 are double, or the accuracy asked for is below ``F32_EXPANSIONS_FLOOR``: docs/accuracy.md,
 docs/fmm-tuning-log.md#0157).
 
@@ -180,7 +180,7 @@ class GpuFmmSolver(GpuSolver):
         # The moments stage computes gpu-tree's opening distances, which the FMM ignores.
         self._sort = self.context.key_sort()
         self._builder = DeviceTreeBuilder(self.context, self.dtype, leaf_capacity=leaf_capacity,
-                                          group_capacity=1, quadrupole=False)
+                                          group_capacity=None, quadrupole=False)
         self.accum = self._builder.accum
         fp64 = expansion_precision(expansions, precision, accuracy) == "f64" and self.context.info.fp64
         self.expansion = np.dtype(np.float64 if fp64 else np.float32)
@@ -193,7 +193,6 @@ class GpuFmmSolver(GpuSolver):
         self._walk: DeviceDualWalk | None = None
         self._levels = 0  # the node plan's cell levels, a bit each (they only grow)
         self._use_order(self.order)
-        self._result: DeviceArray | None = None
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
         self._last = None  # the last evaluation's tree, interaction lists and their pair counts
@@ -265,8 +264,7 @@ class GpuFmmSolver(GpuSolver):
     def evaluation_bytes(self, n: int) -> dict[str, int]:
         # The nodes (the builder's sized by the node plan), the node plan and the lists follow
         # the tree's shape: they are not in this model.
-        return {**array_bytes(self._builder.body_arrays(n)),
-                "accelerations.key_order": 4 * n * self.dtype.itemsize}
+        return array_bytes(self._builder.body_arrays(n))
 
     def _node_slots(self, count: int) -> int:
         """The node records a build of ``count`` bodies makes room for: the node plan's slots
@@ -314,8 +312,6 @@ class GpuFmmSolver(GpuSolver):
             # memory beside the lists for nodes the tree does not have.
             if tree.nodes.shape[0] != self._node_slots(count):
                 tree = self._build(body, count)
-        if self._result is None or self._result.shape[0] != count:
-            self._result = self.context.empty((count, 4), self.dtype, "accelerations.key_order")
         events = {stage: [] for stage in FMM_STAGES}
         passes = 0
         while True:
@@ -361,7 +357,7 @@ class GpuFmmSolver(GpuSolver):
             return None
         return (id(body), id(out), count, potential, self.order, theta, self._heavy_share(count),
                 self._node_capacity, self._levels,
-                id(self._walk.plan), id(self._result))
+                id(self._walk.plan))
 
     def _capture(self, key, k: dict, body: DeviceArray, out: DeviceArray, count: int,
                  theta: float) -> _Replay | None:
@@ -434,9 +430,9 @@ class GpuFmmSolver(GpuSolver):
         group = self._p2p["P2P_GROUP"]
         events["p2p"].append(k["p2p"].launch(slots * group, group, tree.body, state, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
-                                             self.dtype.type(self.softening ** 2), self._result))
+                                             self.dtype.type(self.softening ** 2), tree.order, out))
         events["l2p"].append(k["l2p_bodies"].launch(slots * L2P_GROUP, L2P_GROUP, state, tree.nodes, tree.body,
-                                                    self._centre, self._local, self._result, tree.order, out))
+                                                    self._centre, self._local, tree.order, out))
         return lists
 
     def _launch_m2l(self, lists: InteractionLists, multipole: DeviceArray, field: DeviceArray) -> KernelEvent:

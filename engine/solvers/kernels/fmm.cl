@@ -18,8 +18,9 @@
  *                expansion re-expanded about its own centre;
  *   p2p          every body: the pairwise pull of its own leaf (itself excluded) and its P2P
  *                leaves, a work-group per leaf whose lanes split the sources among a few
- *                lanes per target (docs/fmm-tuning-log.md#0173);
- *   l2p_bodies   every body adds its leaf's local expansion (L2P).
+ *                lanes per target (docs/fmm-tuning-log.md#0173), written at the body's place
+ *                in the caller's order;
+ *   l2p_bodies   every body adds its leaf's local expansion (L2P) to that.
  * The expansion operators (monomials, M2M, M2L, L2L, L2P) are generated per order from the index
  * tables of fmm_expansions.hpp (engine/solvers/_fmm_code.py) and appended after this file.
  * Host defines: REAL_BITS, ACCUM_BITS (tree_common.cl), EXPANSION_BITS, TERMS, WALK_GROUP,
@@ -637,7 +638,7 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
 void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
          GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
-         GLOBAL real4* RESTRICT result) {
+         GLOBAL const uint* RESTRICT order, GLOBAL real4* RESTRICT out) {
   LOCAL real4 tile[P2P_TILE];
   LOCAL uint run_first[P2P_GROUP];   /* the window's runs: first body */
   LOCAL uint run_end[2][P2P_GROUP];  /* the scan's two buffers: bodies up to each run's end */
@@ -755,25 +756,27 @@ void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, G
           a[t].z += more.z;
           a[t].w += more.w;
         }
-        if (row + (uint)t * rows < batch) result[first + self[t]] = a[t];
+        if (row + (uint)t * rows < batch) out[order[first + self[t]]] = a[t];
       }
     }
     SYNC_THREADS; /* partial is free for the next batch */
   }
 }
 
-/* L2P: each body adds its leaf's local expansion to its pairwise sum (p2p's result), rounding
- * once: real(accum(pair sum) + far field), and writes it at its place in the caller's order,
- * out[order[p]]. One work-group per leaf, as p2p. */
+/* L2P: each body adds its leaf's local expansion to its pairwise sum, which p2p wrote at its
+ * place in the caller's order, out[order[p]], rounding once: real(accum(pair sum) + far field),
+ * written back there. One work-group per leaf, as p2p. (No key-ordered array of pair sums: 16
+ * bytes a body in float32 that the scattered read and write save, docs/adr/0339.) */
 KERNEL void l2p_bodies(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                        GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
-                       GLOBAL const expansion* RESTRICT field, GLOBAL const real4* RESTRICT result,
-                       GLOBAL const uint* RESTRICT order, GLOBAL real4* RESTRICT out) {
+                       GLOBAL const expansion* RESTRICT field, GLOBAL const uint* RESTRICT order,
+                       GLOBAL real4* RESTRICT out) {
   const int leaf = GROUP_ID;
   if (leaf >= (int)state[STATE_NODES] || nodes[leaf].skip != (uint)leaf + 1) return;
   const uint end = nodes[leaf].first + nodes[leaf].count;
   for (uint p = nodes[leaf].first + (uint)LOCAL_ID; p < end; p += (uint)LOCAL_SIZE) {
-    const real4 target = body[p], near = result[p];
+    const uint place = order[p];
+    const real4 target = body[p], near = out[place];
     expansion t[TERMS], f[4];
     monomials((expansion)((accum)target.x - centre[3 * leaf]), (expansion)((accum)target.y - centre[3 * leaf + 1]),
               (expansion)((accum)target.z - centre[3 * leaf + 2]), t);
@@ -781,7 +784,7 @@ KERNEL void l2p_bodies(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode*
 #ifndef WITH_POTENTIAL
     f[3] = 0;
 #endif
-    out[order[p]] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
+    out[place] = MAKE_REAL4((real)((accum)near.x + (accum)f[0]), (real)((accum)near.y + (accum)f[1]),
                            (real)((accum)near.z + (accum)f[2]), (real)((accum)near.w + (accum)f[3]));
   }
 }

@@ -18,7 +18,8 @@
  * GROUP_CAPACITY bodies, or leaves. Groups are disjoint, so a chain holds at most one and the
  * groups in depth-first order are the groups in the order of their first bodies: with g(p) = 1
  * where the chain at p holds a group and G its exclusive prefix sum, that group is groups[G(p)]
- * (G(count) = group count).
+ * (G(count) = group count). Without the host define GROUP_CAPACITY (gpu-fmm, whose passes take
+ * no groups) nothing of them is computed or written: group_marks and groups may be any array.
  * The node arrays hold node_capacity nodes (2 count - 1 can be needed; gpu-fmm plans fewer): a
  * node past them is not written, and its index is still counted, so starts[count] tells the host
  * the tree it must build again with room.
@@ -26,7 +27,7 @@
  * read them there, so a build queues without waiting for the device (ADR 0162). So does the
  * mask of the cell levels that hold nodes (bit l for level l), which a caller that reads the
  * node count anyway (gpu-fmm) reads with it, to launch its level passes only where nodes are.
- * Needs tree_common.cl first. Host defines: LEAF_CAPACITY, GROUP_CAPACITY. */
+ * Needs tree_common.cl first. Host defines: LEAF_CAPACITY, GROUP_CAPACITY (or none: no groups). */
 
 /* The first index in [p, count) whose key does not share `digits` octal digits with keys[p]. */
 DEVICE int run_end(GLOBAL const ulong* RESTRICT keys, const int count, const int p, const int digits) {
@@ -93,8 +94,10 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
     const int level = common_level(keys[p], keys[end - 1]);
     const uint bodies = (uint)(end - p);
     const int leaf = bodies <= LEAF_CAPACITY || level == MORTON_LEVELS;
+#ifdef GROUP_CAPACITY
     const int group = (bodies <= GROUP_CAPACITY || leaf) && parent_count > GROUP_CAPACITY;
     if (group) *grouped = 1;
+#endif
     *used |= 1u << level;
     const uint index = nodes ? starts[p] + made : 0u;
     if (nodes && index < node_capacity) {
@@ -109,7 +112,9 @@ DEVICE uint node_chain(GLOBAL const ulong* RESTRICT keys, const int count, const
       node.count = bodies;
       nodes[index] = node;
       levels[index] = (uint)level;
+#ifdef GROUP_CAPACITY
       if (group) groups[group_starts[p]] = index;
+#endif
     }
     ++made;
     if (leaf) return made;
@@ -128,7 +133,9 @@ KERNEL void node_chain_lengths(GLOBAL const ulong* RESTRICT keys, const int coun
   if (p >= count) return;
   uint grouped, used;
   lengths[p] = node_chain(keys, count, p, 0, 0, 0u, 0, 0, 0, &grouped, &used);
+#ifdef GROUP_CAPACITY
   group_marks[p] = grouped;
+#endif
 }
 
 /* Writes every node's topology (skip, first, count) and cell level, and the walk groups, and

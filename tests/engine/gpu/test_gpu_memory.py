@@ -73,6 +73,19 @@ def test_gpu_fmms_nodes_and_lists_are_sized_by_its_tree_and_held_once(device):
     assert not [name for name in usage.peak_by_name if "source" in name or "unsorted" in name]
 
 
+def test_gpu_fmms_body_arrays_are_the_state_its_key_ordered_bodies_and_the_trees(device):
+    """What N alone sizes in a gpu-fmm run: the state (bodies, velocities, accelerations), the
+    bodies in key order, and the tree's keys, order and node starts. No key-ordered copy of the
+    accelerations (p2p and l2p write in the caller's order) and no walk groups (gpu-tree's):
+    ADR 0339."""
+    solver = _solver("gpu-fmm", device)
+    usage = solver.measure_memory(ics.plummer(N, seed=8))
+    model = solver.device_bytes(N)  # equal to the count array for array (the test above)
+    assert set(model) == {"bodies.state", "velocities.state", "accelerations.state", "bodies.key_order",
+                          "tree.keys", "tree.order", "tree.node_starts"}
+    assert not {"tree.groups", "tree.group_starts", "accelerations.key_order"} & set(usage.peak_by_name)
+
+
 def test_gpu_fmm_evaluations_within_its_plans_allocate_nothing(device):
     solver = _solver("gpu-fmm", device)
     state = solver.bind(ics.plummer(N, seed=7))
