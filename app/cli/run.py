@@ -55,6 +55,11 @@ def add_parser(subparsers) -> None:
                         help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
     parser.add_argument("--seed", type=integer(minimum=0), default=0,
                         help="random seed of the initial conditions")
+    parser.add_argument("--draw-on-device", action="store_true",
+                        help="with --ic plummer and a GPU solver: draw the initial conditions on "
+                             "the solver's device, building nothing of them on the host (for "
+                             "runs of up to billions of particles); the same distribution as "
+                             "the host's, not the same particles for a seed")
     parser.add_argument("--steps", type=integer(minimum=0), default=1000,
                         help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
@@ -76,6 +81,8 @@ def _run(args, mpi) -> int:
     """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
     if args.resume is not None or args.from_frame is not None:
         return _run_resumed(args, mpi)
+    if args.draw_on_device:
+        return _run_drawn(args, mpi)
     particles, dt, solver_name, options, source, loaded = _setup(args)
     source = {**(source or {}), **_scenario_attributes(args)}
     if loaded is not None and loaded.model == "flock":
@@ -112,6 +119,25 @@ def _flock(args, scenario, dt) -> FlockSimulation:
     return FlockSimulation(scenario.particles, scenario.flock, dt=dt,
                            device=args.solver or scenario.solver,
                            threads=args.threads, simd=args.simd)
+
+
+def _run_drawn(args, mpi) -> int:
+    """``--draw-on-device``: initial conditions drawn on a GPU solver's device
+    (``Simulation.drawn_on_device``), on one process."""
+    if args.scenario is not None or args.load is not None:
+        raise InvalidInputError("--draw-on-device draws --ic initial conditions on the device; "
+                                "a --scenario or --load snapshot is built on the host")
+    if mpi is not None:
+        raise InvalidInputError("--draw-on-device runs on one process; start it without mpirun")
+    name = args.ic or "plummer"
+    count = DEFAULT_COUNT if args.n is None else args.n
+    dt = scenarios.DT.default if args.dt is None else args.dt
+    solver = make_solver(args.solver or DEFAULT_SOLVER, **solver_options(args))
+    sim = Simulation.drawn_on_device(name, count, solver, seed=args.seed, dt=dt,
+                                     integrator=args.integrator or DEFAULT_INTEGRATOR)
+    source = {**_scenario_attributes(args), "drawn_on_device": True}
+    recording = _open_recording(args, sim, True, scenario=name, source=source)
+    return _advance(args, sim, solver, recording, None)
 
 
 def _run_resumed(args, mpi) -> int:

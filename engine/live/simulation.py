@@ -100,6 +100,24 @@ class Simulation:
                           None, ("all",))
         return simulation
 
+    @classmethod
+    def drawn_on_device(cls, name: str, count: int, solver: Solver, *, seed: int = 0, dt: float,
+                        integrator: str = "kdk") -> Simulation:
+        """A simulation of ``count`` bodies whose initial conditions ``name`` (``plummer``) are
+        drawn on a GPU solver's device (``GpuSolver.bind_drawn``): a billion bodies start
+        without being built on the host. The distribution of ``ics.make(name, ...)``, not its
+        bodies for the same seed."""
+        if integrator == "reversible":
+            raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
+                                    "build the Simulation from Particles")
+        if not isinstance(solver, GpuSolver):
+            raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
+                                    "initial conditions are drawn on a GPU solver's device")
+        simulation = cls.__new__(cls)
+        simulation._start(solver, dt, integrator, lambda: solver.bind_drawn(name, count, seed=seed),
+                          None, ("all",))
+        return simulation
+
     def _start(self, solver, dt, integrator, bind, population, population_names) -> None:
         """Check the options, then ``bind()`` the state (population None: one, unlabelled)."""
         dt = checked_dt(dt)

@@ -15,11 +15,13 @@ needs the GIL once and the host's time per step does not grow with the number of
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import frame_encoding as encoding
 from ..compute import InFlight, Snapshot
+from ..initial_conditions.on_device import draw_on_device
 from ..particles import Particles
 
 # Work-group size of the kick and drift kernels (a multiple of every sub-group size in use).
@@ -36,6 +38,15 @@ INDEX_MARGIN = 2**17
 MAX_STATE_BODIES = 2**31 - INDEX_MARGIN
 # The state's arrays as the compute layer counts them (``Context.memory``).
 BODIES, VELOCITIES, ACCELERATIONS = "bodies.state", "velocities.state", "accelerations.state"
+
+
+class DrawnBodies(NamedTuple):
+    """Initial conditions to draw on the device (``initial_conditions.on_device``): the
+    generator's name, the body count and the seed."""
+
+    name: str
+    count: int
+    seed: int
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -62,16 +73,23 @@ def state_bytes(padded: int, dtype) -> dict[str, int]:
 class DeviceState:
     """Positions, velocities and masses in device memory (the :class:`HostState` methods)."""
 
-    def __init__(self, solver, particles: Particles | None, arrays=None):
-        """From host ``particles``, or (``particles`` None) from ``arrays``: (pos, vel, mass)
-        :class:`DeviceArray` views of another framework's arrays, packed on the device."""
+    def __init__(self, solver, particles: Particles | None, arrays=None, drawn: DrawnBodies | None = None):
+        """From host ``particles``; or (``particles`` None) from ``arrays``: (pos, vel, mass)
+        :class:`DeviceArray` views of another framework's arrays, packed on the device; or from
+        ``drawn``: initial conditions drawn on the device into the state's rows."""
         self.solver = solver
         context, dtype = solver.context, solver.dtype
-        self._n = particles.n if arrays is None else arrays[0].shape[0]
+        self._n = (particles.n if particles is not None else drawn.count if drawn is not None
+                   else arrays[0].shape[0])
         self.padded = padded_count(self._n, solver.padding_for(self._n))
-        if arrays is None:
+        if particles is not None:
             self.body = context.upload(pack(particles.pos, particles.mass, self.padded, dtype), BODIES)
             self.vel = context.upload(pack(particles.vel, None, self.padded, dtype), VELOCITIES)
+        elif drawn is not None:
+            # The padding rows stay zero-mass bodies at rest at the origin.
+            self.body = context.zeros((self.padded, 4), dtype, BODIES)
+            self.vel = context.zeros((self.padded, 4), dtype, VELOCITIES)
+            draw_on_device(drawn.name, context, self.body, self.vel, self._n, seed=drawn.seed)
         else:
             pos, vel, mass = arrays
             self.body = context.empty((self.padded, 4), dtype, BODIES)

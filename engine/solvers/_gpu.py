@@ -23,11 +23,12 @@ import numpy as np
 from ..compute import (DeviceArray, DeviceUnavailableError, KernelEvent, MemoryUsage, gib,
                        host_array, open_device)
 from ..errors import InvalidInputError, SolverUnavailableError
-from ..particles import (SUPPORTED_DTYPES, Particles, check_finite, check_fits,
+from ..initial_conditions.on_device import check_device_generator, check_seed
+from ..particles import (SUPPORTED_DTYPES, Particles, check_count, check_finite, check_fits,
                          check_no_coincident, check_shapes)
 from ._base import Solver, checked_potential_flag
 from ._device_input import RowPacker
-from ._device_state import MAX_STATE_BODIES, DeviceState, padded_count, state_bytes
+from ._device_state import MAX_STATE_BODIES, DeviceState, DrawnBodies, padded_count, state_bytes
 
 # Longest stretch of evaluations between two checks of a device-resident state for NaN and
 # infinity; one check is a kernel and a read of eight integers, far below a per-cent of a second.
@@ -243,6 +244,16 @@ class GpuSolver(Solver):
         self.check_device_fits(particles.n)
         return _CheckedDeviceState(self, particles)
 
+    def bind_drawn(self, name: str, count: int, *, seed: int = 0) -> DeviceState:
+        """A device-resident state whose initial conditions ``name`` (``plummer``) are drawn on
+        the device (``initial_conditions.on_device``): nothing of the particles is built on the
+        host. The same distribution as ``ics.make(name, count, seed=seed)``, not the same bodies."""
+        count = check_count(count)
+        check_device_generator(name)
+        check_seed(seed)
+        self.check_device_fits(count)
+        return _CheckedDeviceState(self, None, drawn=DrawnBodies(name, count, seed))
+
     def bind_device(self, pos, vel, mass) -> DeviceState:
         """A device-resident state copied, on the device, from device arrays of another
         framework on this solver's device (as ``accelerations`` takes them)."""
@@ -261,8 +272,8 @@ class _CheckedDeviceState(DeviceState):
     """A :class:`DeviceState` that refuses to go on from, or hand out, a non-finite state
     (:class:`InvalidInputError`, as the CPU solvers raise)."""
 
-    def __init__(self, solver, particles, arrays=None):
-        super().__init__(solver, particles, arrays)
+    def __init__(self, solver, particles, arrays=None, drawn=None):
+        super().__init__(solver, particles, arrays, drawn)
         self._next_check = time.perf_counter() + FINITE_CHECK_INTERVAL_S
 
     def _evaluated(self) -> None:
