@@ -83,6 +83,10 @@ class SimulationState(Protocol):
     def energies(self) -> tuple[float, float]:
         """(kinetic, potential) energy, summed where the state lives."""
 
+    def diagnostics(self) -> Diagnostics:
+        """Energies and momenta, summed where the state lives (nothing downloaded from a
+        device)."""
+
     def device_arrays(self) -> tuple | None:
         """(pos, vel, mass) as device arrays (views of the state), or None in host memory."""
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compute import HostSnapshot
+from .diagnostics import Diagnostics, measure
 from .errors import InvalidInputError
 from .host_frames import HostFrames
 from .particles import Particles, check_positions_and_masses
@@ -205,6 +206,9 @@ class LatticeState(HostFrames):
         _, pot = self.solver.accelerations(self.lattice.positions(self.qpos), self.mass,
                                            potential=True)
         return pot
+
+    def diagnostics(self) -> Diagnostics:
+        return measure(*self.snapshot(), self.potentials())
 
     def energies(self) -> tuple[float, float]:
         vel = self.lattice.velocities(self.qvel)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..compute import Snapshot
 from ..contracts import SimulationState
-from ..diagnostics import Diagnostics, measure
+from ..diagnostics import Diagnostics
 from ..errors import InvalidInputError
 from ..lattice import Lattice, LatticeState
 from ..particles import Particles
@@ -88,7 +88,7 @@ class Simulation:
                     integrator: str = "kdk") -> Simulation:
         """A simulation starting from device arrays on a GPU solver's device (CuPy, PyTorch,
         dpnp, ...: DLPack or the CUDA/SYCL array interfaces), copied into the solver's state on
-        the device. Only the initial energy is measured on the host (one copy, here)."""
+        the device."""
         if integrator == "reversible":
             raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
                                     "build the Simulation from Particles")
@@ -253,9 +253,9 @@ class Simulation:
         return Particles(pos, vel, mass, self._population.copy(), self._population_names)
 
     def diagnostics(self) -> Diagnostics:
-        """Energies and momenta now (costs one potential evaluation)."""
-        pos, vel, mass = self._state.snapshot()
-        return measure(pos, vel, mass, self._state.potentials())
+        """Energies and momenta now, summed where the state lives (costs one potential
+        evaluation; a device state downloads only partial sums)."""
+        return self._state.diagnostics()
 
     def energy(self) -> float:
         """Total energy now, summed where the state lives (one potential evaluation; a device

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ..compute import HostSnapshot
+from ..diagnostics import Diagnostics, measure
 from ..errors import InvalidInputError
 from ..host_frames import HostFrames
 from ..particles import (Particles, as_dtype, check_fits, check_no_coincident,
@@ -164,6 +165,10 @@ class HostState(HostFrames):
     def potentials(self) -> np.ndarray:
         _, pot = self.solver.accelerations(self.pos, self.mass, potential=True)
         return pot
+
+    def diagnostics(self) -> Diagnostics:
+        """Energies and momenta, summed in float64 (one potential evaluation)."""
+        return measure(self.pos, self.vel, self.mass, self.potentials())
 
     def energies(self) -> tuple[float, float]:
         """(kinetic, potential) energy, summed in float64 (one potential evaluation)."""

@@ -21,14 +21,17 @@ import numpy as np
 
 from .. import frame_encoding as encoding
 from ..compute import InFlight, Snapshot
+from ..diagnostics import Diagnostics
 from ..initial_conditions.on_device import draw_on_device
 from ..particles import Particles
 
 # Work-group size of the kick and drift kernels (a multiple of every sub-group size in use).
 INTEGRATE_GROUP = 64
-# The energy reduction: work-group size and most work-groups (partial sums downloaded).
+# The energy reduction: work-group size and most work-groups (partial sums downloaded), and the
+# sums each group writes (energy.cl: kinetic, potential, momentum, angular momentum).
 ENERGY_GROUP = 256
 ENERGY_GROUPS = 256
+DIAGNOSTIC_SUMS = 8
 # Most bodies a state holds. Element offsets are 64-bit (3 i of a frame's (n, 3) rows in
 # integrate.cl's positions_xyz, frames.cl, interchange.cl), but the state's kernels index bodies
 # with 32-bit signed integers (GLOBAL_ID, the count passed as int) over rows padded to the
@@ -107,9 +110,10 @@ class DeviceState:
         accum = np.dtype(np.float64 if context.info.fp64 else np.float32)
         self._energy_partials = context.build(["energy.cl"], package=__package__, defines={
             "REAL_BITS": dtype.itemsize * 8, "ACCUM_BITS": accum.itemsize * 8,
-            "ENERGY_GROUP": ENERGY_GROUP}).kernel("energy_partials")
+            "ENERGY_GROUP": ENERGY_GROUP, "DIAGNOSTIC_SUMS": DIAGNOSTIC_SUMS}).kernel("energy_partials")
         self._energy_groups = min(ENERGY_GROUPS, -(-self._n // ENERGY_GROUP))
-        self._partials = context.empty(2 * self._energy_groups, accum, "temporaries.energy_partials")
+        self._partials = context.empty(DIAGNOSTIC_SUMS * self._energy_groups, accum,
+                                       "temporaries.energy_partials")
         self._scratch = None
         self._frames: encoding.DeviceFrames | None = None  # built when a frame is first recorded
         self._in_flight = InFlight()  # one entry per queued force evaluation (a step)
@@ -287,11 +291,20 @@ class DeviceState:
     def potentials(self) -> np.ndarray:
         return np.ascontiguousarray(self._potential_rows().download()[:self._n, 3])
 
-    def energies(self) -> tuple[float, float]:
-        """(kinetic, potential) energy, summed on the device (one potential evaluation)."""
+    def _diagnostic_sums(self) -> np.ndarray:
+        """energy.cl's sums (kinetic, potential, momentum, angular momentum), added on the
+        device and then over its work-groups in float64 (one potential evaluation)."""
         rows = self._potential_rows()
         self._energy_partials.launch(self._energy_groups * ENERGY_GROUP, ENERGY_GROUP, self.body,
                                      self.vel, rows, np.int32(self._n), self._partials)
-        kinetic, potential = self._partials.download().reshape(-1, 2).sum(axis=0,
-                                                                          dtype=np.float64)
-        return float(kinetic), float(potential)
+        return self._partials.download().reshape(-1, DIAGNOSTIC_SUMS).sum(axis=0, dtype=np.float64)
+
+    def energies(self) -> tuple[float, float]:
+        """(kinetic, potential) energy, summed on the device (one potential evaluation)."""
+        sums = self._diagnostic_sums()
+        return float(sums[0]), float(sums[1])
+
+    def diagnostics(self) -> Diagnostics:
+        """Energies and momenta, summed on the device: nothing of the state is downloaded."""
+        sums = self._diagnostic_sums().tolist()
+        return Diagnostics(sums[0], sums[1], tuple(sums[2:5]), tuple(sums[5:8]))

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..compute import (DeviceArray, DeviceUnavailableError, KernelEvent, MemoryUsage, gib,
                        host_array, open_device)
+from ..diagnostics import Diagnostics
 from ..errors import InvalidInputError, SolverUnavailableError
 from ..initial_conditions.on_device import check_device_generator, check_seed
 from ..particles import (SUPPORTED_DTYPES, Particles, check_count, check_finite, check_fits,
@@ -301,10 +302,22 @@ class _CheckedDeviceState(DeviceState):
 
     def energies(self) -> tuple[float, float]:
         kinetic, potential = super().energies()
-        if not (np.isfinite(kinetic) and np.isfinite(potential)):
-            self.snapshot()  # names the first non-finite particle
-            self.potentials()
-            raise InvalidInputError(f"the state's energy is not finite (kinetic {kinetic}, "
-                                    f"potential {potential}): a position, velocity or "
-                                    "potential is NaN or infinite")
+        self._check_finite(kinetic, potential)
         return kinetic, potential
+
+    def diagnostics(self) -> Diagnostics:
+        diagnostics = super().diagnostics()
+        self._check_finite(diagnostics.kinetic, diagnostics.potential, *diagnostics.momentum,
+                           *diagnostics.angular_momentum)
+        return diagnostics
+
+    def _check_finite(self, kinetic: float, potential: float, *momenta: float) -> None:
+        """Sums from the device that are not finite: the first non-finite particle named (from
+        a download, only then), else what was summed."""
+        if np.isfinite([kinetic, potential, *momenta]).all():
+            return
+        self.snapshot()  # names the first non-finite particle
+        self.potentials()
+        raise InvalidInputError(f"the state's energy or momentum is not finite (kinetic {kinetic}, "
+                                f"potential {potential}): a position, velocity or potential is "
+                                "NaN or infinite")

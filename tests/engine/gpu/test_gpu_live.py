@@ -221,6 +221,28 @@ def test_energy_summed_on_the_device_matches_the_host_sum(device):
     assert state.energies() == (kinetic, potential)  # same state, same sums
 
 
+def test_momenta_summed_on_the_device_match_the_host_sums_and_download_nothing(device, monkeypatch):
+    """A Simulation's diagnostics (its initial ones at start too) from energy.cl's sums: at a
+    billion bodies a download of the state would be tens of gigabytes of host memory."""
+    from orrery.engine import Simulation
+    from orrery.engine.diagnostics import measure
+
+    particles = ics.plummer(5000, seed=4)
+    particles.vel[:, 0] += 0.3  # a net momentum and angular momentum that are not round-off
+    sim = Simulation(particles, make_solver("gpu-direct", device=device, softening=0.05), dt=1e-3)
+    sim.step(2)
+    state = sim._state
+    pos, vel, mass = state.snapshot()
+    expected = measure(pos, vel, mass, state.potentials())
+    monkeypatch.setattr(type(state), "snapshot", lambda self: pytest.fail("the state was downloaded"))
+    found = sim.diagnostics()
+    assert found.kinetic == pytest.approx(expected.kinetic, rel=1e-9)
+    assert found.potential == pytest.approx(expected.potential, rel=1e-9)
+    assert found.momentum == pytest.approx(expected.momentum, rel=1e-9, abs=1e-12)
+    assert found.angular_momentum == pytest.approx(expected.angular_momentum, rel=1e-9, abs=1e-12)
+    assert abs(found.momentum[0] - 0.3) < 1e-6
+
+
 @pytest.mark.parametrize("solver", ["gpu-tree", "gpu-fmm", "gpu-direct"])
 def test_a_frame_carries_its_solvers_locality_order_a_permutation_of_the_bodies(device, solver):
     """The tree solvers' frames carry a device copy of the tree's Morton order, taken in queue
