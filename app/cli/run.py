@@ -11,6 +11,7 @@ from tqdm import tqdm
 from ...engine import Simulation, distributed, ics, make_solver, scenarios, snapshots
 from ...engine.errors import InvalidInputError
 from ...engine.flock import FlockSimulation
+from ...engine.initial_conditions import on_device
 from ...engine.resume import resume
 from ...engine.simulation import INTEGRATORS
 from ...engine.solvers import solver_specs
@@ -56,10 +57,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--seed", type=integer(minimum=0), default=0,
                         help="random seed of the initial conditions")
     parser.add_argument("--draw-on-device", action="store_true",
-                        help="with --ic plummer and a GPU solver: draw the initial conditions on "
-                             "the solver's device, building nothing of them on the host (for "
-                             "runs of up to billions of particles); the same distribution as "
-                             "the host's, not the same particles for a seed")
+                        help="with a GPU solver, --ic plummer or a --scenario drawn by "
+                             "ics.plummer or galaxy_collision (plummer-cluster, "
+                             "galaxy-collision): draw the initial conditions on the solver's "
+                             "device, building nothing of them on the host (for runs of up to "
+                             "billions of particles); the same distribution as the host's, not "
+                             "the same particles for a seed")
     parser.add_argument("--steps", type=integer(minimum=0), default=1000,
                         help="steps to run (default: 1000)")
     parser.add_argument("--dt", type=float, default=None,
@@ -122,21 +125,37 @@ def _flock(args, scenario, dt) -> FlockSimulation:
 
 
 def _run_drawn(args, mpi) -> int:
-    """``--draw-on-device``: initial conditions drawn on a GPU solver's device
-    (``Simulation.drawn_on_device``), on one process."""
-    if args.scenario is not None or args.load is not None:
-        raise InvalidInputError("--draw-on-device draws --ic initial conditions on the device; "
-                                "a --scenario or --load snapshot is built on the host")
+    """``--draw-on-device``: the initial conditions of --ic, or of a --scenario whose generator
+    draws on a device (``initial_conditions.on_device``), drawn on a GPU solver's device
+    (``Simulation.drawn_on_device``) with the settings the host path gives them; on one
+    process."""
+    if args.load is not None:
+        raise InvalidInputError("--draw-on-device draws generated initial conditions on the "
+                                "device; a --load snapshot is read on the host")
+    if args.family is not None:
+        raise InvalidInputError("--family selects particles of a --load snapshot")
     if mpi is not None:
         raise InvalidInputError("--draw-on-device runs on one process; start it without mpirun")
-    name = args.ic or "plummer"
-    count = DEFAULT_COUNT if args.n is None else args.n
-    dt = scenarios.DT.default if args.dt is None else args.dt
-    solver = make_solver(args.solver or DEFAULT_SOLVER, **solver_options(args))
+    chosen = args.scenario or args.ic or "plummer"
+    count = DEFAULT_COUNT if args.n is None and args.scenario is None else args.n
+    recipe = scenarios.recipe(chosen, n=count)
+    name = on_device.device_generator_of(recipe.generator)
+    if name is None:
+        raise InvalidInputError(
+            f"--draw-on-device: scenario {chosen!r} is built by {recipe.generator.__module__}."
+            f"{recipe.generator.__name__}, on the host only; the generators drawn on a device: "
+            f"{', '.join(on_device.DEVICE_GENERATORS)}")
+    parameters = dict(recipe.parameters)
+    count = parameters.pop("n", DEFAULT_COUNT)
+    dt = recipe.dt if args.dt is None else args.dt
+    solver_name, options = _solver_choice(args, recipe.softening, recipe.solver,
+                                          recipe.solver_options)
+    solver = make_solver(solver_name, **options)
     sim = Simulation.drawn_on_device(name, count, solver, seed=args.seed, dt=dt,
-                                     integrator=args.integrator or DEFAULT_INTEGRATOR)
+                                     integrator=args.integrator or DEFAULT_INTEGRATOR,
+                                     parameters=parameters)
     source = {**_scenario_attributes(args), "drawn_on_device": True}
-    recording = _open_recording(args, sim, True, scenario=name, source=source)
+    recording = _open_recording(args, sim, True, scenario=chosen, source=source)
     return _advance(args, sim, solver, recording, None)
 
 
@@ -257,14 +276,20 @@ def _setup(args):
         chosen = scenarios.SnapshotScenario(paths[0], args.family)
     scenario = scenarios.load(chosen, n=args.n, seed=args.seed)
     dt = scenario.dt if args.dt is None else args.dt
-    # The preset's softening belongs to its initial conditions (they are built for it), so it
-    # holds for any solver; its other solver options only for the solver it names.
-    name, preset_options = args.solver, {"softening": scenario.softening}
+    name, options = _solver_choice(args, scenario.softening, scenario.solver,
+                                   scenario.solver_options)
+    return scenario.particles, dt, name, options, scenario.metadata or None, scenario
+
+
+def _solver_choice(args, softening: float, solver: str, preset_options: dict) -> tuple[str, dict]:
+    """The solver's name and options: the flags', then a scenario's. The preset's softening
+    belongs to its initial conditions (they are built for it), so it holds for any solver; its
+    other solver options only for the solver it names."""
+    name, chosen = args.solver, {"softening": softening}
     if name is None:
-        name = scenario.solver
-        preset_options.update(scenario.solver_options)
+        name = solver
+        chosen.update(preset_options)
     spec = solver_specs().get(name)
     known = {option.name for option in spec.options} if spec else set()
-    preset_options = {key: value for key, value in preset_options.items() if key in known}
-    return (scenario.particles, dt, name, {**preset_options, **solver_options(args)},
-            scenario.metadata or None, scenario)
+    chosen = {key: value for key, value in chosen.items() if key in known}
+    return name, {**chosen, **solver_options(args)}

@@ -23,20 +23,27 @@ docs/galaxy-model.md has the details.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammainc
+from scipy.special import gammainc, gammaincinv
 
 from ..errors import InvalidInputError
 from ..particles import Particles, as_dtype, check_count
 from .galaxy_model import GalaxyModel
 from .orbits import parabolic_orbit
 
-__all__ = ["GalaxyModel", "disk_galaxy", "disk_rotation", "galaxy_collision"]
+__all__ = ["GalaxyModel", "collision_plan", "disk_galaxy", "disk_rotation", "galaxy_collision"]
 
 # A Gaussian velocity draw above this share of the local escape speed is redrawn, so no
 # particle leaves its galaxy at once (Hernquist 1993 caps at the escape speed itself).
 ESCAPE_CAP = 0.95
+# Innermost spheroid radius drawn, in scale lengths (the cusp's density diverges at r = 0).
+SPHEROID_FLOOR = 1e-6
+# What a device reads, row by row, from a disk's and a spheroid's tables (disk_table,
+# spheroid_table; kernels/galaxy.cl).
+DISK_TABLE = ("radius", "sigma_r_squared", "epicyclic", "mean_rotation", "sigma_z_squared")
+SPHEROID_TABLE = ("radius", "escape_cap", "width")
 
 
 def disk_galaxy(n: int = 20000, *, seed: int = 0, model: GalaxyModel | None = None,
@@ -123,10 +130,8 @@ def _sample_disk(model: GalaxyModel, count: int, rng: np.random.Generator):
     # sech²(z / z0) / (2 z0) is the logistic density with scale z0 / 2.
     z = rng.logistic(0.0, 0.5 * model.disk_height, count)
     v_r = rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_r_squared(radius))
-    vc2 = model.circular_speed_squared(radius)
-    epicyclic = model.kappa_squared(radius) * radius**2 / (4.0 * vc2)
-    v_phi = (model.mean_rotation(radius)
-             + rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_r_squared(radius) * epicyclic))
+    v_phi = (model.mean_rotation(radius) + rng.normal(0.0, 1.0, count)
+             * np.sqrt(model.sigma_r_squared(radius) * _epicyclic_factor(model, radius)))
     v_z = rng.normal(0.0, 1.0, count) * np.sqrt(model.sigma_z_squared(radius))
     cos, sin = np.cos(phi), np.sin(phi)
     pos = np.stack([radius * cos, radius * sin, z], axis=1)
@@ -134,17 +139,51 @@ def _sample_disk(model: GalaxyModel, count: int, rng: np.random.Generator):
     return pos, vel
 
 
-def _sample_spheroid(model: GalaxyModel, count, mass, scale, rng: np.random.Generator):
-    # Invert the truncated Hernquist M(r): sqrt(M(r)/M_untruncated) = r / (r + a).
+def spheroid_radius(model: GalaxyModel, root_fraction, scale) -> np.ndarray:
+    """The radius inside which a truncated Hernquist component of scale ``scale`` holds the
+    share ``root_fraction``² of its mass: M(r) inverted, sqrt(M(r)/M_untruncated) = r / (r + a)
+    (floored at 10^-6 a, off the cusp)."""
     cut = model.spheroid_cutoff
-    s = np.sqrt(rng.uniform(0.0, 1.0, count)) * cut / (cut + scale)
-    radius = np.maximum(scale * s / (1.0 - s), 1e-6 * scale)
-    cap = ESCAPE_CAP * np.sqrt(-2.0 * model.potential(radius))
-    width = _capped_gaussian_width(model.spheroid_dispersion_squared(radius, mass, scale), cap)
+    s = np.asarray(root_fraction) * cut / (cut + scale)
+    return np.maximum(scale * s / (1.0 - s), SPHEROID_FLOOR * scale)
+
+
+def _sample_spheroid(model: GalaxyModel, count, mass, scale, rng: np.random.Generator):
+    radius = spheroid_radius(model, np.sqrt(rng.uniform(0.0, 1.0, count)), scale)
+    cap, width = _speed_cap_and_width(model, radius, mass, scale)
     vel = rng.normal(0.0, 1.0, (count, 3)) * width[:, None]
     while (fast := np.einsum("ij,ij->i", vel, vel) > cap**2).any():
         vel[fast] = rng.normal(0.0, 1.0, (fast.sum(), 3)) * width[fast, None]
     return _random_directions(rng, count) * radius[:, None], vel
+
+
+def _epicyclic_factor(model: GalaxyModel, radius) -> np.ndarray:
+    """sigma_phi² / sigma_R² = kappa² / (4 Omega²) = kappa² R² / (4 v_c²)."""
+    return model.kappa_squared(radius) * radius**2 / (4.0 * model.circular_speed_squared(radius))
+
+
+def _speed_cap_and_width(model: GalaxyModel, radius, mass, scale):
+    """The speed a spheroid's particle at ``radius`` stays below (ESCAPE_CAP of the escape
+    speed) and the width of the Gaussian its velocity is drawn from, below that cap."""
+    cap = ESCAPE_CAP * np.sqrt(-2.0 * model.potential(radius))
+    return cap, _capped_gaussian_width(model.spheroid_dispersion_squared(radius, mass, scale), cap)
+
+
+def disk_table(model: GalaxyModel, root_fraction) -> np.ndarray:
+    """``DISK_TABLE``'s rows at the disk radii inside which the share ``root_fraction``² of the
+    disk's mass lies (the truncated Gamma(2) distribution _sample_disk draws, inverted), for
+    drawing on a device (``initial_conditions.on_device``)."""
+    radius = model.disk_scale * gammaincinv(2.0, np.asarray(root_fraction)**2
+                                            * gammainc(2.0, model.disk_cutoff))
+    return np.stack([radius, model.sigma_r_squared(radius), _epicyclic_factor(model, radius),
+                     model.mean_rotation(radius), model.sigma_z_squared(radius)])
+
+
+def spheroid_table(model: GalaxyModel, root_fraction, mass, scale) -> np.ndarray:
+    """``SPHEROID_TABLE``'s rows at the radii inside which the share ``root_fraction``² of a
+    spheroid's mass lies, as _sample_spheroid draws them, for drawing on a device."""
+    radius = spheroid_radius(model, root_fraction, scale)
+    return np.stack([radius, *_speed_cap_and_width(model, radius, mass, scale)])
 
 
 def _capped_gaussian_width(sigma2, cap):
@@ -203,6 +242,52 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
     about a line of nodes (degrees; see :func:`disk_rotation`). Populations: ``A disk``,
     ``A bulge``, ``A halo``, ``B disk``, ...
     """
+    galaxies = collision_plan(n, mass_ratio=mass_ratio, size_ratio=size_ratio,
+                              pericentre=pericentre, separation=separation,
+                              inclination_a=inclination_a, node_a=node_a,
+                              inclination_b=inclination_b, node_b=node_b, model=model,
+                              particle_shares=particle_shares, **parameters)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for galaxy in galaxies:
+        drawn = disk_galaxy(galaxy.count, seed=int(rng.integers(2**63)), model=galaxy.model,
+                            particle_shares=particle_shares)
+        parts.append(Particles(drawn.pos @ galaxy.rotation.T * galaxy.length_scale + galaxy.offset,
+                               drawn.vel @ galaxy.rotation.T * galaxy.speed_scale + galaxy.drift,
+                               drawn.mass * galaxy.mass_scale, drawn.population,
+                               tuple(f"{galaxy.label} {name}" for name in drawn.population_names)))
+    both = Particles.concatenate(parts)
+    weights = both.mass / both.mass.sum()
+    dtype = as_dtype(precision)
+    return Particles((both.pos - weights @ both.pos).astype(dtype),
+                     (both.vel - weights @ both.vel).astype(dtype), both.mass.astype(dtype),
+                     both.population, both.population_names)
+
+
+class PlannedGalaxy(NamedTuple):
+    """One galaxy of a collision: ``count`` particles of ``model`` (in its own units, ``counts``
+    in its disk, bulge and halo as ``disk_galaxy`` splits them), placed by
+    scaling lengths by ``length_scale``, velocities by ``speed_scale`` and masses by
+    ``mass_scale``, turning by ``rotation`` and moving to ``offset`` at ``drift``."""
+
+    label: str
+    count: int
+    counts: list[int]
+    model: GalaxyModel
+    mass_scale: float
+    length_scale: float
+    speed_scale: float
+    rotation: np.ndarray
+    offset: np.ndarray
+    drift: np.ndarray
+
+
+def collision_plan(n, *, mass_ratio, size_ratio, pericentre, separation, inclination_a, node_a,
+                   inclination_b, node_b, model, particle_shares,
+                   **parameters) -> tuple[PlannedGalaxy, PlannedGalaxy]:
+    """The two galaxies of ``galaxy_collision`` (its arguments but the seed and precision),
+    checked, before any particle is drawn: the host draws them with ``disk_galaxy``,
+    ``initial_conditions.on_device`` on a device."""
     if not mass_ratio > 0:
         raise InvalidInputError(f"mass_ratio must be positive, got {mass_ratio!r}")
     size_ratio = np.sqrt(mass_ratio) if size_ratio is None else size_ratio
@@ -214,7 +299,6 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
     count_b = int(round(int(n) * mass_ratio / (1.0 + mass_ratio)))
     mass_a, mass_b = model.total_mass, model.total_mass * mass_ratio
     orbit = parabolic_orbit(mass_a, mass_b, pericentre=pericentre, separation=separation)
-    rng = np.random.default_rng(seed)
     galaxies = []
     for label, count, mass_scale, length_scale, rotation, offset, drift in (
             ("A", int(n) - count_b, 1.0, 1.0, disk_rotation(inclination_a, node_a),
@@ -224,17 +308,8 @@ def galaxy_collision(n: int = 30000, *, seed: int = 0, mass_ratio: float = 1.0,
         # Built for the same softening in absolute units (one model when the sizes agree).
         scaled = (model if length_scale == 1.0
                   else replace(model, softening=model.softening / length_scale))
-        galaxy = disk_galaxy(count, seed=int(rng.integers(2**63)), model=scaled,
-                             particle_shares=particle_shares)
         # Scaling M and L keeps equilibrium when velocities scale as sqrt(G M / L).
-        speed_scale = np.sqrt(mass_scale / length_scale)
-        galaxies.append(Particles(galaxy.pos @ rotation.T * length_scale + offset,
-                                  galaxy.vel @ rotation.T * speed_scale + drift,
-                                  galaxy.mass * mass_scale, galaxy.population,
-                                  tuple(f"{label} {name}" for name in galaxy.population_names)))
-    both = Particles.concatenate(galaxies)
-    weights = both.mass / both.mass.sum()
-    dtype = as_dtype(precision)
-    return Particles((both.pos - weights @ both.pos).astype(dtype),
-                     (both.vel - weights @ both.vel).astype(dtype), both.mass.astype(dtype),
-                     both.population, both.population_names)
+        galaxies.append(PlannedGalaxy(label, count, _split_counts(count, particle_shares, scaled),
+                                      scaled, mass_scale, length_scale,
+                                      np.sqrt(mass_scale / length_scale), rotation, offset, drift))
+    return tuple(galaxies)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Callable
 
 import numpy as np
 
@@ -92,16 +93,45 @@ def load(name: str | SnapshotScenario, *, n: int | None = None, seed: int = 0) -
         return from_snapshot(name, n=n, seed=seed)
     if isinstance(name, KeyframeScenario):
         return from_keyframe(name)
+    return recipe(name, n=n).build(seed)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named scenario before its particles are drawn: the generator, its arguments and the
+    run settings (a preset's, or the defaults for a plain generator)."""
+
+    name: str
+    description: str
+    generator: Callable[..., Particles]
+    parameters: dict
+    dt: float = DT.default
+    softening: float = SOFTENING.default
+    solver: str = "auto"
+    solver_options: dict = field(default_factory=dict)
+    model: str = "gravity"
+    flock: FlockParameters | None = None
+
+    def build(self, seed: int) -> Scenario:
+        return Scenario(name=self.name, description=self.description,
+                        particles=self.generator(seed=seed, **self.parameters), dt=self.dt,
+                        softening=self.softening, solver=self.solver,
+                        solver_options=dict(self.solver_options), model=self.model,
+                        flock=self.flock)
+
+
+def recipe(name: str, *, n: int | None = None) -> Recipe:
+    """The recipe of the preset or plain generator ``name``; ``n`` overrides its particle count."""
     presets = _preset_files()
     if name in presets:
-        return _load_preset(name, tomllib.loads(presets[name].read_text()), n=n, seed=seed)
+        return _preset_recipe(name, tomllib.loads(presets[name].read_text()), n=n)
     if name in ics.GENERATORS:
         count = 4096 if n is None else n
-        return Scenario(name, f"{name} ({count} particles)", ics.make(name, count, seed=seed))
+        return Recipe(name, f"{name} ({count} particles)", ics.GENERATORS[name], {"n": count})
     raise InvalidInputError(f"unknown scenario {name!r}; choose one of {names()}")
 
 
-def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenario:
+def _preset_recipe(name: str, preset: dict, *, n: int | None) -> Recipe:
     # A preset names a generator (a function in a module of orrery.engine, such as
     # initial_conditions.ics.plummer) and its arguments, and the run settings. Keeping
     # generators in code and numbers in TOML lets users copy and edit a preset.
@@ -125,10 +155,11 @@ def _load_preset(name: str, preset: dict, *, n: int | None, seed: int) -> Scenar
         raise InvalidInputError(f"scenario {name!r} states softening twice ([parameters] and "
                                 f"[run]); keep the one in [parameters]")
     softening = arguments.get("softening", run.get("softening", SOFTENING.default))
-    return Scenario(
+    return Recipe(
         name=name,
         description=preset.get("description", name),
-        particles=generator(seed=seed, **arguments),
+        generator=generator,
+        parameters=arguments,
         dt=DT.coerce(run.get("dt", DT.default)),
         softening=SOFTENING.coerce(softening),
         solver=run.get("solver", "auto"),

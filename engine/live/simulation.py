@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from ..compute import Snapshot
 from ..contracts import SimulationState
 from ..diagnostics import Diagnostics
 from ..errors import InvalidInputError
+from ..initial_conditions import on_device
 from ..lattice import Lattice, LatticeState
 from ..particles import Particles
 from ..solvers import Solver
@@ -102,20 +103,25 @@ class Simulation:
 
     @classmethod
     def drawn_on_device(cls, name: str, count: int, solver: Solver, *, seed: int = 0, dt: float,
-                        integrator: str = "kdk") -> Simulation:
-        """A simulation of ``count`` bodies whose initial conditions ``name`` (``plummer``) are
-        drawn on a GPU solver's device (``GpuSolver.bind_drawn``): a billion bodies start
-        without being built on the host. The distribution of ``ics.make(name, ...)``, not its
-        bodies for the same seed."""
+                        integrator: str = "kdk",
+                        parameters: Mapping[str, object] | None = None) -> Simulation:
+        """A simulation of ``count`` bodies whose initial conditions ``name`` (``plummer``,
+        ``galaxy_collision``) are drawn on a GPU solver's device (``GpuSolver.bind_drawn``): a
+        billion bodies start without being built on the host. The distribution and populations
+        of the host generator (``ics.plummer``, ``galaxy.galaxy_collision``) for ``count`` and
+        ``parameters`` (its other keyword arguments but the seed and precision), not its bodies
+        for the same seed."""
         if integrator == "reversible":
             raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
                                     "build the Simulation from Particles")
         if not isinstance(solver, GpuSolver):
             raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
                                     "initial conditions are drawn on a GPU solver's device")
+        population, population_names = on_device.populations(name, count, parameters)
         simulation = cls.__new__(cls)
-        simulation._start(solver, dt, integrator, lambda: solver.bind_drawn(name, count, seed=seed),
-                          None, ("all",))
+        simulation._start(solver, dt, integrator,
+                          lambda: solver.bind_drawn(name, count, seed=seed, parameters=parameters),
+                          population, population_names)
         return simulation
 
     def _start(self, solver, dt, integrator, bind, population, population_names) -> None:

@@ -15,7 +15,8 @@ needs the GIL once and the host's time per step does not grow with the number of
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -45,11 +46,12 @@ BODIES, VELOCITIES, ACCELERATIONS = "bodies.state", "velocities.state", "acceler
 
 class DrawnBodies(NamedTuple):
     """Initial conditions to draw on the device (``initial_conditions.on_device``): the
-    generator's name, the body count and the seed."""
+    generator's name, the body count, the seed and the generator's other parameters."""
 
     name: str
     count: int
     seed: int
+    parameters: Mapping[str, object] = MappingProxyType({})
 
 
 def pack(columns: np.ndarray, fourth: np.ndarray | None, padded: int, dtype) -> np.ndarray:
@@ -92,7 +94,8 @@ class DeviceState:
             # The padding rows stay zero-mass bodies at rest at the origin.
             self.body = context.zeros((self.padded, 4), dtype, BODIES)
             self.vel = context.zeros((self.padded, 4), dtype, VELOCITIES)
-            draw_on_device(drawn.name, context, self.body, self.vel, self._n, seed=drawn.seed)
+            draw_on_device(drawn.name, context, self.body, self.vel, self._n, seed=drawn.seed,
+                           parameters=drawn.parameters)
         else:
             pos, vel, mass = arrays
             self.body = context.empty((self.padded, 4), dtype, BODIES)

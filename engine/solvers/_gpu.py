@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from typing import Mapping
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..compute import (DeviceArray, DeviceUnavailableError, KernelEvent, MemoryU
                        host_array, open_device)
 from ..diagnostics import Diagnostics
 from ..errors import InvalidInputError, SolverUnavailableError
-from ..initial_conditions.on_device import check_device_generator, check_seed
+from ..initial_conditions.on_device import blocks, check_seed
 from ..particles import (SUPPORTED_DTYPES, Particles, check_count, check_finite, check_fits,
                          check_no_coincident, check_shapes)
 from ._base import Solver, checked_potential_flag
@@ -245,15 +246,19 @@ class GpuSolver(Solver):
         self.check_device_fits(particles.n)
         return _CheckedDeviceState(self, particles)
 
-    def bind_drawn(self, name: str, count: int, *, seed: int = 0) -> DeviceState:
-        """A device-resident state whose initial conditions ``name`` (``plummer``) are drawn on
-        the device (``initial_conditions.on_device``): nothing of the particles is built on the
-        host. The same distribution as ``ics.make(name, count, seed=seed)``, not the same bodies."""
+    def bind_drawn(self, name: str, count: int, *, seed: int = 0,
+                   parameters: Mapping[str, object] | None = None) -> DeviceState:
+        """A device-resident state whose initial conditions ``name`` (``plummer``,
+        ``galaxy_collision``: ``on_device.DEVICE_GENERATORS``) are drawn on the device
+        (``initial_conditions.on_device``): nothing of the particles is built on the host. The
+        same distribution as the host generator's for ``count``, ``parameters`` (its other
+        keyword arguments but the seed and precision), not the same bodies for the seed."""
         count = check_count(count)
-        check_device_generator(name)
+        parameters = dict(parameters or {})
+        blocks(name, count, parameters)
         check_seed(seed)
         self.check_device_fits(count)
-        return _CheckedDeviceState(self, None, drawn=DrawnBodies(name, count, seed))
+        return _CheckedDeviceState(self, None, drawn=DrawnBodies(name, count, seed, parameters))
 
     def bind_device(self, pos, vel, mass) -> DeviceState:
         """A device-resident state copied, on the device, from device arrays of another

@@ -28,13 +28,23 @@ def test_a_preset_stating_softening_twice_is_refused():
     preset = {"generator": "initial_conditions.ics.plummer",
               "parameters": {"n": 64, "softening": 0.05}, "run": {"softening": 0.05}}
     with pytest.raises(InvalidInputError, match="softening twice"):
-        scenarios._load_preset("twice", preset, n=None, seed=0)
+        scenarios._preset_recipe("twice", preset, n=None)
 
 
 def test_a_scenario_without_run_settings_gets_the_default_time_step():
     preset = {"generator": "initial_conditions.ics.plummer", "parameters": {"n": 64}}
-    scenario = scenarios._load_preset("bare", preset, n=None, seed=0)
-    assert scenario.dt == scenarios.DT.default
+    assert scenarios._preset_recipe("bare", preset, n=None).dt == scenarios.DT.default
+
+
+def test_a_recipe_is_a_presets_generator_arguments_and_settings_before_any_drawing():
+    from orrery.engine.initial_conditions.galaxy import galaxy_collision
+
+    recipe = scenarios.recipe("galaxy-collision", n=900)
+    assert recipe.generator is galaxy_collision
+    assert recipe.parameters["n"] == 900 and recipe.parameters["softening"] == 0.05
+    assert recipe.dt == 0.05 and recipe.softening == 0.05 and recipe.solver == "auto"
+    plain = scenarios.recipe("hernquist")
+    assert plain.parameters == {"n": 4096} and plain.dt == scenarios.DT.default
 
 
 def test_the_satellite_preset_is_a_host_and_a_satellite_on_its_orbit():
