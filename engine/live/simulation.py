@@ -72,6 +72,16 @@ class DeviceView(NamedTuple):
     mass: object
 
 
+def _check_device_resident(solver: Solver, integrator: str, otherwise: str) -> None:
+    """A simulation that starts on the device needs a GPU solver and an integrator whose state
+    lives there; ``otherwise`` says what to do instead where the solver's state is on the host."""
+    if integrator == "reversible":
+        raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
+                                "build the Simulation from Particles")
+    if not isinstance(solver, GpuSolver):
+        raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: {otherwise}")
+
+
 class Simulation:
     model = "gravity"
     tracks_energy = True  # the runner samples the energy error (engine/flock has no energy)
@@ -90,12 +100,7 @@ class Simulation:
         """A simulation starting from device arrays on a GPU solver's device (CuPy, PyTorch,
         dpnp, ...: DLPack or the CUDA/SYCL array interfaces), copied into the solver's state on
         the device."""
-        if integrator == "reversible":
-            raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
-                                    "build the Simulation from Particles")
-        if not isinstance(solver, GpuSolver):
-            raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
-                                    "build the Simulation from Particles")
+        _check_device_resident(solver, integrator, "build the Simulation from Particles")
         simulation = cls.__new__(cls)
         simulation._start(solver, dt, integrator, lambda: solver.bind_device(pos, vel, mass),
                           None, ("all",))
@@ -111,12 +116,7 @@ class Simulation:
         of the host generator (``ics.plummer``, ``galaxy.galaxy_collision``) for ``count`` and
         ``parameters`` (its other keyword arguments but the seed and precision), not its bodies
         for the same seed."""
-        if integrator == "reversible":
-            raise InvalidInputError("the reversible integrator keeps its lattice on the host: "
-                                    "build the Simulation from Particles")
-        if not isinstance(solver, GpuSolver):
-            raise InvalidInputError(f"solver {solver.name!r} keeps its state in host memory: "
-                                    "initial conditions are drawn on a GPU solver's device")
+        _check_device_resident(solver, integrator, "initial conditions are drawn on a GPU solver's device")
         population, population_names = on_device.populations(name, count, parameters)
         simulation = cls.__new__(cls)
         simulation._start(solver, dt, integrator,
