@@ -40,7 +40,8 @@ OPTIONS = (
            minimum=0.0),
     Option("max_iterations", int, 100, "L-BFGS iterations at most", minimum=1),
     Option("seed", int, 0, "seed of the particles and of the perturbation", minimum=0),
-    Option("every", int, 1, "with --record, a frame every K steps (and the last)", minimum=1),
+    Option("every", int, None, "with --record: a frame every K steps, and the last (default: "
+                               "every step)", minimum=1),
     Option("quiet", bool, False, "no progress bars"),
 )
 # A pass (a run, its backward pass, a recording) shows its progress bar once it has gone on this
@@ -68,6 +69,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    if args.every is not None and args.record is None:
+        raise InvalidInputError("--every spaces the frames of --record's recordings: give "
+                                "--record DIR too, or leave --every out")
     folder = _recordings_folder(args.record)
     system = scenario_system(args.n, seed=args.seed)
     solver = make_solver(args.solver, precision=args.precision, softening=args.softening)
@@ -158,11 +162,13 @@ def _recordings_folder(text: str | None) -> Path | None:
 
 
 def _record(folder, system, solver, args, bars, runs) -> None:
+    # record_run's own default spacing unless --every gives one
+    spacing = {} if args.every is None else {"every": args.every}
     for label, (offset, lattice) in runs.items():
         path = folder / RECORDINGS[label]
-        record_run(path, system, solver, offset, dt=args.dt, steps=args.steps, every=args.every,
-                   lattice=lattice, label=label,
-                   progress=partial(bars, f"recording the {label} run"))
+        record_run(path, system, solver, offset, dt=args.dt, steps=args.steps, lattice=lattice,
+                   label=label, progress=partial(bars, f"recording the {label} run"),
+                   **spacing)
         print(f"recorded the {label} run to {path}", flush=True)
     print(f"Replay one with `orrery play {folder / RECORDINGS['fitted']}` (or orrery-viewer "
           "--play FILE); the satellite is population 'satellite'.")

@@ -61,6 +61,17 @@ def test_quiet_shows_no_progress_bars_however_long_a_pass(capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
+def test_every_without_record_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*SMALL, "--every", "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == ("orrery fit-satellite: error: --every spaces the frames of "
+                                    "--record's recordings: give --record DIR too, or leave "
+                                    "--every out")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_recordings_already_in_the_folder_are_refused_before_anything_runs(tmp_path, capsys):
     (tmp_path / "fitted.h5").write_bytes(b"")
     assert main([*SMALL, "--record", str(tmp_path)]) == 2
