@@ -42,7 +42,7 @@ from .errors import InvalidInputError
 from .force_vjp import force_and_vjp
 from .lattice import Lattice, LatticeState
 from .particles import Particles
-from .solvers._device_lattice import DeviceLatticeRun
+from .solvers._device_lattice import DeviceLatticeRun, Progress
 
 
 class ReversibleRun:
@@ -54,11 +54,15 @@ class ReversibleRun:
     (its :attr:`end`), so that the steps are not run again; a framework adapter keeps it between
     its forward and backward passes. An ``end`` that is not this run's shows as
     ``Gradient.reversible`` False.
+
+    ``progress(done, total)`` is called after each step of the run (``backward`` takes its own
+    for the steps back), so that a caller can say how far a long run has come.
     """
 
     def __init__(self, particles: Particles, solver, *, dt: float, steps: int,
                  lattice: Lattice | None = None,
-                 end: tuple[np.ndarray, np.ndarray] | None = None):
+                 end: tuple[np.ndarray, np.ndarray] | None = None,
+                 progress: Progress | None = None):
         check_run_arguments(dt, steps)
         self.solver, self.dt, self.steps = solver, float(dt), int(steps)
         state = LatticeState(solver, particles, lattice)
@@ -74,10 +78,12 @@ class ReversibleRun:
             if self._device is not None:
                 self._device.set_state(*self._end)
         elif self._device is not None:
-            self._device.forward(self.steps, self.dt)
+            self._device.forward(self.steps, self.dt, progress)
         else:
-            for _ in range(self.steps):
+            for done in range(1, self.steps + 1):
                 state.advance(None, lambda: _step(state, self.dt))
+                if progress is not None:
+                    progress(done, self.steps)
             self._end = state.qpos, state.qvel
         # Whether the device holds the final state (a backward pass walks it to the start).
         self._device_at_end = self._device is not None
@@ -107,15 +113,17 @@ class ReversibleRun:
     def velocities(self) -> np.ndarray:
         return self.lattice.velocities(self._final()[1])
 
-    def backward(self, pos_bar, vel_bar, mass_bar=None, *, loss: float | None = None) -> Gradient:
+    def backward(self, pos_bar, vel_bar, mass_bar=None, *, loss: float | None = None,
+                 progress: Progress | None = None) -> Gradient:
         """The gradient at the start of a loss whose gradient at the end is ``pos_bar``,
-        ``vel_bar`` (and ``mass_bar`` where the loss reads the masses directly)."""
+        ``vel_bar`` (and ``mass_bar`` where the loss reads the masses directly);
+        ``progress(done, total)`` after each step back."""
         x_bar, v_bar, m_bar = start_cotangents(len(self.mass), pos_bar, vel_bar, mass_bar)
         if self._device is not None:
-            return self._backward_on_device(x_bar, v_bar, m_bar, loss)
+            return self._backward_on_device(x_bar, v_bar, m_bar, loss, progress)
         qpos, qvel = self._end[0].copy(), self._end[1].copy()
         lattice, dt, half = self.lattice, self.dt, 0.5 * self.dt
-        for _ in range(self.steps):
+        for done in range(1, self.steps + 1):
             lattice.drift(qpos, qvel, -half)
             v_bar += half * x_bar
             acc, pos_step, mass_step = force_and_vjp(self.solver, lattice.positions(qpos),
@@ -125,17 +133,20 @@ class ReversibleRun:
             m_bar += mass_step
             lattice.drift(qpos, qvel, -half)
             v_bar += half * x_bar
+            if progress is not None:
+                progress(done, self.steps)
         reversible = (np.array_equal(qpos, self._start[0])
                       and np.array_equal(qvel, self._start[1]))
         return Gradient(loss, x_bar, v_bar, m_bar, reversible)
 
-    def _backward_on_device(self, x_bar, v_bar, m_bar, loss) -> Gradient:
+    def _backward_on_device(self, x_bar, v_bar, m_bar, loss, progress) -> Gradient:
         """:meth:`backward`'s steps on the device (``solvers/_device_lattice.py``): the same
         operations, nothing moved to the host between steps."""
         if not self._device_at_end:
             self._device.set_state(*self._final())
         self._device_at_end = False
-        x_bar, v_bar, m_bar = self._device.backward(self.steps, self.dt, x_bar, v_bar, m_bar)
+        x_bar, v_bar, m_bar = self._device.backward(self.steps, self.dt, x_bar, v_bar, m_bar,
+                                                    progress)
         qpos, qvel = self._device.state()
         reversible = (np.array_equal(qpos, self._start[0])
                       and np.array_equal(qvel, self._start[1]))

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .errors import InvalidInputError
-from .gradients import ReversibleRun
+from .gradients import Progress, ReversibleRun
 from .initial_conditions import ics
 from .lattice import Lattice
 from .live.simulation import Simulation
@@ -112,25 +112,37 @@ class FitResult:
 
 def fit(system: SatelliteSystem, solver, *, dt: float, steps: int, target_positions,
         target_velocities, start, max_iterations: int = 200,
-        on_iteration: Callable[[int, np.ndarray, float], None] | None = None) -> FitResult:
+        on_iteration: Callable[[int, np.ndarray, float], None] | None = None,
+        on_step: Callable[[int, str, int, int], None] | None = None) -> FitResult:
     """The offset whose run ends with the satellite's particles nearest ``target_positions``
     and ``target_velocities`` (the satellite's, (satellite n, 3) each), by L-BFGS from
     ``start``. Every run uses the lattice of the starting guess, so the loss is one function of
-    the offset. ``on_iteration(iteration, offset, loss)`` is called after each iteration."""
+    the offset. ``on_iteration(iteration, offset, loss)`` is called after each iteration,
+    ``on_step(run, direction, done, total)`` after each step of a run (``direction``
+    "forward") and of its backward pass ("backward"), runs counted from 1: an iteration takes
+    one run or a few, and a run of many particles and steps takes minutes."""
     target = (np.asarray(target_positions, dtype=np.float64),
               np.asarray(target_velocities, dtype=np.float64))
     lattice = Lattice.for_state(*_state(system.particles(start)), solver.softening)
     satellite = system.satellite_slice
     evaluations = iterations = 0
 
+    def steps_of(direction: str) -> Progress | None:
+        """``on_step`` for one pass of the run being evaluated."""
+        if on_step is None:
+            return None
+        run = evaluations
+        return lambda done, total: on_step(run, direction, done, total)
+
     def loss_and_gradient(offset):
         nonlocal evaluations
         evaluations += 1
-        run = ReversibleRun(system.particles(offset), solver, dt=dt, steps=steps, lattice=lattice)
+        run = ReversibleRun(system.particles(offset), solver, dt=dt, steps=steps, lattice=lattice,
+                            progress=steps_of("forward"))
         miss_x, miss_v = np.zeros_like(run.positions), np.zeros_like(run.velocities)
         miss_x[satellite] = run.positions[satellite] - target[0]
         miss_v[satellite] = run.velocities[satellite] - target[1]
-        gradient = run.backward(miss_x, miss_v)
+        gradient = run.backward(miss_x, miss_v, progress=steps_of("backward"))
         loss = 0.5 * float(np.sum(miss_x * miss_x) + np.sum(miss_v * miss_v))
         return loss, np.concatenate(
             [gradient.pos[satellite].sum(axis=0), gradient.vel[satellite].sum(axis=0)])
@@ -150,12 +162,13 @@ def fit(system: SatelliteSystem, solver, *, dt: float, steps: int, target_positi
 
 
 def record_run(path, system: SatelliteSystem, solver, offset, *, dt: float, steps: int,
-               every: int = 1, lattice: Lattice | None = None, label: str) -> None:
+               every: int = 1, lattice: Lattice | None = None, label: str,
+               progress: Progress | None = None) -> None:
     """Record to ``path`` the run :func:`fit` evaluates at ``offset`` (the same reversible
     steps on ``lattice``; None: the run's own, as a target's :class:`ReversibleRun` takes): a
     frame with velocities every ``every`` steps and at the last, keyframes at the recorder's
     cadence and at the end. ``label`` names the run in the file's ``satellite_fit``
-    attribute."""
+    attribute; ``progress(done, total)`` is called after each frame's steps."""
     if isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1:
         raise InvalidInputError(f"every must be a whole number of at least 1, got {every!r}")
     simulation = Simulation(system.particles(offset), solver, dt=dt, integrator="reversible",
@@ -167,6 +180,8 @@ def record_run(path, system: SatelliteSystem, solver, offset, *, dt: float, step
         while simulation.steps < steps:
             simulation.step(min(every, steps - simulation.steps))
             recorder.append_simulation(simulation)
+            if progress is not None:
+                progress(simulation.steps, steps)
         recorder.append_last_keyframe(simulation)
 
 

@@ -13,6 +13,8 @@ bit. The device needs float64 (the lattice's increments) whatever the solver's p
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ..compute import InFlight, launch_size
@@ -22,6 +24,10 @@ from ._device_state import INTEGRATE_GROUP, pack, padded_count
 
 # No particle has left the lattice (the exit flags' value until one does).
 NONE_LEFT = np.iinfo(np.int32).max
+# ``progress(done, total)``: called after each step of a run or of its backward pass, with the
+# steps done so far and the pass's steps in all. Here a step is done once it is queued; the
+# queue holds at most ``InFlight``'s few steps, so the count runs that little ahead.
+Progress = Callable[[int, int], None]
 
 
 class DeviceLatticeRun:
@@ -71,19 +77,22 @@ class DeviceLatticeRun:
         self._launch("lattice_kick", self.qvel, self.acc, np.int32(self.n),
                             np.float64(float(dt) / self.lattice.velocity_unit), self._left)
 
-    def forward(self, steps: int, dt: float) -> None:
+    def forward(self, steps: int, dt: float, progress: Progress | None = None) -> None:
         """``steps`` drift-kick-drift steps of ``dt`` (InvalidInputError if one left the
         lattice)."""
         self._left.upload(np.full(2, NONE_LEFT, np.int32))
-        for _ in range(steps):
+        for done in range(1, steps + 1):
             self._in_flight.admit()
             self._drift(0.5 * dt)
             self._accelerations_and_kick(dt)
             self._in_flight.add(self._drift(0.5 * dt))
+            if progress is not None:
+                progress(done, steps)
         self._raise_if_left()
 
     def backward(self, steps: int, dt: float, x_bar: np.ndarray, v_bar: np.ndarray,
-                 m_bar: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 m_bar: np.ndarray, progress: Progress | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Walk ``steps`` steps of ``dt`` back from the state held, carrying the adjoint
         ``(x_bar, v_bar, m_bar)`` (float64, host) back with them; the adjoint at the start."""
         context, n, half = self.solver.context, np.int32(self.n), np.float64(0.5 * dt)
@@ -96,7 +105,7 @@ class DeviceLatticeRun:
         # next step's evaluation writes them again (the queue runs in order).
         vjp = self.acc
         self._left.upload(np.full(2, NONE_LEFT, np.int32))
-        for _ in range(steps):
+        for done in range(1, steps + 1):
             self._in_flight.admit()
             self._drift(-0.5 * dt)
             self._launch("adjoint_drift", v_dev, x_dev, n, half)
@@ -106,6 +115,8 @@ class DeviceLatticeRun:
             self._launch("adjoint_add", x_dev, m_dev, vjp, n)
             self._drift(-0.5 * dt)
             self._in_flight.add(self._launch("adjoint_drift", v_dev, x_dev, n, half))
+            if progress is not None:
+                progress(done, steps)
         self._raise_if_left()
         return x_dev.download(), v_dev.download(), m_dev.download()
 

@@ -96,7 +96,8 @@ DEFAULT_SIZES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 # acceleration vanishes at its centre: there a relative error is ill-conditioned and one
 # particle decides the RMS (cpu-tree, theta 0.3, N = 16384: one target with |a| 50x below the
 # median has error 2.5e-2 and triples the RMS, 9.0e-4 against 3.3e-4 without it), and the
-# host and satellite, not measured yet (its host is the hernquist scenario's sphere).
+# host and satellite, not in the table yet: its rows need a GPU at 2^20, and counting it makes
+# cpu-fmm's choice at 1e-3 and N = 262,144 2.5x the work (docs/accuracy.md, "The satellite").
 SCENARIOS = ("plummer", "plummer-cluster", "hernquist", "gaussian", "disk-galaxy",
              "galaxy-collision")
 

@@ -7,16 +7,17 @@ import re
 import numpy as np
 import pytest
 
-from orrery.app.cli import main
+from orrery.app.cli import fit_satellite, main
 from orrery.engine.recording import RecordingFile
 from orrery.engine.satellite_fit import ORBIT
 
-SMALL = ["fit-satellite", "--n", "24", "--steps", "40", "--dt", "0.02", "--every", "8"]
+SMALL = ["fit-satellite", "--n", "24", "--steps", "40", "--dt", "0.02"]
 
 
 def test_the_fit_recovers_the_start_and_records_the_three_runs(tmp_path, capsys):
     folder = tmp_path / "runs"
-    assert main([*SMALL, "--perturbation", "0.1", "--seed", "2", "--record", str(folder)]) == 0
+    assert main([*SMALL, "--perturbation", "0.1", "--seed", "2", "--record", str(folder),
+                 "--every", "8"]) == 0
     out = capsys.readouterr().out
     position_misses = [float(x) for x in re.findall(r"off by (\S+) in position", out)]
     # The first guess's miss, each iteration's, then the recovered start's.
@@ -37,6 +38,38 @@ def test_the_fit_recovers_the_start_and_records_the_three_runs(tmp_path, capsys)
     assert np.abs(runs["fitted"][2] - runs["target"][2]).max() < 1e-6
     assert np.abs(runs["first-guess"][2] - runs["target"][2]).max() > 1e-2
     assert np.abs(runs["fitted"][1] - runs["target"][1]).max() < 1e-6
+
+
+def test_a_short_fit_shows_no_progress_bars(capsys):
+    assert main([*SMALL, "--max-iterations", "2"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_pass_that_goes_on_past_the_delay_shows_a_progress_bar(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(fit_satellite, "PROGRESS_DELAY_S", 0.0)  # every pass is "long"
+    assert main([*SMALL, "--max-iterations", "1", "--record", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    # tqdm's bars, each named by its pass, counting that pass's steps.
+    for label in ("target run", "run 1 forward", "run 1 backward", "recording the fitted run"):
+        assert re.search(rf"{label}: +\d+%\|.*\| *\d+/40", err), (label, err)
+    assert "Traceback" not in err
+
+
+def test_quiet_shows_no_progress_bars_however_long_a_pass(capsys, monkeypatch):
+    monkeypatch.setattr(fit_satellite, "PROGRESS_DELAY_S", 0.0)
+    assert main([*SMALL, "--max-iterations", "1", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_every_without_record_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*SMALL, "--every", "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == ("orrery fit-satellite: error: --every spaces the frames of "
+                                    "--record's recordings: give --record DIR too, or leave "
+                                    "--every out")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_recordings_already_in_the_folder_are_refused_before_anything_runs(tmp_path, capsys):

@@ -183,3 +183,14 @@ def test_an_end_state_must_be_int64_lattice_points_of_the_runs_shape(case):
         ReversibleRun(p, solver, dt=DT, steps=1, lattice=lattice, end=(qpos, qvel[:3]))
     with pytest.raises(InvalidInputError, match="end's qpos must be int64"):
         ReversibleRun(p, solver, dt=DT, steps=1, lattice=lattice, end=(qpos * 1.0, qvel))
+
+
+def test_a_run_and_its_backward_pass_count_their_steps_as_they_take_them(case):
+    p, solver, lattice, gradient = case
+    forward, backward = [], []
+    run = ReversibleRun(p, solver, dt=DT, steps=STEPS, lattice=lattice,
+                        progress=lambda done, total: forward.append((done, total)))
+    again = run.backward(*_loss_grad(run.positions, run.velocities, run.mass)[1:],
+                         progress=lambda done, total: backward.append((done, total)))
+    assert forward == backward == [(done, STEPS) for done in range(1, STEPS + 1)]
+    np.testing.assert_array_equal(again.pos, gradient.pos)  # counting changes nothing

@@ -48,3 +48,24 @@ def test_a_recording_needs_frames_at_least_a_step_apart(tmp_path):
         record_run(tmp_path / "run.h5", system, solver, np.zeros(6), dt=DT, steps=4, every=0,
                    label="target")
     assert not (tmp_path / "run.h5").exists()
+
+
+def test_the_fit_counts_the_steps_of_each_run_and_backward_pass(tmp_path):
+    from orrery.engine.satellite_fit import record_run
+
+    system = make_system(8, 4, seed=1)
+    solver = make_solver("cpu-direct", precision="f64", softening=0.05, threads=1)
+    truth = np.array([1.2, 0.0, 0.1, 0.0, 0.7, 0.05])
+    target = ReversibleRun(system.particles(truth), solver, dt=DT, steps=6)
+    steps = []
+    result = fit(system, solver, dt=DT, steps=6, start=truth + 0.01, max_iterations=2,
+                 target_positions=target.positions[system.satellite_slice],
+                 target_velocities=target.velocities[system.satellite_slice],
+                 on_step=lambda *step: steps.append(step))
+    # Each run evaluated: its six steps forward, then its six back.
+    assert steps == [(run, direction, done, 6) for run in range(1, result.evaluations + 1)
+                     for direction in ("forward", "backward") for done in range(1, 7)]
+    frames = []
+    record_run(tmp_path / "run.h5", system, solver, truth, dt=DT, steps=6, every=4,
+               label="target", progress=lambda done, total: frames.append((done, total)))
+    assert frames == [(4, 6), (6, 6)]

@@ -135,6 +135,19 @@ def test_steps_move_nothing_to_the_host(device):
     assert moved(2) == moved(9)
 
 
+def test_a_run_and_its_backward_pass_on_the_device_count_their_steps(device):
+    solver = _gpu_direct(device, "f32")
+    particles = ics.plummer(64, seed=4)
+    forward, backward = [], []
+    run = ReversibleRun(particles, solver, dt=2e-3, steps=5,
+                        progress=lambda done, total: forward.append((done, total)))
+    assert run.on_device
+    gradient = run.backward(np.ones((64, 3)), np.zeros((64, 3)),
+                            progress=lambda done, total: backward.append((done, total)))
+    assert forward == backward == [(done, 5) for done in range(1, 6)]
+    assert gradient.reversible
+
+
 def test_a_run_that_leaves_the_lattice_is_refused_naming_the_particle(device):
     solver = _gpu_direct(device, "f32")
     # Two particles flying apart past a lattice of positions up to 1.5 (test_reversible's case).
