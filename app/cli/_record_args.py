@@ -32,12 +32,24 @@ def inherit_record_format(args: argparse.Namespace, attributes: dict) -> None:
         args.record_compression = compression if isinstance(compression, str) else "none"
 
 
+# Defaults of the recording flags whose argparse default is None, so that one given without
+# --record is told apart from its default (resolve_record_arguments puts these in).
+EVERY = 10
+FLUSH_SECONDS = 2.0
+FSYNC_EVERY = 0
+# The flags that shape a recording, by their attribute: without --record they do nothing.
+RECORDING_FLAGS = {"every": "--every", "record_precision": "--record-precision",
+                   "record_compression": "--record-compression", "record_order": "--record-order",
+                   "record_velocities": "--record-velocities", "record_flush": "--record-flush",
+                   "keyframe_every": "--keyframe-every", "record_fsync": "--record-fsync"}
+
+
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("recording")
     group.add_argument("--record", metavar="FILE",
                        help="write a recording of the run to FILE (HDF5; must not exist yet)")
-    group.add_argument("--every", type=int, default=10, metavar="K",
-                       help="record a frame every K steps, plus the initial state (default: 10)")
+    group.add_argument("--every", type=int, default=None, metavar="K",
+                       help=f"record a frame every K steps, plus the initial state (default: {EVERY})")
     group.add_argument("--record-precision", choices=("f32", "f16", "fixed16"), default=None,
                        help="stored precision of recorded positions (default: f32, or with "
                             "--resume the resumed recording's; f16 halves "
@@ -56,17 +68,34 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
                             "sample and a player can read only those (ADR 0280)")
     group.add_argument("--record-velocities", action="store_true",
                        help="also record velocities")
-    group.add_argument("--record-flush", type=float, default=2.0, metavar="SECONDS",
+    group.add_argument("--record-flush", type=float, default=None, metavar="SECONDS",
                        help="commit recorded frames to disk at least this often (at most 3600); "
-                            "a killed run keeps every frame committed (default: 2)")
+                            f"a killed run keeps every frame committed (default: {FLUSH_SECONDS:g})")
     group.add_argument("--keyframe-every", type=int, default=None, metavar="K",
                        help="store the whole state every K recorded frames and at the end, to "
                             "continue the run with --resume (0: only at the end; default: as "
                             "many frames as make keyframes a tenth of the file, 40 for f16 "
                             "frames of an f32 run, 20 for f32 frames)")
-    group.add_argument("--record-fsync", type=int, default=0, metavar="N",
+    group.add_argument("--record-fsync", type=int, default=None, metavar="N",
                        help="commit and fsync the recording every N frames, so a power loss "
-                            "keeps them too (default: 0, the OS writes back when it chooses)")
+                            f"keeps them too (default: {FSYNC_EVERY}, the OS writes back when it "
+                            "chooses)")
+
+
+def resolve_record_arguments(args: argparse.Namespace) -> None:
+    """Refuse recording flags given without ``--record`` (they would do nothing, silently),
+    then put in the defaults of those left unset."""
+    if args.record is None:
+        given = [flag for attribute, flag in RECORDING_FLAGS.items()
+                 if vars(args)[attribute] not in (None, False)]
+        if given:
+            raise InvalidInputError(f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} a "
+                                    "recording: give --record FILE too, or leave "
+                                    f"{'it' if len(given) == 1 else 'them'} out")
+    for attribute, default in (("every", EVERY), ("record_flush", FLUSH_SECONDS),
+                               ("record_fsync", FSYNC_EVERY)):
+        if vars(args)[attribute] is None:
+            vars(args)[attribute] = default
 
 
 class CommandLineRecording:

@@ -18,7 +18,7 @@ from ...engine.solvers import solver_specs
 from ..command_line import integer, raise_if_stopped, stops_at_safe_points
 from ._mpi import on_every_rank
 from ._record_args import (CommandLineRecording, add_record_arguments, inherit_record_format,
-                           keyframe_every, open_recorder)
+                           keyframe_every, open_recorder, resolve_record_arguments)
 from ._solver_args import add_solver_arguments, solver_options
 
 # Used when neither a flag nor a preset names a solver: picks by particle count.
@@ -82,6 +82,7 @@ def run(args) -> int:
 
 def _run(args, mpi) -> int:
     """The run on one process, or on every rank of ``mpi`` (each owning a share)."""
+    resolve_record_arguments(args)
     if args.resume is not None or args.from_frame is not None:
         return _run_resumed(args, mpi)
     if args.draw_on_device:

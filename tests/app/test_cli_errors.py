@@ -183,3 +183,15 @@ def test_a_closed_pipe_ends_a_command_quietly():
     done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "141", done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_recording_flags_without_record_are_refused_before_the_run(capsys):
+    """--every and the other flags that shape a recording did nothing without --record, and
+    said nothing of it."""
+    assert main(["run", "--n", "64", "--steps", "2", "--every", "5", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "orrery run: error: --every shapes a recording: give --record FILE too, or leave it out")
+    assert main(["run", "--n", "64", "--steps", "2", "--record-velocities", "--record-flush", "1",
+                 "--quiet"]) == 2
+    assert "--record-velocities, --record-flush shape a recording" in capsys.readouterr().err
+    assert main(["run", "--n", "64", "--steps", "2", "--quiet"]) == 0
