@@ -8,13 +8,13 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   render cap's rate and drawing nothing;
 - ``capped``: the viewer's live path in an EGL context: each frame takes ``latest()``, shows it
   through ``ParticleScene`` (CUDA-GL interop where it works, else the host) and renders it with
-  the ``Renderer`` into an output of ``--size``, hands it to the GPU and waits (through calls
-  that drop the GIL) until at most ``--frames-in-flight`` frames are queued, as a window's swap
-  chain lets frames queue behind the display, then sleeps to the next tick of ``--fps`` (what
-  vsync does: a frame that misses a tick waits for the next); as the window does, the particles
-  are accumulated again only when a new frame arrived (the camera is still), their light lands
-  in the target once its kernels have run (``Renderer.land``), and the target is tone-mapped
-  every frame;
+  the ``Renderer`` (particles coloured by ``--colour``, as the viewer's flag) into an output of
+  ``--size``, hands it to the GPU and waits (through calls that drop the GIL) until at most
+  ``--frames-in-flight`` frames are queued, as a window's swap chain lets frames queue behind
+  the display, then sleeps to the next tick of ``--fps`` (what vsync does: a frame that misses
+  a tick waits for the next); as the window does, the particles are accumulated again only when
+  a new frame arrived (the camera is still), their light lands in the target once its kernels
+  have run (``Renderer.land``), and the target is tone-mapped every frame;
 - ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains;
 - ``paced``: uncapped, drawing as the window does (``DrawPacing``): a frame only when a new
   step arrived, else waiting for one (the camera is still and nobody touches the panel).
@@ -35,6 +35,9 @@ from __future__ import annotations
 import statistics
 import time
 
+from ..app.render import (COLOUR_MODES, POLL_S, Camera, DrawPacing, FramesInFlight,
+                          ParticleScene, PointStyle, Renderer, ToneMap, headless_context,
+                          next_tick)
 from ..app.text_table import format_table
 from ..engine.options import Option
 from ._options import BenchmarkSpec, several
@@ -59,6 +62,8 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     Option("size", window_size, "1280x720", "output size WxH"),
     Option("point_size", float, None, "sprite diameter in pixels (default: the viewer's)",
            minimum=0.0, exclusive_minimum=True),
+    Option("colour", str, PointStyle.colour_mode, "what colours the particles, as the viewer's "
+                                                  "--colour", choices=COLOUR_MODES),
     Option("frames_in_flight", int, 2, "frames the GPU may hold queued, as a swap chain does "
                                        "(1: every frame is finished before the next starts)",
            minimum=1),
@@ -183,9 +188,6 @@ def _reader_only(runner, args) -> dict:
 
 
 def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
-    from ..app.render import (POLL_S, Camera, DrawPacing, FramesInFlight, ParticleScene,
-                              PointStyle, Renderer, ToneMap, headless_context, next_tick)
-
     width, height = args.size
     ctx = headless_context(libgl=args.libgl, libegl=args.libegl)
     output = ctx.framebuffer(color_attachments=[ctx.texture((width, height), 4)])
@@ -195,7 +197,8 @@ def _rendered(runner, args, *, capped: bool, paced: bool) -> dict:
                            {"host_threads": args.host_threads}))
     if args.tile_pixels is not None:
         renderer.splat.tile_pixels = args.tile_pixels
-    style = PointStyle() if args.point_size is None else PointStyle(point_size=args.point_size)
+    style = PointStyle(colour_mode=args.colour,
+                       **({} if args.point_size is None else {"point_size": args.point_size}))
     tone, camera = ToneMap(), Camera()
     camera.fit(runner.latest().positions)
     view_projection = camera.view_projection(width / height)

@@ -1,10 +1,14 @@
 """`orrery bench live` end to end at a tiny size: every mode, rates against the headless one."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from orrery.app.cli import main
+
+STORE = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
 @pytest.mark.usefixtures("egl")
@@ -70,3 +74,26 @@ def test_bench_live_runs_a_flock_scenario_headless_and_through_the_runner():
                     seconds=0.3, warmup=0.05)
     assert [row["mode"] for row in rows] == ["headless", "runner"]
     assert all(row["steps_per_second"] > 0 for row in rows)
+
+
+@pytest.mark.usefixtures("egl")
+def test_bench_live_records_a_flock_drawn_in_heading_colours(tmp_path):
+    store = tmp_path / "results"
+    store.mkdir()
+    shutil.copy(STORE / "catalogue.toml", store)
+    assert main(["bench", "live", "--n", "500", "--solver", "cpu", "--scenario", "murmuration",
+                 "--modes", "headless", "paced", "--colour", "heading", "--seconds", "0.3",
+                 "--warmup", "0.05", "--size", "64x48", "--record", str(store)]) == 0
+    (rows_file,) = store.glob("*.jsonl")
+    stored = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert [row["row"]["mode"] for row in stored] == ["headless", "paced"]
+    for row in stored:
+        assert row["command"] == (
+            "orrery bench live --n 500 --solver cpu --scenario murmuration --modes headless "
+            "paced --seconds 0.3 --warmup 0.05 --size 64x48 --colour heading")
+        assert row["source"] == "measured" and row["benchmark"] == "live"
+        assert row["machine"]["kind"] == rows_file.stem and row["date"].startswith("20")
+        assert "commit" in row and len(row["load"]) == 3
+        assert row["measurement"] is None  # 500 boids are no figure of the page's
+        assert row["row"]["steps_per_second"] > 0
+    assert stored[1]["row"]["render_fps"] > 0 and stored[1]["row"]["shown"] > 0

@@ -165,6 +165,55 @@ def test_the_catalogue_maps_benchmark_rows_by_their_columns_and_the_runs_options
         "gpu-tree-1m": pytest.approx(6.0), "gpu-tree-1m-walk-rate": 1.2}
 
 
+def test_the_two_core_machines_boids_and_viewer_figures_are_bench_lives_runs():
+    from orrery.bench import live
+
+    catalogue = results.load_catalogue(STORE)
+    context = dict(command="orrery bench live ...", machine={"kind": "amd-epyc-2cpu-avx512"},
+                   commit=None, date="2026-12-07T10:00:00+00:00")
+
+    def taken(scenario, solver, n, colour, *rows):
+        options = vars(live.SPEC.resolve({"scenario": scenario, "solver": [solver], "n": [n],
+                                          "colour": colour}))
+        stored = results.rows_from_benchmark("live", [{"solver": solver, "n": n, **row}
+                                                      for row in rows], catalogue,
+                                             **context, options=options)
+        return {r["measurement"]: r["value"] for r in stored if r["measurement"]}
+
+    headless = {"mode": "headless", "steps_per_second": 80.0, "render_fps": None}
+    paced = {"mode": "paced", "steps_per_second": 60.0, "render_fps": 35.0}
+    assert taken("murmuration", "cpu", 100000, "heading", headless, paced) == {
+        "murmuration-100k-steps": 80.0, "murmuration-100k-viewer-fps": 35.0}
+    # the viewer's figure is the flock drawn in heading colours, as the page says
+    assert taken("murmuration", "cpu", 100000, "population", paced) == {}
+    assert taken("galaxy-collision", "cpu-tree", 30000, "population", headless, paced) == {
+        "collision-30k-viewer-steps": 60.0}
+    assert taken("plummer", "cpu-tree", 30000, "population", paced) == {}
+
+
+def test_the_two_core_machines_crossover_is_bench_trees_interpolated_one_at_theta_half():
+    from orrery.bench import tree
+
+    catalogue = results.load_catalogue(STORE)
+    context = dict(command="orrery bench tree ...", machine={"kind": "amd-epyc-2cpu-avx512"},
+                   commit=None, date="2026-12-07T10:00:00+00:00")
+    found = {"table": "summary", "solver": "cpu-tree", "crossover_n": 4100.0,
+             "crossover_note": "interpolated, both measured"}
+    # a bound, not a crossover: no figure
+    bound = {**found, "crossover_n": 1024.0,
+             "crossover_note": "tree already faster at the smallest N measured (1024)"}
+
+    def taken(options, row):
+        stored = results.rows_from_benchmark("tree", [row], catalogue, **context,
+                                             options=vars(tree.SPEC.resolve(options)))
+        return [(r["measurement"], r.get("value")) for r in stored]
+
+    assert taken({"theta": 0.5}, found) == [("crossover-cpu-tree-dev", 4100.0)]
+    assert taken({"theta": 0.5}, bound) == [(None, None)]
+    assert taken({"theta": 0.7}, found) == [(None, None)]
+    assert taken({"theta": 0.5, "precision": "f64"}, found) == [(None, None)]
+
+
 def test_a_missing_store_is_refused_before_the_benchmark_runs(tmp_path, capsys, monkeypatch):
     from orrery.bench import direct
 
