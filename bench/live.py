@@ -17,7 +17,12 @@ For each solver and N, four runs of ``--seconds`` each (after ``--warmup`` secon
   have run (``Renderer.land``), and the target is tone-mapped every frame;
 - ``uncapped``: the same with no sleep, so ``render_fps`` is the rate the GPU sustains;
 - ``paced``: uncapped, drawing as the window does (``DrawPacing``): a frame only when a new
-  step arrived, else waiting for one (the camera is still and nobody touches the panel).
+  step arrived, else waiting for one (the camera is still and nobody touches the panel);
+- ``window`` (not run unless named): the viewer itself (``orrery-viewer``, its defaults but the
+  scenario, solver, N, ``--size`` and ``--colour``) in a window on the display ``DISPLAY``
+  names (``xvfb-run -a orrery bench live ...`` where there is none), the rates read from its
+  ``--stats`` records between the end of the warm-up and ``--seconds`` later: what the other
+  modes emulate offscreen, shown by a window.
 
 Reported: ``steps_per_second``, ``ratio`` (over the headless rate), ``render_fps``, the frames
 the solver thread published and the renderer showed, the upload path, the particle pass
@@ -32,19 +37,32 @@ machine's state), and ``ratio_min``/``ratio_max`` across the rounds.
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from ..app.render import (COLOUR_MODES, POLL_S, Camera, DrawPacing, FramesInFlight,
                           ParticleScene, PointStyle, Renderer, ToneMap, headless_context,
                           next_tick)
 from ..app.text_table import format_table
+from ..engine.errors import InvalidInputError
 from ..engine.options import Option
 from ._options import BenchmarkSpec, several
 from .render import window_size
 
 HELP = "live viewer path: simulation steps/s and render fps together vs headless (EGL)"
-MODES = ("headless", "runner", "capped", "uncapped", "paced")
+MODES = ("headless", "runner", "capped", "uncapped", "paced", "window")
+# What runs unless --modes says: every mode but the window, which needs a display.
+DEFAULT_MODES = MODES[:-1]
+# The window's --stats records come every half second (the viewer's STATS_INTERVAL): the reader
+# polls at that rate, and gives the viewer this long to open its window and start.
+WINDOW_POLL_S = 0.25
+WINDOW_START_S = 120.0
 _COLUMNS = ["solver", "n", "mode", "steps_per_second", "ratio", "ratio_min", "ratio_max",
             "render_fps", "published", "shown", "upload", "particles", "tiled"]
 
@@ -53,7 +71,7 @@ SPEC = BenchmarkSpec("live", HELP, options=(
     several(Option("n", int, None, "particle counts", minimum=1), (2000,)),
     several(Option("solver", str, None, "solvers"), ("cpu-direct",)),
     Option("scenario", str, "galaxy-collision", "scenario"),
-    several(Option("modes", str, None, "", choices=MODES), MODES, "what to run"),
+    several(Option("modes", str, None, "", choices=MODES), DEFAULT_MODES, "what to run"),
     Option("seconds", float, 5.0, "timed seconds per run", minimum=0.0, exclusive_minimum=True),
     Option("warmup", float, 1.0, "untimed seconds first", minimum=0.0),
     Option("rounds", int, 1, "times each mode runs, in turn (rows give medians)", minimum=1),
@@ -124,6 +142,8 @@ def _summary(runs: list[dict]) -> dict:
 def _measure(mode: str, scenario, settings, args) -> dict:
     if mode == "headless":
         return _headless(scenario, settings, args)
+    if mode == "window":
+        return _window(settings, args)
     from ..engine.runner import SimulationRunner
 
     runner = SimulationRunner(settings)
@@ -157,6 +177,56 @@ def _headless(scenario, settings, args) -> dict:
     return {"steps_per_second": (sim.steps - steps) / elapsed, "render_fps": None,
             "published": None, "shown": None, "upload": None, "particles": None,
             "tiled": None}
+
+
+def _window(settings, args) -> dict:
+    """The viewer in a window: steps and frames counted from its ``--stats`` records (each
+    with its ``wall`` clock) from the first record past the warm-up to the first ``--seconds``
+    after that; the viewer is then stopped."""
+    if not os.environ.get("DISPLAY"):
+        raise InvalidInputError("--modes window runs the viewer in a window: run it where "
+                                "DISPLAY names a display (xvfb-run -a orrery bench live ...)")
+    width, height = args.size
+    with tempfile.TemporaryDirectory() as folder:
+        stats = Path(folder) / "stats.jsonl"
+        command = [sys.executable, "-m", "orrery.app.viewer", "--scenario", args.scenario,
+                   "--solver", settings.solver, "--n", str(settings.n), "--colour", args.colour,
+                   "--size", f"{width}x{height}", "--stats", str(stats)]
+        # The viewer picks PyOpenGL's platform for its window; one this process chose (EGL, for
+        # a headless context) would leave its UI without a GL context.
+        environment = {key: value for key, value in os.environ.items() if key != "PYOPENGL_PLATFORM"}
+        viewer = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            first = _window_record(viewer, stats, lambda record: record["step"] > 0, WINDOW_START_S)
+            start = _window_record(viewer, stats, lambda record: record["wall"] >= first["wall"] + args.warmup,
+                                   args.warmup + WINDOW_START_S)
+            end = _window_record(viewer, stats, lambda record: record["wall"] >= start["wall"] + args.seconds,
+                                 args.seconds + WINDOW_START_S)
+        finally:
+            viewer.terminate()
+            viewer.communicate(timeout=30)
+    elapsed = end["wall"] - start["wall"]
+    return {"steps_per_second": (end["step"] - start["step"]) / elapsed,
+            "render_fps": (end["frames"] - start["frames"]) / elapsed, "published": None,
+            "shown": end["frames"] - start["frames"], "upload": end["upload"],
+            "particles": end["particles"], "tiled": None}
+
+
+def _window_record(viewer, stats: Path, wanted, timeout: float) -> dict:
+    """The first of the viewer's ``--stats`` records that is ``wanted``, waiting for it at most
+    ``timeout`` seconds (a viewer that ends first, or never writes it, is an error)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = stats.read_text().splitlines() if stats.exists() else []
+        for record in (json.loads(line) for line in lines if line.endswith("}")):
+            if wanted(record):
+                return record
+        if viewer.poll() is not None:
+            raise InvalidInputError(f"the viewer ended (status {viewer.returncode}) before its "
+                                    f"run was measured: {viewer.stderr.read().strip()[-500:]}")
+        time.sleep(WINDOW_POLL_S)
+    raise InvalidInputError(f"the viewer wrote no record to measure within {timeout:.0f} s")
 
 
 def _run_for(seconds: float, body) -> int:

@@ -372,7 +372,10 @@ class ViewerWindow(pyglet.window.Window):
         self._stats_due = time.monotonic() + STATS_INTERVAL
         frame = self._frame
         stats = frame.stats if frame else FrameStats()
-        record = {"final": final, "frames": self.clock.frames, "render_fps": self.clock.fps,
+        # "wall": time.monotonic() (the system's clock since boot), so that a reader of two
+        # records, another process included, has the rates between them
+        record = {"final": final, "wall": time.monotonic(), "frames": self.clock.frames,
+                  "render_fps": self.clock.fps,
                   "upload": self.scene.upload_path, "particles": self.renderer.particle_path,
                   "drawn": [self.renderer.detail.drawn, self.renderer.detail.represents],
                   "live_ratio": live_ratio(stats),

@@ -1,7 +1,6 @@
 """The real viewer window under Xvfb: frames with the solver thread running, a screenshot with
 the UI, a click on the pause button; and the message when there is no display."""
 
-import contextlib
 import ctypes
 import json
 import os
@@ -15,33 +14,15 @@ from PIL import Image
 
 from orrery.app.viewer import main
 
+from ..display import xvfb_server
+
 SMALL_RUN = ["--scenario", "plummer", "--n", "2000", "--solver", "cpu-direct", "--seed", "2"]
-
-
-@contextlib.contextmanager
-def _xvfb_server(screen: str):
-    """A private Xvfb server of ``screen`` pixels (WxH); yields its DISPLAY value. It keeps its
-    root window's properties when its last client goes (-noreset): the desktop's settings a
-    test writes there stay for the viewer."""
-    read_end, write_end = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{screen}x24",
-                               "-nolisten", "tcp", "-noreset"], pass_fds=(write_end,),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        number = pipe.readline().strip()
-    assert number, "Xvfb did not report its display number"
-    try:
-        yield f":{number}"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
 def display(xvfb):
     """A private 1280x720 Xvfb server at scale 1; yields its DISPLAY value."""
-    with _xvfb_server("1280x720") as name:
+    with xvfb_server("1280x720") as name:
         yield name
 
 
@@ -582,7 +563,7 @@ def _ask_for_scale(display: str, dpi: int) -> None:
 @pytest.fixture(scope="module")
 def hidpi_display(xvfb):
     """A private 2560x1440 Xvfb server whose desktop is set to 200% (Xft.dpi 192)."""
-    with _xvfb_server("2560x1440") as name:
+    with xvfb_server("2560x1440") as name:
         _ask_for_scale(name, 192)
         yield name
 

@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from orrery.app.cli import main
+from orrery.engine.errors import InvalidInputError
+
+from ..display import xvfb_server
 
 STORE = Path(__file__).resolve().parents[2] / "docs" / "results"
 
@@ -97,3 +100,24 @@ def test_bench_live_records_a_flock_drawn_in_heading_colours(tmp_path):
         assert row["measurement"] is None  # 500 boids are no figure of the page's
         assert row["row"]["steps_per_second"] > 0
     assert stored[1]["row"]["render_fps"] > 0 and stored[1]["row"]["shown"] > 0
+
+
+@pytest.mark.usefixtures("xvfb")
+def test_bench_live_measures_the_viewer_in_a_real_window(tmp_path, monkeypatch):
+    """--modes window runs orrery-viewer on the display and reads its rates from the viewer's
+    own --stats records (what the other modes emulate offscreen); without a display it says
+    how to get one."""
+    from orrery.bench import live
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(InvalidInputError, match="xvfb-run"):
+        live.run(n=[300], scenario="plummer", modes=["window"], seconds=0.5, warmup=0.1)
+    with xvfb_server("640x480") as display:
+        monkeypatch.setenv("DISPLAY", display)
+        rows = live.run(n=[300], scenario="plummer", modes=["headless", "window"], seconds=1.5,
+                        warmup=0.5, size=(320, 240), colour="speed")
+    window = rows[1]
+    assert window["mode"] == "window" and window["steps_per_second"] > 0
+    assert window["render_fps"] > 0 and window["shown"] >= 1
+    assert window["upload"] == "host upload" and window["particles"].startswith("host splat")
+    assert window["ratio"] == pytest.approx(window["steps_per_second"] / rows[0]["steps_per_second"])
