@@ -333,7 +333,9 @@ def rows_from_benchmark(benchmark: str, bench_rows: list[dict], catalogue: Catal
                        for name, wanted in how.get("options", {}).items()):
                 continue
             value = raw.get(how["column"])
-            if value is None:
+            # None or not finite (a crossover that was not found, say): no figure, and the row
+            # is kept unmapped, since a non-finite value would make load_rows refuse the store
+            if value is None or not math.isfinite(float(value)):
                 continue
             scale = how.get("scale", 1.0)
             spread = raw.get(how["spread"]) if how.get("spread") else None

@@ -212,6 +212,9 @@ def test_the_two_core_machines_crossover_is_bench_trees_interpolated_one_at_thet
     assert taken({"theta": 0.5}, bound) == [(None, None)]
     assert taken({"theta": 0.7}, found) == [(None, None)]
     assert taken({"theta": 0.5, "precision": "f64"}, found) == [(None, None)]
+    # no crossover found (NaN): no figure, and the row stays out of the measurement, where its
+    # value would make the store unreadable
+    assert taken({"theta": 0.5}, {**found, "crossover_n": float("nan")}) == [(None, None)]
 
 
 def test_a_missing_store_is_refused_before_the_benchmark_runs(tmp_path, capsys, monkeypatch):
