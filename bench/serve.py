@@ -83,7 +83,10 @@ def run(**options) -> list[dict]:
             if args.baselines:
                 scenario = scenarios.load(args.scenario, n=n, seed=0)
                 settings = RunSettings(scenario=args.scenario, n=n, solver=solver)
-                baseline = _LiveArgs(args)
+                # bench live's settings, its defaults but this run's size and times
+                baseline = live.SPEC.resolve({"seconds": args.seconds, "warmup": args.warmup,
+                                              "size": args.size, "libgl": os.environ.get("ORRERY_LIBGL"),
+                                              "libegl": os.environ.get("ORRERY_LIBEGL")})
                 headless = live._measure("headless", scenario, settings, baseline)[
                     "steps_per_second"]
                 viewer = live._measure("paced", scenario, settings, baseline)["steps_per_second"]
@@ -98,17 +101,6 @@ def run(**options) -> list[dict]:
                 print(format_table([row], _COLUMNS), flush=True)
     print(format_table(rows, _COLUMNS))
     return rows
-
-
-class _LiveArgs:
-    """``bench live``'s settings for the baselines: this run's size, time and defaults."""
-
-    def __init__(self, args):
-        self.seconds, self.warmup, self.size, self.fps = args.seconds, args.warmup, args.size, 60.0
-        self.libgl = os.environ.get("ORRERY_LIBGL")
-        self.libegl = os.environ.get("ORRERY_LIBEGL")
-        self.interop, self.splat, self.target, self.frames_in_flight = True, True, "rgba32f", 2
-        self.point_size = self.tile_pixels = self.host_threads = None
 
 
 def _served(solver: str, n: int, clients: int, args) -> dict:
