@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import sys
 import time
 
@@ -23,7 +24,6 @@ from ._solver_args import add_solver_arguments, solver_options
 
 # Used when neither a flag nor a preset names a solver: picks by particle count.
 DEFAULT_SOLVER = "auto"
-DEFAULT_COUNT = 4096
 DEFAULT_INTEGRATOR = INTEGRATORS[0]  # kick-drift-kick, the Simulation's default
 
 
@@ -53,7 +53,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--family", default=None,
                         help="with --load: evolve only this family (dm, star, gas, ...)")
     parser.add_argument("--n", type=integer(minimum=1), default=None,
-                        help=f"particle count (default: the preset's, else {DEFAULT_COUNT})")
+                        help="particle count (default: the preset's, else "
+                             f"{scenarios.DEFAULT_COUNT})")
     parser.add_argument("--seed", type=integer(minimum=0), default=0,
                         help="random seed of the initial conditions")
     parser.add_argument("--draw-on-device", action="store_true",
@@ -138,8 +139,7 @@ def _run_drawn(args, mpi) -> int:
     if mpi is not None:
         raise InvalidInputError("--draw-on-device runs on one process; start it without mpirun")
     chosen = args.scenario or args.ic or "plummer"
-    count = DEFAULT_COUNT if args.n is None and args.scenario is None else args.n
-    recipe = scenarios.recipe(chosen, n=count)
+    recipe = scenarios.recipe(chosen, n=args.n)
     name = on_device.device_generator_of(recipe.generator)
     if name is None:
         raise InvalidInputError(
@@ -147,7 +147,8 @@ def _run_drawn(args, mpi) -> int:
             f"{recipe.generator.__name__}, on the host only; the generators drawn on a device: "
             f"{', '.join(on_device.DEVICE_GENERATORS)}")
     parameters = dict(recipe.parameters)
-    count = parameters.pop("n", DEFAULT_COUNT)
+    # a preset that names no count draws the generator's default, as on the host
+    count = parameters.pop("n", inspect.signature(recipe.generator).parameters["n"].default)
     dt = recipe.dt if args.dt is None else args.dt
     solver_name, options = _solver_choice(args, recipe.softening, recipe.solver,
                                           recipe.solver_options)
@@ -263,7 +264,7 @@ def _setup(args):
     if args.family is not None and args.load is None:
         raise InvalidInputError("--family selects particles of a --load snapshot")
     if args.scenario is None and args.load is None:
-        count = DEFAULT_COUNT if args.n is None else args.n
+        count = scenarios.DEFAULT_COUNT if args.n is None else args.n
         particles = ics.make(args.ic or "plummer", count, seed=args.seed)
         dt = scenarios.DT.default if args.dt is None else args.dt
         return particles, dt, args.solver or DEFAULT_SOLVER, solver_options(args), None, None

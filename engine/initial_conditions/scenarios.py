@@ -120,13 +120,17 @@ class Recipe:
                         flock=self.flock)
 
 
+# Particles of a plain generator's scenario (``--ic plummer``) when no count is given.
+DEFAULT_COUNT = 4096
+
+
 def recipe(name: str, *, n: int | None = None) -> Recipe:
     """The recipe of the preset or plain generator ``name``; ``n`` overrides its particle count."""
     presets = _preset_files()
     if name in presets:
         return _preset_recipe(name, tomllib.loads(presets[name].read_text()), n=n)
     if name in ics.GENERATORS:
-        count = 4096 if n is None else n
+        count = DEFAULT_COUNT if n is None else n
         return Recipe(name, f"{name} ({count} particles)", ics.GENERATORS[name], {"n": count})
     raise InvalidInputError(f"unknown scenario {name!r}; choose one of {names()}")
 
