@@ -297,6 +297,17 @@ class Renderer:
         light = np.frombuffer(data, dtype=np.float32).reshape(self.size[1], self.size[0], 4)
         return light * np.float32(self.light_scale) if self.light_scale != 1.0 else light
 
+    def current_light(self) -> np.ndarray:
+        """The light in the accumulation target now, (height, width, 4) float32, bottom row
+        first, not multiplied by ``light_scale`` and without waiting for deferred light: the host
+        splat's own array where it drew the last accumulation (nothing read back), else the
+        target read."""
+        if self._host_light:
+            return self.host_splat.light
+        texture = self.accumulation
+        return np.frombuffer(texture.read(), dtype=texture.dtype).reshape(
+            texture.height, texture.width, texture.components)
+
     def _upload_host_light(self) -> None:
         """Put light the host splat kept on the host (``light_on_host``) into the target."""
         if self._host_light and not self._host_light_uploaded:

@@ -214,10 +214,8 @@ class ViewerWindow(pyglet.window.Window):
         now = time.monotonic()
         if now < self._exposure_due:  # measured at the next frame drawn after the interval
             return
-        texture = self.renderer.accumulation
-        light = np.frombuffer(texture.read(), dtype=texture.dtype).reshape(
-            texture.height, texture.width, texture.components)
-        target = auto_exposure(light[::2, ::2] * np.float32(self.renderer.light_scale))
+        light = self.renderer.current_light()
+        target = auto_exposure(light[::2, ::2], scale=self.renderer.light_scale)
         self._light_measured = True
         if target is not None:
             first = self._exposure_due == 0.0

@@ -7,7 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from orrery.app.render._exposure import BRIGHT_LIGHT, MAX_EXPOSURE, auto_exposure, ease_exposure
+from orrery.app.render._exposure import (BRIGHT_LIGHT, BRIGHT_PERCENTILE, MAX_EXPOSURE, auto_exposure,
+                                         ease_exposure)
 from orrery.app.viewer._framing import bright, framed_camera, tail_length
 from orrery.app.viewer._summary import SLOW_FPS, run_sentence, short_number, slow_hint
 from orrery.engine.frames import FrameStats
@@ -113,6 +114,23 @@ def test_auto_exposure_keeps_the_brightest_percent_below_white():
     sparse[0, 0] = 0.5
     assert auto_exposure(sparse) == MAX_EXPOSURE  # never brighter than the old fixed default
     assert ease_exposure(0.1, 0.4) == pytest.approx(0.2)
+
+
+def test_auto_exposure_of_scaled_light_is_that_of_the_light_multiplied():
+    """``scale`` (a subsample's light scale) gives the exposure of the light times it, and the
+    brightest channel decides whichever it is, with non-finite pixels left out."""
+    rng = np.random.default_rng(3)
+    light = np.zeros((64, 96, 4), np.float32)
+    lit = rng.random((64, 96)) < 0.4
+    light[lit, :3] = rng.lognormal(2.0, 1.5, (lit.sum(), 3)).astype(np.float32)
+    light[0, 0, 1] = np.inf
+    light[0, 1, 2] = np.nan
+    for scale in (1.0, 0.25, 3.0, 1e-3):
+        assert auto_exposure(light, scale=scale) == pytest.approx(
+            auto_exposure(light * np.float32(scale)), rel=1e-6)
+    brightest = light[..., :3].max(axis=-1)  # a pixel with a non-finite channel is left out
+    level = np.percentile(brightest[np.isfinite(brightest) & (brightest > 0)], BRIGHT_PERCENTILE)
+    assert auto_exposure(light) == pytest.approx(min(BRIGHT_LIGHT / level, MAX_EXPOSURE), rel=1e-6)
 
 
 # The issue's third first open, a 10M-particle snapshot: written, read and drawn in about 10 s

@@ -171,3 +171,25 @@ def test_the_renderer_splats_host_frames_where_gl_is_software_and_says_so(ctx):
         assert path == GL_POINTS, options
     with pytest.raises(InvalidInputError, match="point size must be positive"):
         accumulation(ctx, frames, population, PointStyle(point_size=0.0), view_projection)
+
+
+def test_the_current_light_is_the_targets_and_the_host_splats_own_array_where_it_drew(ctx):
+    """Renderer.current_light (what the viewer's automatic exposure measures): the target's light
+    on either path, and where the host splat drew it, its own array, not a read back."""
+    from orrery.app.render import ParticleScene, Renderer
+
+    positions, population = galaxy(500)
+    view_projection = camera_for(positions)
+    for options, host in ((dict(), True), (dict(host_splat=False), False)):
+        scene, renderer = ParticleScene(ctx), Renderer(ctx, **options)
+        try:
+            renderer.resize(*SIZE)
+            scene.show(Frame(positions, 0.0, 0, 1), population)
+            renderer.accumulate(scene, view_projection, PointStyle())
+            light = renderer.current_light()
+            assert (light is renderer.host_splat.light) == host, options
+            assert light.sum() > 0
+            np.testing.assert_array_equal(light, renderer.read_accumulation())
+        finally:
+            renderer.release()
+            scene.release()
