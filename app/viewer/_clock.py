@@ -8,8 +8,6 @@ from collections import deque
 
 import numpy as np
 
-from ..render._pacing import next_tick
-
 
 class FrameClock:
     """Frames per second from the median of the last ``window`` frame intervals."""
@@ -18,19 +16,25 @@ class FrameClock:
         self.max_fps = max_fps
         self._intervals: deque[float] = deque(maxlen=window)
         self._last = None
-        self._origin = None  # the cap's first tick
+        self._deadline = None  # when the last frame's period began
         self.frames = 0
 
     def tick(self) -> None:
-        """Mark the end of a frame; with a cap, sleeps first until the cap's next tick."""
+        """Mark the end of a frame. With a cap, a frame that ends within a period of the last
+        deadline sleeps until the next (each deadline a period after the one before, so late
+        wake-ups do not add up: sleeping a period after each frame gave 59.5 frames a second for
+        a cap of 60); a frame that ends past it does not wait, and the next period starts at its
+        end. Waiting for the next tick of a fixed grid instead (ADR 0166) made a frame slower
+        than the period wait half a period on average, and behind vsync, whose flip has already
+        waited for the display, could miss every other refresh (ADR 0341)."""
         now = time.perf_counter()
-        if self.max_fps:
-            if self._origin is None:
-                self._origin = now
-            wait = next_tick(self._origin, 1.0 / self.max_fps, now) - now
-            if wait > 0:
-                time.sleep(wait)
-                now = time.perf_counter()
+        if self.max_fps and self._deadline is not None and \
+                now < self._deadline + 1.0 / self.max_fps:
+            self._deadline += 1.0 / self.max_fps
+            time.sleep(self._deadline - now)
+            now = time.perf_counter()
+        else:
+            self._deadline = now
         if self._last is not None:
             self._intervals.append(now - self._last)
         self._last = now
