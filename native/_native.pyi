@@ -218,6 +218,13 @@ def splat_points(position: F32, previous: F32, population: npt.NDArray[np.uint8]
 
 TONE_TABLE_SHIFT: int
 
+def tone_map_rgbx(light: F32, table: npt.NDArray[np.uint8], picture: npt.NDArray[np.uint8],
+                  flip: bool) -> None:
+    """``light`` ((height, width, 4) float32) tone mapped through ``table`` (one uint8 per
+    float32 bits >> TONE_TABLE_SHIFT) into ``picture``, (height, width, 4) uint8 RGBX with the
+    fourth byte 255, its rows in the light's order or, with ``flip``, reversed
+    (native/tone_map.cpp). Releases the GIL."""
+
 def tone_map_yuv420(light: F32, table: npt.NDArray[np.uint8], frame: npt.NDArray[np.uint8]) -> None:
     """``light`` ((height, width, 4) float32, bottom row first, even sides) tone mapped through
     ``table`` (one uint8 per float32 bits >> TONE_TABLE_SHIFT) into ``frame``, a (height * 3 / 2,

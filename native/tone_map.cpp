@@ -1,6 +1,6 @@
-// The host tone map into a yuv420p frame (tone_map.hpp): two rows of the picture at a time, their
-// 8-bit RGB looked up once, in planes of ints, and read for the luma of both rows and the chroma
-// between them, in fixed point.
+// The host tone map (tone_map.hpp): into RGBX a row at a time; into a yuv420p frame two rows of
+// the picture at a time, their 8-bit RGB looked up once, in planes of ints, and read for the luma
+// of both rows and the chroma between them, in fixed point.
 #include "tone_map.hpp"
 
 #include <cstring>
@@ -56,6 +56,23 @@ void tone_row(const float* light, std::size_t width, const std::uint8_t* table, 
 }
 
 }  // namespace
+
+void tone_map_rgbx(const float* light, int width, int height, const std::uint8_t* table, bool flip,
+                   std::uint8_t* picture) {
+  if (width <= 0 || height <= 0)
+    throw std::invalid_argument("tone_map_rgbx: width and height must be positive");
+  const std::size_t w = static_cast<std::size_t>(width), h = static_cast<std::size_t>(height);
+  for (std::size_t y = 0; y < h; ++y) {
+    const float* in = light + 4 * w * (flip ? h - 1 - y : y);
+    std::uint8_t* out = picture + 4 * w * y;
+    for (std::size_t x = 0; x < w; ++x) {
+      out[4 * x] = static_cast<std::uint8_t>(toned(table, in + 4 * x));
+      out[4 * x + 1] = static_cast<std::uint8_t>(toned(table, in + 4 * x + 1));
+      out[4 * x + 2] = static_cast<std::uint8_t>(toned(table, in + 4 * x + 2));
+      out[4 * x + 3] = 255;
+    }
+  }
+}
 
 void tone_map_yuv420(const float* light, int width, int height, const std::uint8_t* table,
                      std::uint8_t* frame) {

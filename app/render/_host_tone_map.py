@@ -1,10 +1,9 @@
-"""Tone mapping on the host: the host splat's light to an 8-bit RGB picture, or straight to the
-yuv420p frame an H.264 encoder takes, for a caller that wants the picture's bytes rather than a
-GL framebuffer (``orrery serve`` where GL draws on the CPU). The light then never goes into GL
-and the picture never comes back out: on two shared cores at 1280x720 the upload, llvmpipe's
-tone-map pass and the read-back took 16-30 ms a picture, the table below 9-11 ms in NumPy
-(docs/adr/0335); the yuv420p frame, in one native pass over the light, 2.6 ms where the NumPy
-picture and swscale's conversion of it took 7.1 (docs/adr/0337).
+"""Tone mapping on the host: the host splat's light to an 8-bit RGBX picture, or straight to the
+yuv420p frame an H.264 encoder takes, each in one native pass (``native/tone_map.cpp``). Where
+the host splat draws, GL is software, and there the light never goes into GL: the renderer
+copies the picture in (ADR 0342) and ``orrery serve`` encodes it (ADR 0335). At 1280x720 on two
+shared cores the upload of the float light and llvmpipe's tone-map pass took 16-30 ms a picture;
+the yuv420p frame takes 2.6 ms (docs/adr/0337).
 
 The curve is ``tonemap.frag``'s (exposure, Narkowicz's filmic fit, gamma, rounded to 8 bits),
 evaluated once per table entry instead of once per pixel: a light value is looked up by the top
@@ -44,25 +43,18 @@ def tone_table(exposure: float, gamma: float) -> np.ndarray:
 
 
 class HostToneMap:
-    """The picture of an RGBA32F light array (bottom row first, as GL holds it), top row
-    first: what ``ToneMapPass`` draws into an RGB8 framebuffer, read back and flipped, with a
-    fourth byte a pixel that means nothing (RGBX)."""
+    """The picture of an RGBA32F light array (bottom row first, as GL holds it): what
+    ``ToneMapPass`` draws into an RGB8 framebuffer, with a fourth byte a pixel that means
+    nothing (RGBX)."""
 
-    def __init__(self):
-        self._index: np.ndarray | None = None  # table indices, reused picture to picture
-
-    def apply(self, light: np.ndarray, tone: ToneMap) -> np.ndarray:
-        """A new (height, width, 4) uint8 RGBX picture of ``light`` (height, width, 4) float32;
+    def apply(self, light: np.ndarray, tone: ToneMap, *, top_first: bool = True) -> np.ndarray:
+        """A new (height, width, 4) uint8 RGBX picture of ``light`` (height, width, 4) float32,
+        top row first (``top_first=False``: bottom row first, as the light), in one native pass;
         ``tone`` without bloom (bloom blurs neighbours: only the GL pass draws it)."""
-        table = _table(tone)
-        if self._index is None or self._index.shape != light.shape:
-            self._index = np.empty(light.shape, np.uint32)
-        # All four channels: each row is then one contiguous run (the flip reverses the rows
-        # alone), which NumPy shifts and gathers at several times the speed of a strided
-        # three-channel view, and the encoders take the fourth byte as padding.
-        np.right_shift(light[::-1].view(np.uint32), _SHIFT, out=self._index)
         # a new array each time: the last picture may still be waiting for its encoder
-        return np.take(table, self._index, mode="clip")
+        picture = np.empty(light.shape, np.uint8)
+        _native.tone_map_rgbx(light, _table(tone), picture, top_first)
+        return picture
 
     @staticmethod
     def yuv420(light: np.ndarray, tone: ToneMap) -> np.ndarray:

@@ -60,14 +60,11 @@ class Renderer:
     host_splat : None (default): where GL is software; True: for every host frame; False: never
     host_threads : the host splat's threads (0: every hardware thread; default 1)
     max_drawn : particles a changed picture draws (None, the default: every particle)
-    light_on_host : keep the host splat's light on the host for :meth:`host_picture` (a caller
-        that wants the picture's bytes, not a framebuffer: ``orrery serve``); it goes into GL
-        only when :meth:`present` needs it (default False: at once)
     """
 
     def __init__(self, ctx, *, target_format: str = DEFAULT_TARGET_FORMAT, splat: bool = True,
                  host_splat: bool | None = None, host_threads: int = DEFAULT_THREADS,
-                 max_drawn: int | None = None, light_on_host: bool = False):
+                 max_drawn: int | None = None):
         if target_format not in TARGET_FORMATS:
             raise InvalidInputError(
                 f"target format must be one of {sorted(TARGET_FORMATS)}, got {target_format!r}")
@@ -88,11 +85,11 @@ class Renderer:
         self.density_splat = DensitySplatPass(ctx)
         self.density_splat_unavailable: str | None = self.splat_unavailable
         self.tone_map = ToneMapPass(ctx)
-        self.light_on_host = light_on_host
         self.host_tone_map = HostToneMap()
         # the last accumulation's light is the host splat's (on the host), and whether the
-        # accumulation target holds it yet
+        # accumulation target holds it yet: it goes into GL only where a GL pass needs it
         self._host_light = self._host_light_uploaded = False
+        self._picture = self._picture_fbo = None  # an RGBA8 texture of the host's picture
         self.detail = LevelOfDetail(max_drawn)
         self.light_scale = 1.0  # what the light in the target is multiplied by where shown
         self._style = None  # the style of the last accumulation: how to present it
@@ -244,27 +241,36 @@ class Renderer:
             return False
         self.host_splat.draw(scene, view_projection, style, self.accumulation,
                              pixel_ratio=pixel_ratio, stretch=stretch, order=order,
-                             upload=not self.light_on_host)
-        self._host_light, self._host_light_uploaded = True, not self.light_on_host
+                             upload=False)
+        self._host_light, self._host_light_uploaded = True, False
         self.particle_path = self.host_splat.path
         return True
 
-    def host_picture(self, tone: ToneMap, *, yuv420: bool = False) -> np.ndarray | None:
+    def host_picture(self, tone: ToneMap, *, yuv420: bool = False,
+                     top_first: bool = True) -> np.ndarray | None:
         """The last accumulation's picture made on the host, (height, width, 4) uint8 RGBX, top
-        row first (what :meth:`present` draws, to within one step of 255 a value), where its light
-        is on the host (``light_on_host`` and the host splat drew it) and ``tone`` has no bloom;
-        else None: :meth:`present` it and read the output. ``yuv420``: the picture as a yuv420p
-        frame instead (``HostToneMap.yuv420``; even sides)."""
-        if not (self.light_on_host and self._host_light and tone.bloom == 0):
+        row first (``top_first=False``: bottom row first, as GL holds it), what the GL tone-map
+        pass draws to within one step of 255 a value, where its light is on the host (the host
+        splat drew it) and ``tone`` has no bloom; else None: :meth:`present` it and read the
+        output. ``yuv420``: the picture as a yuv420p frame instead (``HostToneMap.yuv420``; even
+        sides)."""
+        if not (self._host_light and tone.bloom == 0):
             return None
         tone = replace(tone, exposure=tone.exposure * self.light_scale)
         if yuv420:
             return self.host_tone_map.yuv420(self.host_splat.light, tone)
-        return self.host_tone_map.apply(self.host_splat.light, tone)
+        return self.host_tone_map.apply(self.host_splat.light, tone, top_first=top_first)
 
     def present(self, output, tone: ToneMap) -> None:
         """Show the accumulation target in ``output`` (a framebuffer of the same size): tone
-        mapped light, or the density image through its colour map."""
+        mapped light, or the density image through its colour map. Light the host splat made
+        is tone mapped on the host and copied in as 8-bit pixels (GL is software wherever the
+        host splat draws, and there llvmpipe's tone-map pass of the uploaded float light cost
+        more than the host's table and the copy: ADR 0342); bloom still needs GL's pass."""
+        picture = self.host_picture(tone, top_first=False)
+        if picture is not None:
+            self._show_picture(output, picture)
+            return
         self._upload_host_light()
         output.use()
         output.viewport = (0, 0, *self.size)
@@ -276,6 +282,21 @@ class Renderer:
         else:
             self.tone_map.draw(self.accumulation,
                                replace(tone, exposure=tone.exposure * self.light_scale))
+
+    def _show_picture(self, output, picture: np.ndarray) -> None:
+        """Copy ``picture`` (RGBX, bottom row first, the renderer's size) into ``output``."""
+        if self._picture is None or self._picture.size != self.size:
+            self._release_picture()
+            self._picture = self.ctx.texture(self.size, 4)
+            self._picture_fbo = self.ctx.framebuffer(color_attachments=[self._picture])
+        self._picture.write(picture)
+        self.ctx.copy_framebuffer(output, self._picture_fbo)
+
+    def _release_picture(self) -> None:
+        if self._picture is not None:
+            self._picture_fbo.release()
+            self._picture.release()
+        self._picture = self._picture_fbo = None
 
     def render(self, scene: ParticleScene, view_projection: np.ndarray,
                style: PointStyle | DensityStyle,
@@ -309,12 +330,13 @@ class Renderer:
             texture.height, texture.width, texture.components)
 
     def _upload_host_light(self) -> None:
-        """Put light the host splat kept on the host (``light_on_host``) into the target."""
+        """Put light the host splat kept on the host into the target."""
         if self._host_light and not self._host_light_uploaded:
             self.accumulation.write(self.host_splat.light)
             self._host_light_uploaded = True
 
     def release(self) -> None:
+        self._release_picture()
         self.tone_map.release()
         self.splat.release()
         self.host_splat.release()

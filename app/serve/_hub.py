@@ -417,7 +417,7 @@ class Hub:
             viewer.changed = viewer.want_key = False
         if viewer.renderer is None or viewer.target.size != size:
             viewer.release()
-            viewer.renderer = Renderer(ctx, max_drawn=self.max_drawn, light_on_host=True)
+            viewer.renderer = Renderer(ctx, max_drawn=self.max_drawn)
             viewer._colour = ctx.texture(size, 4)
             viewer.target = ctx.framebuffer(color_attachments=[viewer._colour])
             key = True

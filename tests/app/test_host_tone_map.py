@@ -4,6 +4,8 @@ on the host gives the picture GL's tone-map pass draws and reads back, to within
 yuv420p frame is the GPU pass's conversion of that picture; GL still gets the light where it is
 presented or read."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("egl")  # tests/conftest.py: skip or fail
 
 from orrery.app.render import ParticleScene, PointStyle, Renderer, ToneMap  # noqa: E402
 from orrery.app.render import headless_context  # noqa: E402
-from orrery.app.render._host_tone_map import HostToneMap, tone_table  # noqa: E402
+from orrery.app.render._host_tone_map import MANTISSA_BITS, HostToneMap, tone_table  # noqa: E402
 from orrery.app.render._yuv420_pass import Yuv420Pass  # noqa: E402
 
 from .splat_images import SIZE, moving_galaxy  # noqa: E402
@@ -25,15 +27,23 @@ def ctx():
 
 
 def _gl_picture(ctx, renderer, tone):
+    """GL's tone-map pass (tonemap.frag) of the renderer's light, read back top row first."""
+    renderer.read_accumulation()  # the host's light into the target
     colour = ctx.texture(SIZE, 4)
     target = ctx.framebuffer(color_attachments=[colour])
     try:
-        renderer.present(target, tone)
-        pixels = np.frombuffer(target.read(components=3, alignment=1), np.uint8)
-        return pixels.reshape(SIZE[1], SIZE[0], 3)[::-1]
+        target.use()
+        renderer.tone_map.draw(renderer.accumulation,
+                               replace(tone, exposure=tone.exposure * renderer.light_scale))
+        return _read(target)
     finally:
         target.release()
         colour.release()
+
+
+def _read(target):
+    pixels = np.frombuffer(target.read(components=3, alignment=1), np.uint8)
+    return pixels.reshape(SIZE[1], SIZE[0], 3)[::-1]
 
 
 def _assert_within_a_step(host, gl):
@@ -47,7 +57,7 @@ def _assert_within_a_step(host, gl):
 def test_the_host_picture_is_the_gl_tone_maps(ctx, exposure):
     frames, population, view_projection = moving_galaxy(keep_inside=False)
     scene = ParticleScene(ctx)
-    renderer = Renderer(ctx, host_splat=True, light_on_host=True)
+    renderer = Renderer(ctx, host_splat=True)
     tone = ToneMap(exposure=exposure)
     try:
         renderer.resize(*SIZE)
@@ -66,7 +76,7 @@ def test_the_host_picture_is_the_gl_tone_maps(ctx, exposure):
 def test_a_refined_picture_is_tone_mapped_with_its_light_scale(ctx):
     frames, population, view_projection = moving_galaxy(keep_inside=False)
     scene = ParticleScene(ctx)
-    renderer = Renderer(ctx, host_splat=True, light_on_host=True, max_drawn=5000)
+    renderer = Renderer(ctx, host_splat=True, max_drawn=5000)
     tone = ToneMap()
     try:
         renderer.resize(*SIZE)
@@ -89,7 +99,7 @@ def test_the_host_yuv420_frame_is_the_gpu_pass_conversion_of_the_host_picture(ct
     frames, population, view_projection = moving_galaxy(keep_inside=False)
     size = (SIZE[0] - SIZE[0] % 2, SIZE[1] - SIZE[1] % 2)  # yuv420p frames have even sides
     scene = ParticleScene(ctx)
-    renderer = Renderer(ctx, host_splat=True, light_on_host=True)
+    renderer = Renderer(ctx, host_splat=True)
     tone = ToneMap(exposure=0.6)
     try:
         renderer.resize(*size)
@@ -119,23 +129,62 @@ def test_no_host_picture_without_host_light_or_with_bloom(ctx):
     frames, population, view_projection = moving_galaxy(keep_inside=False)
     scene = ParticleScene(ctx)
     scene.show(frames[0], population)
-    uploads_at_once = Renderer(ctx, host_splat=True)
-    gl_points = Renderer(ctx, splat=False, light_on_host=True)
-    keeps = Renderer(ctx, host_splat=True, light_on_host=True)
+    gl_points = Renderer(ctx, splat=False)
+    keeps = Renderer(ctx, host_splat=True)
     try:
-        for renderer in (uploads_at_once, gl_points, keeps):
+        for renderer in (gl_points, keeps):
             renderer.resize(*SIZE)
             renderer.accumulate(scene, view_projection, PointStyle())
-        assert uploads_at_once.host_picture(ToneMap()) is None
         assert gl_points.host_picture(ToneMap()) is None
         assert keeps.host_picture(ToneMap(bloom=0.5)) is None
-        # read back, the kept light is the light the renderer that uploads at once holds
-        np.testing.assert_array_equal(keeps.read_accumulation(),
-                                      uploads_at_once.read_accumulation())
+        # read back, the target holds the light kept on the host
+        np.testing.assert_array_equal(keeps.read_accumulation(), keeps.host_splat.light)
     finally:
-        for renderer in (uploads_at_once, gl_points, keeps):
+        for renderer in (gl_points, keeps):
             renderer.release()
         scene.release()
+
+
+@pytest.mark.parametrize("bloom", [0.0, 0.5])
+def test_present_copies_the_host_picture_in_and_leaves_bloom_to_gl(ctx, bloom):
+    """Where the host splat drew, present() shows the host's picture, every pixel (nothing of
+    the light goes into GL); with bloom it draws GL's pass, whose glow the host cannot."""
+    frames, population, view_projection = moving_galaxy(keep_inside=False)
+    scene = ParticleScene(ctx)
+    renderer = Renderer(ctx, host_splat=True)
+    colour = ctx.texture(SIZE, 4)
+    target = ctx.framebuffer(color_attachments=[colour])
+    tone = ToneMap(exposure=0.6, bloom=bloom)
+    try:
+        renderer.resize(*SIZE)
+        scene.show(frames[0], population)
+        renderer.accumulate(scene, view_projection, PointStyle())
+        renderer.present(target, tone)
+        shown = _read(target)
+        if bloom:
+            np.testing.assert_array_equal(shown, _gl_picture(ctx, renderer, tone))
+        else:
+            assert not renderer._host_light_uploaded  # the float light stayed on the host
+            np.testing.assert_array_equal(shown, renderer.host_picture(tone)[..., :3])
+            _assert_within_a_step(shown, _gl_picture(ctx, renderer, tone))
+    finally:
+        target.release()
+        colour.release()
+        renderer.release()
+        scene.release()
+
+
+def test_the_native_picture_is_the_table_looked_up_in_either_row_order():
+    rng = np.random.default_rng(5)
+    light = (rng.lognormal(0.0, 2.0, (7, 5, 4)) * (rng.random((7, 5, 1)) < 0.6)).astype(np.float32)
+    light[0, 0, 0], light[1, 1, 1], light[2, 2, 2] = np.inf, np.nan, -1.0
+    tone = ToneMap(exposure=0.3)
+    table = tone_table(tone.exposure, tone.gamma)
+    expected = table[light.view(np.uint32) >> (23 - MANTISSA_BITS)]
+    expected[..., 3] = 255
+    host = HostToneMap()
+    np.testing.assert_array_equal(host.apply(light, tone, top_first=False), expected)
+    np.testing.assert_array_equal(host.apply(light, tone), expected[::-1])
 
 
 def test_the_table_maps_every_float_as_the_shader_would():

@@ -179,7 +179,7 @@ def test_h264_pictures_show_what_jpeg_pictures_show(monkeypatch, conversion):
     from orrery.app.serve import _hub
 
     if conversion != "host-tone-map":  # the light goes through GL, as with bloom or density
-        monkeypatch.setattr(Renderer, "host_picture", lambda renderer, tone, yuv420=False: None)
+        monkeypatch.setattr(Renderer, "host_picture", lambda renderer, tone, **options: None)
         monkeypatch.setattr(_hub, "is_software", lambda ctx: conversion == "swscale")
     hub = Hub(SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct")))
     try:
