@@ -154,12 +154,15 @@ def test_present_copies_the_host_picture_in_and_leaves_bloom_to_gl(ctx, bloom):
     renderer = Renderer(ctx, host_splat=True)
     colour = ctx.texture(SIZE, 4)
     target = ctx.framebuffer(color_attachments=[colour])
+    elsewhere = ctx.simple_framebuffer((4, 4))
     tone = ToneMap(exposure=0.6, bloom=bloom)
     try:
         renderer.resize(*SIZE)
         scene.show(frames[0], population)
         renderer.accumulate(scene, view_projection, PointStyle())
+        elsewhere.use()
         renderer.present(target, tone)
+        assert ctx.fbo == target  # what draws next (the window's panel) draws over the picture
         shown = _read(target)
         if bloom:
             np.testing.assert_array_equal(shown, _gl_picture(ctx, renderer, tone))
@@ -168,6 +171,7 @@ def test_present_copies_the_host_picture_in_and_leaves_bloom_to_gl(ctx, bloom):
             np.testing.assert_array_equal(shown, renderer.host_picture(tone)[..., :3])
             _assert_within_a_step(shown, _gl_picture(ctx, renderer, tone))
     finally:
+        elsewhere.release()
         target.release()
         colour.release()
         renderer.release()
