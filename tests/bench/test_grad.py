@@ -7,6 +7,7 @@ import pytest
 
 from orrery.app.cli import main
 from orrery.bench import grad
+from orrery.engine import make_solver
 from orrery.engine.errors import InvalidInputError
 
 
@@ -47,3 +48,12 @@ def test_bench_grad_sweeps_an_fmms_orders_against_the_direct_gradient():
     assert 1e-6 < rows[1]["direct_error"] < rows[0]["direct_error"] / 4 < 1e-2
     (direct,) = grad.run(n=[64], steps=2, trials=1, warmup=0, against_direct=True)
     assert direct["direct_error"] == 0 and "order" not in direct
+
+
+def test_bench_grad_with_accuracy_names_the_setting_the_table_chose():
+    (row,) = grad.run(n=[512], steps=1, trials=1, warmup=0, solver="cpu-fmm", accuracy=1e-3,
+                      softening=0.05)
+    chosen = make_solver("cpu-fmm", accuracy=1e-3).evaluation_setting(512)
+    assert row["accuracy"] == 1e-3
+    assert (row["theta"], row["order"], row["heavy_share"]) == (
+        chosen["theta"], chosen["order"], chosen["heavy_share"])
