@@ -16,12 +16,14 @@ from ._device_fmm_walk import STATE_DEFINES, InteractionLists
 from ._device_tree import ITEM_GROUP, MORTON_LEVELS, DeviceTree, levels_of
 from ._fmm_code import expansion_code, vjp_code
 
-# vjp_cube's work-group: one group reads every body and node once.
+# vjp_cube's work-group, and the count of groups of its first stage, which read every body and
+# node once between them (one group alone took 2.7 ms of a 15 ms VJP at 2^20 bodies on an H100).
 CUBE_GROUP = 256
 # vjp_p2p's work-group, a leaf's: a work-item a target and a slot of the sources' tile (leaves
 # hold ~30 bodies on a Plummer sphere at the default leaf capacity).
 P2P_VJP_GROUP = 32
-VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube", "vjp_p2p")
+VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube_parts", "vjp_cube",
+               "vjp_p2p")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class DeviceFmmVjp:
         context, accum = solver.context, solver.accum
         self._cube_bar = context.empty(6, accum, "adjoint.fmm_cube")
         self._cube_index = context.empty(6, np.int32, "adjoint.fmm_cube")
+        # The first stage's rows: each group's extremes (value, caller index) and sums.
+        self._part_value = context.empty(6 * CUBE_GROUP, accum, "adjoint.fmm_cube")
+        self._part_index = context.empty(6 * CUBE_GROUP, np.uint32, "adjoint.fmm_cube")
+        self._part_sum = context.empty(4 * CUBE_GROUP, accum, "adjoint.fmm_cube")
 
     def _kernels(self, defines: dict, potential: bool) -> dict:
         solver = self.solver
@@ -114,8 +120,10 @@ class DeviceFmmVjp:
                                               e.centre, e.multipole, multipole_bar, centre_bar))
         events.append(k["vjp_p2m"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, e.centre,
                                           multipole_bar, centre_bar, self._far_bar))
-        events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order, np.int32(count),
-                                           e.shape, centre_bar, self._cube_bar, self._cube_index))
+        parts = (self._part_value, self._part_index, self._part_sum)
+        events.append(k["vjp_cube_parts"].launch(CUBE_GROUP * CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order,
+                                                 np.int32(count), e.shape, centre_bar, *parts))
+        events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, *parts, self._cube_bar, self._cube_index))
         events.append(k["vjp_p2p"].launch(e.slots * P2P_VJP_GROUP, P2P_VJP_GROUP, tree.body, state, tree.nodes,
                                           lists.p2p_start, lists.p2p_source, tree.order, self._sorted_bar,
                                           solver.dtype.type(solver.softening ** 2), self._far_bar,

@@ -29,7 +29,8 @@
  *               shifted down into each child's (L2L's form), the offsets' cotangents;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
  *               position cotangent m grad (an L2P of Mbar), its negation to the centre;
- *   vjp_cube    one work-group: the centres' cotangents to the cube's extreme particles
+ *   vjp_cube    in two stages (CUBE_GROUP groups' partial results, then one group's fold of
+ *               them): the centres' cotangents to the cube's extreme particles
  *               (z = lo + shape / 2^22 side: lo_bar = sum of the centres' cotangents,
  *               side_bar = sum of their dot products with shape / 2^22), and which particles
  *               those are (the first in the caller's order of equal coordinates, as numpy's
@@ -46,7 +47,8 @@
  * bits.
  * Precision: expansions' cotangents in `expansion`, centres' and bodies' far-field cotangents in
  * `accum`, pair sums in `real` (the solver's precision, as direct_vjp.cl).
- * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group, a power of two), P2P_VJP_GROUP
+ * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group and its first stage's count of
+ * groups, a power of two), P2P_VJP_GROUP
  * (vjp_p2p's), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,
  * softened_pair.cl and fmm.cl first; the operators below are generated per order
  * (engine/solvers/_fmm_code.py's vjp_code) and appended. */
@@ -242,25 +244,47 @@ DEVICE bool better(const accum value, const uint index, const accum best, const 
   return index < best_index;
 }
 
-/* cube_bar: lo_bar (3), then side_bar on the side's axis and 0 on the others (all 0 for the
- * cube of one point, whose side is fixed); cube_index: the particle (caller index) at lo, then
- * the one at the high end, on each axis. */
+/* A fold of CUBE_GROUP rows of the cube's partial results in local memory into row 0, in a
+ * fixed tree: per extreme (0..2 the lowest coordinate on each axis, 3..5 the highest) the value
+ * and the caller index (UINT_MAX: none yet), and the four sums. Every work-item of the group
+ * calls it. */
+DEVICE void fold_cube(LOCAL_ARG accum* value, LOCAL_ARG uint* index, LOCAL_ARG accum* sum, const int lane) {
+  SYNC_THREADS;
+  for (int stride = CUBE_GROUP / 2; stride > 0; stride >>= 1) {
+    if (lane < stride) {
+      for (int e = 0; e < 6; ++e) {
+        const int mine = 6 * lane + e, theirs = 6 * (lane + stride) + e;
+        if (index[theirs] != 0xffffffffu &&
+            (index[mine] == 0xffffffffu || better(value[theirs], index[theirs], value[mine], index[mine], e >= 3))) {
+          value[mine] = value[theirs];
+          index[mine] = index[theirs];
+        }
+      }
+      for (int a = 0; a < 4; ++a) sum[4 * lane + a] += sum[4 * (lane + stride) + a];
+    }
+    SYNC_THREADS;
+  }
+}
+
+/* vjp_cube's first stage, CUBE_GROUP work-groups of CUBE_GROUP: each work-item takes the bodies
+ * and nodes GLOBAL_ID, GLOBAL_ID + GLOBAL_SIZE, ..., and its group folds them into a row of
+ * `part_*` (a fixed partition and tree: the same bits every run). */
 KERNEL LAUNCH_BOUNDS(CUBE_GROUP, 1)
-void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
-              const int count, GLOBAL const accum* RESTRICT shape, GLOBAL const accum* RESTRICT centre_bar,
-              GLOBAL accum* RESTRICT cube_bar, GLOBAL int* RESTRICT cube_index) {
-  LOCAL accum value[CUBE_GROUP][6];
-  LOCAL uint index[CUBE_GROUP][6];
-  LOCAL accum sum[CUBE_GROUP][4];
+void vjp_cube_parts(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT body,
+                    GLOBAL const uint* RESTRICT order, const int count, GLOBAL const accum* RESTRICT shape,
+                    GLOBAL const accum* RESTRICT centre_bar, GLOBAL accum* RESTRICT part_value,
+                    GLOBAL uint* RESTRICT part_index, GLOBAL accum* RESTRICT part_sum) {
+  LOCAL accum value[CUBE_GROUP * 6];
+  LOCAL uint index[CUBE_GROUP * 6];
+  LOCAL accum sum[CUBE_GROUP * 4];
   const int lane = LOCAL_ID;
-  /* extremes 0..2: the lowest coordinate on each axis, 3..5: the highest */
   accum best[6];
   uint best_index[6];
   for (int e = 0; e < 6; ++e) {
     best[e] = 0;
     best_index[e] = 0xffffffffu;
   }
-  for (int p = lane; p < count; p += CUBE_GROUP) {
+  for (int p = GLOBAL_ID; p < count; p += GLOBAL_SIZE) {
     const real4 b = body[p];
     const accum x[3] = {(accum)b.x, (accum)b.y, (accum)b.z};
     const uint k = order[p];
@@ -272,47 +296,58 @@ void vjp_cube(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT bo
   }
   accum own[4] = {0, 0, 0, 0};
   const int nodes = (int)state[STATE_NODES];
-  for (int i = lane; i < nodes; i += CUBE_GROUP)
+  for (int i = GLOBAL_ID; i < nodes; i += GLOBAL_SIZE)
     for (int a = 0; a < 3; ++a) {
       const accum bar = centre_bar[3 * i + a];
       own[a] += bar;
       own[3] += bar * (shape[4 * i + a] / (accum)(2 << MORTON_LEVELS));
     }
   for (int e = 0; e < 6; ++e) {
-    value[lane][e] = best[e];
-    index[lane][e] = best_index[e];
+    value[6 * lane + e] = best[e];
+    index[6 * lane + e] = best_index[e];
   }
-  for (int a = 0; a < 4; ++a) sum[lane][a] = own[a];
-  SYNC_THREADS;
-  for (int stride = CUBE_GROUP / 2; stride > 0; stride >>= 1) {
-    if (lane < stride) {
-      for (int e = 0; e < 6; ++e) {
-        const uint other = index[lane + stride][e];
-        if (other != 0xffffffffu &&
-            (index[lane][e] == 0xffffffffu || better(value[lane + stride][e], other, value[lane][e], index[lane][e], e >= 3))) {
-          value[lane][e] = value[lane + stride][e];
-          index[lane][e] = other;
-        }
-      }
-      for (int a = 0; a < 4; ++a) sum[lane][a] += sum[lane + stride][a];
-    }
-    SYNC_THREADS;
+  for (int a = 0; a < 4; ++a) sum[4 * lane + a] = own[a];
+  fold_cube(value, index, sum, lane);
+  if (lane < 6) {
+    part_value[6 * GROUP_ID + lane] = value[lane];
+    part_index[6 * GROUP_ID + lane] = index[lane];
   }
+  if (lane < 4) part_sum[4 * GROUP_ID + lane] = sum[lane];
+}
+
+/* vjp_cube's second stage, one work-group: the first stage's CUBE_GROUP rows folded.
+ * cube_bar: lo_bar (3), then side_bar on the side's axis and 0 on the others (all 0 for the
+ * cube of one point, whose side is fixed); cube_index: the particle (caller index) at lo, then
+ * the one at the high end, on each axis. */
+KERNEL LAUNCH_BOUNDS(CUBE_GROUP, 1)
+void vjp_cube(GLOBAL const accum* RESTRICT part_value, GLOBAL const uint* RESTRICT part_index,
+              GLOBAL const accum* RESTRICT part_sum, GLOBAL accum* RESTRICT cube_bar,
+              GLOBAL int* RESTRICT cube_index) {
+  LOCAL accum value[CUBE_GROUP * 6];
+  LOCAL uint index[CUBE_GROUP * 6];
+  LOCAL accum sum[CUBE_GROUP * 4];
+  const int lane = LOCAL_ID;
+  for (int e = 0; e < 6; ++e) {
+    value[6 * lane + e] = part_value[6 * lane + e];
+    index[6 * lane + e] = part_index[6 * lane + e];
+  }
+  for (int a = 0; a < 4; ++a) sum[4 * lane + a] = part_sum[4 * lane + a];
+  fold_cube(value, index, sum, lane);
   if (lane != 0) return;
   int axis = -1;
   accum side = 0;
   for (int a = 0; a < 3; ++a) {
-    const accum extent = value[0][3 + a] - value[0][a];
+    const accum extent = value[3 + a] - value[a];
     if (extent > side) {
       side = extent;
       axis = a;
     }
   }
   for (int a = 0; a < 3; ++a) {
-    cube_bar[a] = sum[0][a];
-    cube_bar[3 + a] = a == axis ? sum[0][3] : (accum)0;
-    cube_index[a] = (int)index[0][a];
-    cube_index[3 + a] = (int)index[0][3 + a];
+    cube_bar[a] = sum[a];
+    cube_bar[3 + a] = a == axis ? sum[3] : (accum)0;
+    cube_index[a] = (int)index[a];
+    cube_index[3 + a] = (int)index[3 + a];
   }
 }
 
