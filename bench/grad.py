@@ -8,8 +8,9 @@ during one untimed gradient over that of one untimed forward run, by ``tracemall
 buffers the solvers allocate themselves are not seen); where the run keeps its state on a
 GPU solver's device (gpu-direct, gpu-fmm: ``engine/solvers/_device_lattice.py``) also ``device``,
 ``forward_device_bytes`` and ``gradient_device_bytes`` (peak bytes of the device arrays
-allocated during one untimed forward run and one untimed gradient, as the compute layer counts
-them, ``engine/compute/_memory.py``) and their ratio ``device_memory_over_forward``;
+allocated during one untimed forward run and one untimed gradient, each on a new solver so that
+its tree, lists, expansions and VJP arrays are counted, as the compute layer counts them,
+``engine/compute/_memory.py``) and their ratio ``device_memory_over_forward``;
 ``reversible`` (the backward pass came back to the initial lattice state
 bit for bit); with ``--against-direct``, ``direct_error``: the largest difference of the
 gradient from cpu-direct's float64 gradient of the same run (the same bodies, steps and
@@ -88,13 +89,15 @@ def run(**options) -> list[dict]:
         particles = ics.make(args.ic, n, seed=args.seed)
         for precision in args.precision:
             for order in args.order or (None,):
-                solver = make_solver(args.solver, **_solver_options(args, precision, order))
-                rows.append(_measure(args, solver, particles))
+                options = _solver_options(args, precision, order)
+                rows.append(_measure(args, lambda: make_solver(args.solver, **options), particles))
     print(format_table(rows, [c for c in COLUMNS if any(c in r for r in rows)]))
     return rows
 
 
-def _measure(args, solver, particles) -> dict:
+def _measure(args, make, particles) -> dict:
+    """The row of one setting; ``make()`` builds its solver."""
+    solver = make()
     rng = np.random.default_rng(args.seed)
     weights = rng.normal(size=(2, particles.n, 3))
     lattice = ReversibleRun(particles, solver, dt=args.dt, steps=0).lattice
@@ -103,11 +106,11 @@ def _measure(args, solver, particles) -> dict:
     def loss_grad(pos, vel, mass):
         return float(np.sum(weights[0] * pos) + np.sum(weights[1] * vel)), weights[0], weights[1]
 
-    def forward():
-        ReversibleRun(particles, solver, dt=args.dt, steps=args.steps, lattice=lattice)
+    def forward(on=solver):
+        ReversibleRun(particles, on, dt=args.dt, steps=args.steps, lattice=lattice)
 
-    def gradient():
-        results["gradient"] = run_gradient(particles, solver, dt=args.dt, steps=args.steps,
+    def gradient(on=solver):
+        results["gradient"] = run_gradient(particles, on, dt=args.dt, steps=args.steps,
                                            loss_grad=loss_grad, lattice=lattice)
 
     timings = time_interleaved({"forward": forward, "gradient": gradient},
@@ -127,8 +130,11 @@ def _measure(args, solver, particles) -> dict:
            "reversible": results["gradient"].reversible}
     if runs_on_device(solver):
         row["device"] = solver.context.info.spec
-        row["forward_device_bytes"] = _peak_device_memory(solver, forward)
-        row["gradient_device_bytes"] = _peak_device_memory(solver, gradient)
+        # Each on a solver of its own, so that the solver's working arrays (its tree, lists and
+        # expansions, the VJP's cotangents) count with the run's, as a process running it alone
+        # holds them: the timed solver already holds them, and would count the run's alone.
+        row["forward_device_bytes"] = _peak_device_memory(make(), forward)
+        row["gradient_device_bytes"] = _peak_device_memory(make(), gradient)
         row["device_memory_over_forward"] = (row["gradient_device_bytes"]
                                              / row["forward_device_bytes"])
     if args.against_direct:
@@ -157,10 +163,10 @@ def _peak_memory(fn) -> int:
 
 
 def _peak_device_memory(solver, fn) -> int:
-    """Peak bytes of the device arrays allocated while ``fn()`` runs, as the compute layer
+    """Peak bytes of the device arrays allocated while ``fn(solver)`` runs, as the compute layer
     counts them (``Context.memory``)."""
     with solver.context.memory.measure() as usage:
-        fn()
+        fn(solver)
     return usage.peak
 
 

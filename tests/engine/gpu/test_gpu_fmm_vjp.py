@@ -184,3 +184,22 @@ def test_steps_move_only_the_evaluations_states_to_the_host(device):
     # the tree fitted its plans; no particle data moves between steps.
     assert nine[0] == two[0]
     assert nine[1] - two[1] == 2 * 7 * solver._walk.state.nbytes
+
+
+def test_bench_grad_counts_the_solvers_own_arrays_in_both_runs(device):
+    """Each run's device memory includes what the solver holds for it (tree, lists,
+    expansions; the VJP's cotangents), as a process running it alone would hold it."""
+    from orrery.bench import grad
+
+    n = 2048
+    (row,) = grad.run(n=[n], steps=1, trials=1, warmup=0, solver="gpu-fmm", precision=["f32"],
+                      device=device, softening=SOFTENING, theta=0.6, order=[4])
+    solver = _gpu_fmm(device, "f32", theta=0.6, order=4)
+    particles = ics.plummer(n, seed=1)
+    with solver.context.memory.measure() as usage:
+        solver.accelerations(particles.pos.astype(np.float32), particles.mass.astype(np.float32))
+    held = sum(usage.peak_by_kind().get(kind, 0) for kind in ("tree", "lists", "expansions"))
+    assert held > 0
+    # The lattice's arrays are 80 bytes a particle (test_gpu_direct_vjp's count).
+    assert row["forward_device_bytes"] >= n * 80 + held
+    assert row["gradient_device_bytes"] > row["forward_device_bytes"]
