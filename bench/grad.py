@@ -47,8 +47,9 @@ from ._options import SOLVER_RUN, BenchmarkSpec, several
 
 HELP = "gradient of a whole reversible run against the forward run: time ratio, reversibility, error"
 
-COLUMNS = ["solver", "precision", "n", "steps", "accuracy", "theta", "order", "heavy_share", "threads", "device", "forward_s",
-           "gradient_s", "grad_over_forward", "forward_iqr_s", "gradient_iqr_s",
+COLUMNS = ["solver", "precision", "n", "steps", "accuracy", "theta", "order", "heavy_share",
+           "threads", "device", "forward_s", "gradient_s", "grad_over_forward", "forward_iqr_s",
+           "gradient_iqr_s",
            "memory_over_forward", "forward_device_bytes", "gradient_device_bytes",
            "device_memory_over_forward", "reversible", "direct_error", "fd_error"]
 
@@ -115,14 +116,10 @@ def _measure(args, make, particles) -> dict:
 
     timings = time_interleaved({"forward": forward, "gradient": gradient},
                                warmup=args.warmup, trials=args.trials)
-    # One plain evaluation names the setting the solver chose (theta, order, heavy share with
-    # accuracy=): a run on a device lattice evaluates without recording stats.
-    solver.accelerations(particles.pos, particles.mass)
-    last = solver.last_stats
     row = {"solver": solver.name, "precision": solver.precision, "n": particles.n,
-           "steps": args.steps, "threads": last.get("threads"),
+           "steps": args.steps, "threads": solver.last_stats.get("threads"),
            **({"accuracy": args.accuracy} if args.accuracy is not None else {}),
-           **{key: last[key] for key in ("theta", "order", "heavy_share") if key in last},
+           **_setting(solver, particles.n),
            "forward_s": timings["forward"].median, "forward_iqr_s": timings["forward"].iqr,
            "gradient_s": timings["gradient"].median, "gradient_iqr_s": timings["gradient"].iqr,
            "grad_over_forward": timings["gradient"].median / timings["forward"].median,
@@ -150,6 +147,15 @@ def _measure(args, make, particles) -> dict:
         row["fd_error"] = _fd_error(args, solver, particles, lattice, loss_grad,
                                     results["gradient"], rng)
     return row
+
+
+def _setting(solver, n: int) -> dict:
+    """The theta and variant (an FMM's order, a heavy share) of an evaluation of ``n`` bodies,
+    given or chosen for accuracy=: read from the solver's setting, since a run on a device
+    lattice records no stats."""
+    if solver.setting is None:
+        return {}
+    return {"theta": solver.theta_in_use(n), **solver.setting.variant(n)}
 
 
 def _peak_memory(fn) -> int:
@@ -198,6 +204,6 @@ def _fd_error(args, solver, particles, lattice, loss_grad, gradient, rng) -> flo
 def _solver_options(args, precision: str, order: int | None) -> dict:
     known = {o.name for o in solver_specs()[args.solver].options}
     options = {"precision": precision, "softening": args.softening, "threads": args.threads,
-               "simd": args.simd, "device": args.device, "theta": args.theta, "accuracy": args.accuracy,
-               "order": order}
+               "simd": args.simd, "device": args.device, "theta": args.theta,
+               "accuracy": args.accuracy, "order": order}
     return {k: v for k, v in options.items() if k in known and v is not None}

@@ -291,7 +291,7 @@ class Renderer:
             self._picture_fbo = self.ctx.framebuffer(color_attachments=[self._picture])
         self._picture.write(picture)
         self.ctx.copy_framebuffer(output, self._picture_fbo)
-        output.use()  # what draws next (the window's panel) draws over the picture, as after GL's pass
+        output.use()  # what draws next (the panel) draws over the picture, as after GL's pass
 
     def _release_picture(self) -> None:
         if self._picture is not None:
