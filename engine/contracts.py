@@ -287,6 +287,10 @@ class DeviceForceVjp(Protocol):
     (``solvers/_device_lattice.py``): gpu-direct and gpu-fmm."""
 
     context: Context  # the device the arrays below live on
+    # launch_vjp may be given one array as both its cotangent and its out (each row's cotangent
+    # is read before that row is written, and by no other): a gradient then keeps no separate
+    # array of cotangent rows on the device
+    vjp_in_place: bool
 
     def padding_for(self, n: int) -> int:
         """Rows of the body arrays are padded to a multiple of this (zero-mass padding)."""
@@ -295,5 +299,7 @@ class DeviceForceVjp(Protocol):
         """Queue the evaluation of the first ``count`` rows of ``body`` into ``out``."""
 
     def launch_vjp(self, body, cotangent, out, count: int, *, potential: bool) -> list:
-        """Queue the evaluation's VJP with the cotangents' rows ``cotangent``: (pos_bar,
-        mass_bar) rows into ``out``."""
+        """Queue the last evaluation's VJP with the cotangents' rows ``cotangent``: (pos_bar,
+        mass_bar) rows into ``out`` (which may be ``cotangent`` itself where
+        ``vjp_in_place``). One VJP an evaluation: gpu-fmm's takes the evaluation's local
+        expansions for its own use."""

@@ -172,7 +172,7 @@ def device_force_and_vjp(solver, pos, mass, acc_bar,
     acc = context.empty((padded, 4), dtype, "accelerations.rows")
     solver.launch_accelerations(body, acc, n, potential=False)
     cotangent = context.upload(pack(acc_bar, pot_bar, padded, dtype), "adjoint.cotangents")
-    out = context.empty((padded, 4), dtype, "adjoint.cotangents")
+    out = cotangent if solver.vjp_in_place else context.empty((padded, 4), dtype, "adjoint.cotangents")
     solver.launch_vjp(body, cotangent, out, n, potential=pot_bar is not None)
     rows = out.download()[:n].astype(np.float64)
     return acc.download()[:n, :3], rows[:, :3], rows[:, 3]

@@ -1,7 +1,10 @@
 """gpu-fmm's force VJP on its device (``kernels/fmm_vjp.cl``, docs/adr/0326): the reverse passes
 over the last evaluation's tree, lists, centres and expansions, held fixed, and the arrays of
-cotangents they fill (a node's local and multipole cotangents, centre cotangents, the bodies'
-far-field cotangents and the cube's), kept between calls and grown as the trees grow.
+cotangents they fill (a node's local cotangents, centre cotangents, the bodies' cotangent rows
+in key order and the cube's), kept between calls and grown as the trees grow. Two take no array
+of their own: the bodies' far-field cotangents are summed in the output's rows, and the nodes'
+multipole cotangents are written over the evaluation's local expansions once the transposed
+L2P and L2L have read them (so an evaluation has one VJP).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube_
 class FmmEvaluation:
     """What the VJP differentiates: an evaluation's tree and lists, its state on the device, the
     node plan's slots and cell levels, its centres, shapes, signed multipoles and local
-    expansions, fmm.cl's defines it was built with, M2L's schedule and its M2L (over its
-    lists, in that schedule) for other sources."""
+    expansions (the VJP's room for the multipoles' cotangents once read), fmm.cl's defines it
+    was built with, M2L's schedule and its M2L (over its lists, in that schedule) for other
+    sources."""
 
     tree: DeviceTree
     lists: InteractionLists
@@ -83,10 +87,8 @@ class DeviceFmmVjp:
             self._nodes, self._stride = max(nodes, self._nodes), max(stride, self._stride)
             size = self._nodes * self._stride
             self._local_bar = context.empty(size, solver.expansion, "adjoint.fmm_locals")
-            self._multipole_bar = context.empty(size, solver.expansion, "adjoint.fmm_multipoles")
             self._centre_bar = context.empty(3 * self._nodes, solver.accum, "adjoint.fmm_centres")
         if bodies > self._bodies:
-            self._far_bar = context.empty(4 * bodies, solver.accum, "adjoint.fmm_bodies")
             self._sorted_bar = context.empty((bodies, 4), solver.dtype, "adjoint.fmm_bodies")
             self._bodies = bodies
 
@@ -100,9 +102,13 @@ class DeviceFmmVjp:
         self._reserve(e.slots, e.defines["MULTIPOLE_STRIDE"], count)
         solver, tree, lists = self.solver, e.tree, e.lists
         state, width = e.state, launch_size(e.slots, ITEM_GROUP)
-        local_bar, multipole_bar, centre_bar = self._local_bar, self._multipole_bar, self._centre_bar
+        # The multipoles' cotangents have M2L's output's rows, as the local expansions do, which
+        # only vjp_l2p and vjp_l2l read: the M2L transpose then writes over them (the queue
+        # runs in order), as a cotangent array of their own would take 25 bytes a body at
+        # order 7.
+        local_bar, multipole_bar, centre_bar = self._local_bar, e.local, self._centre_bar
         events = [k["vjp_l2p"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,
-                                      e.centre, e.local, self._sorted_bar, local_bar, centre_bar, self._far_bar)]
+                                      e.centre, e.local, self._sorted_bar, local_bar, centre_bar, out)]
         levels = levels_of(e.levels)
         cells = [level for level in levels if level < MORTON_LEVELS]
         for level in reversed(cells):
@@ -118,14 +124,14 @@ class DeviceFmmVjp:
         for level in cells:
             events.append(k["vjp_m2m"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
                                               e.centre, e.multipole, multipole_bar, centre_bar))
-        events.append(k["vjp_p2m"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, e.centre,
-                                          multipole_bar, centre_bar, self._far_bar))
+        events.append(k["vjp_p2m"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order,
+                                          e.centre, multipole_bar, centre_bar, out))
         parts = (self._part_value, self._part_index, self._part_sum)
         events.append(k["vjp_cube_parts"].launch(CUBE_GROUP * CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order,
                                                  np.int32(count), e.shape, centre_bar, *parts))
         events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, *parts, self._cube_bar, self._cube_index))
         events.append(k["vjp_p2p"].launch(e.slots * P2P_VJP_GROUP, P2P_VJP_GROUP, tree.body, state, tree.nodes,
                                           lists.p2p_start, lists.p2p_source, tree.order, self._sorted_bar,
-                                          solver.dtype.type(solver.softening ** 2), self._far_bar,
+                                          solver.dtype.type(solver.softening ** 2),
                                           self._cube_bar, self._cube_index, out))
         return events

@@ -100,10 +100,12 @@ class DeviceLatticeRun:
                    context.upload(v_bar, "adjoint.velocities"),
                    context.upload(m_bar, "adjoint.masses"))
         x_dev, v_dev, m_dev = adjoint
-        cotangent = context.zeros((self.padded, 4), self.solver.dtype, "adjoint.cotangents")
         # The VJP's rows go where the accelerations were: the kick has read them, and the
-        # next step's evaluation writes them again (the queue runs in order).
+        # next step's evaluation writes them again (the queue runs in order). A solver whose
+        # VJP runs in place takes its cotangent rows there too.
         vjp = self.acc
+        cotangent = vjp if self.solver.vjp_in_place else context.zeros(
+            (self.padded, 4), self.solver.dtype, "adjoint.cotangents")
         self._left.upload(np.full(2, NONE_LEFT, np.int32))
         for done in range(1, steps + 1):
             self._in_flight.admit()

@@ -35,6 +35,7 @@ STATIC_LOCAL_BYTES = 48 * 1024
 class GpuDirectSolver(GpuSolver):
     name = "gpu-direct"
     step_graphs = True  # one kernel launch: nothing comes back to the host
+    vjp_in_place = False  # each target's row gathers every body's cotangent
 
     def __init__(self, *, precision, softening, device, tile_size, targets):
         super().__init__(precision=precision, softening=softening, device=device,

@@ -160,6 +160,9 @@ class GpuFmmSolver(GpuSolver):
     name = "gpu-fmm"
     # The accuracy table's variants and angles, as cpu-fmm's (the same lists, the same errors).
     accuracy_variants = ACCURACY_VARIANTS
+    # vjp_l2p reads a body's cotangent row and then writes its far field there; the pair pass
+    # reads the key-ordered copy
+    vjp_in_place = True
 
     @classmethod
     def accuracy_thetas(cls, variant: dict) -> tuple[float, ...]:
@@ -196,6 +199,7 @@ class GpuFmmSolver(GpuSolver):
         self._stage_events: dict[str, list[KernelEvent]] = {}
         self._info: dict = {}
         self._last = None  # the last evaluation's tree, interaction lists and their pair counts
+        self._locals_spent = False  # a VJP has written over the last evaluation's local expansions
         # Planned evaluations replayed from a CUDA graph (docs/fmm-tuning-log.md#0192): the second in a row
         # with the same key (``_replay_key``) is captured, later ones replay it.
         self.replay = True
@@ -281,6 +285,7 @@ class GpuFmmSolver(GpuSolver):
 
     def launch_accelerations(self, body: DeviceArray, out: DeviceArray, count: int, *,
                              potential: bool) -> list[KernelEvent]:
+        self._locals_spent = False
         theta = self.setting.theta(count)
         if self.setting.variant(count)["order"] != self.order:
             self._use_order(self.setting.variant(count)["order"])
@@ -450,10 +455,14 @@ class GpuFmmSolver(GpuSolver):
         ``count`` rows), its tree, lists and centres held fixed, on the device
         (``kernels/fmm_vjp.cl``): for the cotangent rows ``cotangent`` (padded ``real4`` rows
         (abar_x, abar_y, abar_z, pbar) in the caller's order; pbar read only with
-        ``potential``), write (pos_bar, mass_bar) rows into ``out``."""
+        ``potential``), write (pos_bar, mass_bar) rows into ``out`` (``cotangent`` itself, if
+        the caller likes)."""
         if self._last is None or self._last[0].count != count:
             raise InvalidInputError("gpu-fmm's VJP is that of its last evaluation, of the same "
                                     f"{count} bodies: evaluate them first")
+        if self._locals_spent:
+            raise InvalidInputError("gpu-fmm's VJP writes over its evaluation's local expansions, "
+                                    "so an evaluation has one VJP: evaluate the bodies again")
         if self._vjp is None:
             self._vjp = DeviceFmmVjp(self)
         tree, lists, _, _ = self._last
@@ -462,6 +471,7 @@ class GpuFmmSolver(GpuSolver):
                                    multipole=self._multipole, local=self._local, defines=self._defines(potential),
                                    schedule=self._m2l_pass[1], shift=self._m2l_pass[2],
                                    m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field))
+        self._locals_spent = True
         return self._vjp.launch(evaluation, cotangent, out, count, potential=potential)
 
     def kernel_resources(self) -> dict[str, dict[str, int]]:

@@ -12,8 +12,10 @@
  *   vjp_l2p     per leaf: L2P transposed, Lbar(leaf) = sum over its bodies of the cotangents
  *               expanded about its centre (a P2M of vector sources), and each body's offset's
  *               cotangent (the local expansion's second derivatives dotted with a_bar), which
- *               moves the body and, negated, the leaf's centre; every other node's centre
- *               cotangent starts at zero; the bodies' cotangent rows copied into key order;
+ *               moves the body and, negated, the leaf's centre, written as the body's row of
+ *               the output (its far-field cotangents start there); every other node's
+ *               centre cotangent starts at zero; the bodies' cotangent rows copied into key
+ *               order;
  *   vjp_l2l     per cell level, deepest first, per internal node: L2L transposed, the
  *               children's Lsbar shifted up (upward's signed M2M), and the shifts' offsets'
  *               cotangents to the child's and the node's centres;
@@ -21,14 +23,16 @@
  *               transposed: its matrix D_{k+n}(z_i - z_j) is symmetric and the lists hold each
  *               pair both ways, so Mbar_k(i) = sum_j sum_n D_{k+n}(z_i - z_j) Lsbar_n(j) is M2L
  *               with Lsbar as the sources (the reversed pair's D(z_j - z_i) = (-1)^|k+n|
- *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar);
+ *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar), written
+ *               over the evaluation's L, which only vjp_l2p and vjp_l2l read;
  *   vjp_m2l     per node (M2L_LANES work-items, in M2L's schedule), over its M2L list: the
  *               pairs' offsets' cotangents to node i's centre, as target and as source
  *               (_fmm_code.py's m2l_gradient, D to order p + 1);
  *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
  *               shifted down into each child's (L2L's form), the offsets' cotangents;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
- *               position cotangent m grad (an L2P of Mbar), its negation to the centre;
+ *               position cotangent m grad (an L2P of Mbar), added to its row of the output,
+ *               its negation to the centre;
  *   vjp_cube    in two stages (CUBE_GROUP groups' partial results, then one group's fold of
  *               them): the centres' cotangents to the cube's extreme particles
  *               (z = lo + shape / 2^22 side: lo_bar = sum of the centres' cotangents,
@@ -38,15 +42,19 @@
  *   vjp_p2p     per leaf, a work-item a target: P2P transposed over its own leaf and its P2P
  *               leaves (softened_pair.cl's pair_vjp_term, direct_vjp.cl's pair: the lists hold
  *               each pair both ways, so each body gathers its own sum), plus the far field's
- *               and the cube's cotangents of the body, written at its caller index.
+ *               (its row of the output so far) and the cube's cotangents of the body, written
+ *               at its caller index.
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
  * in a fixed order (bodies in key order, children in order, lists in order; vjp_m2l's lanes
  * and M2L as fmm.cl's m2l says); the one value two work-items of a launch could both write, a child's centre
  * cotangent in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run
  * strided over fixed work-items and fold in a fixed tree. No atomics: every run gives the same
  * bits.
- * Precision: expansions' cotangents in `expansion`, centres' and bodies' far-field cotangents in
- * `accum`, pair sums in `real` (the solver's precision, as direct_vjp.cl).
+ * Precision: expansions' cotangents in `expansion`, centres' cotangents in `accum`, pair sums
+ * and the bodies' far-field cotangents in `real` (the solver's precision, as direct_vjp.cl and
+ * the output rows): the far field's two terms of a body are held in its output row between
+ * the kernels rather than in an `accum` array of their own, 8 bytes a body of f32 rather than
+ * 32 (in the gradient's peak device memory, issue 43).
  * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group and its first stage's count of
  * groups, a power of two), P2P_VJP_GROUP
  * (vjp_p2p's), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,
@@ -89,12 +97,14 @@ DEVICE void body_monomials(const real4 b, GLOBAL const accum* RESTRICT centre, c
 
 /* Also copies each body's cotangent row into key order (`sorted_bar`, phi_bar 0 without
  * WITH_POTENTIAL), for vjp_p2p. */
+/* `cotangent` and `out` may be one array (not RESTRICT): a body's row is read before it is
+ * written, by the one work-item of its leaf. */
 KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                     GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
-                    GLOBAL const real4* RESTRICT cotangent, GLOBAL const accum* RESTRICT centre,
+                    GLOBAL const real4* cotangent, GLOBAL const accum* RESTRICT centre,
                     GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT sorted_bar,
                     GLOBAL expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar,
-                    GLOBAL accum* RESTRICT far_bar) {
+                    GLOBAL real4* out) {
   const int i = GLOBAL_ID;
   if (i >= (int)state[STATE_NODES]) return;
   accum own[3] = {0, 0, 0};
@@ -103,15 +113,14 @@ KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RE
     for (int q = 0; q < TERMS; ++q) Lbar[q] = 0;
     const uint end = nodes[i].first + nodes[i].count;
     for (uint p = nodes[i].first; p < end; ++p) {
-      const real4 bar = body_cotangent(cotangent, order[p]);
+      const uint k = order[p];
+      const real4 bar = body_cotangent(cotangent, k);
       sorted_bar[p] = bar;
       body_monomials(body[p], centre, i, t);
       l2p_vjp(t, field + (ulong)i * TERMS, (expansion)bar.x, (expansion)bar.y, (expansion)bar.z,
               (expansion)bar.w, Lbar, g);
-      for (int a = 0; a < 3; ++a) {
-        far_bar[4 * (ulong)p + a] = (accum)g[a];
-        own[a] -= (accum)g[a];
-      }
+      out[k] = MAKE_REAL4((real)g[0], (real)g[1], (real)g[2], 0);
+      for (int a = 0; a < 3; ++a) own[a] -= (accum)g[a];
     }
     unsign(Lbar);
     for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = Lbar[q];
@@ -215,9 +224,9 @@ KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL c
 }
 
 KERNEL void vjp_p2m(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
-                    GLOBAL const real4* RESTRICT body, GLOBAL const accum* RESTRICT centre,
-                    GLOBAL const expansion* RESTRICT multipole_bar, GLOBAL accum* RESTRICT centre_bar,
-                    GLOBAL accum* RESTRICT far_bar) {
+                    GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
+                    GLOBAL const accum* RESTRICT centre, GLOBAL const expansion* RESTRICT multipole_bar,
+                    GLOBAL accum* RESTRICT centre_bar, GLOBAL real4* RESTRICT out) {
   const int i = GLOBAL_ID;
   if (i >= (int)state[STATE_NODES] || !vjp_leaf(nodes, i)) return;
   expansion t[TERMS], f[4];
@@ -227,12 +236,15 @@ KERNEL void vjp_p2m(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RE
     const real4 b = body[p];
     body_monomials(b, centre, i, t);
     l2p(t, multipole_bar + (ulong)i * TERMS, f);
+    const uint k = order[p];
+    const real4 far = out[k];
+    accum pull[3];
     for (int a = 0; a < 3; ++a) {
-      const accum pull = (accum)b.w * (accum)f[a];
-      far_bar[4 * (ulong)p + a] += pull;
-      own[a] -= pull;
+      pull[a] = (accum)b.w * (accum)f[a];
+      own[a] -= pull[a];
     }
-    far_bar[4 * (ulong)p + 3] = -(accum)f[3];
+    out[k] = MAKE_REAL4((real)((accum)far.x + pull[0]), (real)((accum)far.y + pull[1]),
+                        (real)((accum)far.z + pull[2]), (real)(-(accum)f[3]));
   }
   for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
 }
@@ -362,7 +374,7 @@ KERNEL LAUNCH_BOUNDS(P2P_VJP_GROUP, 1)
 void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state,
              GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
              GLOBAL const uint* RESTRICT p2p_source, GLOBAL const uint* RESTRICT order,
-             GLOBAL const real4* RESTRICT cotangent, const real eps2, GLOBAL const accum* RESTRICT far_bar,
+             GLOBAL const real4* RESTRICT cotangent, const real eps2,
              GLOBAL const accum* RESTRICT cube_bar, GLOBAL const int* RESTRICT cube_index,
              GLOBAL real4* RESTRICT out) {
   LOCAL real4 tile_body[P2P_VJP_GROUP];
@@ -394,9 +406,10 @@ void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT stat
       }
     }
     if (!active) continue;
-    accum row[4] = {(accum)sum.x + far_bar[4 * (ulong)p], (accum)sum.y + far_bar[4 * (ulong)p + 1],
-                    (accum)sum.z + far_bar[4 * (ulong)p + 2], (accum)sum.w + far_bar[4 * (ulong)p + 3]};
     const int k = (int)order[p];
+    const real4 far = out[k];
+    accum row[4] = {(accum)sum.x + (accum)far.x, (accum)sum.y + (accum)far.y, (accum)sum.z + (accum)far.z,
+                    (accum)sum.w + (accum)far.w};
     for (int a = 0; a < 3; ++a) {
       if (k == cube_index[a]) row[a] += cube_bar[a] - cube_bar[3 + a];
       if (k == cube_index[3 + a]) row[a] += cube_bar[3 + a];

@@ -129,6 +129,58 @@ def test_the_device_vjp_gives_the_same_bits_each_call(device, precision):
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_device_vjp_in_place_gives_the_bits_of_a_separate_output(device):
+    """gpu-fmm's VJP may write its rows over its cotangents (``vjp_in_place``, as the
+    reversible run and force_vjp use it): each row is read before it is written."""
+    from orrery.engine.solvers._device_state import pack, padded_count
+
+    n = 500
+    p = ics.plummer(n, seed=9)
+    solver = _gpu_fmm(device, "f32", **SETTING)
+    assert solver.vjp_in_place
+    context, dtype = solver.context, solver.dtype
+    padded = padded_count(n, solver.padding_for(n))
+    body = context.upload(pack(p.pos, p.mass, padded, dtype), "bodies.rows")
+    acc = context.empty((padded, 4), dtype, "accelerations.rows")
+    solver.launch_accelerations(body, acc, n, potential=True)
+    rng = np.random.default_rng(5)
+    rows = pack(rng.normal(size=(n, 3)), rng.normal(size=n), padded, dtype)
+    cotangent = context.upload(rows, "adjoint.cotangents")
+    separate = context.empty((padded, 4), dtype, "adjoint.cotangents")
+    solver.launch_vjp(body, cotangent, separate, n, potential=True)
+    solver.launch_accelerations(body, acc, n, potential=True)  # an evaluation has one VJP
+    in_place = context.upload(rows, "adjoint.cotangents")
+    solver.launch_vjp(body, in_place, in_place, n, potential=True)
+    np.testing.assert_array_equal(cotangent.download(), rows)  # a separate output leaves it
+    np.testing.assert_array_equal(in_place.download()[:n], separate.download()[:n])
+    assert np.abs(separate.download()[:n, 3]).max() > 0
+
+
+def test_an_evaluation_has_one_vjp(device):
+    """The VJP writes the multipoles' cotangents over the evaluation's local expansions: a
+    second VJP of the same evaluation is refused, and one after evaluating again is the first's."""
+    from orrery.engine.errors import InvalidInputError
+    from orrery.engine.solvers._device_state import pack, padded_count
+
+    n = 300
+    p = ics.plummer(n, seed=4)
+    solver = _gpu_fmm(device, "f32", **SETTING)
+    context, dtype = solver.context, solver.dtype
+    padded = padded_count(n, solver.padding_for(n))
+    body = context.upload(pack(p.pos, p.mass, padded, dtype), "bodies.rows")
+    acc = context.empty((padded, 4), dtype, "accelerations.rows")
+    cotangent = context.upload(pack(np.ones((n, 3)), None, padded, dtype), "adjoint.cotangents")
+    rows = []
+    for _ in range(2):
+        solver.launch_accelerations(body, acc, n, potential=False)
+        out = context.empty((padded, 4), dtype, "adjoint.cotangents")
+        solver.launch_vjp(body, cotangent, out, n, potential=False)
+        rows.append(out.download()[:n])
+    with pytest.raises(InvalidInputError, match="one VJP"):
+        solver.launch_vjp(body, cotangent, out, n, potential=False)
+    np.testing.assert_array_equal(rows[0], rows[1])
+
+
 def test_gpu_fmms_vjp_is_cpu_fmms_over_the_same_lists(device):
     p = ics.plummer(400, seed=8)
     gpu = _gpu_fmm(device, "f64", **SETTING)
