@@ -1,7 +1,7 @@
 """gpu-fmm's force VJP on its device (``kernels/fmm_vjp.cl``, docs/adr/0326): the reverse passes
 over the last evaluation's tree, lists, centres and expansions, held fixed, and the arrays of
-cotangents they fill (a node's local cotangents, centre cotangents, the bodies' cotangent rows
-in key order and the cube's), kept between calls and grown as the trees grow. Two take no array
+cotangents they fill (a node's local cotangents, its centre's cotangents and the cube's side's
+from its M2L terms, the bodies' cotangent rows in key order and the cube's), kept between calls and grown as the trees grow. Two take no array
 of their own: the bodies' far-field cotangents are summed in the output's rows, and the nodes'
 multipole cotangents are written over the evaluation's local expansions once the transposed
 L2P and L2L have read them (so an evaluation has one VJP).
@@ -88,6 +88,7 @@ class DeviceFmmVjp:
             size = self._nodes * self._stride
             self._local_bar = context.empty(size, solver.expansion, "adjoint.fmm_locals")
             self._centre_bar = context.empty(3 * self._nodes, solver.accum, "adjoint.fmm_centres")
+            self._side_bar = context.empty(self._nodes, solver.accum, "adjoint.fmm_centres")
         if bodies > self._bodies:
             self._sorted_bar = context.empty((bodies, 4), solver.dtype, "adjoint.fmm_bodies")
             self._bodies = bodies
@@ -118,9 +119,9 @@ class DeviceFmmVjp:
         events.append(e.m2l(local_bar, multipole_bar))
         lanes, group = e.defines["M2L_LANES"], e.defines["M2L_GROUP"]
         events.append(k["vjp_m2l"].launch(launch_size(e.slots * lanes, group), group, state, e.shift, e.schedule,
-                                          lists.m2l_start, lists.m2l_source, e.centre,
+                                          lists.m2l_start, lists.m2l_source, e.centre, e.shape,
                                           solver.expansion.type(solver.softening ** 2), e.multipole, local_bar,
-                                          centre_bar))
+                                          self._side_bar))
         for level in cells:
             events.append(k["vjp_m2m"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
                                               e.centre, e.multipole, multipole_bar, centre_bar))
@@ -128,7 +129,7 @@ class DeviceFmmVjp:
                                           e.centre, multipole_bar, centre_bar, out))
         parts = (self._part_value, self._part_index, self._part_sum)
         events.append(k["vjp_cube_parts"].launch(CUBE_GROUP * CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order,
-                                                 np.int32(count), e.shape, centre_bar, *parts))
+                                                 np.int32(count), e.shape, centre_bar, self._side_bar, *parts))
         events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, *parts, self._cube_bar, self._cube_index))
         events.append(k["vjp_p2p"].launch(e.slots * P2P_VJP_GROUP, P2P_VJP_GROUP, tree.body, state, tree.nodes,
                                           lists.p2p_start, lists.p2p_source, tree.order, self._sorted_bar,

@@ -24,12 +24,10 @@ The VJP's operators (``fmm_vjp.cl`` says where each runs), with pairs (k, n) of 
 - ``shift_gradient``: ``g_a = sum_pairs Y_s X_k t_{n - e_a}``, the gradient in a shift's offset
   of ``sum Y_s X_k t_n``: L2L's (Y the parent's local expansion, X the child's cotangent) and
   M2M's (Y the parent's multipole cotangent, X the child's multipole);
-- ``m2l_gradient``: over node i's M2L pair with node j (``R = z_i - z_j``, ``D_m = d^m (1/r)`` to
-  order p + 1), the pair's offset's cotangent as it moves node i's centre, i as the target of j
-  and as its source (each pair is in both lists; ``D(-R) = (-1)^|m| D(R)``):
-  ``g_a += sum_m W_m D_{m + e_a}(R)``, ``W_m = sum_{k+n=m} Lbar_i,k S_j,n + Lsbar_j,k M_i,n``,
-  with S and Lsbar the signed multipole and local cotangent (``(-1)^|n|`` times M and Lbar);
-  M2L's own transpose is M2L itself (``fmm_vjp.cl``);
+- ``m2l_gradient``: the gradient in the offset ``R = z_i - z_j`` of node i's M2L term from node
+  j (``D_m = d^m (1/r)`` to order p + 1): ``g_a = sum_m W_m D_{m + e_a}(R)``, ``W_m =
+  sum_{k+n=m} Lbar_i,k S_j,n``, with S the signed multipole (``(-1)^|n|`` times M); M2L's own
+  transpose is M2L itself (``fmm_vjp.cl``);
 - ``unsign``: ``S_n -> (-1)^|n| S_n`` (a signed multipole to M, a signed cotangent to M's).
 """
 
@@ -210,20 +208,19 @@ def _shift_gradient(tb) -> list[str]:
 
 
 def _m2l_gradient(tb) -> list[str]:
-    """The gradient in the offset of node i's M2L pairs with node j (the module's docstring)."""
+    """The gradient in the offset of node i's M2L term from node j (the module's docstring)."""
     wide = expansion_tables(tb["order"] + 1)  # D to order p + 1: its first terms are order p's
     terms, start, pair_n, pair_sum = tb["terms"], tb["pair_start"], tb["pair_n"], tb["pair_sum"]
     lines = ["DEVICE void m2l_gradient(const expansion rx, const expansion ry, const expansion rz,",
-             "                          const expansion eps2, const expansion* own_bar, const expansion* own,",
-             "                          GLOBAL const expansion* RESTRICT bar, GLOBAL const expansion* RESTRICT source,",
-             "                          expansion* g) {"]
+             "                          const expansion eps2, const expansion* own_bar,",
+             "                          GLOBAL const expansion* RESTRICT source, expansion* g) {"]
     lines += _derivatives(wide)[0]
     products: dict[int, list[str]] = {}
     for k in range(terms):
         for q in range(start[k], start[k + 1]):
-            products.setdefault(int(pair_sum[q]), []).append(
-                f"own_bar[{k}] * source[{pair_n[q]}] + bar[{k}] * own[{pair_n[q]}]")
+            products.setdefault(int(pair_sum[q]), []).append(f"own_bar[{k}] * source[{pair_n[q]}]")
     plus = [wide[f"plus_one_{a}"] for a in range(3)]
+    lines += [f"  g[{a}] = 0;" for a in range(3)]
     for m in range(terms):  # each W_m used at once: few of them live
         lines.append(f"  {{ const expansion w = {_sum(products[m])};")
         lines += [f"    g[{a}] += w * d{plus[a][m]};" for a in range(3)]

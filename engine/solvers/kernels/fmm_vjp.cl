@@ -26,8 +26,14 @@
  *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar), written
  *               over the evaluation's L, which only vjp_l2p and vjp_l2l read;
  *   vjp_m2l     per node (M2L_LANES work-items, in M2L's schedule), over its M2L list: the
- *               pairs' offsets' cotangents to node i's centre, as target and as source
- *               (_fmm_code.py's m2l_gradient, D to order p + 1);
+ *               cube's side's cotangent from node i's terms (_fmm_code.py's m2l_gradient, D
+ *               to order p + 1, the gradient g in the offset R = z_i - z_j). A centre is
+ *               lo + shape side / 2^(MORTON_LEVELS + 1), so R moves with the side alone (lo
+ *               moves both ends alike): each term gives g . (shape_i - shape_j) /
+ *               2^(MORTON_LEVELS + 1), summed into the node's side_bar, which vjp_cube adds
+ *               to the side's; node j's term from node i is in j's list, and j's to count.
+ *               (Each node's centre cotangents, i as target and as source, summed to the same
+ *               two sums, cost twice the contractions and two rows of terms a work-item.)
  *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
  *               shifted down into each child's (L2L's form), the offsets' cotangents;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
@@ -70,11 +76,10 @@ DEVICE void l2p_vjp(const expansion* t, GLOBAL const expansion* RESTRICT L, cons
 /* g = d/dv of sum_{k+n=s} Y_s X_k t_n(v): a shift's offset's cotangent */
 DEVICE void shift_gradient(const expansion* t, GLOBAL const expansion* RESTRICT Y,
                            const expansion* X, expansion* g);
-/* g += node i's centre's cotangent from its M2L pair with node j at R = z_i - z_j (own_bar, own:
- * node i's unsigned local cotangent and multipole; bar, source: node j's signed ones) */
+/* g = the gradient in R = z_i - z_j of node i's M2L term from node j (own_bar: node i's unsigned
+ * local cotangent; source: node j's signed multipole) */
 DEVICE void m2l_gradient(const expansion rx, const expansion ry, const expansion rz, const expansion eps2,
-                         const expansion* own_bar, const expansion* own, GLOBAL const expansion* RESTRICT bar,
-                         GLOBAL const expansion* RESTRICT source, expansion* g);
+                         const expansion* own_bar, GLOBAL const expansion* RESTRICT source, expansion* g);
 /* S_n -> (-1)^|n| S_n */
 DEVICE void unsign(expansion* S);
 
@@ -166,37 +171,35 @@ KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL c
 /* M2L_LANES work-items a node, the nodes in M2L's schedule (longest list first, as m2l takes
  * them, so that a sub-group's lanes run lists of like lengths): work-item k of a node takes its
  * list's entries k, k + M2L_LANES, ..., and the node's lanes (of one sub-group) add their
- * partial gradients by a butterfly of shuffles (a + b and b + a are the same bits, so the sum is
- * fixed by the list alone). */
+ * partial sums by a butterfly of shuffles (a + b and b + a are the same bits, so the sum is
+ * fixed by the list alone). The shapes' differences are whole numbers below 2^24: exact in
+ * `expansion`. */
 KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, const int shift, GLOBAL const ulong* RESTRICT schedule,
                     GLOBAL const uint* RESTRICT m2l_start, GLOBAL const uint* RESTRICT m2l_source,
-                    GLOBAL const accum* RESTRICT centre, const expansion eps2, GLOBAL const expansion* RESTRICT multipole,
-                    GLOBAL const expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar) {
+                    GLOBAL const accum* RESTRICT centre, GLOBAL const accum* RESTRICT shape, const expansion eps2,
+                    GLOBAL const expansion* RESTRICT multipole, GLOBAL const expansion* RESTRICT local_bar,
+                    GLOBAL accum* RESTRICT side_bar) {
   /* every lane of a sub-group reaches every shuffle: no return before the last */
   const int slot = GLOBAL_ID / M2L_LANES, lane = LOCAL_ID % M2L_LANES;
   const int node_count = (int)state[STATE_NODES];
   if (node_count == 0) return; /* every work-item alike */
   const bool active = slot < node_count;
   const uint i = active ? (uint)(schedule[slot] & ((1UL << shift) - 1)) : 0;
-  expansion own_bar[TERMS], own[TERMS], g[3] = {0, 0, 0};
-  for (int q = 0; q < TERMS; ++q) {
-    own_bar[q] = local_bar[(ulong)i * MULTIPOLE_STRIDE + q];
-    own[q] = multipole[(ulong)i * MULTIPOLE_STRIDE + q];
-  }
+  expansion own_bar[TERMS], g[3], side = 0;
+  for (int q = 0; q < TERMS; ++q) own_bar[q] = local_bar[(ulong)i * MULTIPOLE_STRIDE + q];
   unsign(own_bar);
-  unsign(own);
   const accum z0 = centre[3 * i], z1 = centre[3 * i + 1], z2 = centre[3 * i + 2];
+  const accum h0 = shape[4 * i], h1 = shape[4 * i + 1], h2 = shape[4 * i + 2];
   const uint end = active ? m2l_start[i + 1] : 0;
   for (uint s = m2l_start[i] + (uint)lane; s < end; s += M2L_LANES) {
     const uint j = m2l_source[s];
     m2l_gradient((expansion)(z0 - centre[3 * j]), (expansion)(z1 - centre[3 * j + 1]),
-                 (expansion)(z2 - centre[3 * j + 2]), eps2, own_bar, own, local_bar + (ulong)j * MULTIPOLE_STRIDE,
-                 multipole + (ulong)j * MULTIPOLE_STRIDE, g);
+                 (expansion)(z2 - centre[3 * j + 2]), eps2, own_bar, multipole + (ulong)j * MULTIPOLE_STRIDE, g);
+    side += g[0] * (expansion)(h0 - shape[4 * j]) + g[1] * (expansion)(h1 - shape[4 * j + 1]) +
+            g[2] * (expansion)(h2 - shape[4 * j + 2]);
   }
-  for (int mask = 1; mask < M2L_LANES; mask <<= 1)
-    for (int a = 0; a < 3; ++a) g[a] += SUBGROUP_SHUFFLE_XOR(g[a], mask);
-  if (active && lane == 0)
-    for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] += (accum)g[a];
+  for (int mask = 1; mask < M2L_LANES; mask <<= 1) side += SUBGROUP_SHUFFLE_XOR(side, mask);
+  if (active && lane == 0) side_bar[i] = (accum)side / (accum)(2 << MORTON_LEVELS);
 }
 
 KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
@@ -284,7 +287,8 @@ DEVICE void fold_cube(LOCAL_ARG accum* value, LOCAL_ARG uint* index, LOCAL_ARG a
 KERNEL LAUNCH_BOUNDS(CUBE_GROUP, 1)
 void vjp_cube_parts(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTRICT body,
                     GLOBAL const uint* RESTRICT order, const int count, GLOBAL const accum* RESTRICT shape,
-                    GLOBAL const accum* RESTRICT centre_bar, GLOBAL accum* RESTRICT part_value,
+                    GLOBAL const accum* RESTRICT centre_bar, GLOBAL const accum* RESTRICT side_bar,
+                    GLOBAL accum* RESTRICT part_value,
                     GLOBAL uint* RESTRICT part_index, GLOBAL accum* RESTRICT part_sum) {
   LOCAL accum value[CUBE_GROUP * 6];
   LOCAL uint index[CUBE_GROUP * 6];
@@ -308,12 +312,14 @@ void vjp_cube_parts(GLOBAL const uint* RESTRICT state, GLOBAL const real4* RESTR
   }
   accum own[4] = {0, 0, 0, 0};
   const int nodes = (int)state[STATE_NODES];
-  for (int i = GLOBAL_ID; i < nodes; i += GLOBAL_SIZE)
+  for (int i = GLOBAL_ID; i < nodes; i += GLOBAL_SIZE) {
     for (int a = 0; a < 3; ++a) {
       const accum bar = centre_bar[3 * i + a];
       own[a] += bar;
       own[3] += bar * (shape[4 * i + a] / (accum)(2 << MORTON_LEVELS));
     }
+    own[3] += side_bar[i];
+  }
   for (int e = 0; e < 6; ++e) {
     value[6 * lane + e] = best[e];
     index[6 * lane + e] = best_index[e];
