@@ -378,13 +378,19 @@ class Hub:
         if scene.show(frame, sample_labels(self.source.population, frame.count)):
             self._upload_seconds.append(time.perf_counter() - started)
             self._frame_seen = time.time()
+        # Every due viewer's picture is drawn and its readback started before the first is
+        # waited for: one wait for the GPU a turn (behind the run's kernels, where they share
+        # it), not one a viewer.
+        drawn = []
         for viewer in due:
             try:
-                self._picture(ctx, scene, viewer, frame)
+                drawn.append(self._picture(ctx, scene, viewer, frame))
             except OrreryError as error:  # this viewer's settings cannot be drawn: say so
                 viewer.send(json.dumps({"type": "error", "message": str(error)}))
                 viewer.changed = False
                 viewer.next_due = time.monotonic() + 1.0
+        for finish in drawn:
+            finish()
 
     def _quiet_seconds(self, now: float, frame) -> float:
         """How long nothing is to be drawn unless news comes (a new frame, a viewer's
@@ -401,7 +407,10 @@ class Hub:
                                      and viewer.next_due > now]
         return max(min(until) - now, 0.0)
 
-    def _picture(self, ctx, scene, viewer: Viewer, frame) -> None:
+    def _picture(self, ctx, scene, viewer: Viewer, frame) -> Callable[[], None]:
+        """Draw ``viewer``'s picture of ``frame`` and start its readback; the function returned
+        takes the picture (waiting for the GPU where it converted it) and hands it to the
+        viewer's encode thread."""
         represents = represented_count(frame.count, self.source.population)
         with viewer.lock:
             run = (represents, self.source.population_names)
@@ -458,12 +467,11 @@ class Hub:
                 if viewer.yuv420 is None:
                     viewer.yuv420 = Yuv420Pass(ctx, viewer._colour, size)
                 viewer.yuv420.submit()
-                picture = viewer.yuv420.collect()
             else:
                 pixels = viewer.target.read(components=3, alignment=1)
                 picture = np.ascontiguousarray(
                     np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1])
-        viewer.draw_seconds.append(time.perf_counter() - started)
+        drawing = time.perf_counter() - started
         viewer.sent += 1
         viewer.shown = frame.sequence
         now = time.monotonic()
@@ -492,7 +500,15 @@ class Hub:
             viewer.bytes_sent.append((sent, len(payload)))
             viewer.send(pack_picture(kind, sequence, made, input_sequence, frame.step, payload))
 
-        viewer.encoding.submit(encode_and_send)
+        def finish() -> None:
+            nonlocal picture
+            started = time.perf_counter()
+            if picture is None:  # converted on the GPU: its readback is under way
+                picture = viewer.yuv420.collect()
+            viewer.draw_seconds.append(drawing + time.perf_counter() - started)
+            viewer.encoding.submit(encode_and_send)
+
+        return finish
 
     def _send_stats(self) -> None:
         viewers = self.viewers

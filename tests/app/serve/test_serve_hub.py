@@ -216,6 +216,34 @@ def test_each_viewer_turns_its_own_camera(hub):
     assert np.array_equal(two.latest()[3], before_two)
 
 
+def test_viewers_converted_on_the_gpu_in_one_turn_each_get_their_own_picture(monkeypatch):
+    """Every due viewer's picture is drawn and its readback started before the first is
+    collected: each H.264 viewer still gets the picture of its own camera, the other's
+    unchanged."""
+    from orrery.app.render import Renderer
+    from orrery.app.serve import _hub
+
+    monkeypatch.setattr(Renderer, "host_picture", lambda renderer, tone, **options: None)
+    monkeypatch.setattr(_hub, "is_software", lambda ctx: False)
+    hub = Hub(SimulationRunner(RunSettings(scenario="plummer", n=600, solver="cpu-direct")))
+    try:
+        hub.source.pause()
+        one, two = Client(hub, codec="h264"), Client(hub, codec="h264")
+        wait_for(lambda: one.count() and two.count(), what="first pictures")
+        time.sleep(0.3)
+        before_one, before_two = one.latest()[3], two.latest()[3]
+        assert np.abs(before_one - before_two).mean() < 3  # one camera, one picture
+        one.say({"type": "camera", "action": "orbit", "dx": 200, "dy": 50, "input": 1})
+        two.say({"type": "camera", "action": "zoom", "steps": 4, "input": 1})
+        wait_for(lambda: one.latest()[1] >= 1 and two.latest()[1] >= 1, what="the turned pictures")
+        turned, zoomed = one.latest()[3], two.latest()[3]
+        assert np.abs(turned - before_one).mean() > 0.5
+        assert np.abs(zoomed - before_two).mean() > 0.5
+        assert np.abs(turned - zoomed).mean() > 0.5
+    finally:
+        hub.close()
+
+
 def test_a_look_control_changes_only_that_viewers_pictures(hub):
     hub.source.pause()
     one, two = Client(hub), Client(hub)
