@@ -59,8 +59,8 @@
  * Precision: expansions' cotangents in `expansion`, centres' cotangents in `accum`, pair sums
  * and the bodies' far-field cotangents in `real` (the solver's precision, as direct_vjp.cl and
  * the output rows): the far field's two terms of a body are held in its output row between
- * the kernels rather than in an `accum` array of their own, 8 bytes a body of f32 rather than
- * 32 (in the gradient's peak device memory, issue 43).
+ * the kernels, not in an `accum` array of their own (32 bytes a body in float32's gradient,
+ * ADR 0327).
  * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group and its first stage's count of
  * groups, a power of two), P2P_VJP_GROUP
  * (vjp_p2p's), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,

@@ -129,20 +129,30 @@ def test_the_device_vjp_gives_the_same_bits_each_call(device, precision):
         np.testing.assert_array_equal(a, b)
 
 
+def _evaluated_on_device(solver, particles, *, potential):
+    """The solver's bodies and acceleration rows on its device, evaluated once: (body, acc,
+    padded)."""
+    from orrery.engine.solvers._device_state import pack, padded_count
+
+    n, context = particles.n, solver.context
+    padded = padded_count(n, solver.padding_for(n))
+    body = context.upload(pack(particles.pos, particles.mass, padded, solver.dtype), "bodies.rows")
+    acc = context.empty((padded, 4), solver.dtype, "accelerations.rows")
+    solver.launch_accelerations(body, acc, n, potential=potential)
+    return body, acc, padded
+
+
 def test_the_device_vjp_in_place_gives_the_bits_of_a_separate_output(device):
     """gpu-fmm's VJP may write its rows over its cotangents (``vjp_in_place``, as the
     reversible run and force_vjp use it): each row is read before it is written."""
-    from orrery.engine.solvers._device_state import pack, padded_count
+    from orrery.engine.solvers._device_state import pack
 
     n = 500
     p = ics.plummer(n, seed=9)
     solver = _gpu_fmm(device, "f32", **SETTING)
     assert solver.vjp_in_place
     context, dtype = solver.context, solver.dtype
-    padded = padded_count(n, solver.padding_for(n))
-    body = context.upload(pack(p.pos, p.mass, padded, dtype), "bodies.rows")
-    acc = context.empty((padded, 4), dtype, "accelerations.rows")
-    solver.launch_accelerations(body, acc, n, potential=True)
+    body, acc, padded = _evaluated_on_device(solver, p, potential=True)
     rng = np.random.default_rng(5)
     rows = pack(rng.normal(size=(n, 3)), rng.normal(size=n), padded, dtype)
     cotangent = context.upload(rows, "adjoint.cotangents")
@@ -160,15 +170,13 @@ def test_an_evaluation_has_one_vjp(device):
     """The VJP writes the multipoles' cotangents over the evaluation's local expansions: a
     second VJP of the same evaluation is refused, and one after evaluating again is the first's."""
     from orrery.engine.errors import InvalidInputError
-    from orrery.engine.solvers._device_state import pack, padded_count
+    from orrery.engine.solvers._device_state import pack
 
     n = 300
     p = ics.plummer(n, seed=4)
     solver = _gpu_fmm(device, "f32", **SETTING)
     context, dtype = solver.context, solver.dtype
-    padded = padded_count(n, solver.padding_for(n))
-    body = context.upload(pack(p.pos, p.mass, padded, dtype), "bodies.rows")
-    acc = context.empty((padded, 4), dtype, "accelerations.rows")
+    body, acc, padded = _evaluated_on_device(solver, p, potential=False)
     cotangent = context.upload(pack(np.ones((n, 3)), None, padded, dtype), "adjoint.cotangents")
     rows = []
     for _ in range(2):
