@@ -22,9 +22,10 @@ from ._fmm_code import expansion_code, vjp_code
 # vjp_cube's work-group, and the count of groups of its first stage, which read every body and
 # node once between them (one group alone took 2.7 ms of a 15 ms VJP at 2^20 bodies on an H100).
 CUBE_GROUP = 256
-# vjp_p2p's work-group, a leaf's: a work-item a target and a slot of the sources' tile (leaves
-# hold ~30 bodies on a Plummer sphere at the default leaf capacity).
-P2P_VJP_GROUP = 32
+# vjp_p2p is fmm.cl's p2p built with P2P_VJP at the evaluation's P2P defines (its cotangent tile
+# doubles the tile's local memory: 41.5 KiB a group in float64, within CUDA's 48). At the
+# forward's residency (64 registers a thread in float32, no spill) it took 1.76 ms at 2^20 on an
+# H100, where half as many threads a multiprocessor (90 registers) took 1.85.
 VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube_parts", "vjp_cube",
                "vjp_p2p")
 
@@ -75,7 +76,7 @@ class DeviceFmmVjp:
             program = solver.context.build(
                 ["tree_common.cl", "softened_pair.cl", "fmm.cl", "fmm_vjp.cl"], package=__package__, text=text,
                 defines={**defines, "WITH_POTENTIAL": potential, "ZERO_SOFTENING": solver.softening == 0,
-                         "CUBE_GROUP": CUBE_GROUP, "P2P_VJP_GROUP": P2P_VJP_GROUP, **STATE_DEFINES})
+                         "P2P_VJP": True, "CUBE_GROUP": CUBE_GROUP, **STATE_DEFINES})
             self._programs[key] = {name: program.kernel(name) for name in VJP_KERNELS}
         return self._programs[key]
 
@@ -131,8 +132,8 @@ class DeviceFmmVjp:
         events.append(k["vjp_cube_parts"].launch(CUBE_GROUP * CUBE_GROUP, CUBE_GROUP, state, tree.body, tree.order,
                                                  np.int32(count), e.shape, centre_bar, self._side_bar, *parts))
         events.append(k["vjp_cube"].launch(CUBE_GROUP, CUBE_GROUP, *parts, self._cube_bar, self._cube_index))
-        events.append(k["vjp_p2p"].launch(e.slots * P2P_VJP_GROUP, P2P_VJP_GROUP, tree.body, state, tree.nodes,
-                                          lists.p2p_start, lists.p2p_source, tree.order, self._sorted_bar,
-                                          solver.dtype.type(solver.softening ** 2),
-                                          self._cube_bar, self._cube_index, out))
+        group = e.defines["P2P_GROUP"]
+        events.append(k["vjp_p2p"].launch(e.slots * group, group, tree.body, state, tree.nodes, lists.p2p_start,
+                                          lists.p2p_source, solver.dtype.type(solver.softening ** 2), tree.order,
+                                          self._sorted_bar, self._cube_bar, self._cube_index, out))
         return events

@@ -584,7 +584,13 @@ KERNEL void l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const
  * The pairs are exactly the lists' (the own leaf, whose body itself adds nothing, then each
  * listed leaf); the order differs from cpu-fmm's by rounding only.
  * L2P is a kernel of its own (l2p_bodies), so that its monomials (TERMS values a body) do not
- * take registers from this loop. */
+ * take registers from this loop.
+ *   P2P_VJP (fmm_vjp.cl's program): the same kernel is vjp_p2p, P2P transposed. Each source's
+ * cotangent row (`cotangent`, key order) streams beside it in a second tile, a target holds its
+ * own row too, the pair term is softened_pair.cl's pair_vjp_term, and the lane of part 0 passes
+ * the body's sum to fmm_vjp.cl's vjp_p2p_row, which adds the far field's and the cube's
+ * cotangents and stores it. The body itself is always passed as such (pair_vjp_term drops its
+ * potential's term and, without softening, its d = 0). */
 /* The targets of the next batch when `left` of the leaf's `count` bodies are still to sum:
  * P2P_BATCH (P2P_GROUP * P2P_TARGETS) while that many are left; the rest (fewer) in one batch
  * or, where P2P_SPLIT_COST is defined and that saves more than it costs, in two: the largest
@@ -630,16 +636,32 @@ DEVICE uint p2p_batch(const uint count, const uint left) {
 #define P2P_RESIDENT_GROUPS ((REAL_BITS == 32 ? 1024 : 512) / P2P_GROUP)
 /* Stream position `position` is target t itself (the own leaf is the stream's first run), a
  * term to drop where it would not vanish (P2P_MASK_SELF: the potential, or no softening). */
-#ifdef P2P_MASK_SELF
+#if defined(P2P_MASK_SELF) || defined(P2P_VJP)
 #define P2P_SELF(position, t) ((position) == self[t])
 #else
 #define P2P_SELF(position, t) false
 #endif
+#ifdef P2P_VJP
+#define P2P_KERNEL vjp_p2p
+/* fmm_vjp.cl's: the body's row of the output from its pair sum `sum` (its caller index k) */
+DEVICE void vjp_p2p_row(const real4 sum, const uint k, GLOBAL const accum* RESTRICT cube_bar,
+                        GLOBAL const int* RESTRICT cube_index, GLOBAL real4* RESTRICT out);
+#else
+#define P2P_KERNEL p2p
+#endif
 KERNEL LAUNCH_BOUNDS(P2P_GROUP, P2P_RESIDENT_GROUPS)
-void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
-         GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
-         GLOBAL const uint* RESTRICT order, GLOBAL real4* RESTRICT out) {
+void P2P_KERNEL(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                GLOBAL const uint* RESTRICT p2p_start, GLOBAL const uint* RESTRICT p2p_source, const real eps2,
+                GLOBAL const uint* RESTRICT order,
+#ifdef P2P_VJP
+                GLOBAL const real4* RESTRICT cotangent, GLOBAL const accum* RESTRICT cube_bar,
+                GLOBAL const int* RESTRICT cube_index,
+#endif
+                GLOBAL real4* RESTRICT out) {
   LOCAL real4 tile[P2P_TILE];
+#ifdef P2P_VJP
+  LOCAL real4 tile_bar[P2P_TILE]; /* the sources' cotangent rows */
+#endif
   LOCAL uint run_first[P2P_GROUP];   /* the window's runs: first body */
   LOCAL uint run_end[2][P2P_GROUP];  /* the scan's two buffers: bodies up to each run's end */
   LOCAL real4 partial[P2P_TARGETS][P2P_GROUP]; /* each lane's part of its targets' sums */
@@ -660,16 +682,18 @@ void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, G
     /* the lane's targets: places row, row + rows, ... in the batch (self: in the leaf); a place
      * past the batch repeats the batch's first body and is not stored */
     uint self[P2P_TARGETS];
-    real tx[P2P_TARGETS], ty[P2P_TARGETS], tz[P2P_TARGETS];
-    real4 a[P2P_TARGETS];
+    real4 target[P2P_TARGETS], a[P2P_TARGETS];
+#ifdef P2P_VJP
+    real4 own[P2P_TARGETS];
+#endif
 #pragma unroll
     for (int t = 0; t < P2P_TARGETS; ++t) {
       const uint place = row + (uint)t * rows;
       self[t] = base + (place < batch ? place : 0);
-      const real4 target = body[first + self[t]];
-      tx[t] = target.x;
-      ty[t] = target.y;
-      tz[t] = target.z;
+      target[t] = body[first + self[t]];
+#ifdef P2P_VJP
+      own[t] = cotangent[first + self[t]];
+#endif
       a[t] = MAKE_REAL4(0, 0, 0, 0);
     }
     if (window != 0) window = window_runs = window_bodies = 0;
@@ -720,7 +744,11 @@ void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, G
             else low = middle + 1;
           }
           const uint before = low > 0 ? run_end[scanned][low - 1] : 0;
-          tile[filled + slot] = body[run_first[low] + position - before];
+          const uint source = run_first[low] + position - before;
+          tile[filled + slot] = body[source];
+#ifdef P2P_VJP
+          tile_bar[filled + slot] = cotangent[source];
+#endif
         }
         filled += take;
         at += take;
@@ -734,9 +762,16 @@ void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, G
 #pragma unroll 4
         for (uint k = from; k < to; ++k) {
           const real4 source = tile[k];
+#ifdef P2P_VJP
+          const real4 bar = tile_bar[k];
 #pragma unroll
           for (int t = 0; t < P2P_TARGETS; ++t)
-            a[t] = pair_term(a[t], source, tx[t], ty[t], tz[t], eps2, P2P_SELF(streamed + k, t));
+            a[t] = pair_vjp_term(a[t], target[t], own[t], source, bar, eps2, P2P_SELF(streamed + k, t));
+#else
+#pragma unroll
+          for (int t = 0; t < P2P_TARGETS; ++t)
+            a[t] = pair_term(a[t], source, target[t].x, target[t].y, target[t].z, eps2, P2P_SELF(streamed + k, t));
+#endif
         }
       }
       streamed += filled;
@@ -756,7 +791,11 @@ void p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state, G
           a[t].z += more.z;
           a[t].w += more.w;
         }
+#ifdef P2P_VJP
+        if (row + (uint)t * rows < batch) vjp_p2p_row(a[t], order[first + self[t]], cube_bar, cube_index, out);
+#else
         if (row + (uint)t * rows < batch) out[order[first + self[t]]] = a[t];
+#endif
       }
     }
     SYNC_THREADS; /* partial is free for the next batch */

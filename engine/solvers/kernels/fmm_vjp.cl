@@ -45,14 +45,15 @@
  *               side_bar = sum of their dot products with shape / 2^22), and which particles
  *               those are (the first in the caller's order of equal coordinates, as numpy's
  *               argmin, and the first axis of equal extents);
- *   vjp_p2p     per leaf, a work-item a target: P2P transposed over its own leaf and its P2P
- *               leaves (softened_pair.cl's pair_vjp_term, direct_vjp.cl's pair: the lists hold
- *               each pair both ways, so each body gathers its own sum), plus the far field's
- *               (its row of the output so far) and the cube's cotangents of the body, written
- *               at its caller index.
+ *   vjp_p2p     fmm.cl's p2p built with P2P_VJP (its work-groups, batches, tiles and parts):
+ *               P2P transposed over each leaf and its P2P leaves (softened_pair.cl's
+ *               pair_vjp_term, direct_vjp.cl's pair: the lists hold each pair both ways, so
+ *               each body gathers its own sum), the sources' cotangent rows streamed beside
+ *               them; vjp_p2p_row below adds the far field's (its row of the output so far) and
+ *               the cube's cotangents of the body, written at its caller index.
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
  * in a fixed order (bodies in key order, children in order, lists in order; vjp_m2l's lanes
- * and M2L as fmm.cl's m2l says); the one value two work-items of a launch could both write, a child's centre
+ * and M2L as fmm.cl's m2l says, vjp_p2p's parts as its p2p says); the one value two work-items of a launch could both write, a child's centre
  * cotangent in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run
  * strided over fixed work-items and fold in a fixed tree. No atomics: every run gives the same
  * bits.
@@ -61,9 +62,8 @@
  * the output rows): the far field's two terms of a body are held in its output row between
  * the kernels, not in an `accum` array of their own (32 bytes a body in float32's gradient,
  * ADR 0327).
- * Host defines: fmm.cl's, CUBE_GROUP (vjp_cube's work-group and its first stage's count of
- * groups, a power of two), P2P_VJP_GROUP
- * (vjp_p2p's), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,
+ * Host defines: fmm.cl's, P2P_VJP, CUBE_GROUP (vjp_cube's work-group and its first stage's count
+ * of groups, a power of two), WITH_POTENTIAL (read phi_bar), ZERO_SOFTENING. Needs tree_common.cl,
  * softened_pair.cl and fmm.cl first; the operators below are generated per order
  * (engine/solvers/_fmm_code.py's vjp_code) and appended. */
 
@@ -369,57 +369,17 @@ void vjp_cube(GLOBAL const accum* RESTRICT part_value, GLOBAL const uint* RESTRI
   }
 }
 
-/* Each body's row: P2P's VJP (its own leaf, then its P2P leaves in list order), its far-field
- * cotangents and its share of the cube's, rounded once to `real` at its caller index. A
- * work-group of P2P_VJP_GROUP work-items a leaf, a target each (batches of that many where a
- * leaf holds more); the sources and their cotangents stream through local memory a run (a
- * leaf's bodies) at a time, P2P_VJP_GROUP bodies a tile, so that a source is read from global
- * memory once per batch rather than once per target. Each target adds its sources in stream
- * order, whatever the group's size. */
-KERNEL LAUNCH_BOUNDS(P2P_VJP_GROUP, 1)
-void vjp_p2p(GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT state,
-             GLOBAL const TreeNode* RESTRICT nodes, GLOBAL const uint* RESTRICT p2p_start,
-             GLOBAL const uint* RESTRICT p2p_source, GLOBAL const uint* RESTRICT order,
-             GLOBAL const real4* RESTRICT cotangent, const real eps2,
-             GLOBAL const accum* RESTRICT cube_bar, GLOBAL const int* RESTRICT cube_index,
-             GLOBAL real4* RESTRICT out) {
-  LOCAL real4 tile_body[P2P_VJP_GROUP];
-  LOCAL real4 tile_bar[P2P_VJP_GROUP];
-  const int leaf = GROUP_ID;
-  const uint lane = (uint)LOCAL_ID;
-  if (leaf >= (int)state[STATE_NODES] || !vjp_leaf(nodes, leaf)) return; /* the whole group */
-  const uint first = nodes[leaf].first, count = nodes[leaf].count;
-  const uint list_first = p2p_start[leaf], runs = 1 + p2p_start[leaf + 1] - list_first;
-  for (uint base = 0; base < count; base += P2P_VJP_GROUP) {
-    const bool active = base + lane < count;
-    const uint p = first + (active ? base + lane : 0);
-    const real4 target = body[p], own = cotangent[p];
-    real4 sum = MAKE_REAL4(0, 0, 0, 0);
-    for (uint run = 0; run < runs; ++run) {
-      const uint source = run == 0 ? (uint)leaf : p2p_source[list_first + run - 1];
-      const uint from = nodes[source].first, bodies = nodes[source].count;
-      for (uint chunk = 0; chunk < bodies; chunk += P2P_VJP_GROUP) {
-        const uint take = MIN((uint)P2P_VJP_GROUP, bodies - chunk);
-        if (lane < take) {
-          tile_body[lane] = body[from + chunk + lane];
-          tile_bar[lane] = cotangent[from + chunk + lane];
-        }
-        SYNC_THREADS;
-        if (active)
-          for (uint k = 0; k < take; ++k)
-            sum = pair_vjp_term(sum, target, own, tile_body[k], tile_bar[k], eps2, from + chunk + k == p);
-        SYNC_THREADS;
-      }
-    }
-    if (!active) continue;
-    const int k = (int)order[p];
-    const real4 far = out[k];
-    accum row[4] = {(accum)sum.x + (accum)far.x, (accum)sum.y + (accum)far.y, (accum)sum.z + (accum)far.z,
-                    (accum)sum.w + (accum)far.w};
-    for (int a = 0; a < 3; ++a) {
-      if (k == cube_index[a]) row[a] += cube_bar[a] - cube_bar[3 + a];
-      if (k == cube_index[3 + a]) row[a] += cube_bar[3 + a];
-    }
-    out[k] = MAKE_REAL4((real)row[0], (real)row[1], (real)row[2], (real)row[3]);
+/* vjp_p2p (fmm.cl's p2p built with P2P_VJP) ends here for each body: its pair sum `sum`, its
+ * far-field cotangents (its row of the output so far) and its share of the cube's, rounded once
+ * to `real` at its caller index k. */
+DEVICE void vjp_p2p_row(const real4 sum, const uint k, GLOBAL const accum* RESTRICT cube_bar,
+                        GLOBAL const int* RESTRICT cube_index, GLOBAL real4* RESTRICT out) {
+  const real4 far = out[k];
+  accum row[4] = {(accum)sum.x + (accum)far.x, (accum)sum.y + (accum)far.y, (accum)sum.z + (accum)far.z,
+                  (accum)sum.w + (accum)far.w};
+  for (int a = 0; a < 3; ++a) {
+    if ((int)k == cube_index[a]) row[a] += cube_bar[a] - cube_bar[3 + a];
+    if ((int)k == cube_index[3 + a]) row[a] += cube_bar[3 + a];
   }
+  out[k] = MAKE_REAL4((real)row[0], (real)row[1], (real)row[2], (real)row[3]);
 }

@@ -2,13 +2,17 @@
 rule the host may choose: leaves of 1, a few, one less than a batch, exactly a batch, one more,
 and many more (coincident) bodies sum exactly their pairs, against a float64 NumPy sum of the
 same pairs, with the same bits run to run; with the potential (the body itself masked) and
-without (the body itself adds exact zeros)."""
+without (the body itself adds exact zeros). The same kernel built as the VJP's (P2P_VJP) sums
+exactly the pairs' cotangents, against cpu-direct's float64 VJP."""
 
 import numpy as np
 import pytest
 
 from orrery.engine import make_solver
+from orrery.engine.force_vjp import force_vjp
 from orrery.engine.solvers import gpu_fmm
+
+from ..differences import relative_error
 
 SOFTENING = 0.01
 # float32 pair sums against float64: each of a body's ~2000 terms is rounded a few times and
@@ -81,3 +85,34 @@ def test_p2p_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatc
     alone = gpu.accelerations(pos, mass)
     assert np.all(np.abs(alone - exact_acc) <= PAIR_ROUNDING * acc_scale)
     assert np.array_equal(alone, gpu.accelerations(pos, mass))
+
+
+@pytest.mark.parametrize("group, targets, split_cost, most_parts",
+                         [(32, 1, None, None), (32, 2, 0, None), (64, 2, None, None), (32, 1, 0, 3)])
+@pytest.mark.parametrize("potential", [False, True])
+def test_the_vjp_build_sums_exactly_the_lists_pairs_for_every_leaf_size(device, monkeypatch, group, targets,
+                                                                       split_cost, most_parts, potential):
+    monkeypatch.setattr(gpu_fmm, "P2P_GROUP", group)
+    monkeypatch.setattr(gpu_fmm, "P2P_TARGETS", targets)
+    monkeypatch.setattr(gpu_fmm, "P2P_SPLIT_COST", split_cost)
+    monkeypatch.setattr(gpu_fmm, "P2P_MOST_PARTS", most_parts)
+    batch = group * targets
+    pos, sizes = _clusters(batch, 1500, np.random.default_rng(33))
+    rng = np.random.default_rng(34)
+    mass = rng.uniform(0.5, 1.5, len(pos)) / len(pos)
+    acc_bar = rng.normal(size=pos.shape)
+    pot_bar = rng.normal(size=len(pos)) if potential else None
+    # theta 0: every pair is P2P, so the VJP is the direct sum's (the far field adds zeros)
+    gpu = make_solver("gpu-fmm", device=device, theta=0.0, order=1, softening=SOFTENING,
+                      leaf_capacity=batch + 1)
+    values = [None if a is None else a.astype(np.float32).astype(np.float64) for a in (pos, mass, acc_bar, pot_bar)]
+    got = force_vjp(gpu, *values)
+    tree = gpu.last_tree()
+    nodes = tree.node_records(gpu.dtype)
+    leaf_counts = nodes["count"][nodes["skip"] == np.arange(1, tree.node_count + 1)]
+    assert set(sizes) <= set(leaf_counts.tolist())
+    expected = force_vjp(make_solver("cpu-direct", precision="f64", softening=SOFTENING), *values)
+    for a, b in zip(got, expected):
+        assert relative_error(a, b) < PAIR_ROUNDING
+    again = force_vjp(gpu, *values)
+    assert all(np.array_equal(a, b) for a, b in zip(got, again))
