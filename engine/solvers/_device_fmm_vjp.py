@@ -109,7 +109,8 @@ class DeviceFmmVjp:
         # runs in order), as a cotangent array of their own would take 25 bytes a body at
         # order 7.
         local_bar, multipole_bar, centre_bar = self._local_bar, e.local, self._centre_bar
-        events = [k["vjp_l2p"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,
+        leaf_width = launch_size(e.slots * e.defines["P2M_LANES"], ITEM_GROUP)  # upward_leaves' lanes a leaf
+        events = [k["vjp_l2p"].launch(leaf_width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,
                                       e.centre, e.local, self._sorted_bar, local_bar, centre_bar, out)]
         levels = levels_of(e.levels)
         cells = [level for level in levels if level < MORTON_LEVELS]

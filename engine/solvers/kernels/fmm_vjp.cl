@@ -9,13 +9,13 @@
  * cotangents as its sources. Lbar and Mbar are the local expansions' and multipoles'
  * cotangents; Lbar is kept signed as the multipoles are (Lsbar_n = (-1)^|n| Lbar_n, node rows
  * of MULTIPOLE_STRIDE), so that fmm.cl's M2L takes it as its sources.
- *   vjp_l2p     per leaf: L2P transposed, Lbar(leaf) = sum over its bodies of the cotangents
- *               expanded about its centre (a P2M of vector sources), and each body's offset's
- *               cotangent (the local expansion's second derivatives dotted with a_bar), which
- *               moves the body and, negated, the leaf's centre, written as the body's row of
- *               the output (its far-field cotangents start there); every other node's
- *               centre cotangent starts at zero; the bodies' cotangent rows copied into key
- *               order;
+ *   vjp_l2p     per leaf (a few lanes a leaf, as upward_leaves): L2P transposed, Lbar(leaf) =
+ *               sum over its bodies of the cotangents expanded about its centre (a P2M of
+ *               vector sources), and each body's offset's cotangent (the local expansion's
+ *               second derivatives dotted with a_bar), which moves the body and, negated, the
+ *               leaf's centre, written as the body's row of the output (its far-field
+ *               cotangents start there); every other node's centre cotangent starts at zero;
+ *               the bodies' cotangent rows copied into key order;
  *   vjp_l2l     per cell level, deepest first, per internal node: L2L transposed, the
  *               children's Lsbar shifted up (upward's signed M2M), and the shifts' offsets'
  *               cotangents to the child's and the node's centres;
@@ -52,11 +52,11 @@
  *               them; vjp_p2p_row below adds the far field's (its row of the output so far) and
  *               the cube's cotangents of the body, written at its caller index.
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
- * in a fixed order (bodies in key order, children in order, lists in order; vjp_m2l's lanes
- * and M2L as fmm.cl's m2l says, vjp_p2p's parts as its p2p says); the one value two work-items of a launch could both write, a child's centre
- * cotangent in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run
- * strided over fixed work-items and fold in a fixed tree. No atomics: every run gives the same
- * bits.
+ * in a fixed order (bodies in key order, children in order, lists in order; vjp_l2p's lanes as
+ * upward_leaves', vjp_m2l's lanes and M2L as fmm.cl's m2l says, vjp_p2p's parts as its p2p
+ * says); the one value two work-items of a launch could both write, a child's centre cotangent
+ * in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run strided over fixed
+ * work-items and fold in a fixed tree. No atomics: every run gives the same bits.
  * Precision: expansions' cotangents in `expansion`, centres' cotangents in `accum`, pair sums
  * and the bodies' far-field cotangents in `real` (the solver's precision, as direct_vjp.cl and
  * the output rows): the far field's two terms of a body are held in its output row between
@@ -100,37 +100,50 @@ DEVICE void body_monomials(const real4 b, GLOBAL const accum* RESTRICT centre, c
             (expansion)((accum)b.z - centre[3 * i + 2]), t);
 }
 
-/* Also copies each body's cotangent row into key order (`sorted_bar`, phi_bar 0 without
- * WITH_POTENTIAL), for vjp_p2p. */
-/* `cotangent` and `out` may be one array (not RESTRICT): a body's row is read before it is
- * written, by the one work-item of its leaf. */
+/* P2M_LANES work-items a node (upward_leaves' lanes): a leaf's lane k takes its bodies k,
+ * k + P2M_LANES, ..., and the node's lanes (of one sub-group) add their partial Lbar and centre
+ * cotangents by a butterfly of shuffles (a + b and b + a are the same bits, so the sums are fixed
+ * by the leaf alone). Also copies each body's cotangent row into key order (`sorted_bar`, phi_bar
+ * 0 without WITH_POTENTIAL), for vjp_p2p. `cotangent` and `out` may be one array (not
+ * RESTRICT): a body's row is read before it is written, by the one work-item that takes it. */
 KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                     GLOBAL const real4* RESTRICT body, GLOBAL const uint* RESTRICT order,
                     GLOBAL const real4* cotangent, GLOBAL const accum* RESTRICT centre,
                     GLOBAL const expansion* RESTRICT field, GLOBAL real4* RESTRICT sorted_bar,
                     GLOBAL expansion* RESTRICT local_bar, GLOBAL accum* RESTRICT centre_bar,
                     GLOBAL real4* out) {
-  const int i = GLOBAL_ID;
-  if (i >= (int)state[STATE_NODES]) return;
+  /* every lane of a sub-group reaches every shuffle: no return before the last */
+  const int slot = GLOBAL_ID / P2M_LANES, lane = LOCAL_ID % P2M_LANES;
+  const int node_count = (int)state[STATE_NODES];
+  if (node_count == 0) return; /* every work-item alike */
+  const int i = MIN(slot, node_count - 1);
+  const bool leaf = slot < node_count && vjp_leaf(nodes, i);
+  const uint first = nodes[i].first, end = leaf ? first + nodes[i].count : first;
   accum own[3] = {0, 0, 0};
-  if (vjp_leaf(nodes, i)) {
-    expansion Lbar[TERMS], t[TERMS], g[3];
-    for (int q = 0; q < TERMS; ++q) Lbar[q] = 0;
-    const uint end = nodes[i].first + nodes[i].count;
-    for (uint p = nodes[i].first; p < end; ++p) {
-      const uint k = order[p];
-      const real4 bar = body_cotangent(cotangent, k);
-      sorted_bar[p] = bar;
-      body_monomials(body[p], centre, i, t);
-      l2p_vjp(t, field + (ulong)i * TERMS, (expansion)bar.x, (expansion)bar.y, (expansion)bar.z,
-              (expansion)bar.w, Lbar, g);
-      out[k] = MAKE_REAL4((real)g[0], (real)g[1], (real)g[2], 0);
-      for (int a = 0; a < 3; ++a) own[a] -= (accum)g[a];
-    }
-    unsign(Lbar);
-    for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = Lbar[q];
+  expansion Lbar[TERMS], t[TERMS], g[3];
+  for (int q = 0; q < TERMS; ++q) Lbar[q] = 0;
+  for (uint p = first + (uint)lane; p < end; p += P2M_LANES) {
+    const uint k = order[p];
+    const real4 bar = body_cotangent(cotangent, k);
+    sorted_bar[p] = bar;
+    body_monomials(body[p], centre, i, t);
+    l2p_vjp(t, field + (ulong)i * TERMS, (expansion)bar.x, (expansion)bar.y, (expansion)bar.z,
+            (expansion)bar.w, Lbar, g);
+    out[k] = MAKE_REAL4((real)g[0], (real)g[1], (real)g[2], 0);
+    for (int a = 0; a < 3; ++a) own[a] -= (accum)g[a];
   }
-  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+  for (int mask = 1; mask < P2M_LANES; mask <<= 1) {
+    for (int q = 0; q < TERMS; ++q) Lbar[q] += SUBGROUP_SHUFFLE_XOR(Lbar[q], mask);
+    for (int a = 0; a < 3; ++a) own[a] += SUBGROUP_SHUFFLE_XOR(own[a], mask);
+  }
+  if (slot >= node_count) return;
+  if (leaf) {
+    unsign(Lbar);
+    for (int q = 0; q < TERMS; ++q)
+      if (q % P2M_LANES == lane) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = Lbar[q];
+  }
+  if (lane == 0)
+    for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
 }
 
 /* The monomials of the offset z_i - z_c of node i from its child c (the upward pass's offsets). */
