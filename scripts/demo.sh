@@ -33,9 +33,9 @@ if command -v xvfb-run >/dev/null; then
     if [ -z "$last" ]; then
       echo "  viewer: starting (building the galaxies, opening the window), ${waited} s"
     else
-      drawn=$(sed -nE 's/^\{"final": [a-z]+, "frames": ([0-9]+),.*/\1/p' <<<"$last")
-      fps=$(sed -nE 's/^\{"final": [a-z]+, "frames": [0-9]+, "render_fps": ([0-9.]+),.*/\1/p' <<<"$last")
-      printf '  viewer: frame %s of %s, %.0f fps, %s s\n' "${drawn:-0}" "$frames" "${fps:-0}" "$waited"
+      # the record read as JSON (its keys' order is not part of it)
+      read -r drawn fps < <(python -c 'import json, sys; r = json.loads(sys.argv[1]); print(r["frames"], round(r["render_fps"]))' "$last" 2>/dev/null) || true
+      printf '  viewer: frame %s of %s, %s fps, %s s\n' "${drawn:-0}" "$frames" "${fps:-0}" "$waited"
     fi
   done
   wait "$viewer"
