@@ -2,9 +2,10 @@
 over the last evaluation's tree, lists, centres and expansions, held fixed, and the arrays of
 cotangents they fill (a node's local cotangents, its centre's cotangents and the cube's side's
 from its M2L terms, the bodies' cotangent rows in key order and the cube's), kept between calls
-and grown as the trees grow. Two take no array of their own: the bodies' far-field cotangents are summed in the output's rows, and the nodes'
-multipole cotangents are written over the evaluation's local expansions once the transposed
-L2P and L2L have read them (so an evaluation has one VJP).
+and grown as the trees grow. Two take no array of their own: the bodies' far-field cotangents
+are summed in the output's rows, and the nodes' multipole cotangents are written over the
+evaluation's local expansions once the transposed L2P and L2L have read them (so an evaluation
+has one VJP).
 """
 
 from __future__ import annotations

@@ -66,10 +66,11 @@ M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
 # The bits of a list length in M2L's schedule keys (longer lists sort as the longest).
 SCHEDULE_LENGTH_BITS = 16
-# The P2P kernel's host defines (fmm.cl's p2p, docs/fmm-tuning-log.md#0173, #0176), read when a solver is made
-# so that a benchmark may set them per solver: work-items of a leaf's work-group (a few of them
-# share each target's sources: leaves hold ~30 bodies on a Plummer sphere at the default leaf
-# capacity of 96), targets a work-item (each local read of a source feeds that many pairs),
+# The P2P kernel's host defines (fmm.cl's p2p, docs/fmm-tuning-log.md#0173, #0176; its VJP, built from the
+# same kernel, takes them too), read when a solver is made so that a benchmark may set them per
+# solver: work-items of a leaf's work-group (a few of them share each target's sources: leaves
+# hold ~30 bodies on a Plummer sphere at the default leaf capacity of 96), targets a work-item
+# (each local read of a source feeds that many pairs),
 # source bodies staged per barrier pair (four per work-item: 8 KiB of local memory in float32
 # at 128), a tile pass's cost in lane-sums per group of sources, above which a leaf's last
 # targets go in two batches that divide the group better (None: never), and the most lanes a
