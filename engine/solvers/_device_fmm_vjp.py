@@ -27,23 +27,24 @@ CUBE_GROUP = 256
 # doubles the tile's local memory: 41.5 KiB a group in float64, within CUDA's 48). At the
 # forward's residency (64 registers a thread in float32, no spill) it took 1.76 ms at 2^20 on an
 # H100, where half as many threads a multiprocessor (90 registers) took 1.85.
-VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_m2l", "vjp_m2m", "vjp_p2m", "vjp_cube_parts", "vjp_cube",
+VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_shifts", "vjp_m2l", "l2l", "vjp_p2m", "vjp_cube_parts", "vjp_cube",
                "vjp_p2p")
 
 
 @dataclass(frozen=True)
 class FmmEvaluation:
     """What the VJP differentiates: an evaluation's tree and lists, its state on the device, the
-    node plan's slots and cell levels, its centres, shapes, signed multipoles and local
-    expansions (the VJP's room for the multipoles' cotangents once read), fmm.cl's defines it
-    was built with, M2L's schedule and its M2L (over its lists, in that schedule) for other
-    sources."""
+    node plan's slots and cell levels, its nodes' parents, centres, shapes, signed multipoles
+    and local expansions (the VJP's room for the multipoles' cotangents once read), fmm.cl's
+    defines it was built with, M2L's schedule and its M2L (over its lists, in that schedule)
+    for other sources."""
 
     tree: DeviceTree
     lists: InteractionLists
     state: DeviceArray
     slots: int
     levels: int
+    parent: DeviceArray
     centre: DeviceArray
     shape: DeviceArray
     multipole: DeviceArray
@@ -117,7 +118,9 @@ class DeviceFmmVjp:
         cells = [level for level in levels if level < MORTON_LEVELS]
         for level in reversed(cells):
             events.append(k["vjp_l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
-                                              e.centre, e.local, local_bar, centre_bar))
+                                              e.centre, local_bar))
+        events.append(k["vjp_shifts"].launch(width, ITEM_GROUP, np.int32(1), state, tree.nodes, e.centre, e.shape,
+                                             e.local, local_bar, self._side_bar))
         # M2L transposed is M2L: the signed local cotangents as sources give the multipoles'
         events.append(e.m2l(local_bar, multipole_bar))
         lanes, group = e.defines["M2L_LANES"], e.defines["M2L_GROUP"]
@@ -125,9 +128,12 @@ class DeviceFmmVjp:
                                           lists.m2l_start, lists.m2l_source, e.centre, e.shape,
                                           solver.expansion.type(solver.softening ** 2), e.multipole, local_bar,
                                           self._side_bar))
-        for level in cells:
-            events.append(k["vjp_m2m"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
-                                              e.centre, e.multipole, multipole_bar, centre_bar))
+        # M2M transposed is L2L: each node's multipole cotangent shifted down into its children's
+        for level in [level for level in levels if level > 0]:
+            events.append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.levels, e.parent,
+                                          e.centre, multipole_bar))
+        events.append(k["vjp_shifts"].launch(width, ITEM_GROUP, np.int32(0), state, tree.nodes, e.centre, e.shape,
+                                             multipole_bar, e.multipole, self._side_bar))
         events.append(k["vjp_p2m"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order,
                                           e.centre, multipole_bar, centre_bar, out))
         parts = (self._part_value, self._part_index, self._part_sum)

@@ -468,7 +468,7 @@ class GpuFmmSolver(GpuSolver):
             self._vjp = DeviceFmmVjp(self)
         tree, lists, _, _ = self._last
         evaluation = FmmEvaluation(tree=tree, lists=lists, state=self._walk.state, slots=self._node_capacity,
-                                   levels=self._levels, centre=self._centre, shape=self._shape,
+                                   levels=self._levels, parent=self._parent, centre=self._centre, shape=self._shape,
                                    multipole=self._multipole, local=self._local, defines=self._defines(potential),
                                    schedule=self._m2l_pass[1], shift=self._m2l_pass[2],
                                    m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field))

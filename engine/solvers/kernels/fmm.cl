@@ -186,6 +186,19 @@ KERNEL void upward_leaves(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNo
       if (q % P2M_LANES == lane) multipole[(ulong)i * MULTIPOLE_STRIDE + q] = M[q];
 }
 
+/* M = node i's children's rows of `rows` (MULTIPOLE_STRIDE, signed multipoles) shifted to its
+ * centre z, in order (M2M, the offsets z - z_c): upward's, and the VJP's L2L transposed. */
+DEVICE void m2m_children(GLOBAL const TreeNode* RESTRICT nodes, const int i, const accum* z,
+                         GLOBAL const accum* RESTRICT centre, GLOBAL const expansion* rows, expansion* M) {
+  expansion t[TERMS];
+  for (int q = 0; q < TERMS; ++q) M[q] = 0;
+  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
+    monomials((expansion)(z[0] - centre[3 * c]), (expansion)(z[1] - centre[3 * c + 1]),
+              (expansion)(z[2] - centre[3 * c + 2]), t);
+    m2m_accumulate(t, rows + (ulong)c * MULTIPOLE_STRIDE, M);
+  }
+}
+
 /* The internal nodes of one cell level a launch, deepest first (a child's cell is always deeper
  * than its parent's, so its box and multipole are final): M2M from the children in order. */
 KERNEL void upward(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
@@ -204,13 +217,8 @@ KERNEL void upward(const int level, GLOBAL const uint* RESTRICT state, GLOBAL co
     }
   accum z[3];
   node_geometry(i, low, high, true, cube, box, shape, centre, z);
-  expansion M[TERMS], t[TERMS];
-  for (int q = 0; q < TERMS; ++q) M[q] = 0;
-  for (uint c = (uint)i + 1; c < skip; c = nodes[c].skip) {
-    monomials((expansion)(z[0] - centre[3 * c]), (expansion)(z[1] - centre[3 * c + 1]),
-              (expansion)(z[2] - centre[3 * c + 2]), t);
-    m2m_accumulate(t, multipole + (ulong)c * MULTIPOLE_STRIDE, M);
-  }
+  expansion M[TERMS];
+  m2m_children(nodes, i, z, centre, multipole, M);
   for (int q = 0; q < TERMS; ++q) multipole[(ulong)i * MULTIPOLE_STRIDE + q] = M[q];
 }
 

@@ -17,25 +17,30 @@
  *               cotangents start there); every other node's centre cotangent starts at zero;
  *               the bodies' cotangent rows copied into key order;
  *   vjp_l2l     per cell level, deepest first, per internal node: L2L transposed, the
- *               children's Lsbar shifted up (upward's signed M2M), and the shifts' offsets'
- *               cotangents to the child's and the node's centres;
+ *               children's Lsbar shifted up (upward's signed M2M, fmm.cl's m2m_children);
+ *   vjp_shifts  per internal node, all levels in one launch, once the shifts above have run:
+ *               the shifts' offsets' cotangents. An offset z_c - z_i moves with the cube's
+ *               side alone (lo moves both ends alike), as an M2L term's does (vjp_m2l below),
+ *               so each gives the node's side_bar g . (shape_c - shape_i) / 2^(MORTON_LEVELS
+ *               + 1); the first of the passes into side_bar writes it;
  *   m2l         (fmm.cl's, launched by the solver over its lists in its schedule) M2L
  *               transposed: its matrix D_{k+n}(z_i - z_j) is symmetric and the lists hold each
  *               pair both ways, so Mbar_k(i) = sum_j sum_n D_{k+n}(z_i - z_j) Lsbar_n(j) is M2L
  *               with Lsbar as the sources (the reversed pair's D(z_j - z_i) = (-1)^|k+n|
  *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar), written
- *               over the evaluation's L, which only vjp_l2p and vjp_l2l read;
+ *               over the evaluation's L, which only vjp_l2p, vjp_l2l and vjp_shifts read;
  *   vjp_m2l     per node (M2L_LANES work-items, in M2L's schedule), over its M2L list: the
  *               cube's side's cotangent from node i's terms (_fmm_code.py's m2l_gradient, D
  *               to order p + 1, the gradient g in the offset R = z_i - z_j). A centre is
  *               lo + shape side / 2^(MORTON_LEVELS + 1), so R moves with the side alone (lo
  *               moves both ends alike): each term gives g . (shape_i - shape_j) /
- *               2^(MORTON_LEVELS + 1), summed into the node's side_bar, which vjp_cube adds
+ *               2^(MORTON_LEVELS + 1), added to the node's side_bar, which vjp_cube adds
  *               to the side's; node j's term from node i is in j's list, and j's to count.
  *               (Each node's centre cotangents, i as target and as source, summed to the same
  *               two sums, cost twice the contractions and two rows of terms a work-item.)
- *   vjp_m2m     per cell level, shallowest first, per internal node: M2M transposed, its Mbar
- *               shifted down into each child's (L2L's form), the offsets' cotangents;
+ *   l2l         (fmm.cl's, per cell level below the root, shallowest first) M2M transposed:
+ *               each node's Mbar shifted down into its children's (L2L's form, over the
+ *               evaluation's parents), then vjp_shifts again for these shifts' offsets;
  *   vjp_p2m     per leaf: P2M transposed, each body's mass cotangent sum_n Mbar_n t_n and
  *               position cotangent m grad (an L2P of Mbar), added to its row of the output,
  *               its negation to the centre;
@@ -54,9 +59,8 @@
  * Determinism: one work-item per output (a node's cotangents, a body's row), adding its inputs
  * in a fixed order (bodies in key order, children in order, lists in order; vjp_l2p's lanes as
  * upward_leaves', vjp_m2l's lanes and M2L as fmm.cl's m2l says, vjp_p2p's parts as its p2p
- * says); the one value two work-items of a launch could both write, a child's centre cotangent
- * in vjp_l2l and vjp_m2m, is written by its parent alone; vjp_cube's sums run strided over fixed
- * work-items and fold in a fixed tree. No atomics: every run gives the same bits.
+ * says); vjp_cube's sums run strided over fixed work-items and fold in a fixed tree. No
+ * atomics: every run gives the same bits.
  * Precision: expansions' cotangents in `expansion`, centres' cotangents in `accum`, pair sums
  * and the bodies' far-field cotangents in `real` (the solver's precision, as direct_vjp.cl and
  * the output rows): the far field's two terms of a body are held in its output row between
@@ -152,33 +156,46 @@ DEVICE void parent_monomials(GLOBAL const accum* RESTRICT centre, const uint c, 
             (expansion)(centre[3 * i + 2] - centre[3 * c + 2]), t);
 }
 
-/* The local cotangents signed, as the multipoles are (upward's M2M: offsets negated), so that
- * M2L takes them as sources; the shift's monomials and the child's cotangent unsigned for the
- * shift's gradient. */
+/* The nodes of one cell level a launch, deepest first: L2L transposed, the children's signed
+ * local cotangents shifted up (upward's M2M: m2m_children), written over the node's row (an
+ * internal node's local expansion feeds its children's alone). */
 KERNEL void vjp_l2l(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
                     GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT centre,
-                    GLOBAL const expansion* RESTRICT field, GLOBAL expansion* RESTRICT local_bar,
-                    GLOBAL accum* RESTRICT centre_bar) {
+                    GLOBAL expansion* local_bar) {
   const int i = GLOBAL_ID;
   if (i >= (int)state[STATE_NODES] || vjp_leaf(nodes, i) || (int)levels[i] != level) return;
-  expansion M[TERMS], t[TERMS], X[TERMS], g[3];
-  accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
-  for (int q = 0; q < TERMS; ++q) M[q] = 0;
-  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
-    GLOBAL const expansion* RESTRICT child = local_bar + (ulong)c * MULTIPOLE_STRIDE;
-    parent_monomials(centre, c, i, t);
-    m2m_accumulate(t, child, M);
-    unsign(t);
-    for (int q = 0; q < TERMS; ++q) X[q] = child[q];
-    unsign(X);
-    shift_gradient(t, field + (ulong)i * TERMS, X, g);
-    for (int a = 0; a < 3; ++a) {
-      centre_bar[3 * c + a] += (accum)g[a];
-      own[a] -= (accum)g[a];
-    }
-  }
+  const accum z[3] = {centre[3 * i], centre[3 * i + 1], centre[3 * i + 2]};
+  expansion M[TERMS];
+  m2m_children(nodes, i, z, centre, local_bar, M);
   for (int q = 0; q < TERMS; ++q) local_bar[(ulong)i * MULTIPOLE_STRIDE + q] = M[q];
-  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+}
+
+/* One work-item a node (a leaf's sum is empty), every level in one launch, after the pass's
+ * shifts, whose rows it reads final: the cotangents g of its shifts' offsets z_c - z_i,
+ * d/dv sum_{k+n} Y_{k+n} X_k t_n(v), with Y the node's unsigned row of `parent_rows` (TERMS a
+ * node) and X the child's row of `child_rows` (MULTIPOLE_STRIDE, signed). The offset moves
+ * with the cube's side alone, as an M2L term's does (vjp_m2l), so each adds
+ * g . (shape_c - shape_i) / 2^(MORTON_LEVELS + 1) to the node's side_bar; `first`: the first
+ * pass into side_bar, which writes it. Apart from the shifts, neither kernel holds more than
+ * two rows of terms a work-item, and no launch waits on a level (docs/adr/0344). */
+KERNEL void vjp_shifts(const int first, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
+                       GLOBAL const accum* RESTRICT centre, GLOBAL const accum* RESTRICT shape,
+                       GLOBAL const expansion* RESTRICT parent_rows, GLOBAL const expansion* RESTRICT child_rows,
+                       GLOBAL accum* RESTRICT side_bar) {
+  const int i = GLOBAL_ID;
+  if (i >= (int)state[STATE_NODES]) return;
+  accum side = 0;
+  expansion t[TERMS], X[TERMS], g[3];
+  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
+    monomials((expansion)(centre[3 * c] - centre[3 * i]), (expansion)(centre[3 * c + 1] - centre[3 * i + 1]),
+              (expansion)(centre[3 * c + 2] - centre[3 * i + 2]), t);
+    for (int q = 0; q < TERMS; ++q) X[q] = child_rows[(ulong)c * MULTIPOLE_STRIDE + q];
+    unsign(X);
+    shift_gradient(t, parent_rows + (ulong)i * TERMS, X, g);
+    for (int a = 0; a < 3; ++a) side += (accum)g[a] * (shape[4 * c + a] - shape[4 * i + a]);
+  }
+  side /= (accum)(2 << MORTON_LEVELS);
+  side_bar[i] = first ? side : side_bar[i] + side;
 }
 
 /* M2L_LANES work-items a node, the nodes in M2L's schedule (longest list first, as m2l takes
@@ -212,31 +229,7 @@ KERNEL void vjp_m2l(GLOBAL const uint* RESTRICT state, const int shift, GLOBAL c
             g[2] * (expansion)(h2 - shape[4 * j + 2]);
   }
   for (int mask = 1; mask < M2L_LANES; mask <<= 1) side += SUBGROUP_SHUFFLE_XOR(side, mask);
-  if (active && lane == 0) side_bar[i] = (accum)side / (accum)(2 << MORTON_LEVELS);
-}
-
-KERNEL void vjp_m2m(const int level, GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
-                    GLOBAL const uint* RESTRICT levels, GLOBAL const accum* RESTRICT centre,
-                    GLOBAL const expansion* RESTRICT multipole, GLOBAL expansion* RESTRICT multipole_bar,
-                    GLOBAL accum* RESTRICT centre_bar) {
-  const int i = GLOBAL_ID;
-  if (i >= (int)state[STATE_NODES] || vjp_leaf(nodes, i) || (int)levels[i] != level) return;
-  expansion t[TERMS], X[TERMS], g[3];
-  accum own[3] = {centre_bar[3 * i], centre_bar[3 * i + 1], centre_bar[3 * i + 2]};
-  GLOBAL const expansion* RESTRICT parent_bar = multipole_bar + (ulong)i * TERMS;
-  for (uint c = (uint)i + 1; c < nodes[i].skip; c = nodes[c].skip) {
-    parent_monomials(centre, c, i, t);
-    unsign(t); /* the monomials of z_c - z_i, L2L's offset */
-    l2l_accumulate(t, parent_bar, multipole_bar + (ulong)c * TERMS);
-    for (int q = 0; q < TERMS; ++q) X[q] = multipole[(ulong)c * MULTIPOLE_STRIDE + q];
-    unsign(X);
-    shift_gradient(t, parent_bar, X, g);
-    for (int a = 0; a < 3; ++a) {
-      centre_bar[3 * c + a] += (accum)g[a];
-      own[a] -= (accum)g[a];
-    }
-  }
-  for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
+  if (active && lane == 0) side_bar[i] += (accum)side / (accum)(2 << MORTON_LEVELS);
 }
 
 KERNEL void vjp_p2m(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RESTRICT nodes,
