@@ -1,11 +1,11 @@
 """gpu-fmm's force VJP on its device (``kernels/fmm_vjp.cl``, docs/adr/0326): the reverse passes
 over the last evaluation's tree, lists, centres and expansions, held fixed, and the arrays of
 cotangents they fill (a node's local cotangents, its centre's cotangents and the cube's side's
-from its M2L terms, the bodies' cotangent rows in key order and the cube's), kept between calls
-and grown as the trees grow. Two take no array of their own: the bodies' far-field cotangents
-are summed in the output's rows, and the nodes' multipole cotangents are written over the
-evaluation's local expansions once the transposed L2P and L2L have read them (so an evaluation
-has one VJP).
+from its M2L terms and shifts, the bodies' cotangent rows in key order and the cube's), kept
+between calls and grown as the trees grow. Two take no array of their own: the bodies'
+far-field cotangents are summed in the output's rows, and the nodes' multipole cotangents are
+written over the evaluation's local expansions once the transposed L2P and the first shifts'
+gradients have read them (so an evaluation has one VJP).
 """
 
 from __future__ import annotations
@@ -107,9 +107,9 @@ class DeviceFmmVjp:
         solver, tree, lists = self.solver, e.tree, e.lists
         state, width = e.state, launch_size(e.slots, ITEM_GROUP)
         # The multipoles' cotangents have M2L's output's rows, as the local expansions do, which
-        # only vjp_l2p and vjp_l2l read: the M2L transpose then writes over them (the queue
-        # runs in order), as a cotangent array of their own would take 25 bytes a body at
-        # order 7.
+        # only vjp_l2p and the first vjp_shifts read: the M2L transpose then writes over them
+        # (the queue runs in order), as a cotangent array of their own would take 25 bytes a
+        # body at order 7.
         local_bar, multipole_bar, centre_bar = self._local_bar, e.local, self._centre_bar
         leaf_width = launch_size(e.slots * e.defines["P2M_LANES"], ITEM_GROUP)  # upward_leaves' lanes a leaf
         events = [k["vjp_l2p"].launch(leaf_width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,

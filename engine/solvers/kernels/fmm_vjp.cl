@@ -28,7 +28,7 @@
  *               pair both ways, so Mbar_k(i) = sum_j sum_n D_{k+n}(z_i - z_j) Lsbar_n(j) is M2L
  *               with Lsbar as the sources (the reversed pair's D(z_j - z_i) = (-1)^|k+n|
  *               D(z_i - z_j) turns Lbar into Lsbar and the signed result into Mbar), written
- *               over the evaluation's L, which only vjp_l2p, vjp_l2l and vjp_shifts read;
+ *               over the evaluation's L, which only vjp_l2p and vjp_shifts read;
  *   vjp_m2l     per node (M2L_LANES work-items, in M2L's schedule), over its M2L list: the
  *               cube's side's cotangent from node i's terms (_fmm_code.py's m2l_gradient, D
  *               to order p + 1, the gradient g in the offset R = z_i - z_j). A centre is
@@ -148,12 +148,6 @@ KERNEL void vjp_l2p(GLOBAL const uint* RESTRICT state, GLOBAL const TreeNode* RE
   }
   if (lane == 0)
     for (int a = 0; a < 3; ++a) centre_bar[3 * i + a] = own[a];
-}
-
-/* The monomials of the offset z_i - z_c of node i from its child c (the upward pass's offsets). */
-DEVICE void parent_monomials(GLOBAL const accum* RESTRICT centre, const uint c, const int i, expansion* t) {
-  monomials((expansion)(centre[3 * i] - centre[3 * c]), (expansion)(centre[3 * i + 1] - centre[3 * c + 1]),
-            (expansion)(centre[3 * i + 2] - centre[3 * c + 2]), t);
 }
 
 /* The nodes of one cell level a launch, deepest first: L2L transposed, the children's signed
