@@ -27,24 +27,22 @@ CUBE_GROUP = 256
 # doubles the tile's local memory: 41.5 KiB a group in float64, within CUDA's 48). At the
 # forward's residency (64 registers a thread in float32, no spill) it took 1.76 ms at 2^20 on an
 # H100, where half as many threads a multiprocessor (90 registers) took 1.85.
-VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_shifts", "vjp_m2l", "l2l", "vjp_p2m", "vjp_cube_parts", "vjp_cube",
-               "vjp_p2p")
+VJP_KERNELS = ("vjp_l2p", "vjp_l2l", "vjp_shifts", "vjp_m2l", "vjp_p2m", "vjp_cube_parts", "vjp_cube", "vjp_p2p")
 
 
 @dataclass(frozen=True)
 class FmmEvaluation:
     """What the VJP differentiates: an evaluation's tree and lists, its state on the device, the
-    node plan's slots and cell levels, its nodes' parents, centres, shapes, signed multipoles
-    and local expansions (the VJP's room for the multipoles' cotangents once read), fmm.cl's
-    defines it was built with, M2L's schedule and its M2L (over its lists, in that schedule)
-    for other sources."""
+    node plan's slots and cell levels, its centres, shapes, signed multipoles and local
+    expansions (the VJP's room for the multipoles' cotangents once read), fmm.cl's defines it
+    was built with, M2L's schedule, and its M2L (over its lists, in that schedule) and L2L (over
+    its parents) for other expansions."""
 
     tree: DeviceTree
     lists: InteractionLists
     state: DeviceArray
     slots: int
     levels: int
-    parent: DeviceArray
     centre: DeviceArray
     shape: DeviceArray
     multipole: DeviceArray
@@ -53,6 +51,7 @@ class FmmEvaluation:
     schedule: DeviceArray  # M2L's: the nodes, longest list first (sort keys)
     shift: np.int32  # the bits of a node index in the schedule's keys
     m2l: Callable[[DeviceArray, DeviceArray], KernelEvent]  # its M2L: (sources, field) -> event
+    l2l: Callable[[DeviceArray], list[KernelEvent]]  # its L2L down the levels: field -> events
 
 
 class DeviceFmmVjp:
@@ -114,8 +113,7 @@ class DeviceFmmVjp:
         leaf_width = launch_size(e.slots * e.defines["P2M_LANES"], ITEM_GROUP)  # upward_leaves' lanes a leaf
         events = [k["vjp_l2p"].launch(leaf_width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order, cotangent,
                                       e.centre, e.local, self._sorted_bar, local_bar, centre_bar, out)]
-        levels = levels_of(e.levels)
-        cells = [level for level in levels if level < MORTON_LEVELS]
+        cells = [level for level in levels_of(e.levels) if level < MORTON_LEVELS]
         for level in reversed(cells):
             events.append(k["vjp_l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.nodes, tree.levels,
                                               e.centre, local_bar))
@@ -129,9 +127,7 @@ class DeviceFmmVjp:
                                           solver.expansion.type(solver.softening ** 2), e.multipole, local_bar,
                                           self._side_bar))
         # M2M transposed is L2L: each node's multipole cotangent shifted down into its children's
-        for level in [level for level in levels if level > 0]:
-            events.append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.levels, e.parent,
-                                          e.centre, multipole_bar))
+        events += e.l2l(multipole_bar)
         events.append(k["vjp_shifts"].launch(width, ITEM_GROUP, np.int32(0), state, tree.nodes, e.centre, e.shape,
                                              multipole_bar, e.multipole, self._side_bar))
         events.append(k["vjp_p2m"].launch(width, ITEM_GROUP, state, tree.nodes, tree.body, tree.order,

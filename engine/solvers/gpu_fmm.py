@@ -66,15 +66,15 @@ M2L_GROUP = ITEM_GROUP
 M2L_LANES = 2
 # The bits of a list length in M2L's schedule keys (longer lists sort as the longest).
 SCHEDULE_LENGTH_BITS = 16
-# The P2P kernel's host defines (fmm.cl's p2p, docs/fmm-tuning-log.md#0173, #0176; its VJP, built from the
-# same kernel, takes them too), read when a solver is made so that a benchmark may set them per
-# solver: work-items of a leaf's work-group (a few of them share each target's sources: leaves
-# hold ~30 bodies on a Plummer sphere at the default leaf capacity of 96), targets a work-item
-# (each local read of a source feeds that many pairs),
-# source bodies staged per barrier pair (four per work-item: 8 KiB of local memory in float32
-# at 128), a tile pass's cost in lane-sums per group of sources, above which a leaf's last
-# targets go in two batches that divide the group better (None: never), and the most lanes a
-# target (None: as many as the group has; 1: one lane a target, the scheme before docs/fmm-tuning-log.md#0173).
+# The P2P kernel's host defines (fmm.cl's p2p, docs/fmm-tuning-log.md#0173, #0176; its VJP,
+# built from the same kernel, takes them too), read when a solver is made so that a benchmark
+# may set them per solver: work-items of a leaf's work-group (a few of them share each target's
+# sources: leaves hold ~30 bodies on a Plummer sphere at the default leaf capacity of 96),
+# targets a work-item (each local read of a source feeds that many pairs), source bodies staged
+# per barrier pair (four per work-item: 8 KiB of local memory in float32 at 128), a tile pass's
+# cost in lane-sums per group of sources, above which a leaf's last targets go in two batches
+# that divide the group better (None: never), and the most lanes a target (None: as many as the
+# group has; 1: one lane a target, the scheme before docs/fmm-tuning-log.md#0173).
 # On the H200 (p 6, theta 0.75, 10M bodies) two targets a work-item took P2P 8.3 ms at leaf
 # capacity 64 against 8.9 at one, and groups of 128 12.2 ms at capacity 96 against 12.7 at 64
 # (8.3 either way at 64).
@@ -210,6 +210,7 @@ class GpuFmmSolver(GpuSolver):
         self._fitted = None  # the key of the last launched evaluation that fitted its plans
         self._vjp: DeviceFmmVjp | None = None  # the VJP's passes and arrays, made on first use
         self._m2l_pass = None  # the last passes' M2L kernel, sorted schedule and node index bits
+        self._l2l_kernel = None  # the last passes' L2L kernel
 
     @property
     def chosen(self) -> dict | None:
@@ -430,9 +431,8 @@ class GpuFmmSolver(GpuSolver):
         self._m2l_pass = (k["m2l"], schedule, shift)
         events["m2l"].append(self._launch_m2l(lists, self._multipole, self._local))
         events["downward"].append(k["node_parents"].launch(width, ITEM_GROUP, state, tree.nodes, self._parent))
-        for level in [level for level in levels if level > 0]:
-            events["downward"].append(k["l2l"].launch(width, ITEM_GROUP, np.int32(level), state, tree.levels,
-                                                      self._parent, self._centre, self._local))
+        self._l2l_kernel = k["l2l"]
+        events["downward"] += self._launch_l2l(tree, self._local)
         group = self._p2p["P2P_GROUP"]
         events["p2p"].append(k["p2p"].launch(slots * group, group, tree.body, state, tree.nodes,
                                              lists.p2p_start, lists.p2p_source,
@@ -449,6 +449,15 @@ class GpuFmmSolver(GpuSolver):
         return kernel.launch(launch_size(self._node_capacity * self._m2l_lanes, M2L_GROUP), M2L_GROUP,
                              self._walk.state, shift, schedule, lists.m2l_start, lists.m2l_source, self._centre,
                              self.expansion.type(self.softening ** 2), multipole, field)
+
+    def _launch_l2l(self, tree: DeviceTree, field: DeviceArray) -> list[KernelEvent]:
+        """The last passes' L2L over ``tree``'s cell levels below the root, shallowest first (a
+        parent's row is final before its children's launch): each node's row of ``field``
+        (``TERMS`` a node) adds its parent's, re-expanded about its own centre."""
+        width = launch_size(self._node_capacity, ITEM_GROUP)
+        return [self._l2l_kernel.launch(width, ITEM_GROUP, np.int32(level), self._walk.state, tree.levels,
+                                        self._parent, self._centre, field)
+                for level in levels_of(self._levels) if level > 0]
 
     def launch_vjp(self, body: DeviceArray, cotangent: DeviceArray, out: DeviceArray, count: int, *,
                    potential: bool) -> list[KernelEvent]:
@@ -468,10 +477,11 @@ class GpuFmmSolver(GpuSolver):
             self._vjp = DeviceFmmVjp(self)
         tree, lists, _, _ = self._last
         evaluation = FmmEvaluation(tree=tree, lists=lists, state=self._walk.state, slots=self._node_capacity,
-                                   levels=self._levels, parent=self._parent, centre=self._centre, shape=self._shape,
+                                   levels=self._levels, centre=self._centre, shape=self._shape,
                                    multipole=self._multipole, local=self._local, defines=self._defines(potential),
                                    schedule=self._m2l_pass[1], shift=self._m2l_pass[2],
-                                   m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field))
+                                   m2l=lambda multipole, field: self._launch_m2l(lists, multipole, field),
+                                   l2l=lambda field: self._launch_l2l(tree, field))
         self._locals_spent = True
         return self._vjp.launch(evaluation, cotangent, out, count, potential=potential)
 
